@@ -1,0 +1,50 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "JournalLog",
+    platforms: [.macOS(.v13), .iOS(.v16)],
+    products: [
+        .library(name: "JournalLog", targets: ["JournalLog"]),
+        .executable(name: "jlog", targets: ["jlog"]),
+        .executable(name: "jlog-bench", targets: ["jlog-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+    ],
+    targets: [
+        // Layer 0: C helpers. CRC32C needs no unsafeFlags (target attribute + runtime check).
+        .target(name: "CCRC32C"),
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+        ),
+        // Layer 1: pure codec and domain model. No I/O; every parser here is fuzzable.
+        .target(name: "JournalCodec", dependencies: ["CCRC32C", "CLZ4"]),
+        // Layer 2: storage (segments, writer, recovery, readers).
+        .target(
+            name: "JournalLog",
+            dependencies: [
+                "JournalCodec",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        // Outermost: the operator's CLI.
+        .executableTarget(
+            name: "jlog",
+            dependencies: [
+                "JournalLog",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog"]),
+        .testTarget(
+            name: "JournalLogTests",
+            dependencies: ["JournalLog"],
+            resources: []
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

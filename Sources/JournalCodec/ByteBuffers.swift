@@ -1,0 +1,160 @@
+/// Appends little-endian integers, LEB128 varints and length-prefixed strings.
+public struct ByteWriter: Sendable {
+    public var bytes: [UInt8]
+
+    public init(capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    @inlinable public mutating func u8(_ v: UInt8) { bytes.append(v) }
+
+    @inlinable public mutating func u16(_ v: UInt16) {
+        bytes.append(UInt8(truncatingIfNeeded: v))
+        bytes.append(UInt8(truncatingIfNeeded: v >> 8))
+    }
+
+    @inlinable public mutating func u32(_ v: UInt32) {
+        for i in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(i)))) }
+    }
+
+    @inlinable public mutating func u64(_ v: UInt64) {
+        for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) }
+    }
+
+    @inlinable public mutating func varint(_ v: UInt64) {
+        var v = v
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    @inlinable public mutating func zigzag(_ v: Int64) {
+        varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
+    }
+
+    public mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    public mutating func append<C: Collection>(contentsOf c: C) where C.Element == UInt8 {
+        bytes.append(contentsOf: c)
+    }
+}
+
+/// Bounds-checked reads over borrowed bytes. Every read either succeeds or throws
+/// `CodecError` naming the offset; nothing reads past `end`.
+public struct ByteReader {
+    public let base: UnsafeRawBufferPointer
+    public var offset: Int
+    public let end: Int
+
+    public init(_ base: UnsafeRawBufferPointer, offset: Int = 0, end: Int? = nil) {
+        self.base = base
+        self.offset = offset
+        self.end = end ?? base.count
+        precondition(self.offset >= 0 && self.offset <= self.end && self.end <= base.count)
+    }
+
+    @inlinable public var remaining: Int { end - offset }
+    @inlinable public var isAtEnd: Bool { offset == end }
+
+    @inlinable public mutating func u8() throws(CodecError) -> UInt8 {
+        guard offset < end else { throw CodecError(.truncated, at: offset) }
+        defer { offset += 1 }
+        return base[offset]
+    }
+
+    @inlinable public mutating func u32() throws(CodecError) -> UInt32 {
+        guard remaining >= 4 else { throw CodecError(.truncated, at: offset) }
+        defer { offset += 4 }
+        return base.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian
+    }
+
+    @inlinable public mutating func u64() throws(CodecError) -> UInt64 {
+        guard remaining >= 8 else { throw CodecError(.truncated, at: offset) }
+        defer { offset += 8 }
+        return base.loadUnaligned(fromByteOffset: offset, as: UInt64.self).littleEndian
+    }
+
+    @inlinable public mutating func varint() throws(CodecError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        let start = offset
+        while true {
+            guard offset < end else { throw CodecError(.truncated, at: offset) }
+            let b = base[offset]
+            offset += 1
+            if shift == 63 && b > 1 { throw CodecError(.varintOverflow, at: start) }
+            result |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return result }
+            shift += 7
+            if shift > 63 { throw CodecError(.varintOverflow, at: start) }
+        }
+    }
+
+    @inlinable public mutating func zigzag() throws(CodecError) -> Int64 {
+        let v = try varint()
+        return Int64(bitPattern: (v >> 1) ^ (0 &- (v & 1)))
+    }
+
+    /// A varint length checked against `limit` before anything is allocated.
+    @inlinable public mutating func length(_ field: String, limit: Int) throws(CodecError) -> Int {
+        let at = offset
+        let v = try varint()
+        guard v <= UInt64(limit) else {
+            throw CodecError(.lengthOutOfRange(field: field, length: Int(clamping: v), limit: limit), at: at)
+        }
+        let n = Int(v)
+        guard n <= remaining else { throw CodecError(.truncated, at: offset) }
+        return n
+    }
+
+    @inlinable public mutating func bytes(_ n: Int) throws(CodecError) -> UnsafeRawBufferPointer {
+        guard n >= 0, n <= remaining else { throw CodecError(.truncated, at: offset) }
+        defer { offset += n }
+        return UnsafeRawBufferPointer(rebasing: base[offset..<offset + n])
+    }
+
+    public mutating func string(_ field: String, limit: Int, allowEmpty: Bool = false) throws(CodecError) -> String {
+        let at = offset
+        let n = try length(field, limit: limit)
+        if n == 0 && !allowEmpty {
+            throw CodecError(.lengthOutOfRange(field: field, length: 0, limit: limit), at: at)
+        }
+        let raw = try bytes(n)
+        guard let s = validUTF8String(raw) else {
+            throw CodecError(.invalidUTF8(field: field), at: at)
+        }
+        return s
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Little-endian fixed-width loads used by the frame and header codecs.
+    @inlinable func u32(at i: Int) -> UInt32 { loadUnaligned(fromByteOffset: i, as: UInt32.self).littleEndian }
+    @inlinable func u64(at i: Int) -> UInt64 { loadUnaligned(fromByteOffset: i, as: UInt64.self).littleEndian }
+    @inlinable func u16(at i: Int) -> UInt16 { loadUnaligned(fromByteOffset: i, as: UInt16.self).littleEndian }
+}
+
+/// Strict UTF-8 decoding: nil for any ill-formed sequence (never a replacement character).
+public func validUTF8String(_ raw: UnsafeRawBufferPointer) -> String? {
+    let bytes = raw.bindMemory(to: UInt8.self)
+    if #available(macOS 15, iOS 18, *) {
+        return String(validating: bytes, as: UTF8.self)
+    }
+    let s = String(decoding: bytes, as: UTF8.self)
+    return s.utf8.elementsEqual(bytes) ? s : nil
+}
+
+/// `0x0000abcd`: how checksums are shown in errors and `jlog` output.
+public func hex32(_ v: UInt32) -> String {
+    let s = String(v, radix: 16)
+    return "0x" + String(repeating: "0", count: 8 - s.count) + s
+}

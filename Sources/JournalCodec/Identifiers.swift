@@ -1,0 +1,164 @@
+/// A log position. Sequences start at 1, strictly increase, and may have gaps after compaction.
+public typealias SequenceNumber = UInt64
+
+/// An entry or item identifier. Canonical lowercase UUIDs are stored in 16 bytes;
+/// anything else is stored as its UTF-8 text (1...64 bytes). Both round-trip exactly.
+public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    enum Storage: Hashable, Sendable {
+        case uuid(UInt64, UInt64)
+        case text(String)
+    }
+    let storage: Storage
+
+    /// Nil when `text` is empty or longer than `Limits.maxIDBytes`.
+    public init?(_ text: String) {
+        if let (hi, lo) = CompactID.parseCanonicalUUID(text) {
+            storage = .uuid(hi, lo)
+        } else {
+            guard !text.isEmpty, text.utf8.count <= Limits.maxIDBytes else { return nil }
+            storage = .text(text)
+        }
+    }
+
+    public init(uuidHigh: UInt64, low: UInt64) { storage = .uuid(uuidHigh, low) }
+
+    /// A random version-4 UUID.
+    public static func random<G: RandomNumberGenerator>(using g: inout G) -> CompactID {
+        let hi = (g.next() & ~0xF000) | 0x4000
+        let lo = (g.next() & ~(0xC000 << 48)) | (0x8000 << 48)
+        return CompactID(uuidHigh: hi, low: lo)
+    }
+
+    public static func random() -> CompactID {
+        var g = SystemRandomNumberGenerator()
+        return random(using: &g)
+    }
+
+    public var description: String {
+        switch storage {
+        case .text(let s): return s
+        case .uuid(let hi, let lo):
+            let h = hex(hi, 16) + hex(lo, 16)
+            let c = Array(h)
+            return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-"
+                + String(c[16..<20]) + "-" + String(c[20..<32])
+        }
+    }
+
+    public static func < (a: CompactID, b: CompactID) -> Bool {
+        switch (a.storage, b.storage) {
+        case (.uuid(let ah, let al), .uuid(let bh, let bl)): return (ah, al) < (bh, bl)
+        default: return a.description.utf8.lexicographicallyPrecedes(b.description.utf8)
+        }
+    }
+
+    func encode(into w: inout ByteWriter) {
+        switch storage {
+        case .uuid(let hi, let lo):
+            w.u8(1)
+            for i in (0..<8).reversed() { w.u8(UInt8(truncatingIfNeeded: hi >> (8 * UInt64(i)))) }
+            for i in (0..<8).reversed() { w.u8(UInt8(truncatingIfNeeded: lo >> (8 * UInt64(i)))) }
+        case .text(let s):
+            w.u8(0)
+            w.string(s)
+        }
+    }
+
+    static func decode(_ r: inout ByteReader, field: String) throws(CodecError) -> CompactID {
+        let at = r.offset
+        switch try r.u8() {
+        case 0:
+            let s = try r.string(field, limit: Limits.maxIDBytes)
+            // The text form never holds a canonical UUID: that has exactly one encoding.
+            guard CompactID.parseCanonicalUUID(s) == nil else { throw CodecError(.invalidValue(field: field), at: at) }
+            return CompactID(storage: .text(s))
+        case 1:
+            let raw = try r.bytes(16)
+            var hi: UInt64 = 0, lo: UInt64 = 0
+            for i in 0..<8 { hi = hi << 8 | UInt64(raw[i]) }
+            for i in 8..<16 { lo = lo << 8 | UInt64(raw[i]) }
+            return CompactID(uuidHigh: hi, low: lo)
+        default:
+            throw CodecError(.invalidValue(field: field + " tag"), at: at)
+        }
+    }
+
+    private init(storage: Storage) { self.storage = storage }
+
+    /// 8-4-4-4-12 lowercase hex, nothing else.
+    static func parseCanonicalUUID(_ s: String) -> (UInt64, UInt64)? {
+        let u = s.utf8
+        guard u.count == 36 else { return nil }
+        var hi: UInt64 = 0, lo: UInt64 = 0, n = 0
+        for (i, c) in u.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard c == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            if n < 16 { hi = hi << 4 | UInt64(v) } else { lo = lo << 4 | UInt64(v) }
+            n += 1
+        }
+        return (hi, lo)
+    }
+}
+
+private func hex(_ v: UInt64, _ width: Int) -> String {
+    let s = String(v, radix: 16)
+    return String(repeating: "0", count: max(0, width - s.count)) + s
+}
+
+/// A hybrid logical clock value: 48 bits of physical milliseconds and a 16-bit counter.
+/// Ordering by it survives skewed device clocks (Kulkarni et al.).
+public struct HybridTime: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    public init(physicalMillis: UInt64, counter: UInt16) {
+        precondition(physicalMillis < 1 << 48, "physical time exceeds 48 bits")
+        rawValue = physicalMillis << 16 | UInt64(counter)
+    }
+
+    public var physicalMillis: UInt64 { rawValue >> 16 }
+    public var counter: UInt16 { UInt16(truncatingIfNeeded: rawValue) }
+
+    public static func < (a: HybridTime, b: HybridTime) -> Bool { a.rawValue < b.rawValue }
+
+    /// `millis:counter`, the form `jlog dump --json` writes and `import` reads.
+    public var description: String { "\(physicalMillis):\(counter)" }
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let p = UInt64(parts[0]), p < 1 << 48, let c = UInt16(parts[1]) else { return nil }
+        self.init(physicalMillis: p, counter: c)
+    }
+}
+
+/// Issues hybrid times that strictly increase and never run behind any time observed.
+public struct HybridClock: Sendable {
+    public private(set) var last: HybridTime
+
+    public init(last: HybridTime = HybridTime(rawValue: 0)) { self.last = last }
+
+    /// The next local time, given the wall clock in milliseconds.
+    public mutating func tick(wallMillis: Int64) -> HybridTime {
+        let wall = UInt64(clamping: max(0, wallMillis))
+        if wall > last.physicalMillis {
+            last = HybridTime(physicalMillis: min(wall, (1 << 48) - 1), counter: 0)
+        } else {
+            last = HybridTime(rawValue: last.rawValue &+ 1)
+        }
+        return last
+    }
+
+    /// Moves past a time seen from another replica.
+    public mutating func observe(_ t: HybridTime) {
+        if t > last { last = t }
+    }
+}

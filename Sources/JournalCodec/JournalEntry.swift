@@ -1,0 +1,188 @@
+/// One change to one list. Entries are immutable facts; the list state is derived from them.
+public struct JournalEntry: Hashable, Sendable {
+    /// Unique across all replicas; appending an entry whose id is already stored is a no-op.
+    public var id: CompactID
+    /// The zone (list) the entry belongs to.
+    public var zone: String
+    /// The replica (device or person) that made the change.
+    public var author: String
+    /// Wall-clock milliseconds since 1970-01-01T00:00:00Z, as the author's device saw it.
+    public var wallTime: Int64
+    /// Orders concurrent changes consistently on every replica, whatever the device clocks say.
+    public var clock: HybridTime
+    public var operation: Operation
+
+    public init(id: CompactID, zone: String, author: String, wallTime: Int64, clock: HybridTime, operation: Operation) {
+        self.id = id
+        self.zone = zone
+        self.author = author
+        self.wallTime = wallTime
+        self.clock = clock
+        self.operation = operation
+    }
+}
+
+/// What an entry does. Kinds with the high bit set are preserved but not interpreted,
+/// so a newer minor version can add operations that older readers carry through.
+public enum Operation: Hashable, Sendable {
+    /// Adds an item placed after `after`, or at the top when `after` is nil.
+    case add(item: CompactID, text: String, after: CompactID?)
+    case markOff(item: CompactID)
+    case unmark(item: CompactID)
+    case delete(item: CompactID)
+    case rename(name: String)
+    case recolour(colour: String)
+    /// A kind this version does not interpret (high bit set), kept byte for byte.
+    case opaque(kind: UInt8, body: [UInt8])
+
+    public enum Kind: UInt8, CaseIterable, Sendable {
+        case add = 1, markOff = 2, unmark = 3, delete = 4, rename = 5, recolour = 6
+        public var name: String {
+            switch self {
+            case .add: "add"
+            case .markOff: "markOff"
+            case .unmark: "unmark"
+            case .delete: "delete"
+            case .rename: "rename"
+            case .recolour: "recolour"
+            }
+        }
+        public init?(name: String) {
+            guard let k = Kind.allCases.first(where: { $0.name == name }) else { return nil }
+            self = k
+        }
+    }
+
+    public var kindByte: UInt8 {
+        switch self {
+        case .add: Kind.add.rawValue
+        case .markOff: Kind.markOff.rawValue
+        case .unmark: Kind.unmark.rawValue
+        case .delete: Kind.delete.rawValue
+        case .rename: Kind.rename.rawValue
+        case .recolour: Kind.recolour.rawValue
+        case .opaque(let k, _): k
+        }
+    }
+
+    /// `add`, `markOff`, … or `op0x81` for an opaque kind.
+    public var name: String {
+        if let k = Kind(rawValue: kindByte) { return k.name }
+        return "op0x" + String(kindByte, radix: 16)
+    }
+
+    public var item: CompactID? {
+        switch self {
+        case .add(let i, _, _), .markOff(let i), .unmark(let i), .delete(let i): i
+        default: nil
+        }
+    }
+}
+
+/// The binary form of a JournalEntry (Spec/FORMAT.md §6).
+public enum EntryCodec {
+    public static let encodingVersion: UInt8 = 1
+
+    public static func encode(_ e: JournalEntry, into w: inout ByteWriter) {
+        w.u8(encodingVersion)
+        e.id.encode(into: &w)
+        w.string(e.zone)
+        w.string(e.author)
+        w.varint(e.clock.rawValue)
+        w.zigzag(e.wallTime &- Int64(bitPattern: e.clock.physicalMillis))
+        w.u8(e.operation.kindByte)
+        switch e.operation {
+        case .add(let item, let text, let after):
+            item.encode(into: &w)
+            if let after {
+                w.u8(1)
+                after.encode(into: &w)
+            } else {
+                w.u8(0)
+            }
+            w.string(text)
+        case .markOff(let item), .unmark(let item), .delete(let item):
+            item.encode(into: &w)
+        case .rename(let text), .recolour(let text):
+            w.string(text)
+        case .opaque(_, let body):
+            w.append(contentsOf: body)
+        }
+    }
+
+    public static func encode(_ e: JournalEntry) -> [UInt8] {
+        var w = ByteWriter(capacity: 96)
+        encode(e, into: &w)
+        return w.bytes
+    }
+
+    /// Checks that an entry can be encoded within the limits; nil when it can.
+    public static func validate(_ e: JournalEntry) -> String? {
+        if e.zone.isEmpty || e.zone.utf8.count > Limits.maxZoneBytes { return "zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes" }
+        if e.author.isEmpty || e.author.utf8.count > Limits.maxAuthorBytes { return "author must be 1...\(Limits.maxAuthorBytes) UTF-8 bytes" }
+        switch e.operation {
+        case .add(_, let t, _), .rename(let t), .recolour(let t):
+            if t.utf8.count > Limits.maxTextBytes { return "text must be at most \(Limits.maxTextBytes) UTF-8 bytes" }
+        case .opaque(let k, let body):
+            if k < 0x80 { return "opaque operation kinds must have the high bit set" }
+            if body.count > Limits.maxPayloadBytes { return "opaque body too large" }
+        default: break
+        }
+        return nil
+    }
+
+    /// Decodes exactly one entry spanning all of `bytes`.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> JournalEntry {
+        var r = ByteReader(bytes)
+        return try decode(&r)
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> JournalEntry {
+        let result: Result<JournalEntry, CodecError> = bytes.withUnsafeBytes { p in
+            do throws(CodecError) { return .success(try decode(p)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Decodes one entry that runs from `r.offset` to `r.end`.
+    public static func decode(_ r: inout ByteReader) throws(CodecError) -> JournalEntry {
+        let versionAt = r.offset
+        let version = try r.u8()
+        guard version == encodingVersion else { throw CodecError(.unsupportedEncodingVersion(version), at: versionAt) }
+        let id = try CompactID.decode(&r, field: "id")
+        let zone = try r.string("zone", limit: Limits.maxZoneBytes)
+        let author = try r.string("author", limit: Limits.maxAuthorBytes)
+        let clockAt = r.offset
+        let clock = HybridTime(rawValue: try r.varint())
+        guard clock.physicalMillis < 1 << 48 else { throw CodecError(.invalidValue(field: "clock"), at: clockAt) }
+        let wallAt = r.offset
+        let (wall, overflow) = Int64(bitPattern: clock.physicalMillis).addingReportingOverflow(try r.zigzag())
+        guard !overflow else { throw CodecError(.invalidValue(field: "wallTime"), at: wallAt) }
+        let kindAt = r.offset
+        let kind = try r.u8()
+        let op: Operation
+        switch Operation.Kind(rawValue: kind) {
+        case .add:
+            let item = try CompactID.decode(&r, field: "item")
+            let flagAt = r.offset
+            let after: CompactID?
+            switch try r.u8() {
+            case 0: after = nil
+            case 1: after = try CompactID.decode(&r, field: "after")
+            default: throw CodecError(.invalidValue(field: "after flag"), at: flagAt)
+            }
+            let text = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
+            op = .add(item: item, text: text, after: after)
+        case .markOff: op = .markOff(item: try CompactID.decode(&r, field: "item"))
+        case .unmark: op = .unmark(item: try CompactID.decode(&r, field: "item"))
+        case .delete: op = .delete(item: try CompactID.decode(&r, field: "item"))
+        case .rename: op = .rename(name: try r.string("name", limit: Limits.maxTextBytes, allowEmpty: true))
+        case .recolour: op = .recolour(colour: try r.string("colour", limit: Limits.maxTextBytes, allowEmpty: true))
+        case nil:
+            guard kind & 0x80 != 0 else { throw CodecError(.unknownOperation(kind), at: kindAt) }
+            op = .opaque(kind: kind, body: Array(try r.bytes(r.remaining)))
+        }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        return JournalEntry(id: id, zone: zone, author: author, wallTime: wall, clock: clock, operation: op)
+    }
+}

@@ -1,0 +1,179 @@
+/// Payload codecs for the record types (Spec/FORMAT.md §5).
+public enum BatchCodec {
+    public struct Flags: OptionSet, Sendable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        public static let lz4 = Flags(rawValue: 1)
+    }
+
+    /// `flags u8 | count varint | lastDelta varint | [rawLength varint] | body`, where the
+    /// body is `count × (seqDelta varint | length varint | entry)`, LZ4-compressed when
+    /// flagged. `lastDelta` lets recovery learn the last sequence without decoding the body.
+    public static func encode(entries: [[UInt8]], sequenceDeltas: [UInt64]? = nil, compress: Bool = true) -> [UInt8] {
+        precondition(!entries.isEmpty && entries.count <= Limits.maxBatchEntries)
+        let deltas = sequenceDeltas ?? [0] + Array(repeating: 1, count: entries.count - 1)
+        precondition(deltas.count == entries.count && deltas[0] == 0 && deltas.dropFirst().allSatisfy { $0 >= 1 })
+        var body = ByteWriter(capacity: entries.reduce(0) { $0 + $1.count + 4 })
+        for (e, d) in zip(entries, deltas) {
+            body.varint(d)
+            body.varint(UInt64(e.count))
+            body.append(contentsOf: e)
+        }
+        var w = ByteWriter(capacity: body.bytes.count + 16)
+        let lastDelta = deltas.reduce(0, +)
+        if compress && body.bytes.count >= Limits.compressionThreshold {
+            let packed = body.bytes.withUnsafeBytes { LZ4.compress($0) }
+            if packed.count < body.bytes.count {
+                w.u8(Flags.lz4.rawValue)
+                w.varint(UInt64(entries.count))
+                w.varint(lastDelta)
+                w.varint(UInt64(body.bytes.count))
+                w.append(contentsOf: packed)
+                return w.bytes
+            }
+        }
+        w.u8(0)
+        w.varint(UInt64(entries.count))
+        w.varint(lastDelta)
+        w.append(contentsOf: body.bytes)
+        return w.bytes
+    }
+
+    public struct Summary: Equatable, Sendable {
+        public var flags: Flags
+        public var count: Int
+        /// Last sequence minus first sequence.
+        public var lastDelta: UInt64
+        public var bodyOffset: Int
+        public var rawLength: Int?
+    }
+
+    /// Reads only the batch's fixed fields: enough for recovery to continue the numbering.
+    public static func summary(_ p: UnsafeRawBufferPointer) throws(CodecError) -> Summary {
+        var r = ByteReader(p)
+        let flagsAt = r.offset
+        let flags = Flags(rawValue: try r.u8())
+        guard flags.rawValue & ~Flags.lz4.rawValue == 0 else { throw CodecError(.invalidValue(field: "batch flags"), at: flagsAt) }
+        let countAt = r.offset
+        let count = try r.varint()
+        guard count >= 1 && count <= UInt64(Limits.maxBatchEntries) else {
+            throw CodecError(.lengthOutOfRange(field: "batch count", length: Int(clamping: count), limit: Limits.maxBatchEntries), at: countAt)
+        }
+        let deltaAt = r.offset
+        let lastDelta = try r.varint()
+        guard lastDelta >= count - 1, lastDelta < 1 << 62 else { throw CodecError(.invalidValue(field: "batch lastDelta"), at: deltaAt) }
+        var rawLength: Int? = nil
+        if flags.contains(.lz4) {
+            let at = r.offset
+            let raw = try r.varint()
+            guard raw >= 1 && raw <= UInt64(Limits.maxPayloadBytes) else {
+                throw CodecError(.lengthOutOfRange(field: "batch raw length", length: Int(clamping: raw), limit: Limits.maxPayloadBytes), at: at)
+            }
+            rawLength = Int(raw)
+        }
+        return Summary(flags: flags, count: Int(count), lastDelta: lastDelta, bodyOffset: r.offset, rawLength: rawLength)
+    }
+
+    /// Decodes every entry with its sequence, given the frame's (first) sequence.
+    public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber) throws(CodecError) -> [(SequenceNumber, JournalEntry)] {
+        let s = try summary(p)
+        var out: [(SequenceNumber, JournalEntry)] = []
+        out.reserveCapacity(s.count)
+        if let raw = s.rawLength {
+            guard let body = LZ4.decompress(UnsafeRawBufferPointer(rebasing: p[s.bodyOffset...]), rawLength: raw) else {
+                throw CodecError(.decompressionFailed, at: s.bodyOffset)
+            }
+            let failure: CodecError? = body.withUnsafeBytes { b -> CodecError? in
+                do throws(CodecError) {
+                    try decodeBody(b, start: 0, summary: s, firstSequence: firstSequence, into: &out)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            // Offsets inside a compressed body are relative to the decompressed bytes.
+            if let failure { throw CodecError(failure.kind, at: s.bodyOffset) }
+        } else {
+            try decodeBody(p, start: s.bodyOffset, summary: s, firstSequence: firstSequence, into: &out)
+        }
+        return out
+    }
+
+    private static func decodeBody(_ b: UnsafeRawBufferPointer, start: Int, summary s: Summary, firstSequence: SequenceNumber,
+                                   into out: inout [(SequenceNumber, JournalEntry)]) throws(CodecError) {
+        var r = ByteReader(b, offset: start)
+        var seq = firstSequence
+        for i in 0..<s.count {
+            let deltaAt = r.offset
+            let d = try r.varint()
+            guard (i == 0 && d == 0) || (i > 0 && d >= 1 && d <= s.lastDelta) else {
+                throw CodecError(.invalidValue(field: "sequence delta"), at: deltaAt)
+            }
+            seq &+= d
+            let n = try r.length("entry", limit: Limits.maxPayloadBytes)
+            var er = ByteReader(b, offset: r.offset, end: r.offset + n)
+            let e = try EntryCodec.decode(&er)
+            r.offset += n
+            out.append((seq, e))
+        }
+        guard seq == firstSequence &+ s.lastDelta else { throw CodecError(.invalidValue(field: "batch lastDelta"), at: r.offset) }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+    }
+}
+
+/// Why a zone was deleted; carried so clients can tell a user action from a purge.
+public enum ZoneDeletionReason: UInt8, Sendable, CaseIterable {
+    case deleted = 0
+    case purged = 1
+}
+
+/// `zoneCreate`: `zone string`. `zoneDelete`: `zone string | reason u8`.
+public enum ZoneRecordCodec {
+    public static func encodeCreate(zone: String) -> [UInt8] {
+        var w = ByteWriter()
+        w.string(zone)
+        return w.bytes
+    }
+
+    public static func encodeDelete(zone: String, reason: ZoneDeletionReason) -> [UInt8] {
+        var w = ByteWriter()
+        w.string(zone)
+        w.u8(reason.rawValue)
+        return w.bytes
+    }
+
+    public static func decodeCreate(_ p: UnsafeRawBufferPointer) throws(CodecError) -> String {
+        var r = ByteReader(p)
+        let z = try r.string("zone", limit: Limits.maxZoneBytes)
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        return z
+    }
+
+    public static func decodeDelete(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (String, ZoneDeletionReason) {
+        var r = ByteReader(p)
+        let z = try r.string("zone", limit: Limits.maxZoneBytes)
+        let at = r.offset
+        guard let reason = ZoneDeletionReason(rawValue: try r.u8()) else { throw CodecError(.invalidValue(field: "reason"), at: at) }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        return (z, reason)
+    }
+}
+
+/// `seal`: `endChain u32 | lastSequence u64`. Written at the end of a compacted segment so
+/// the next segment's `previousChain` still links to it after the rewrite.
+public enum SealCodec {
+    public static func encode(endChain: UInt32, lastSequence: SequenceNumber) -> [UInt8] {
+        var w = ByteWriter(capacity: 12)
+        w.u32(endChain)
+        w.u64(lastSequence)
+        return w.bytes
+    }
+
+    public static func decode(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (endChain: UInt32, lastSequence: SequenceNumber) {
+        var r = ByteReader(p)
+        let c = try r.u32()
+        let s = try r.u64()
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        return (c, s)
+    }
+}

@@ -1,0 +1,208 @@
+import SystemPackage
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The store's only door to the disk. Tests swap in a simulated disk that loses
+/// unsynced writes, tears writes and fails calls (issue 5); production uses `PosixFileSystem`.
+public protocol FileSystem: Sendable {
+    func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile
+    /// Names (not paths) of the entries in a directory.
+    func listDirectory(_ path: String) throws(JournalError) -> [String]
+    func createDirectory(_ path: String) throws(JournalError)
+    func rename(_ from: String, _ to: String) throws(JournalError)
+    func remove(_ path: String) throws(JournalError)
+    /// Makes creates, renames and removes in the directory durable.
+    func syncDirectory(_ path: String) throws(JournalError)
+    func kind(of path: String) -> FileKind
+    /// Takes an exclusive advisory lock, or throws `.locked` when another process holds it.
+    func lockExclusive(_ path: String) throws(JournalError) -> any FileLock
+}
+
+public enum FileKind: Sendable { case missing, file, directory, other }
+
+public protocol StorageFile: AnyObject, Sendable {
+    /// Reads up to `buffer.count` bytes at `offset`; returns fewer only at end of file.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(JournalError) -> Int
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(JournalError)
+    /// Makes the file's data durable (fdatasync; F_FULLFSYNC on Apple platforms).
+    func sync() throws(JournalError)
+    func truncate(to size: Int64) throws(JournalError)
+    func size() throws(JournalError) -> Int64
+    func close()
+}
+
+public protocol FileLock: AnyObject, Sendable {
+    func unlock()
+}
+
+/// POSIX files through swift-system descriptors.
+public struct PosixFileSystem: FileSystem {
+    public init() {}
+
+    public func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile {
+        var options: FileDescriptor.OpenOptions = [.closeOnExec]
+        if create { options.insert(.create) }
+        if truncate { options.insert(.truncate) }
+        do {
+            let fd = try FileDescriptor.open(FilePath(path), .readWrite, options: options, permissions: [.ownerReadWrite, .groupRead, .otherRead])
+            return PosixFile(fd: fd, path: path)
+        } catch let errno as Errno {
+            // Read-only media or permissions: fall back to a read-only descriptor for readers.
+            if !create, errno == .permissionDenied || errno == .readOnlyFileSystem,
+               let fd = try? FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec]) {
+                return PosixFile(fd: fd, path: path)
+            }
+            throw JournalError.io(operation: "open", path: path, errno: errno.rawValue)
+        } catch {
+            throw JournalError.io(operation: "open", path: path, errno: EIO)
+        }
+    }
+
+    public func listDirectory(_ path: String) throws(JournalError) -> [String] {
+        guard let dir = opendir(path) else { throw JournalError.io(operation: "opendir", path: path, errno: errno) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let ent = readdir(dir) {
+            let name = withUnsafePointer(to: ent.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    public func createDirectory(_ path: String) throws(JournalError) {
+        if mkdir(path, 0o755) != 0 && errno != EEXIST {
+            throw JournalError.io(operation: "mkdir", path: path, errno: errno)
+        }
+    }
+
+    public func rename(_ from: String, _ to: String) throws(JournalError) {
+        if Glibc_rename(from, to) != 0 { throw JournalError.io(operation: "rename", path: from, errno: errno) }
+    }
+
+    public func remove(_ path: String) throws(JournalError) {
+        if unlink(path) != 0 && errno != ENOENT { throw JournalError.io(operation: "unlink", path: path, errno: errno) }
+    }
+
+    public func syncDirectory(_ path: String) throws(JournalError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw JournalError.io(operation: "open directory", path: path, errno: errno) }
+        defer { _ = Glibc_close(fd) }
+        if fsync(fd) != 0 { throw JournalError.io(operation: "fsync directory", path: path, errno: errno) }
+    }
+
+    public func kind(of path: String) -> FileKind {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return .missing }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: return .file
+        case S_IFDIR: return .directory
+        default: return .other
+        }
+    }
+
+    public func lockExclusive(_ path: String) throws(JournalError) -> any FileLock {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw JournalError.io(operation: "open lock file", path: path, errno: errno) }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let e = errno
+            _ = Glibc_close(fd)
+            if e == EWOULDBLOCK { throw JournalError.locked(path: path) }
+            throw JournalError.io(operation: "flock", path: path, errno: e)
+        }
+        return PosixLock(fd: fd)
+    }
+}
+
+final class PosixLock: FileLock, @unchecked Sendable {
+    private var fd: Int32
+    init(fd: Int32) { self.fd = fd }
+    func unlock() {
+        if fd >= 0 {
+            _ = flock(fd, LOCK_UN)
+            _ = Glibc_close(fd)
+            fd = -1
+        }
+    }
+    deinit { unlock() }
+}
+
+final class PosixFile: StorageFile, @unchecked Sendable {
+    let fd: FileDescriptor
+    let path: String
+    init(fd: FileDescriptor, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(JournalError) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n: Int
+            do {
+                n = try fd.read(fromAbsoluteOffset: offset + Int64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
+            } catch let e as Errno {
+                throw JournalError.io(operation: "read", path: path, errno: e.rawValue)
+            } catch { throw JournalError.io(operation: "read", path: path, errno: EIO) }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(JournalError) {
+        do {
+            _ = try fd.writeAll(toAbsoluteOffset: offset, bytes)
+        } catch let e as Errno {
+            throw JournalError.io(operation: "write", path: path, errno: e.rawValue)
+        } catch { throw JournalError.io(operation: "write", path: path, errno: EIO) }
+    }
+
+    func sync() throws(JournalError) {
+        #if canImport(Darwin)
+        if fcntl(fd.rawValue, F_FULLFSYNC) == 0 { return }
+        if fsync(fd.rawValue) != 0 { throw JournalError.io(operation: "fsync", path: path, errno: errno) }
+        #else
+        if fdatasync(fd.rawValue) != 0 { throw JournalError.io(operation: "fdatasync", path: path, errno: errno) }
+        #endif
+    }
+
+    func truncate(to size: Int64) throws(JournalError) {
+        if ftruncate(fd.rawValue, off_t(size)) != 0 { throw JournalError.io(operation: "ftruncate", path: path, errno: errno) }
+        if fsync(fd.rawValue) != 0 { throw JournalError.io(operation: "fsync", path: path, errno: errno) }
+    }
+
+    func size() throws(JournalError) -> Int64 {
+        var st = stat()
+        guard fstat(fd.rawValue, &st) == 0 else { throw JournalError.io(operation: "fstat", path: path, errno: errno) }
+        return Int64(st.st_size)
+    }
+
+    func close() { try? fd.close() }
+}
+
+#if canImport(Glibc)
+@inline(__always) private func Glibc_rename(_ a: String, _ b: String) -> Int32 { Glibc.rename(a, b) }
+@inline(__always) private func Glibc_close(_ fd: Int32) -> Int32 { Glibc.close(fd) }
+#else
+@inline(__always) private func Glibc_rename(_ a: String, _ b: String) -> Int32 { Darwin.rename(a, b) }
+@inline(__always) private func Glibc_close(_ fd: Int32) -> Int32 { Darwin.close(fd) }
+#endif
+
+extension StorageFile {
+    /// Writes an array (or part of one) without a rethrowing closure, keeping the error typed.
+    public func write(_ bytes: [UInt8], range: Range<Int>? = nil, at offset: Int64) throws(JournalError) {
+        let r = range ?? 0..<bytes.count
+        let result: Result<Void, JournalError> = bytes.withUnsafeBytes { b in
+            do throws(JournalError) {
+                try write(UnsafeRawBufferPointer(rebasing: b[r]), at: offset)
+                return .success(())
+            } catch { return .failure(error) }
+        }
+        try result.get()
+    }
+}

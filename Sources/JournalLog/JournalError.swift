@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Everything the storage layer can throw. Each case says what happened and where.
+public enum JournalError: Error, Sendable, CustomStringConvertible {
+    case io(operation: String, path: String, errno: Int32)
+    case corruption(Corruption)
+    /// Another process holds the store's writer lock.
+    case locked(path: String)
+    case notAStore(path: String, reason: String)
+    case storeMissing(path: String)
+    case invalidEntry(String)
+    case batchTooLarge(bytes: Int, limit: Int)
+    /// An earlier I/O error stopped the writer; reopen the store to recover.
+    case writerFailed(String)
+    case closed
+    case readOnly(String)
+
+    public var description: String {
+        switch self {
+        case .io(let op, let path, let e):
+            return "\(op) failed on \(path): \(String(cString: strerror(e))) (errno \(e))"
+        case .corruption(let c): return c.description
+        case .locked(let path):
+            return "another writer holds the lock \(path); stop it first (readers such as `jlog inspect` need no lock)"
+        case .notAStore(let path, let reason): return "\(path) is not a JournalLog store: \(reason)"
+        case .storeMissing(let path): return "no store at \(path)"
+        case .invalidEntry(let why): return "invalid entry: \(why)"
+        case .batchTooLarge(let b, let l): return "batch encodes to \(b) bytes; an atomic batch is at most \(l) bytes"
+        case .writerFailed(let why): return "the writer stopped after an I/O error (\(why)); reopen the store to recover"
+        case .closed: return "the store is closed"
+        case .readOnly(let why): return "the store is open read-only: \(why)"
+        }
+    }
+}
+
+/// A damaged spot in a store: the segment file, the byte offset in it, the last
+/// sequence that was read intact before it, and what is wrong.
+public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Problem: Sendable, Equatable {
+        case crcMismatch(stored: UInt32, computed: UInt32)
+        /// A frame header whose length field exceeds the hard limit.
+        case badLength(UInt32)
+        /// The frame's length runs past the end of the file.
+        case lengthPastEOF(length: UInt32, available: Int64)
+        /// Fewer than 13 bytes remain and they are not all zero.
+        case cutOffHeader(available: Int64)
+        case unknownType(UInt8)
+        case sequenceOutOfOrder(previous: SequenceNumber, found: SequenceNumber)
+        case badPayload(CodecError)
+        case badSegmentHeader(SegmentHeader.DecodeError)
+        /// Non-zero bytes after the all-zero end marker.
+        case dataAfterZeroTail
+        /// The segment does not continue the chain of the one before it (a missing or foreign segment).
+        case chainBreak(expected: UInt32, found: UInt32)
+        case foreignSegment
+        case baseSequenceMismatch(expected: SequenceNumber, found: SequenceNumber)
+        case badSegmentName
+
+        var summary: String {
+            switch self {
+            case .crcMismatch(let s, let c): "CRC mismatch (stored \(hex32(s)), computed \(hex32(c)))"
+            case .badLength(let l): "frame length \(l) exceeds the \(Limits.maxPayloadBytes)-byte limit"
+            case .lengthPastEOF(let l, let a): "frame length \(l) runs past the end of the file (\(a) bytes left)"
+            case .cutOffHeader(let a): "frame header cut off (\(a) of \(Frame.headerSize) bytes)"
+            case .unknownType(let t): "unknown record type 0x\(String(t, radix: 16)) (not skippable)"
+            case .sequenceOutOfOrder(let p, let f): "sequence \(f) does not follow \(p)"
+            case .badPayload(let e): "payload does not decode: \(e)"
+            case .badSegmentHeader(let e): "segment header: \(e)"
+            case .dataAfterZeroTail: "non-zero bytes after the zero end marker"
+            case .chainBreak(let e, let f): "chain break: expected previous chain \(hex32(e)), header says \(hex32(f)) (a segment is missing or foreign)"
+            case .foreignSegment: "segment belongs to another store"
+            case .baseSequenceMismatch(let e, let f): "segment base sequence \(f) does not match \(e)"
+            case .badSegmentName: "segment file name is not a 20-digit base sequence"
+            }
+        }
+    }
+
+    public var segment: String
+    public var offset: Int64
+    /// The last sequence read intact before the damage (0 when none).
+    public var lastGoodSequence: SequenceNumber
+    public var problem: Problem
+    /// True when the damage is a torn tail: at the end of the last segment, followed only by zeros or EOF.
+    public var isTornTail: Bool
+
+    public init(segment: String, offset: Int64, lastGoodSequence: SequenceNumber, problem: Problem, isTornTail: Bool) {
+        self.segment = segment
+        self.offset = offset
+        self.lastGoodSequence = lastGoodSequence
+        self.problem = problem
+        self.isTornTail = isTornTail
+    }
+
+    public var description: String {
+        "\(isTornTail ? "torn tail" : "corruption") in segment \(segment) at byte \(offset), after sequence \(lastGoodSequence): \(problem.summary)"
+    }
+}
+
+extension Corruption.Problem: Error {}
+
+extension JournalError {
+    /// Keeps a JournalError as it is; wraps anything else a visitor threw.
+    static func wrap(_ error: any Error) -> JournalError {
+        if let e = error as? JournalError { return e }
+        if let c = error as? Corruption { return .corruption(c) }
+        return .invalidEntry(String(describing: error))
+    }
+}
