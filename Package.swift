@@ -21,6 +21,8 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
         ),
+        // Only the benchmark links SQLite, to measure JournalLog against it in the same run.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Layer 1: pure codec and domain model. No I/O; every parser here is fuzzable.
         .target(name: "JournalCodec", dependencies: ["CCRC32C", "CLZ4"]),
         // Layer 2: storage (segments, writer, recovery, readers).
@@ -39,7 +41,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog"]),
+        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "CSQLite"]),
+        // libFuzzer targets (Fuzz/run-all builds them with -sanitize=fuzzer,address).
+        .executableTarget(name: "FuzzEntry", dependencies: ["JournalLog"], path: "Fuzz/FuzzEntry"),
+        .executableTarget(name: "FuzzBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzBatch"),
+        .executableTarget(name: "FuzzSegmentHeader", dependencies: ["JournalLog"], path: "Fuzz/FuzzSegmentHeader"),
+        .executableTarget(name: "FuzzSegment", dependencies: ["JournalLog"], path: "Fuzz/FuzzSegment"),
+        .executableTarget(name: "FuzzJSONLine", dependencies: ["JournalLog"], path: "Fuzz/FuzzJSONLine"),
         .testTarget(
             name: "JournalLogTests",
             dependencies: ["JournalLog"],

@@ -115,7 +115,13 @@ public final class JournalStore: @unchecked Sendable {
         switch fs.kind(of: path) {
         case .missing:
             guard options.createIfMissing else { throw JournalError.storeMissing(path: path) }
-            try fs.createDirectory(path)
+            var missing: [String] = []
+            var p = path
+            while fs.kind(of: p) == .missing, p != "/", p != "." {
+                missing.append(p)
+                p = parentDirectory(p)
+            }
+            for d in missing.reversed() { try fs.createDirectory(d) }
             try fs.syncDirectory(parentDirectory(path))
         case .directory: break
         case .file, .other: throw JournalError.notAStore(path: path, reason: "it is a file, not a store directory (inspect it with `jlog inspect`)")
@@ -209,8 +215,10 @@ public final class JournalStore: @unchecked Sendable {
     @discardableResult
     public func append(batch: [JournalEntry], durability: Durability? = nil) throws(JournalError) -> ClosedRange<SequenceNumber> {
         guard !batch.isEmpty else { throw JournalError.invalidEntry("an empty batch") }
+        let mode = durability ?? options.durability
         if batch.count == 1 {
-            let s = try append(batch[0], durability: durability == .onBatch || (durability == nil && options.durability == .onBatch) ? .always : durability)
+            // A one-entry batch is still a batch: synced under onBatch.
+            let s = try append(batch[0], durability: mode == .none ? Durability.none : .always)
             return s...s
         }
         guard batch.count <= Limits.maxBatchEntries else {
@@ -227,7 +235,6 @@ public final class JournalStore: @unchecked Sendable {
         }
         guard raw + 32 <= Limits.maxPayloadBytes else { throw JournalError.batchTooLarge(bytes: raw, limit: Limits.maxPayloadBytes) }
         let payload = BatchCodec.encode(entries: encoded, compress: options.compressBatches)
-        let mode = durability ?? options.durability
         let first = try enqueue(type: RecordType.batch.rawValue, payload: payload, count: batch.count)
         let last = first + SequenceNumber(batch.count - 1)
         try commit(through: last, sync: mode != .none)

@@ -1,0 +1,72 @@
+/// The property each fuzz target checks, shared by the libFuzzer targets in `Fuzz/` and by the
+/// test that replays their corpora and past crashes. Each returns normally on any input unless
+/// a round trip breaks, which traps.
+public enum FuzzChecks {
+    /// Entry decoding round-trips: decode, encode, decode gives the same entry.
+    public static func entry(_ bytes: UnsafeRawBufferPointer) {
+        guard let entry = try? EntryCodec.decode(bytes) else { return }
+        let again = EntryCodec.encode(entry)
+        guard let back = try? EntryCodec.decode(again), back == entry, EntryCodec.encode(back) == again else {
+            fatalError("entry round trip failed")
+        }
+    }
+
+    /// Batch payloads (including LZ4 bodies) round-trip with and without compression.
+    public static func batch(_ bytes: UnsafeRawBufferPointer) {
+        guard let decoded = try? BatchCodec.decode(bytes, firstSequence: 1) else { return }
+        var deltas: [UInt64] = []
+        var previous: UInt64 = 1
+        for (seq, _) in decoded {
+            deltas.append(seq - previous)
+            previous = seq
+        }
+        for compress in [false, true] {
+            let again = BatchCodec.encode(entries: decoded.map { EntryCodec.encode($0.1) }, sequenceDeltas: deltas, compress: compress)
+            let result = again.withUnsafeBytes { try? BatchCodec.decode($0, firstSequence: 1) }
+            guard let back = result, back.map(\.0) == decoded.map(\.0), back.map(\.1) == decoded.map(\.1) else {
+                fatalError("batch round trip failed")
+            }
+        }
+    }
+
+    /// A segment header that decodes re-encodes to exactly the same 64 bytes.
+    public static func segmentHeader(_ bytes: UnsafeRawBufferPointer) {
+        guard let header = try? SegmentHeader.decode(bytes) else { return }
+        guard header.encoded().elementsEqual(bytes.prefix(SegmentHeader.size)) else { fatalError("header round trip failed") }
+    }
+
+    /// Arbitrary bytes read as a store's only segment and as a standalone file, in every mode.
+    public static func segment(_ bytes: UnsafeRawBufferPointer) {
+        let fs = MemoryFileSystem()
+        try? fs.createDirectory("/s")
+        fs.install("/s/00000000000000000001.seg", bytes: [UInt8](bytes))
+        for mode in RecoveryMode.allCases {
+            var lastSequence: SequenceNumber = 0
+            _ = try? LogReader.read("/s", mode: mode, fs: fs) { event, _ in
+                if case .entry(let s, _) = event {
+                    guard mode == .salvage || s > lastSequence else { fatalError("sequences went backwards") }
+                    lastSequence = s
+                }
+            }
+            _ = try? LogReader.read("/s/00000000000000000001.seg", mode: mode, fs: fs) { _, _ in }
+        }
+    }
+
+    /// A JSON line that parses formats back to a line that parses to the same entry.
+    public static func jsonLine(_ bytes: UnsafeRawBufferPointer) {
+        guard let parsed = try? EntryJSON.parse(utf8: bytes) else { return }
+        let entry = JournalEntry(id: parsed.id ?? CompactID("fuzz")!, zone: parsed.zone, author: parsed.author,
+                                 wallTime: parsed.wallTime, clock: parsed.clock ?? HybridTime(rawValue: 0), operation: parsed.operation)
+        let line = EntryJSON.format(entry)
+        guard let back = try? EntryJSON.parse(line: line), back.zone == entry.zone, back.author == entry.author,
+              back.wallTime == entry.wallTime, back.operation == entry.operation, back.id == entry.id else {
+            fatalError("JSON line round trip failed: \(line)")
+        }
+    }
+
+    /// Every target by the name of its directory under `Fuzz/`.
+    public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
+        "FuzzEntry": entry, "FuzzBatch": batch, "FuzzSegmentHeader": segmentHeader,
+        "FuzzSegment": segment, "FuzzJSONLine": jsonLine,
+    ]
+}

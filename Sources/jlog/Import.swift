@@ -1,0 +1,127 @@
+import ArgumentParser
+import Foundation
+import JournalLog
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Append JSON Lines entries to a store, creating it if needed.",
+        discussion: """
+        One entry per line: {"zone","op","item","text","after","by","at"} plus optional "id" and "hlc".
+        A missing id gets a random UUID; a missing hlc is derived from "at" by a hybrid clock per author.
+        Entries are appended in atomic batches. With --sync each batch is fsynced before
+        `acked <lastSeq>` is printed on stdout.
+        """
+    )
+
+    @Argument(help: "The store directory, e.g. list.wal.") var store: String
+    @Argument(help: "JSON Lines input; '-' or nothing reads stdin.") var file: String = "-"
+    @Flag(help: "Sync each batch and print `acked <lastSeq>` once it is durable.") var sync = false
+    @Option(help: "Entries per atomic batch.") var batchSize = 1000
+
+    func validate() throws {
+        guard batchSize >= 1 && batchSize <= Limits.maxBatchEntries else {
+            throw ValidationError("--batch-size must be 1...\(Limits.maxBatchEntries)")
+        }
+    }
+
+    func run() throws {
+        let input: UnsafeMutablePointer<FILE>
+        if file == "-" {
+            guard let f = fdopen(0, "r") else { throw ExitCode(Status.failure) }
+            input = f
+        } else {
+            guard let f = fopen(file, "r") else {
+                printError("cannot open \(file): \(String(cString: strerror(errno))); check the path")
+                throw ExitCode(Status.badInput)
+            }
+            input = f
+        }
+        defer { if file != "-" { fclose(input) } }
+
+        let store: JournalStore
+        do {
+            var options = StoreOptions()
+            options.durability = sync ? .onBatch : .none
+            store = try JournalStore.open(self.store, options: options)
+        } catch {
+            throw fail(error, path: self.store)
+        }
+        if let p = store.recovery.problem {
+            printError("recovered: \(p.description); removed bytes kept in \(store.recovery.setAside.joined(separator: ", "))")
+        }
+
+        var clocks: [String: HybridClock] = [:]
+        var batch: [JournalEntry] = []
+        batch.reserveCapacity(batchSize)
+        var lineNumber = 0
+        var imported = 0
+        var firstSeq: SequenceNumber? = nil
+        var lastSeq: SequenceNumber = 0
+        var progress = Progress(label: "imported")
+        var linePtr: UnsafeMutablePointer<CChar>? = nil
+        var cap = 0
+        defer { free(linePtr) }
+
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            do {
+                let r = try store.append(batch: batch, durability: sync ? .always : Durability.none)
+                if firstSeq == nil { firstSeq = r.lowerBound }
+                lastSeq = r.upperBound
+            } catch {
+                throw fail(error, path: self.store)
+            }
+            imported += batch.count
+            progress.tick(batch.count)
+            batch.removeAll(keepingCapacity: true)
+            if sync {
+                print("acked \(lastSeq)")
+                fflush(nil)
+            }
+        }
+
+        while true {
+            let n = getline(&linePtr, &cap, input)
+            if n < 0 { break }
+            lineNumber += 1
+            var len = n
+            while len > 0, let c = linePtr?[len - 1], c == 0x0A || c == 0x0D { len -= 1 }
+            let raw = UnsafeRawBufferPointer(start: linePtr, count: len)
+            if raw.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            let parsed: ParsedEntryLine
+            do {
+                parsed = try EntryJSON.parse(utf8: raw)
+            } catch {
+                try? flush()
+                try? store.close()
+                printError("\(file == "-" ? "stdin" : file), line \(lineNumber), \(error)")
+                printError("lines before \(lineNumber) were imported (\(imported) entries, through sequence \(lastSeq)); fix the line and import the rest")
+                throw ExitCode(Status.badInput)
+            }
+            var clock = clocks[parsed.author] ?? HybridClock()
+            let hlc: HybridTime
+            if let given = parsed.clock {
+                clock.observe(given)
+                hlc = given
+            } else {
+                hlc = clock.tick(wallMillis: parsed.wallTime)
+            }
+            clocks[parsed.author] = clock
+            batch.append(JournalEntry(id: parsed.id ?? CompactID.random(), zone: parsed.zone, author: parsed.author,
+                                      wallTime: parsed.wallTime, clock: hlc, operation: parsed.operation))
+            if batch.count == batchSize { try flush() }
+        }
+        if ferror(input) != 0 {
+            printError("reading \(file) failed: \(String(cString: strerror(errno)))")
+            throw ExitCode(Status.failure)
+        }
+        try flush()
+        do { try store.close() } catch { throw fail(error, path: self.store) }
+        progress.finish()
+        if imported == 0 {
+            printError("no entries in the input; \(self.store) is unchanged")
+        } else {
+            printError("imported \(imported) entries into \(self.store) (sequences \(firstSeq ?? 0)–\(lastSeq))")
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import ArgumentParser
+import Foundation
+import JournalLog
+
+/// Totals over a scan, shared by inspect and verify.
+struct StoreStats {
+    var records = 0
+    var entries = 0
+    var byType: [String: Int] = [:]
+    var byOperation: [String: Int] = [:]
+    var byZone: [String: Int] = [:]
+    var firstTime: Int64? = nil
+    var lastTime: Int64? = nil
+    var firstSequence: SequenceNumber? = nil
+    var lastSequence: SequenceNumber = 0
+    var payloadBytes = 0
+
+    mutating func add(record r: RecordView) {
+        records += 1
+        payloadBytes += r.payload.count
+        byType[RecordType(rawValue: r.header.type)?.name ?? "skippable0x" + String(r.header.type, radix: 16), default: 0] += 1
+    }
+
+    mutating func add(event: LogEvent) {
+        switch event {
+        case .entry(let s, let e):
+            entries += 1
+            byOperation[e.operation.name, default: 0] += 1
+            byZone[e.zone, default: 0] += 1
+            firstTime = min(firstTime ?? e.wallTime, e.wallTime)
+            lastTime = max(lastTime ?? e.wallTime, e.wallTime)
+            if firstSequence == nil { firstSequence = s }
+            lastSequence = max(lastSequence, s)
+        case .zoneCreated(let s, _), .zoneDeleted(let s, _, _):
+            if firstSequence == nil { firstSequence = s }
+            lastSequence = max(lastSequence, s)
+        case .seal, .skipped: break
+        }
+    }
+
+    /// Scans `path` read-only, stopping at the first damage (pointInTime) so a damaged
+    /// store still gets a report of its intact prefix.
+    static func collect(_ path: String, mode: RecoveryMode) throws -> (StoreStats, ScanReport) {
+        var stats = StoreStats()
+        var progress = Progress(label: "scanned records")
+        var lastRecordOffset: (String, Int64) = ("", -1)
+        let report = try LogReader.read(path, mode: mode) { event, record in
+            if lastRecordOffset != (record.segment, record.offset) {
+                lastRecordOffset = (record.segment, record.offset)
+                stats.add(record: record)
+                progress.tick()
+            }
+            stats.add(event: event)
+        }
+        progress.finish()
+        return (stats, report)
+    }
+}
+
+func healthText(_ report: ScanReport) -> String {
+    guard let p = report.problems.first else { return "ok" }
+    return p.description
+}
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Summarise a store or a single segment file: version, segments, sequences, counts, bytes, times and health.")
+
+    @Argument(help: "A store directory or a segment file.") var path: String
+    @Flag(help: "Print one JSON object.") var json = false
+    @Option(help: "Recovery mode for reading (strict, tolerateTail, pointInTime, salvage).") var mode: RecoveryMode = .pointInTime
+
+    func run() throws {
+        let stats: StoreStats
+        let report: ScanReport
+        do {
+            (stats, report) = try StoreStats.collect(path, mode: mode)
+        } catch {
+            throw fail(error, path: path)
+        }
+        let header = report.segments.first?.header
+        let version = header.map { "\($0.major).\($0.minor)" } ?? "unknown"
+        let storeID = header.map { hex64($0.storeID.0) + hex64($0.storeID.1) } ?? ""
+        let logical = report.segments.reduce(Int64(0)) { $0 + $1.validEnd }
+        let allocated = report.segments.reduce(Int64(0)) { $0 + $1.fileSize }
+        let zones = stats.byZone.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+        if json {
+            let obj: JSON = .object([
+                ("path", .string(path)),
+                ("formatVersion", .string(version)),
+                ("storeID", .string(storeID)),
+                ("segments", .array(report.segments.map { s in
+                    .object([("name", .string(s.name)), ("baseSequence", .uint(s.header?.baseSequence ?? 0)),
+                             ("firstSequence", s.firstSequence.map { .uint($0) } ?? .null), ("lastSequence", .uint(s.lastSequence)),
+                             ("records", .int(Int64(s.records))), ("bytes", .int(s.validEnd)), ("fileBytes", .int(s.fileSize)),
+                             ("compacted", .bool(s.header?.flags.contains(.compacted) ?? false))])
+                })),
+                ("firstSequence", stats.firstSequence.map { .uint($0) } ?? .null),
+                ("lastSequence", .uint(stats.lastSequence)),
+                ("records", .int(Int64(stats.records))),
+                ("entries", .int(Int64(stats.entries))),
+                ("recordTypes", .object(stats.byType.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+                ("operations", .object(stats.byOperation.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+                ("zones", .object(zones.map { ($0.key, .int(Int64($0.value))) })),
+                ("bytes", .int(logical)),
+                ("fileBytes", .int(allocated)),
+                ("firstTime", stats.firstTime.map { .string(iso($0)) } ?? .null),
+                ("lastTime", stats.lastTime.map { .string(iso($0)) } ?? .null),
+                ("health", .string(healthText(report))),
+                ("problems", .array(report.problems.map { .string($0.description) })),
+            ])
+            print(obj.rendered)
+        } else {
+            print("path            \(path)")
+            print("format version  \(version)")
+            print("store id        \(storeID)")
+            print("segments        \(report.segments.count)")
+            for s in report.segments.prefix(20) {
+                let range = s.firstSequence.map { "\($0)–\(s.lastSequence)" } ?? "empty"
+                print("  \(s.name)  \(range)  \(s.records) records  \(s.validEnd) bytes (\(s.fileSize) on disk)")
+            }
+            if report.segments.count > 20 { print("  … \(report.segments.count - 20) more (use --json for all)") }
+            print("sequences       \(stats.firstSequence.map { "\($0)–\(stats.lastSequence)" } ?? "none")")
+            print("records         \(stats.records) (\(stats.byType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))")
+            print("entries         \(stats.entries) (\(stats.byOperation.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))")
+            print("zones           \(zones.count)")
+            for (z, n) in zones.prefix(10) { print("  \(z)  \(n)") }
+            if zones.count > 10 { print("  … \(zones.count - 10) more (use --json for all)") }
+            print("bytes           \(logical) (\(allocated) on disk)")
+            print("first time      \(stats.firstTime.map(iso) ?? "-")")
+            print("last time       \(stats.lastTime.map(iso) ?? "-")")
+            print("health          \(healthText(report))")
+        }
+        if let p = report.problems.first { throw ExitCode(p.isTornTail ? Status.tornTail : Status.corruption) }
+    }
+}
+
+func hex64(_ v: UInt64) -> String {
+    let s = String(v, radix: 16)
+    return String(repeating: "0", count: 16 - s.count) + s
+}

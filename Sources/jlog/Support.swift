@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import JournalLog
+
+extension RecoveryMode: ExpressibleByArgument {}
+extension Durability: ExpressibleByArgument {}
+
+/// Exit statuses, documented in README.md.
+enum Status {
+    static let tornTail: Int32 = 1
+    static let corruption: Int32 = 2
+    static let failure: Int32 = 3
+    static let badInput: Int32 = 4
+}
+
+let stderrIsTerminal = isatty(2) == 1
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data(("jlog: " + message + "\n").utf8))
+}
+
+/// Shows a running count on stderr, only when stderr is a terminal.
+struct Progress {
+    var label: String
+    var every: Int = 100_000
+    var count = 0
+
+    mutating func tick(_ n: Int = 1) {
+        let before = count / every
+        count += n
+        if stderrIsTerminal && count / every != before {
+            FileHandle.standardError.write(Data("\r\(label) \(count)…".utf8))
+        }
+    }
+
+    func finish() {
+        if stderrIsTerminal && count >= every { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+}
+
+/// Turns an error into a message that says what to do next, and an exit status.
+func fail(_ error: any Error, path: String) -> ExitCode {
+    switch error {
+    case let e as JournalError:
+        switch e {
+        case .corruption(let c):
+            printError(c.description)
+            printError(c.isTornTail
+                ? "the tail was cut off mid-write; opening in the default mode (tolerateTail) repairs it"
+                : "run `jlog verify \(path)` to see what each recovery mode keeps; `--mode pointInTime` keeps the intact prefix")
+            return ExitCode(c.isTornTail ? Status.tornTail : Status.corruption)
+        case .locked:
+            printError(e.description)
+            return ExitCode(Status.failure)
+        case .storeMissing:
+            printError(e.description + "; check the path (`jlog import` creates a store)")
+            return ExitCode(Status.failure)
+        case .notAStore:
+            printError(e.description)
+            return ExitCode(Status.badInput)
+        default:
+            printError(e.description)
+            return ExitCode(Status.failure)
+        }
+    default:
+        printError(String(describing: error))
+        return ExitCode(Status.failure)
+    }
+}
+
+func iso(_ millis: Int64) -> String { ISO8601Time.format(millis) }
+
+func entryJSON(_ e: JournalEntry) -> String { EntryJSON.format(e) }

@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import JournalLog
+
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check every checksum and record; exit 0 when clean.",
+        discussion: "Otherwise names the first problem and what each recovery mode would keep. Exit 1: torn tail only; 2: corruption.")
+
+    @Argument(help: "A store directory or a segment file.") var path: String
+    @Flag(help: "Print one JSON object.") var json = false
+
+    struct Outcome {
+        var mode: RecoveryMode
+        var opens: Bool
+        var entries = 0
+        var lastSequence: SequenceNumber = 0
+        var skippedBytes: Int64 = 0
+        var note: String
+    }
+
+    func run() throws {
+        // Strict first: clean means every record of every segment checks out.
+        let strict: (StoreStats, ScanReport)
+        do {
+            strict = try StoreStats.collect(path, mode: .salvage)
+        } catch {
+            throw fail(error, path: path)
+        }
+        let (stats, report) = strict
+        if report.isClean {
+            if json {
+                print(JSON.object([("path", .string(path)), ("ok", .bool(true)), ("records", .int(Int64(stats.records))),
+                                   ("entries", .int(Int64(stats.entries))), ("lastSequence", .uint(stats.lastSequence)),
+                                   ("segments", .int(Int64(report.segments.count)))]).rendered)
+            } else {
+                print("ok: \(report.segments.count) segments, \(stats.records) records, \(stats.entries) entries, last sequence \(stats.lastSequence)")
+            }
+            return
+        }
+        let first = report.problems[0]
+        var outcomes: [Outcome] = []
+        for mode in RecoveryMode.allCases {
+            do {
+                let (s, r) = try StoreStats.collect(path, mode: mode)
+                let skipped = r.segments.reduce(Int64(0)) { $0 + $1.skippedBytes }
+                let note: String
+                switch mode {
+                case .strict: note = "opens"
+                case .tolerateTail: note = "cuts the torn tail and keeps everything before it"
+                case .pointInTime: note = "keeps the prefix before the first damage and sets the rest aside in torn/"
+                case .salvage: note = "read-only: keeps every intact record, skipping \(skipped) damaged bytes"
+                }
+                outcomes.append(Outcome(mode: mode, opens: true, entries: s.entries, lastSequence: s.lastSequence, skippedBytes: skipped, note: note))
+            } catch {
+                outcomes.append(Outcome(mode: mode, opens: false, note: "refuses to open: \(error)"))
+            }
+        }
+        if json {
+            print(JSON.object([
+                ("path", .string(path)), ("ok", .bool(false)),
+                ("problem", .object([("segment", .string(first.segment)), ("offset", .int(first.offset)),
+                                     ("lastGoodSequence", .uint(first.lastGoodSequence)), ("tornTail", .bool(first.isTornTail)),
+                                     ("description", .string(first.description))])),
+                ("problems", .int(Int64(report.problems.count))),
+                ("modes", .object(outcomes.map { o in
+                    (o.mode.rawValue, .object([("opens", .bool(o.opens)), ("entries", .int(Int64(o.entries))),
+                                               ("lastSequence", .uint(o.lastSequence)), ("note", .string(o.note))]))
+                })),
+            ]).rendered)
+        } else {
+            print("problem: \(first.description)")
+            if report.problems.count > 1 { print("(\(report.problems.count) damaged spots in all)") }
+            for o in outcomes {
+                if o.opens {
+                    print("  \(o.mode.rawValue): keeps \(o.entries) entries through sequence \(o.lastSequence); \(o.note)")
+                } else {
+                    print("  \(o.mode.rawValue): \(o.note)")
+                }
+            }
+            print(first.isTornTail
+                  ? "next: opening the store for writing (e.g. `jlog import`) repairs the torn tail; the cut bytes go to torn/"
+                  : "next: copy the store aside, then open it with --mode pointInTime, or dump it with `jlog dump --mode salvage --json`")
+        }
+        throw ExitCode(first.isTornTail ? Status.tornTail : Status.corruption)
+    }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what JournalLog needs on a fresh Debian/Ubuntu machine: liblz4 (batch and snapshot
+# codec), SQLite headers (benchmark baseline) and pkg-config. Swift itself must be on PATH.
+set -euo pipefail
+missing=()
+dpkg -s liblz4-dev >/dev/null 2>&1 || missing+=(liblz4-dev)
+dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+command -v swift >/dev/null 2>&1 || { echo "setup: swift is not on PATH (install Swift 6.x)" >&2; exit 1; }
