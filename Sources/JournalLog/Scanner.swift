@@ -193,6 +193,10 @@ struct StoreScanner {
             return false
         }
         storeID = header.storeID
+        guard header.baseSequence >= 1 && header.baseSequence < SequenceLimit.max else {
+            if try report(corruption(0, .baseSequenceMismatch(expected: parsedName?.base ?? 1, found: header.baseSequence))) { return true }
+            return false
+        }
         if let n = parsedName, header.baseSequence != n.base {
             if try report(corruption(0, .baseSequenceMismatch(expected: n.base, found: header.baseSequence))) { return true }
             return false
@@ -323,16 +327,20 @@ struct StoreScanner {
             guard h.sequence == lastSeq else { return .failure(.sequenceOutOfOrder(previous: lastSeq, found: h.sequence)) }
             do {
                 let s = try SealCodec.decode(payload)
-                guard s.lastSequence >= lastSeq else { return .failure(.sequenceOutOfOrder(previous: lastSeq, found: s.lastSequence)) }
+                guard s.lastSequence >= lastSeq, s.lastSequence < SequenceLimit.max else { return .failure(.sequenceOutOfOrder(previous: lastSeq, found: s.lastSequence)) }
             } catch { return .failure(.badPayload(error)) }
             return .success(lastSeq)
         }
-        guard h.sequence > lastSeq else { return .failure(.sequenceOutOfOrder(previous: lastSeq, found: h.sequence)) }
+        guard h.sequence > lastSeq, h.sequence < SequenceLimit.max else {
+            return .failure(.sequenceOutOfOrder(previous: lastSeq, found: h.sequence))
+        }
         if type == .batch {
             do {
                 let s = try BatchCodec.summary(payload)
                 let (last, overflow) = h.sequence.addingReportingOverflow(s.lastDelta)
-                guard !overflow else { return .failure(.badPayload(CodecError(.invalidValue(field: "batch lastDelta"), at: 0))) }
+                guard !overflow, last < SequenceLimit.max else {
+                    return .failure(.badPayload(CodecError(.invalidValue(field: "batch lastDelta"), at: 0)))
+                }
                 return .success(last)
             } catch { return .failure(.badPayload(error)) }
         }
@@ -342,4 +350,9 @@ struct StoreScanner {
 
 extension UnsafeRawBufferPointer {
     var u32le: UInt32 { loadUnaligned(fromByteOffset: 0, as: UInt32.self).littleEndian }
+}
+
+/// Sequences stay below 2^62 (FORMAT.md §4.2), so arithmetic on them can never overflow.
+public enum SequenceLimit {
+    public static let max: SequenceNumber = 1 << 62
 }
