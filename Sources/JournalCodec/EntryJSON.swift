@@ -220,7 +220,7 @@ public enum EntryJSON {
         }
         var scanner = Scanner(b)
         let fields = try scanner.object()
-        return try build(fields, b, closeColumn: scanner.closeColumn)
+        return try build(fields, b, scanner.arena, closeColumn: scanner.closeColumn)
     }
 
     // MARK: Writing
@@ -249,8 +249,8 @@ public enum EntryJSON {
         switch e.operation {
         case .opaque(let kind, _):
             put("op0x", &out)
-            out.append(hexDigits[Int(kind >> 4)])
-            out.append(hexDigits[Int(kind & 15)])
+            out.append(hexDigit(kind >> 4))
+            out.append(hexDigit(kind & 15))
         default:
             out.append(contentsOf: e.operation.name.utf8)
         }
@@ -272,8 +272,8 @@ public enum EntryJSON {
         case .opaque(_, let body):
             put(#","body":""#, &out)
             for x in body {
-                out.append(hexDigits[Int(x >> 4)])
-                out.append(hexDigits[Int(x & 15)])
+                out.append(hexDigit(x >> 4))
+                out.append(hexDigit(x & 15))
             }
             out.append(0x22)
         }
@@ -288,7 +288,17 @@ public enum EntryJSON {
         put(#""}"#, &out)
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    /// The lowercase hex digit for 0...15.
+    @inline(__always) static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x57 + v }
+
+    /// Up to 8 bytes packed little-endian into one integer, for matching short names, with the
+    /// length alongside (NUL bytes add nothing to the integer); 0 and 0 if longer than 8 bytes.
+    @inline(__always) static func packed(_ u: UnsafeBufferPointer<UInt8>) -> (count: Int, bits: UInt64) {
+        guard u.count <= 8 else { return (0, 0) }
+        var v: UInt64 = 0
+        for k in 0..<u.count { v |= UInt64(u[k]) << (8 * UInt64(k)) }
+        return (u.count, v)
+    }
 
     private static func put(_ s: StaticString, _ out: inout [UInt8]) {
         out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
@@ -320,7 +330,7 @@ public enum EntryJSON {
                 if n == 8 || n == 12 || n == 16 || n == 20 { out.append(0x2D) }
                 let word = n < 16 ? hi : lo
                 let shift = UInt64(60 - 4 * (n % 16))
-                out.append(hexDigits[Int((word >> shift) & 15)])
+                out.append(hexDigit(UInt8(truncatingIfNeeded: word >> shift) & 15))
             }
             out.append(0x22)
         }
@@ -346,8 +356,8 @@ public enum EntryJSON {
                 case 0x09: out.append(0x74)
                 default:
                     out.append(0x75); out.append(0x30); out.append(0x30)
-                    out.append(hexDigits[Int(c >> 4)])
-                    out.append(hexDigits[Int(c & 15)])
+                    out.append(hexDigit(c >> 4))
+                    out.append(hexDigit(c & 15))
                 }
             }
             if run < u.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: u[run..<u.count])) }
@@ -378,19 +388,21 @@ extension EntryJSON {
             }
         }
 
-        /// The key spelled by `u`, compared as up to 8 bytes packed in one integer.
+        /// The key spelled by `u` (names packed little-endian, as `EntryJSON.packed` does).
         init?(_ u: UnsafeBufferPointer<UInt8>) {
-            guard u.count >= 2, u.count <= 5 else { return nil }
-            var packed: UInt64 = 0
-            for (k, c) in u.enumerated() { packed |= UInt64(c) << (8 * UInt64(k)) }
-            guard let key = Key.packedNames.firstIndex(of: packed).flatMap({ Key(rawValue: $0) }) else { return nil }
-            self = key
-        }
-
-        static let packedNames: [UInt64] = Key.allCases.map { key in
-            var packed: UInt64 = 0
-            for (k, c) in key.name.utf8.enumerated() { packed |= UInt64(c) << (8 * UInt64(k)) }
-            return packed
+            switch EntryJSON.packed(u) {
+            case (2, 0x6469): self = .id
+            case (4, 0x656E_6F7A): self = .zone
+            case (2, 0x706F): self = .op
+            case (4, 0x6D65_7469): self = .item
+            case (4, 0x7478_6574): self = .text
+            case (5, 0x72_6574_6661): self = .after
+            case (4, 0x7964_6F62): self = .body
+            case (2, 0x7962): self = .by
+            case (2, 0x7461): self = .at
+            case (3, 0x63_6C68): self = .hlc
+            default: return nil
+            }
         }
     }
 
@@ -398,8 +410,8 @@ extension EntryJSON {
         case absent
         /// A string without escapes: the byte range of its contents (already checked as UTF-8).
         case raw(Int, Int)
-        /// A string that had escapes, decoded.
-        case decoded(String)
+        /// A string that had escapes: the byte range of its decoded UTF-8 in the scanner's arena.
+        case decoded(Int, Int)
         case null
         case bool
         case number
@@ -420,7 +432,7 @@ extension EntryJSON {
 
     struct Slot {
         var value: Value = .absent
-        /// 1-based column of the value (of the key, for reporting when the key itself is wrong).
+        /// 1-based columns of the value and of its key.
         var column = 0
         var keyColumn = 0
     }
@@ -466,8 +478,9 @@ extension EntryJSON {
     struct Scanner {
         let b: UnsafeBufferPointer<UInt8>
         var i = 0
-        /// Decoded bytes of the current string once it turns out to contain an escape.
-        var scratch: [UInt8] = []
+        /// Decoded bytes of the strings that contain escapes (allocated only when one does), so that
+        /// `Value` stays plain data and nothing becomes a `String` before it is needed.
+        var arena: [UInt8] = []
         /// 1-based column of the object's closing brace.
         var closeColumn = 0
 
@@ -510,7 +523,7 @@ extension EntryJSON {
                     let keyAt = i
                     let keyValue = try string()
                     guard let key = key(keyValue) else {
-                        throw fail("unknown key \"\(abbreviated(text(keyValue)))\"", at: keyAt)
+                        throw fail("unknown key \(quoted(text(keyValue)))", at: keyAt)
                     }
                     guard fields[key].value.isAbsent else { throw fail("duplicate key \"\(key.name)\"", at: keyAt) }
                     skipSpace()
@@ -542,9 +555,7 @@ extension EntryJSON {
         func key(_ v: Value) -> Key? {
             switch v {
             case .raw(let s, let e): return Key(UnsafeBufferPointer(rebasing: b[s..<e]))
-            case .decoded(let str):
-                var str = str
-                return str.withUTF8 { Key($0) }
+            case .decoded(let s, let e): return arena[s..<e].withUnsafeBufferPointer { Key($0) }
             default: return nil
             }
         }
@@ -552,13 +563,9 @@ extension EntryJSON {
         func text(_ v: Value) -> String {
             switch v {
             case .raw(let s, let e): String(decoding: UnsafeBufferPointer(rebasing: b[s..<e]), as: UTF8.self)
-            case .decoded(let str): str
+            case .decoded(let s, let e): String(decoding: arena[s..<e], as: UTF8.self)
             default: ""
             }
-        }
-
-        func abbreviated(_ s: String) -> String {
-            s.count <= 40 ? s : String(s.prefix(40)) + "…"
         }
 
         mutating func value(for key: Key) throws(EntryJSONError) -> Value {
@@ -629,23 +636,27 @@ extension EntryJSON {
             i += 1
             let start = i
             var escaped = false
+            var arenaStart = 0
             let n = b.count
             while true {
                 // ASCII that needs no attention: the common case, kept tight.
-                while i < n {
-                    let c = b[i]
+                let runStart = i
+                var j = i // a local index keeps the loop in registers
+                while j < n {
+                    let c = b[j]
                     guard c >= 0x20, c < 0x80, c != 0x22, c != 0x5C else { break }
-                    if escaped { scratch.append(c) }
-                    i += 1
+                    j += 1
                 }
+                i = j
+                if escaped && i > runStart { arena.append(contentsOf: UnsafeBufferPointer(rebasing: b[runStart..<i])) }
                 guard i < n else { throw fail("unterminated string", at: open) }
                 let c = b[i]
                 if c == 0x22 { break }
                 if c == 0x5C {
                     if !escaped {
                         escaped = true
-                        scratch.removeAll(keepingCapacity: true)
-                        scratch.append(contentsOf: UnsafeBufferPointer(rebasing: b[start..<i]))
+                        arenaStart = arena.count
+                        arena.append(contentsOf: UnsafeBufferPointer(rebasing: b[start..<i]))
                     }
                     try escape()
                 } else if c < 0x20 {
@@ -653,13 +664,13 @@ extension EntryJSON {
                 } else {
                     let len = sequenceLength(at: i)
                     guard len > 0 else { throw fail("invalid UTF-8 in a string", at: i) }
-                    if escaped { scratch.append(contentsOf: UnsafeBufferPointer(rebasing: b[i..<i + len])) }
+                    if escaped { arena.append(contentsOf: UnsafeBufferPointer(rebasing: b[i..<i + len])) }
                     i += len
                 }
             }
             let end = i
             i += 1
-            return escaped ? .decoded(String(decoding: scratch, as: UTF8.self)) : .raw(start, end)
+            return escaped ? .decoded(arenaStart, arena.count) : .raw(start, end)
         }
 
         /// The length of the well-formed UTF-8 sequence of 2 to 4 bytes at `at`, or 0.
@@ -681,19 +692,19 @@ extension EntryJSON {
             }
         }
 
-        /// The escape at `i` (a backslash), appended to `scratch` as UTF-8.
+        /// The escape at `i` (a backslash), appended to `arena` as UTF-8.
         mutating func escape() throws(EntryJSONError) {
             let at = i
             guard i + 1 < b.count else { throw fail("unterminated escape", at: at) }
             let e = b[i + 1]
             i += 2
             switch e {
-            case 0x22, 0x5C, 0x2F: scratch.append(e)
-            case 0x62: scratch.append(0x08)
-            case 0x66: scratch.append(0x0C)
-            case 0x6E: scratch.append(0x0A)
-            case 0x72: scratch.append(0x0D)
-            case 0x74: scratch.append(0x09)
+            case 0x22, 0x5C, 0x2F: arena.append(e)
+            case 0x62: arena.append(0x08)
+            case 0x66: arena.append(0x0C)
+            case 0x6E: arena.append(0x0A)
+            case 0x72: arena.append(0x0D)
+            case 0x74: arena.append(0x09)
             case 0x75:
                 var scalar = try hex4(escapeAt: at)
                 if scalar >= 0xD800 && scalar <= 0xDBFF {
@@ -737,19 +748,19 @@ extension EntryJSON {
         mutating func appendUTF8(_ v: UInt32) {
             switch v {
             case ..<0x80:
-                scratch.append(UInt8(v))
+                arena.append(UInt8(v))
             case ..<0x800:
-                scratch.append(UInt8(0xC0 | v >> 6))
-                scratch.append(UInt8(0x80 | v & 0x3F))
+                arena.append(UInt8(0xC0 | v >> 6))
+                arena.append(UInt8(0x80 | v & 0x3F))
             case ..<0x10000:
-                scratch.append(UInt8(0xE0 | v >> 12))
-                scratch.append(UInt8(0x80 | v >> 6 & 0x3F))
-                scratch.append(UInt8(0x80 | v & 0x3F))
+                arena.append(UInt8(0xE0 | v >> 12))
+                arena.append(UInt8(0x80 | v >> 6 & 0x3F))
+                arena.append(UInt8(0x80 | v & 0x3F))
             default:
-                scratch.append(UInt8(0xF0 | v >> 18))
-                scratch.append(UInt8(0x80 | v >> 12 & 0x3F))
-                scratch.append(UInt8(0x80 | v >> 6 & 0x3F))
-                scratch.append(UInt8(0x80 | v & 0x3F))
+                arena.append(UInt8(0xF0 | v >> 18))
+                arena.append(UInt8(0x80 | v >> 12 & 0x3F))
+                arena.append(UInt8(0x80 | v >> 6 & 0x3F))
+                arena.append(UInt8(0x80 | v & 0x3F))
             }
         }
     }
@@ -758,11 +769,11 @@ extension EntryJSON {
 // MARK: - From fields to an entry
 
 extension EntryJSON {
-    static func build(_ f: Fields, _ b: UnsafeBufferPointer<UInt8>, closeColumn: Int) throws(EntryJSONError) -> ParsedEntryLine {
+    static func build(_ f: Fields, _ b: UnsafeBufferPointer<UInt8>, _ arena: [UInt8], closeColumn: Int) throws(EntryJSONError) -> ParsedEntryLine {
         func string(_ v: Value) -> String {
             switch v {
             case .raw(let s, let e): String(decoding: UnsafeBufferPointer(rebasing: b[s..<e]), as: UTF8.self)
-            case .decoded(let str): str
+            case .decoded(let s, let e): String(decoding: arena[s..<e], as: UTF8.self)
             default: ""
             }
         }
@@ -770,9 +781,7 @@ extension EntryJSON {
         func withBytes<R>(_ v: Value, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
             switch v {
             case .raw(let s, let e): return body(UnsafeBufferPointer(rebasing: b[s..<e]))
-            case .decoded(let str):
-                var str = str
-                return str.withUTF8(body)
+            case .decoded(let s, let e): return arena[s..<e].withUnsafeBufferPointer(body)
             default: return body(UnsafeBufferPointer(start: nil, count: 0))
             }
         }
@@ -789,6 +798,9 @@ extension EntryJSON {
             return try requireString(key)
         }
         func compactID(_ key: Key, _ v: Value) throws(EntryJSONError) -> CompactID {
+            if let (hi, lo) = withBytes(v, { CompactID.parseCanonicalUUID($0) }) {
+                return CompactID(uuidHigh: hi, low: lo)
+            }
             guard let id = CompactID(string(v)) else {
                 throw EntryJSONError(message: "\"\(key.name)\" must be an id of 1...\(Limits.maxIDBytes) UTF-8 bytes", column: f[key].column)
             }
@@ -799,20 +811,26 @@ extension EntryJSON {
         let opValue = try requireString(.op)
         // A known name gives its kind byte; `op0xNN` gives 0x100 + NN; anything else -1.
         let match: Int = withBytes(opValue) { u in
-            for k in Operation.Kind.allCases where k.name.utf8.count == u.count && k.name.utf8.elementsEqual(u) {
-                return Int(k.rawValue)
+            switch packed(u) {
+            case (3, 0x64_6461): return Int(Operation.Kind.add.rawValue)
+            case (7, 0x66_664F_6B72_616D): return Int(Operation.Kind.markOff.rawValue)
+            case (6, 0x6B72_616D_6E75): return Int(Operation.Kind.unmark.rawValue)
+            case (6, 0x6574_656C_6564): return Int(Operation.Kind.delete.rawValue)
+            case (6, 0x656D_616E_6572): return Int(Operation.Kind.rename.rawValue)
+            case (8, 0x7275_6F6C_6F63_6572): return Int(Operation.Kind.recolour.rawValue)
+            default: break
             }
             guard u.count == 6, u[0] == 0x6F, u[1] == 0x70, u[2] == 0x30, u[3] == 0x78,
                   let hi = lowerHex(u[4]), let lo = lowerHex(u[5]) else { return -1 }
             return 0x100 | Int(hi << 4 | lo)
         }
         guard match >= 0 else {
-            throw EntryJSONError(message: "unknown op \"\(string(opValue).prefix(40))\" (expected add, markOff, unmark, delete, rename, recolour or op0x80…op0xff)",
+            throw EntryJSONError(message: "unknown op \(quoted(string(opValue))) (expected add, markOff, unmark, delete, rename, recolour or op0x80…op0xff)",
                                  column: f.op.column)
         }
         let kindByte = UInt8(truncatingIfNeeded: match)
         if match >= 0x100 && kindByte < 0x80 {
-            throw EntryJSONError(message: "op \"\(string(opValue))\" is not an opaque kind (those are op0x80…op0xff)", column: f.op.column)
+            throw EntryJSONError(message: "op \(quoted(string(opValue))) is not an opaque kind (those are op0x80…op0xff)", column: f.op.column)
         }
         let kind = Operation.Kind(rawValue: kindByte)
         let opName = string(opValue)
@@ -877,7 +895,7 @@ extension EntryJSON {
             operation = .opaque(kind: kindByte, body: body)
         }
 
-        let entry = JournalEntry(id: id ?? placeholderID, zone: zone, author: author, wallTime: wallTime,
+        let entry = JournalEntry(id: id ?? CompactID(uuidHigh: 0, low: 0), zone: zone, author: author, wallTime: wallTime,
                                  clock: clock ?? HybridTime(rawValue: 0), operation: operation)
         if let why = EntryCodec.validate(entry) {
             let column =
@@ -892,10 +910,15 @@ extension EntryJSON {
         return ParsedEntryLine(id: id, zone: zone, author: author, wallTime: wallTime, clock: clock, operation: operation)
     }
 
-    private static let placeholderID = CompactID(uuidHigh: 0, low: 0)
+    /// `s` as a JSON string literal, shortened to 40 characters, for error messages.
+    static func quoted(_ s: String) -> String {
+        var out: [UInt8] = []
+        appendString(s.count <= 40 ? s : String(s.prefix(40)) + "…", to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
 
     static func hex2(_ c: UInt8) -> String {
-        String(decoding: [hexDigits[Int(c >> 4)], hexDigits[Int(c & 15)]], as: UTF8.self)
+        String(decoding: [hexDigit(c >> 4), hexDigit(c & 15)], as: UTF8.self)
     }
 
     private static func lowerHex(_ c: UInt8) -> UInt8? {
@@ -941,5 +964,25 @@ extension EntryJSON {
         }
         guard i > counterStart, i == u.count else { return nil }
         return HybridTime(physicalMillis: millis, counter: UInt16(counter))
+    }
+}
+
+extension CompactID {
+    /// `parseCanonicalUUID(_: String)` over bytes: 8-4-4-4-12 lowercase hex, nothing else.
+    static func parseCanonicalUUID(_ u: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64)? {
+        guard u.count == 36, u[8] == 0x2D, u[13] == 0x2D, u[18] == 0x2D, u[23] == 0x2D else { return nil }
+        var hi: UInt64 = 0, lo: UInt64 = 0, n = 0
+        for i in 0..<36 where i != 8 && i != 13 && i != 18 && i != 23 {
+            let c = u[i]
+            let v: UInt8
+            switch c {
+            case 0x30...0x39: v = c - 0x30
+            case 0x61...0x66: v = c - 0x61 + 10
+            default: return nil
+            }
+            if n < 16 { hi = hi << 4 | UInt64(v) } else { lo = lo << 4 | UInt64(v) }
+            n += 1
+        }
+        return (hi, lo)
     }
 }

@@ -120,6 +120,10 @@ public enum EntryCodec {
     public static func validate(_ e: JournalEntry) -> String? {
         if e.zone.isEmpty || e.zone.utf8.count > Limits.maxZoneBytes { return "zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes" }
         if e.author.isEmpty || e.author.utf8.count > Limits.maxAuthorBytes { return "author must be 1...\(Limits.maxAuthorBytes) UTF-8 bytes" }
+        if e.clock.physicalMillis >= 1 << 48 { return "clock's physical time exceeds 48 bits" }
+        if e.wallTime.subtractingReportingOverflow(Int64(bitPattern: e.clock.physicalMillis)).overflow {
+            return "wall time is too far from the clock's physical time to encode"
+        }
         switch e.operation {
         case .add(_, let t, _), .rename(let t), .recolour(let t):
             if t.utf8.count > Limits.maxTextBytes { return "text must be at most \(Limits.maxTextBytes) UTF-8 bytes" }

@@ -182,7 +182,13 @@ final class PosixFile: StorageFile, @unchecked Sendable {
         return Int64(st.st_size)
     }
 
-    func close() { try? fd.close() }
+    private var isClosed = false
+    /// Idempotent: a second close must never close a descriptor number reused by another open.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        try? fd.close()
+    }
 }
 
 #if canImport(Glibc)

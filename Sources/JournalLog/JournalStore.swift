@@ -70,7 +70,9 @@ public final class JournalStore: @unchecked Sendable {
     private struct PendingFrame {
         var start: Int
         var end: Int
-        var firstSequence: SequenceNumber
+        /// The base a new segment starting with this frame gets: its first sequence, or for a
+        /// frame that takes none, the next sequence (FORMAT.md §4.2).
+        var segmentBase: SequenceNumber
         var seed: UInt32
     }
 
@@ -235,8 +237,8 @@ public final class JournalStore: @unchecked Sendable {
         }
         guard raw + 32 <= Limits.maxPayloadBytes else { throw JournalError.batchTooLarge(bytes: raw, limit: Limits.maxPayloadBytes) }
         let payload = BatchCodec.encode(entries: encoded, compress: options.compressBatches)
-        let first = try enqueue(type: RecordType.batch.rawValue, payload: payload, count: batch.count)
-        let last = first + SequenceNumber(batch.count - 1)
+        let last = try enqueue(type: RecordType.batch.rawValue, payload: payload, count: batch.count)
+        let first = last - SequenceNumber(batch.count - 1)
         try commit(through: last, sync: mode != .none)
         return first...last
     }
@@ -269,7 +271,7 @@ public final class JournalStore: @unchecked Sendable {
         let start = pending.count
         let seed = chain
         chain = Frame.append(type: type, sequence: first, payload: payload, chain: seed, to: &pending)
-        pendingFrames.append(PendingFrame(start: start, end: pending.count, firstSequence: first, seed: seed))
+        pendingFrames.append(PendingFrame(start: start, end: pending.count, segmentBase: count == 0 ? lastAssigned + 1 : first, seed: seed))
         lastAssigned += SequenceNumber(count)
         return lastAssigned
     }
@@ -324,9 +326,12 @@ public final class JournalStore: @unchecked Sendable {
         for f in frames {
             let offsetIfAppended = active.writeOffset + Int64(f.start - chunkStart)
             let size = Int64(f.end - f.start)
-            if offsetIfAppended + size > Int64(options.segmentSize) && (active.records > 0 || f.start > chunkStart) {
+            // Roll only when the new segment gets a new name: a segment holding only records that
+            // take no sequence (seal, skippable) grows past the size instead.
+            if offsetIfAppended + size > Int64(options.segmentSize) && (active.records > 0 || f.start > chunkStart)
+                && f.segmentBase > active.name.base {
                 try flush(data, chunkStart..<f.start)
-                try roll(base: f.firstSequence, previousChain: f.seed)
+                try roll(base: f.segmentBase, previousChain: f.seed)
                 chunkStart = f.start
             }
             active.records += 1
@@ -396,7 +401,7 @@ public final class JournalStore: @unchecked Sendable {
                 defer { file.close() }
                 let size = try file.size()
                 let reader = SegmentReader(file: file, fileSize: size)
-                let dest = tornDir + "/\(name).\(cut.offset).\(stamp).torn"
+                let dest = uniquePath(tornDir + "/\(name).\(cut.offset).\(stamp)", suffix: ".torn", fs: fs)
                 let out = try fs.openFile(dest, create: true, truncate: true)
                 var at = cut.offset
                 var lastNonZero = cut.offset
@@ -415,7 +420,7 @@ public final class JournalStore: @unchecked Sendable {
                 report.removedBytes += lastNonZero - cut.offset
                 report.setAside.append(dest)
             } else {
-                let dest = tornDir + "/\(name).\(stamp).torn"
+                let dest = uniquePath(tornDir + "/\(name).\(stamp)", suffix: ".torn", fs: fs)
                 let file = try fs.openFile(p, create: false, truncate: false)
                 report.removedBytes += (try? file.size()) ?? 0
                 file.close()
@@ -445,6 +450,17 @@ public final class JournalStore: @unchecked Sendable {
         lock.unlock()
         if let syncError, failure == nil { throw syncError }
     }
+}
+
+/// `stem + suffix`, or `stem-2 + suffix`, … : set-aside files never overwrite each other.
+func uniquePath(_ stem: String, suffix: String, fs: any FileSystem) -> String {
+    var candidate = stem + suffix
+    var n = 2
+    while fs.kind(of: candidate) != .missing {
+        candidate = stem + "-\(n)" + suffix
+        n += 1
+    }
+    return candidate
 }
 
 func parentDirectory(_ path: String) -> String {

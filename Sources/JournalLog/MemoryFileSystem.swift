@@ -6,7 +6,35 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     final class Node: @unchecked Sendable {
         var data: [UInt8] = []
         var synced: [UInt8] = []
+        /// Writes since the last sync, in order: what a crash may lose or tear.
+        var unsynced: [(offset: Int, bytes: [UInt8])] = []
         init() {}
+    }
+
+    /// How a simulated power loss treats data written since the last sync.
+    public enum CrashMode: Sendable {
+        /// All of it is lost.
+        case dropUnsynced
+        /// A prefix of the unsynced writes survives, the last of them cut at a sector boundary.
+        case tearLastWrite(seed: UInt64)
+        /// Like `tearLastWrite`, but the sectors after the cut hold garbage instead of old bytes.
+        case garbleLastWrite(seed: UInt64)
+    }
+
+    public static let sectorSize = 512
+
+    /// Fails the `failOnCall`-th mutating call (write, sync, truncate, create, rename, remove,
+    /// directory sync) with `failErrno`, and every later one while `failPersistently` holds
+    /// (a full disk stays full until space returns).
+    public struct FaultPlan: Sendable {
+        public var failOnCall: Int?
+        public var failErrno: Int32 = EIO
+        public var failPersistently = false
+        public init(failOnCall: Int? = nil, failErrno: Int32 = EIO, failPersistently: Bool = false) {
+            self.failOnCall = failOnCall
+            self.failErrno = failErrno
+            self.failPersistently = failPersistently
+        }
     }
 
     private let mutex = NSLock()
@@ -15,8 +43,28 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     /// Names each directory holds durably (as of its last sync) and now.
     private var durableEntries: [String: [String: Node]] = [:]
     private var locks: Set<String> = []
+    private var plan = FaultPlan()
+    /// Mutating calls made so far; faults are planned against this count.
+    public private(set) var mutatingCalls = 0
+    public private(set) var faultsInjected = 0
 
     public init() {}
+
+    public func setFaults(_ plan: FaultPlan) {
+        mutex.lock()
+        defer { mutex.unlock() }
+        self.plan = plan
+        mutatingCalls = 0
+    }
+
+    /// Counts a mutating call and throws when the plan says this one fails. Caller holds the mutex.
+    fileprivate func mutation(_ op: String, _ path: String) throws(JournalError) {
+        mutatingCalls += 1
+        if let n = plan.failOnCall, mutatingCalls == n || (plan.failPersistently && mutatingCalls > n) {
+            faultsInjected += 1
+            throw JournalError.io(operation: op, path: path, errno: plan.failErrno)
+        }
+    }
 
     private func withLock<T>(_ body: () throws(JournalError) -> T) throws(JournalError) -> T {
         mutex.lock()
@@ -41,16 +89,45 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         return files[path]?.data
     }
 
-    /// Simulates power loss: unsynced data is gone, and so are creates, renames and removes
-    /// in directories not synced since.
-    public func crash() {
+    /// Simulates power loss: unsynced data is lost or torn (per `mode`), and so are creates,
+    /// renames and removes in directories not synced since. Locks are released.
+    public func crash(_ mode: CrashMode = .dropUnsynced) {
         mutex.lock()
         defer { mutex.unlock() }
-        for (dir, entries) in durableEntries {
+        var rng: SplitMix64
+        switch mode {
+        case .dropUnsynced: rng = SplitMix64(seed: 0)
+        case .tearLastWrite(let seed), .garbleLastWrite(let seed): rng = SplitMix64(seed: seed)
+        }
+        var seen = Set<ObjectIdentifier>()
+        for (_, n) in files.sorted(by: { $0.key < $1.key }) where seen.insert(ObjectIdentifier(n)).inserted {
+            var data = n.synced
+            if case .dropUnsynced = mode {} else if !n.unsynced.isEmpty {
+                let keep = Int(rng.next() % UInt64(n.unsynced.count + 1))
+                for (i, w) in n.unsynced.enumerated() where i <= keep && i < n.unsynced.count {
+                    var bytes = w.bytes
+                    if i == keep {
+                        let sectors = (w.bytes.count + MemoryFileSystem.sectorSize - 1) / MemoryFileSystem.sectorSize
+                        let cut = Int(rng.next() % UInt64(sectors + 1)) * MemoryFileSystem.sectorSize
+                        if case .garbleLastWrite = mode {
+                            for j in min(cut, bytes.count)..<bytes.count { bytes[j] = UInt8(truncatingIfNeeded: rng.next()) }
+                        } else {
+                            bytes = Array(bytes.prefix(cut))
+                        }
+                    }
+                    if data.count < w.offset + bytes.count { data += repeatElement(0, count: w.offset + bytes.count - data.count) }
+                    data.replaceSubrange(w.offset..<w.offset + bytes.count, with: bytes)
+                }
+            }
+            n.data = data
+            n.synced = data
+            n.unsynced = []
+        }
+        for dir in directories {
+            let entries = durableEntries[dir] ?? [:]
             for path in files.keys where parentDirectory(path) == dir && entries[path] == nil { files[path] = nil }
             for (path, node) in entries { files[path] = node }
         }
-        for n in files.values { n.data = n.synced }
         locks.removeAll()
     }
 
@@ -61,6 +138,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
                 return MemoryFile(fs: self, node: n, path: path)
             }
             guard create else { throw JournalError.io(operation: "open", path: path, errno: ENOENT) }
+            try mutation("open", path)
             guard directories.contains(parentDirectory(path)) else { throw JournalError.io(operation: "open", path: path, errno: ENOENT) }
             let n = Node()
             files[path] = n
@@ -84,23 +162,32 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     }
 
     public func createDirectory(_ path: String) throws(JournalError) {
-        _ = try withLock { () throws(JournalError) in directories.insert(path) }
+        try withLock { () throws(JournalError) in
+            if directories.contains(path) { return }
+            try mutation("mkdir", path)
+            directories.insert(path)
+        }
     }
 
     public func rename(_ from: String, _ to: String) throws(JournalError) {
         try withLock { () throws(JournalError) in
             guard let n = files[from] else { throw JournalError.io(operation: "rename", path: from, errno: ENOENT) }
+            try mutation("rename", from)
             files[from] = nil
             files[to] = n
         }
     }
 
     public func remove(_ path: String) throws(JournalError) {
-        _ = try withLock { () throws(JournalError) in files.removeValue(forKey: path) }
+        try withLock { () throws(JournalError) in
+            try mutation("unlink", path)
+            files.removeValue(forKey: path)
+        }
     }
 
     public func syncDirectory(_ path: String) throws(JournalError) {
         try withLock { () throws(JournalError) in
+            try mutation("fsync directory", path)
             var entries: [String: Node] = [:]
             for (p, n) in files where parentDirectory(p) == path { entries[p] = n }
             durableEntries[path] = entries
@@ -171,7 +258,9 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(JournalError) {
         guard !bytes.isEmpty else { return }
         try fs.locked { () throws(JournalError) in
+            try fs.mutation("write", path)
             let start = Int(offset)
+            node.unsynced.append((start, [UInt8](bytes)))
             if node.data.count < start + bytes.count {
                 node.data.append(contentsOf: repeatElement(0, count: start + bytes.count - node.data.count))
             }
@@ -182,16 +271,22 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
     }
 
     func sync() throws(JournalError) {
-        try fs.locked { () throws(JournalError) in node.synced = node.data }
+        try fs.locked { () throws(JournalError) in
+            try fs.mutation("fdatasync", path)
+            node.synced = node.data
+            node.unsynced = []
+        }
     }
 
     func truncate(to size: Int64) throws(JournalError) {
         try fs.locked { () throws(JournalError) in
+            try fs.mutation("ftruncate", path)
             let s = Int(size)
             if node.data.count > s { node.data.removeSubrange(s...) } else {
                 node.data.append(contentsOf: repeatElement(0, count: s - node.data.count))
             }
             node.synced = node.data
+            node.unsynced = []
         }
     }
 
@@ -200,4 +295,17 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
     }
 
     func close() {}
+}
+
+/// A small seeded generator so simulated faults replay exactly from their seed.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }

@@ -226,7 +226,8 @@ struct StoreScanner {
             let h = Frame.parseHeader(hb, at: 0)
             if h.isZero {
                 guard let nz = try reader.firstNonZero(from: pos) else { break frames }
-                if try report(corruption(nz, .dataAfterZeroTail)) { return true }
+                let intactAfter = isLast ? try resync(reader, from: nz, lastSeq: lastSeq) != nil : true
+                if try report(corruption(nz, .dataAfterZeroTail, torn: !intactAfter)) { return true }
                 if let next = try resync(reader, from: nz, lastSeq: lastSeq) { summary.skippedBytes += next - pos; pos = next; ch = try seed(reader, next); continue frames }
                 summary.skippedBytes += size - pos
                 break frames
@@ -235,12 +236,15 @@ struct StoreScanner {
             if Int64(h.frameSize) > remaining {
                 problem = corruption(pos, .lengthPastEOF(length: h.length, available: remaining), torn: true)
             } else if Int(h.length) > Limits.maxPayloadBytes {
-                problem = corruption(pos, .badLength(h.length))
+                let intactAfter = isLast ? try resync(reader, from: pos + 1, lastSeq: lastSeq) != nil : true
+                problem = corruption(pos, .badLength(h.length), torn: !intactAfter)
             } else {
                 let fb = try reader.window(pos, h.frameSize)
                 switch Frame.scan(fb, at: 0, chain: ch) {
                 case .crcMismatch(_, let stored, let computed):
-                    let tailClean = try reader.firstNonZero(from: pos + Int64(h.frameSize)) == nil
+                    // Torn when nothing intact follows: zeros, EOF, or the garbled rest of one last write.
+                    let tailClean = !isLast ? false : try reader.firstNonZero(from: pos + Int64(h.frameSize)) == nil
+                        || resync(reader, from: pos + 1, lastSeq: lastSeq) == nil
                     problem = corruption(pos, .crcMismatch(stored: stored, computed: computed), torn: tailClean)
                 case .frame(let h, let range, let crc):
                     let payload = UnsafeRawBufferPointer(rebasing: fb[range])
@@ -301,6 +305,12 @@ struct StoreScanner {
         let size = reader.fileSize
         while p + Int64(Frame.overhead) <= size {
             let hb = try reader.window(p - 4, 4 + Frame.headerSize)
+            if hb[8] == 0 && hb[4...].allSatisfy({ $0 == 0 }) {
+                // A zero run (the pre-zeroed rest of a segment) holds no frame: jump past it.
+                guard let nz = try reader.firstNonZero(from: p) else { return nil }
+                p = max(p + 1, nz - Int64(Frame.headerSize) + 1)
+                continue
+            }
             let h = Frame.parseHeader(hb, at: 4)
             let typeOK = RecordType(rawValue: h.type) != nil || RecordType.isSkippable(h.type)
             if typeOK, Int(h.length) <= Limits.maxPayloadBytes, p + Int64(h.frameSize) <= size,

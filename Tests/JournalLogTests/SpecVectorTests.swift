@@ -43,13 +43,13 @@ import Testing
 
     // The entries every vector file draws on: one per operation, both id forms, offsets in time.
     static let sampleLines = [
-        #"{"id":"0f8e2c1a-9b7d-4e21-8c3f-5a6b7c8d9e0f","zone":"List-db6a6e29","op":"add","item":"milk","text":"Milk","after":null,"by":"alice","at":"2026-11-22T09:00:00.000Z","hlc":"1795424400000:0"}"#,
-        #"{"id":"e2","zone":"List-db6a6e29","op":"add","item":"3b0c5d2e-1f4a-4b6c-9d8e-7f6a5b4c3d2e","text":"Eggs – free range","after":"milk","by":"bob","at":"2026-11-22T09:00:01.250Z","hlc":"1795424401250:3"}"#,
-        #"{"id":"e3","zone":"List-db6a6e29","op":"markOff","item":"milk","by":"alice","at":"2026-11-22T18:30:00.000Z","hlc":"1795458600000:0"}"#,
-        #"{"id":"e4","zone":"List-db6a6e29","op":"unmark","item":"milk","by":"alice","at":"2026-11-22T18:31:00.000Z","hlc":"1795458660000:0"}"#,
-        #"{"id":"e5","zone":"List-db6a6e29","op":"delete","item":"milk","by":"carol","at":"2026-11-22T18:32:00.000Z","hlc":"1795458700000:1"}"#,
-        #"{"id":"e6","zone":"List-db6a6e29","op":"rename","text":"Weekly Shopping","by":"bob","at":"2026-11-22T09:02:00.000Z","hlc":"1795424520000:0"}"#,
-        #"{"id":"e7","zone":"List-db6a6e29","op":"recolour","text":"yellow","by":"bob","at":"2026-11-22T09:03:00.000Z","hlc":"1795424580000:0"}"#,
+        #"{"id":"0f8e2c1a-9b7d-4e21-8c3f-5a6b7c8d9e0f","zone":"List-db6a6e29","op":"add","item":"milk","text":"Milk","after":null,"by":"alice","at":"2026-11-22T09:00:00.000Z","hlc":"1795338000000:0"}"#,
+        #"{"id":"e2","zone":"List-db6a6e29","op":"add","item":"3b0c5d2e-1f4a-4b6c-9d8e-7f6a5b4c3d2e","text":"Eggs – free range","after":"milk","by":"bob","at":"2026-11-22T09:00:01.250Z","hlc":"1795338001250:3"}"#,
+        #"{"id":"e3","zone":"List-db6a6e29","op":"markOff","item":"milk","by":"alice","at":"2026-11-22T18:30:00.000Z","hlc":"1795372200000:0"}"#,
+        #"{"id":"e4","zone":"List-db6a6e29","op":"unmark","item":"milk","by":"alice","at":"2026-11-22T18:31:00.000Z","hlc":"1795372260000:0"}"#,
+        #"{"id":"e5","zone":"List-db6a6e29","op":"delete","item":"milk","by":"carol","at":"2026-11-22T18:32:00.000Z","hlc":"1795372320000:1"}"#,
+        #"{"id":"e6","zone":"List-db6a6e29","op":"rename","text":"Weekly Shopping","by":"bob","at":"2026-11-22T09:02:00.000Z","hlc":"1795338120000:0"}"#,
+        #"{"id":"e7","zone":"List-db6a6e29","op":"recolour","text":"yellow","by":"bob","at":"2026-11-22T09:03:00.000Z","hlc":"1795338180000:0"}"#,
     ]
 
     static func entry(_ line: String) throws -> JournalEntry {

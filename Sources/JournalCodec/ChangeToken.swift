@@ -1,0 +1,197 @@
+/// SipHash-2-4 (Aumasson & Bernstein): a keyed 64-bit MAC, so a client cannot forge or alter
+/// a change token without the store's key.
+public struct SipHash24 {
+    public static func hash(key: (UInt64, UInt64), _ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var v0: UInt64 = 0x736f_6d65_7073_6575 ^ key.0
+        var v1: UInt64 = 0x646f_7261_6e64_6f6d ^ key.1
+        var v2: UInt64 = 0x6c79_6765_6e65_7261 ^ key.0
+        var v3: UInt64 = 0x7465_6462_7974_6573 ^ key.1
+        @inline(__always) func round() {
+            v0 = v0 &+ v1; v1 = v1.rotl(13); v1 ^= v0; v0 = v0.rotl(32)
+            v2 = v2 &+ v3; v3 = v3.rotl(16); v3 ^= v2
+            v0 = v0 &+ v3; v3 = v3.rotl(21); v3 ^= v0
+            v2 = v2 &+ v1; v1 = v1.rotl(17); v1 ^= v2; v2 = v2.rotl(32)
+        }
+        let n = bytes.count
+        var i = 0
+        while i + 8 <= n {
+            let m = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self).littleEndian
+            v3 ^= m
+            round(); round()
+            v0 ^= m
+            i += 8
+        }
+        var last = UInt64(n & 0xFF) << 56
+        var shift: UInt64 = 0
+        while i < n {
+            last |= UInt64(bytes[i]) << shift
+            shift += 8
+            i += 1
+        }
+        v3 ^= last
+        round(); round()
+        v0 ^= last
+        v2 ^= 0xFF
+        round(); round(); round(); round()
+        return v0 ^ v1 ^ v2 ^ v3
+    }
+
+    public static func hash(key: (UInt64, UInt64), _ bytes: [UInt8]) -> UInt64 {
+        bytes.withUnsafeBytes { hash(key: key, $0) }
+    }
+}
+
+extension UInt64 {
+    @inline(__always) func rotl(_ k: UInt64) -> UInt64 { (self << k) | (self >> (64 - k)) }
+}
+
+/// An opaque position in a store's change feed, bound to the store and (for zone tokens) to one
+/// incarnation of one zone. Versioned and MAC'd with the store's key (Spec/TOKENS.md).
+public struct ChangeToken: Hashable, Sendable {
+    public enum Kind: UInt8, Sendable {
+        /// For `changedZones(since:)`.
+        case database = 0x44
+        /// For `changes(in:since:)`.
+        case zone = 0x5A
+    }
+
+    public static let version: UInt8 = 1
+    static let encodedSize = 1 + 1 + 16 + 8 + 8 + 8 + 8
+    /// Text form prefix: it makes a token recognisable in logs and bug reports.
+    public static let prefix = "jlt1."
+
+    public var kind: Kind
+    public var storeID: (UInt64, UInt64)
+    /// The sequence of the zone's `zoneCreate` record (0 for database tokens).
+    public var incarnation: SequenceNumber
+    /// SipHash of the zone's name under the store key (0 for database tokens).
+    public var zoneHash: UInt64
+    /// The last sequence the holder has seen.
+    public var position: SequenceNumber
+
+    public init(kind: Kind, storeID: (UInt64, UInt64), incarnation: SequenceNumber, zoneHash: UInt64, position: SequenceNumber) {
+        self.kind = kind
+        self.storeID = storeID
+        self.incarnation = incarnation
+        self.zoneHash = zoneHash
+        self.position = position
+    }
+
+    public static func == (a: ChangeToken, b: ChangeToken) -> Bool {
+        a.kind == b.kind && a.storeID == b.storeID && a.incarnation == b.incarnation && a.zoneHash == b.zoneHash && a.position == b.position
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(kind.rawValue); h.combine(storeID.0); h.combine(storeID.1)
+        h.combine(incarnation); h.combine(zoneHash); h.combine(position)
+    }
+
+    public static func zoneHash(_ zone: String, key: (UInt64, UInt64)) -> UInt64 {
+        SipHash24.hash(key: key, Array(zone.utf8))
+    }
+
+    public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
+        case malformed
+        case unsupportedVersion(UInt8)
+        case badMAC
+        public var description: String {
+            switch self {
+            case .malformed: "not a change token (garbled or truncated)"
+            case .unsupportedVersion(let v): "change token version \(v) is not supported"
+            case .badMAC: "change token failed its integrity check (tampered, or issued by another store)"
+            }
+        }
+    }
+
+    public func encoded(key: (UInt64, UInt64)) -> [UInt8] {
+        var w = ByteWriter(capacity: ChangeToken.encodedSize)
+        w.u8(ChangeToken.version)
+        w.u8(kind.rawValue)
+        w.u64(storeID.0)
+        w.u64(storeID.1)
+        w.u64(incarnation)
+        w.u64(zoneHash)
+        w.u64(position)
+        w.u64(SipHash24.hash(key: key, w.bytes))
+        return w.bytes
+    }
+
+    public static func decode(_ b: UnsafeRawBufferPointer, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
+        guard b.count == encodedSize else { throw .malformed }
+        guard b[0] == version else { throw .unsupportedVersion(b[0]) }
+        guard let kind = Kind(rawValue: b[1]) else { throw .malformed }
+        let mac = b.u64(at: encodedSize - 8)
+        guard SipHash24.hash(key: key, UnsafeRawBufferPointer(rebasing: b[0..<encodedSize - 8])) == mac else { throw .badMAC }
+        return ChangeToken(kind: kind, storeID: (b.u64(at: 2), b.u64(at: 10)), incarnation: b.u64(at: 18),
+                           zoneHash: b.u64(at: 26), position: b.u64(at: 34))
+    }
+
+    /// `jlt1.` + unpadded base64url of the encoded bytes.
+    public func text(key: (UInt64, UInt64)) -> String { ChangeToken.prefix + Base64URL.encode(encoded(key: key)) }
+
+    public static func parse(_ text: String, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
+        guard text.utf8.count <= 128, text.hasPrefix(prefix), let bytes = Base64URL.decode(String(text.dropFirst(prefix.count))) else {
+            throw .malformed
+        }
+        let r: Result<ChangeToken, DecodeError> = bytes.withUnsafeBytes { b in
+            do throws(DecodeError) { return .success(try decode(b, key: key)) } catch { return .failure(error) }
+        }
+        return try r.get()
+    }
+}
+
+/// Unpadded base64url (RFC 4648 §5).
+public enum Base64URL {
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    public static func encode(_ b: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((b.count * 4 + 2) / 3)
+        var i = 0
+        while i + 3 <= b.count {
+            let v = UInt32(b[i]) << 16 | UInt32(b[i + 1]) << 8 | UInt32(b[i + 2])
+            for s in [18, 12, 6, 0] { out.append(alphabet[Int(v >> UInt32(s) & 63)]) }
+            i += 3
+        }
+        let rest = b.count - i
+        if rest == 1 {
+            let v = UInt32(b[i]) << 16
+            out.append(alphabet[Int(v >> 18 & 63)]); out.append(alphabet[Int(v >> 12 & 63)])
+        } else if rest == 2 {
+            let v = UInt32(b[i]) << 16 | UInt32(b[i + 1]) << 8
+            out.append(alphabet[Int(v >> 18 & 63)]); out.append(alphabet[Int(v >> 12 & 63)]); out.append(alphabet[Int(v >> 6 & 63)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Nil for any character outside the alphabet, a length of 1 mod 4, or non-zero padding bits.
+    public static func decode(_ s: String) -> [UInt8]? {
+        let u = Array(s.utf8)
+        guard u.count % 4 != 1 else { return nil }
+        func v(_ c: UInt8) -> UInt32? {
+            switch c {
+            case 65...90: UInt32(c - 65)
+            case 97...122: UInt32(c - 71)
+            case 48...57: UInt32(c + 4)
+            case 45: 62
+            case 95: 63
+            default: nil
+            }
+        }
+        var out: [UInt8] = []
+        var acc: UInt32 = 0
+        var bits = 0
+        for c in u {
+            guard let x = v(c) else { return nil }
+            acc = acc << 6 | x
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+                acc &= (1 << UInt32(bits)) - 1
+            }
+        }
+        guard acc == 0 else { return nil }
+        return out
+    }
+}
