@@ -30,6 +30,7 @@ let package = Package(
             name: "JournalLog",
             dependencies: [
                 "JournalCodec",
+                "CCRC32C",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),

@@ -32,12 +32,16 @@ else
   exit 1
 fi
 echo
-echo "== a torn tail: cut the last 7 bytes off the active segment, then verify and reopen"
+echo "== a torn tail: append one more entry, zero the last 7 bytes of its record (a write cut short by"
+echo "   a crash), verify, then reopen: recovery cuts the torn record and keeps its bytes in torn/"
+echo '{"zone":"List-db6a6e29-weekly","op":"add","item":"tea","text":"Tea bags","after":"eggs","by":"alice","at":"2026-11-22T18:00:00Z"}' \
+  | "$JLOG" import "$store" - --sync
 seg="$(ls "$store"/*.seg | tail -n 1)"
-size=$(stat -c %s "$seg")
-truncate -s $((size - 7)) "$seg"
-"$JLOG" verify "$store" || echo "(verify exit status $?: torn tail)"
-echo '{"zone":"List-weekly","op":"add","item":"tea","text":"Tea bags","after":null,"by":"alice","at":"2026-11-22T18:00:00Z"}' \
+end=$("$JLOG" inspect --json "$store" | python3 -c 'import json,sys; print(json.load(sys.stdin)["segments"][-1]["bytes"])')
+dd if=/dev/zero of="$seg" bs=1 seek=$((end - 7)) count=7 conv=notrunc status=none
+if "$JLOG" verify "$store"; then echo "verify should have reported the torn tail" >&2; exit 1; fi
+echo '{"zone":"List-db6a6e29-weekly","op":"add","item":"filters","text":"Coffee filters","after":"coffee","by":"bob","at":"2026-11-22T18:05:00Z"}' \
   | "$JLOG" import "$store" - --sync
 "$JLOG" verify "$store"
-ls "$store/torn"
+echo "bytes set aside by recovery:"
+ls -l "$store/torn"

@@ -29,10 +29,10 @@ acked_max=0
 for k in $(seq 1 "$kills"); do
   "$JLOG" import "$store" "$work/input.jsonl" --sync --batch-size $((RANDOM % 200 + 1)) > "$work/acked" 2>"$work/err" &
   pid=$!
-  sleep "0.$(printf '%03d' $((RANDOM % 400 + 20)))"
+  sleep "0.$(printf "%03d" $((RANDOM % 900 + 50)))"
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  last=$(grep -o '^acked [0-9]*' "$work/acked" | tail -1 | cut -d' ' -f2)
+  last=$(grep -o '^acked [0-9]*' "$work/acked" | tail -1 | cut -d' ' -f2 || true)
   [ -n "$last" ] && [ "$last" -gt "$acked_max" ] && acked_max=$last
   # Reopen for writing (recovery), then the store must verify clean and hold every acked sequence.
   "$JLOG" import "$store" /dev/null 2>/dev/null

@@ -97,3 +97,17 @@ uint32_t jl_crc32c_extend(uint32_t crc, const void *data, size_t length) {
 #endif
     return jl_crc32c_extend_portable(crc, data, length);
 }
+
+size_t jl_first_nonzero(const void *data, size_t length) {
+    const uint8_t *p = (const uint8_t *)data;
+    size_t i = 0;
+    while (i < length && ((uintptr_t)(p + i) & 7)) { if (p[i]) return i; i++; }
+    while (i + 32 <= length) {
+        uint64_t a, b, c, d;
+        memcpy(&a, p + i, 8); memcpy(&b, p + i + 8, 8); memcpy(&c, p + i + 16, 8); memcpy(&d, p + i + 24, 8);
+        if (a | b | c | d) break;
+        i += 32;
+    }
+    while (i < length) { if (p[i]) return i; i++; }
+    return length;
+}

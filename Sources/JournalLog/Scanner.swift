@@ -1,3 +1,5 @@
+import CCRC32C
+
 /// How recovery treats damage, with RocksDB's meanings (Spec/FORMAT.md §9).
 public enum RecoveryMode: String, Sendable, CaseIterable {
     /// kAbsoluteConsistency: any damage, even a torn tail, is an error.
@@ -96,13 +98,28 @@ final class SegmentReader {
         return UnsafeRawBufferPointer(rebasing: buffer[0..<count])
     }
 
+    /// Just past the last non-zero byte at or after `from` (`from` when all are zero): the end of
+    /// what was ever written, ignoring a pre-zeroed fill.
+    func endOfData(from: Int64) throws(JournalError) -> Int64 {
+        var end = from
+        var at = from
+        while let nz = try firstNonZero(from: at) {
+            let n = Int(min(Int64(SegmentReader.chunk), fileSize - nz))
+            let w = try window(nz, n)
+            end = nz + Int64(w.lastIndex(where: { $0 != 0 })! + 1)
+            at = nz + Int64(n)
+        }
+        return end
+    }
+
     /// The first non-zero byte in `[from, fileSize)`, or nil when all are zero.
     func firstNonZero(from: Int64) throws(JournalError) -> Int64? {
         var at = from
         while at < fileSize {
             let n = Int(min(Int64(SegmentReader.chunk), fileSize - at))
             let w = try window(at, n)
-            if let i = w.firstIndex(where: { $0 != 0 }) { return at + Int64(i) }
+            let i = jl_first_nonzero(w.baseAddress!, w.count)
+            if i < w.count { return at + Int64(i) }
             at += Int64(n)
         }
         return nil
@@ -284,7 +301,7 @@ struct StoreScanner {
                 pos = next
                 ch = try seed(reader, next)
             } else {
-                summary.skippedBytes += size - pos
+                summary.skippedBytes += try reader.endOfData(from: pos) - pos
                 break frames
             }
         }
