@@ -49,6 +49,7 @@ let package = Package(
         .executableTarget(name: "FuzzSegmentHeader", dependencies: ["JournalLog"], path: "Fuzz/FuzzSegmentHeader"),
         .executableTarget(name: "FuzzSegment", dependencies: ["JournalLog"], path: "Fuzz/FuzzSegment"),
         .executableTarget(name: "FuzzJSONLine", dependencies: ["JournalLog"], path: "Fuzz/FuzzJSONLine"),
+        .executableTarget(name: "FuzzChangeToken", dependencies: ["JournalLog"], path: "Fuzz/FuzzChangeToken"),
         .testTarget(
             name: "JournalLogTests",
             dependencies: ["JournalLog"],

@@ -64,9 +64,16 @@ public enum FuzzChecks {
         }
     }
 
+    /// Change tokens: any text either fails cleanly or round-trips exactly.
+    public static func changeToken(_ bytes: UnsafeRawBufferPointer) {
+        let key: (UInt64, UInt64) = (0x0706_0504_0302_0100, 0x0F0E_0D0C_0B0A_0908)
+        guard let text = validUTF8String(bytes), let token = try? ChangeToken.parse(text, key: key) else { return }
+        guard (try? ChangeToken.parse(token.text(key: key), key: key)) == token else { fatalError("token round trip failed") }
+    }
+
     /// Every target by the name of its directory under `Fuzz/`.
     public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "FuzzEntry": entry, "FuzzBatch": batch, "FuzzSegmentHeader": segmentHeader,
-        "FuzzSegment": segment, "FuzzJSONLine": jsonLine,
+        "FuzzSegment": segment, "FuzzJSONLine": jsonLine, "FuzzChangeToken": changeToken,
     ]
 }

@@ -1,0 +1,45 @@
+import Testing
+@testable import JournalLog
+
+/// The change-token codec (groundwork for the change feed): opaque, versioned, MAC'd, bound to a store.
+@Suite struct ChangeTokenTests {
+    static let key: (UInt64, UInt64) = (0x0706_0504_0302_0100, 0x0F0E_0D0C_0B0A_0908)
+    static let token = ChangeToken(kind: .zone, storeID: (1, 2), incarnation: 7, zoneHash: ChangeToken.zoneHash("List-1", key: key), position: 42)
+
+    @Test func sipHashMatchesTheReferenceVector() {
+        // SipHash-2-4 paper, Appendix A: key 00..0f, message 00..0e.
+        #expect(SipHash24.hash(key: Self.key, Array(0..<15)) == 0xA129_CA61_49BE_45E5)
+    }
+
+    @Test func tokenRoundTripsThroughItsTextForm() throws {
+        let text = Self.token.text(key: Self.key)
+        #expect(text.hasPrefix(ChangeToken.prefix))
+        #expect(try ChangeToken.parse(text, key: Self.key) == Self.token)
+    }
+
+    @Test func tamperedTokenIsRejected() {
+        var bytes = Self.token.encoded(key: Self.key)
+        bytes[34] ^= 1  // position
+        let text = ChangeToken.prefix + Base64URL.encode(bytes)
+        #expect(throws: ChangeToken.DecodeError.badMAC) { try ChangeToken.parse(text, key: Self.key) }
+    }
+
+    @Test func tokenFromAnotherStoreIsRejected() {
+        let text = Self.token.text(key: (9, 9))
+        #expect(throws: ChangeToken.DecodeError.badMAC) { try ChangeToken.parse(text, key: Self.key) }
+    }
+
+    @Test func garbageIsMalformedNotACrash() {
+        for text in ["", "jlt1.", "jlt1.!!!!", "hello", "jlt1." + String(repeating: "A", count: 200), "jlt1.AAAA"] {
+            #expect(throws: ChangeToken.DecodeError.self) { try ChangeToken.parse(text, key: Self.key) }
+        }
+    }
+
+    @Test func base64URLRoundTripsEveryLength() {
+        var rng = SplitMix64(seed: 3)
+        for n in 0..<40 {
+            let bytes = (0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
+        }
+    }
+}
