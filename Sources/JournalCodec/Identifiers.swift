@@ -56,8 +56,8 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
         switch storage {
         case .uuid(let hi, let lo):
             w.u8(1)
-            for i in (0..<8).reversed() { w.u8(UInt8(truncatingIfNeeded: hi >> (8 * UInt64(i)))) }
-            for i in (0..<8).reversed() { w.u8(UInt8(truncatingIfNeeded: lo >> (8 * UInt64(i)))) }
+            w.u64BigEndian(hi)
+            w.u64BigEndian(lo)
         case .text(let s):
             w.u8(0)
             w.string(s)

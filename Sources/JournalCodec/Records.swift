@@ -9,6 +9,21 @@ public enum BatchCodec {
     /// `flags u8 | count varint | lastDelta varint | [rawLength varint] | body`, where the
     /// body is `count × (seqDelta varint | length varint | entry)`, LZ4-compressed when
     /// flagged. `lastDelta` lets recovery learn the last sequence without decoding the body.
+    /// Encodes entries straight into the batch body: one scratch buffer, no array per entry.
+    public static func encode(journalEntries entries: [JournalEntry], compress: Bool = true) -> [UInt8] {
+        precondition(!entries.isEmpty && entries.count <= Limits.maxBatchEntries)
+        var body = ByteWriter(capacity: entries.count * 72)
+        var scratch = ByteWriter(capacity: 128)
+        for (i, e) in entries.enumerated() {
+            scratch.bytes.removeAll(keepingCapacity: true)
+            EntryCodec.encode(e, into: &scratch)
+            body.varint(i == 0 ? 0 : 1)
+            body.varint(UInt64(scratch.bytes.count))
+            body.append(contentsOf: scratch.bytes)
+        }
+        return wrap(body: body.bytes, count: entries.count, lastDelta: UInt64(entries.count - 1), compress: compress)
+    }
+
     public static func encode(entries: [[UInt8]], sequenceDeltas: [UInt64]? = nil, compress: Bool = true) -> [UInt8] {
         precondition(!entries.isEmpty && entries.count <= Limits.maxBatchEntries)
         let deltas = sequenceDeltas ?? [0] + Array(repeating: 1, count: entries.count - 1)
@@ -19,23 +34,27 @@ public enum BatchCodec {
             body.varint(UInt64(e.count))
             body.append(contentsOf: e)
         }
-        var w = ByteWriter(capacity: body.bytes.count + 16)
-        let lastDelta = deltas.reduce(0, +)
-        if compress && body.bytes.count >= Limits.compressionThreshold {
-            let packed = body.bytes.withUnsafeBytes { LZ4.compress($0) }
-            if packed.count < body.bytes.count {
+        return wrap(body: body.bytes, count: entries.count, lastDelta: deltas.reduce(0, +), compress: compress)
+    }
+
+    /// Prepends the fixed fields, compressing the body when that pays.
+    static func wrap(body: [UInt8], count: Int, lastDelta: UInt64, compress: Bool) -> [UInt8] {
+        var w = ByteWriter(capacity: body.count + 16)
+        if compress && body.count >= Limits.compressionThreshold {
+            let packed = body.withUnsafeBytes { LZ4.compress($0) }
+            if packed.count < body.count {
                 w.u8(Flags.lz4.rawValue)
-                w.varint(UInt64(entries.count))
+                w.varint(UInt64(count))
                 w.varint(lastDelta)
-                w.varint(UInt64(body.bytes.count))
+                w.varint(UInt64(body.count))
                 w.append(contentsOf: packed)
                 return w.bytes
             }
         }
         w.u8(0)
-        w.varint(UInt64(entries.count))
+        w.varint(UInt64(count))
         w.varint(lastDelta)
-        w.append(contentsOf: body.bytes)
+        w.append(contentsOf: body)
         return w.bytes
     }
 

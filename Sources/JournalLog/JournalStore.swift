@@ -91,6 +91,7 @@ public final class JournalStore: @unchecked Sendable {
     private var chain: UInt32
     private var lastAssigned: SequenceNumber
     private var pending: [UInt8] = []
+    private var spareBuffer: [UInt8] = []
     private var pendingFrames: [PendingFrame] = []
     private var writtenThrough: SequenceNumber
     private var durableThrough: SequenceNumber
@@ -226,17 +227,15 @@ public final class JournalStore: @unchecked Sendable {
         guard batch.count <= Limits.maxBatchEntries else {
             throw JournalError.invalidEntry("a batch holds at most \(Limits.maxBatchEntries) entries")
         }
-        var encoded: [[UInt8]] = []
-        encoded.reserveCapacity(batch.count)
-        var raw = 0
         for e in batch {
             if let why = EntryCodec.validate(e) { throw JournalError.invalidEntry(why) }
-            let b = EntryCodec.encode(e)
-            raw += b.count + 6
-            encoded.append(b)
         }
-        guard raw + 32 <= Limits.maxPayloadBytes else { throw JournalError.batchTooLarge(bytes: raw, limit: Limits.maxPayloadBytes) }
-        let payload = BatchCodec.encode(entries: encoded, compress: options.compressBatches)
+        let payload = BatchCodec.encode(journalEntries: batch, compress: options.compressBatches)
+        // The encoded body (before compression) must fit a frame too, so any reader can decode it.
+        let raw = payload.withUnsafeBytes { (try? BatchCodec.summary($0))?.rawLength } ?? payload.count
+        guard raw + 32 <= Limits.maxPayloadBytes, payload.count <= Limits.maxPayloadBytes else {
+            throw JournalError.batchTooLarge(bytes: raw, limit: Limits.maxPayloadBytes)
+        }
         let last = try enqueue(type: RecordType.batch.rawValue, payload: payload, count: batch.count)
         let first = last - SequenceNumber(batch.count - 1)
         try commit(through: last, sync: mode != .none)
@@ -289,9 +288,10 @@ public final class JournalStore: @unchecked Sendable {
             }
             // Lead: take everything queued, write it, and sync once for every waiter.
             leaderActive = true
-            let data = pending
+            // Swap buffers rather than copy: the next group fills the spare while this one is written.
+            var data = spareBuffer
+            swap(&data, &pending)
             let frames = pendingFrames
-            pending.removeAll(keepingCapacity: true)
             pendingFrames.removeAll(keepingCapacity: true)
             let target = lastAssigned
             let doSync = syncRequested > durableThrough
@@ -303,6 +303,8 @@ public final class JournalStore: @unchecked Sendable {
                 ioError = error
             }
             cond.lock()
+            data.removeAll(keepingCapacity: true)
+            spareBuffer = data
             leaderActive = false
             if let ioError {
                 failure = ioError

@@ -74,7 +74,8 @@ final class SegmentReader {
     init(file: any StorageFile, fileSize: Int64) {
         self.file = file
         self.fileSize = fileSize
-        buffer = .allocate(byteCount: SegmentReader.chunk, alignment: 16)
+        // Small files (a copied-out segment, a fuzz input) get a small buffer; it grows on demand.
+        buffer = .allocate(byteCount: Int(max(64, min(Int64(SegmentReader.chunk), fileSize))), alignment: 16)
     }
 
     deinit { buffer.deallocate() }
