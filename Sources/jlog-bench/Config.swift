@@ -1,0 +1,85 @@
+// Workload sizes. Everything the benchmark does is sized by one of these two tables:
+// `full` (the default, well under 10 minutes on a 2-core VM) and `quick` (`--quick`, under 60 s).
+
+struct Counts: Sendable {
+    /// Repetitions of every measurement (JournalLog and SQLite interleaved A B A B …); the median is reported.
+    var runs: Int
+
+    // 1. Machine limits
+    /// 4 KiB records appended (or overwritten in a pre-zeroed file), one fdatasync each.
+    var fsyncRecords: Int
+    /// Sequential write: this many 1 MiB writes, then one fsync.
+    var seqWriteMiB: Int
+    /// CRC32C.checksum over a buffer of this size, `crcPasses` times per run.
+    var crcBufferMiB: Int
+    var crcPasses: Int
+    /// LZ4 compress/decompress: this many MiB of encoded batch bodies per run.
+    var lz4MiB: Int
+
+    // 2. Buffered append (durability .none / SQLite WAL + synchronous=NORMAL)
+    var bufferedEntries: Int
+    var batchSize: Int
+
+    // 3. Durable single-entry commits (.always / SQLite synchronous=FULL, one row per transaction)
+    var durableCommits: Int
+
+    // 4. Concurrent durable appenders
+    var concurrentThreads: Int
+    var concurrentPerThread: Int
+
+    // 5 + 6. Open/recovery, full read and bytes per entry of one store
+    var storeEntries: Int
+}
+
+enum Workloads {
+    static let full = Counts(
+        runs: 5,
+        fsyncRecords: 3_000,
+        seqWriteMiB: 256,
+        crcBufferMiB: 64,
+        crcPasses: 8,
+        lz4MiB: 256,
+        bufferedEntries: 1_000_000,
+        batchSize: 1_000,
+        durableCommits: 4_000,
+        concurrentThreads: 16,
+        concurrentPerThread: 1_000,
+        storeEntries: 1_000_000
+    )
+
+    static let quick = Counts(
+        runs: 3,
+        fsyncRecords: 500,
+        seqWriteMiB: 64,
+        crcBufferMiB: 64,
+        crcPasses: 4,
+        lz4MiB: 64,
+        bufferedEntries: 200_000,
+        batchSize: 1_000,
+        durableCommits: 500,
+        concurrentThreads: 16,
+        concurrentPerThread: 100,
+        storeEntries: 100_000
+    )
+}
+
+/// Names accepted by `--only` (comma-separated).
+enum Group: String, CaseIterable, Sendable {
+    case machine
+    case buffered = "buffered_append"
+    case durable = "durable_single"
+    case concurrent = "concurrent_durable"
+    /// Open/recovery, full read and on-disk bytes per entry, all on one store.
+    case store = "open_recovery"
+
+    static func parse(_ s: String) -> Group? {
+        switch s {
+        case "machine", "limits": .machine
+        case "buffered_append", "buffered", "append": .buffered
+        case "durable_single", "durable", "single": .durable
+        case "concurrent_durable", "concurrent": .concurrent
+        case "open_recovery", "open", "recovery", "store", "full_read", "read", "bytes_per_entry", "bytes": .store
+        default: nil
+        }
+    }
+}
