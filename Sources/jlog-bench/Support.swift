@@ -189,19 +189,6 @@ func directorySizes(_ dir: String, suffix: String) -> (size: Int64, allocated: I
 
 // MARK: Deterministic workload data
 
-/// SplitMix64: fast, seedable, good enough for benchmark data.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The raw UUID halves of an entry's id and item, kept beside the entries so SQLite can bind them as blobs.
 struct RowKeys: Sendable {
     var idHi: UInt64, idLo: UInt64, itemHi: UInt64, itemLo: UInt64

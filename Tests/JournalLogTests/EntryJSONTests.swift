@@ -5,19 +5,6 @@ import Testing
 @Suite struct EntryJSONTests {
     // MARK: Helpers
 
-    /// A tiny seeded generator so the property tests are reproducible.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let uuid = CompactID("0f8e2c1a-9b7d-4e21-8c3f-5a6b7c8d9e0f")!
     static let milk = CompactID("milk")!
     static let nineAM: Int64 = 1_795_338_000_000 // 2026-11-22T09:00:00Z
