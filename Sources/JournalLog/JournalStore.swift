@@ -434,7 +434,7 @@ public final class JournalStore: @unchecked Sendable {
         try fs.syncDirectory(store)
     }
 
-    /// Syncs what is written, trims the zero tail is kept (the segment stays preallocated), and releases the lock.
+    /// Syncs everything appended and releases the writer lock. The active segment keeps its zero fill.
     public func close() throws(JournalError) {
         cond.lock()
         if isClosed {

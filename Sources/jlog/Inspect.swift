@@ -38,8 +38,8 @@ struct StoreStats {
         }
     }
 
-    /// Scans `path` read-only, stopping at the first damage (pointInTime) so a damaged
-    /// store still gets a report of its intact prefix.
+    /// Scans `path` read-only under `mode`; `inspect` uses pointInTime so a damaged store
+    /// still gets a report of its intact prefix.
     static func collect(_ path: String, mode: RecoveryMode) throws -> (StoreStats, ScanReport) {
         var stats = StoreStats()
         var progress = Progress(label: "scanned records")

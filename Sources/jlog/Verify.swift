@@ -20,7 +20,8 @@ struct Verify: ParsableCommand {
     }
 
     func run() throws {
-        // Strict first: clean means every record of every segment checks out.
+        // Salvage first: it visits every intact record and lists every damaged spot, so clean
+        // means every record of every segment checks out.
         let strict: (StoreStats, ScanReport)
         do {
             strict = try StoreStats.collect(path, mode: .salvage)
