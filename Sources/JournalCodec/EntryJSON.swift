@@ -338,6 +338,15 @@ public enum EntryJSON {
 
     /// A quoted JSON string: `"` and `\` escaped, control characters as `\n` `\r` `\t` or `\u00XX`,
     /// everything else (including non-ASCII) copied as UTF-8.
+    /// `s` as a JSON string literal, quotes included: the one JSON escaper that `jlog` and the
+    /// benchmark share with the entry writer.
+    public static func jsonLiteral(_ s: String) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count + 2)
+        appendString(s, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     static func appendString(_ s: String, to out: inout [UInt8]) {
         out.append(0x22)
         var s = s

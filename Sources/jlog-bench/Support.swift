@@ -57,20 +57,7 @@ func formatNumber(_ v: Double) -> String {
     return String(format: "%.4g", v).replacingOccurrences(of: "e-0", with: "e-")
 }
 
-private func quote(_ s: String) -> String {
-    var out = "\""
-    for u in s.unicodeScalars {
-        switch u {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\t": out += "\\t"
-        default:
-            if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-        }
-    }
-    return out + "\""
-}
+private func quote(_ s: String) -> String { EntryJSON.jsonLiteral(s) }
 
 /// One printed measurement: an ordered list of keys.
 struct Measurement {

@@ -1,3 +1,5 @@
+import JournalLog
+
 /// A small ordered JSON value: `jlog`'s machine-readable output keeps keys in a fixed order.
 enum JSON {
     case null
@@ -43,20 +45,6 @@ enum JSON {
     }
 
     static func escape(_ s: String, into out: inout String) {
-        out += "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                let h = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
-            default: out.unicodeScalars.append(u)
-            }
-        }
-        out += "\""
+        out += EntryJSON.jsonLiteral(s)
     }
 }
