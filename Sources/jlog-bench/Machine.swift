@@ -20,11 +20,8 @@ struct MachineBench {
         if !ok { fail(what, POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)) }
     }
 
-    /// fdatasync/s appending 4 KiB records to a new file (each sync also commits the size change).
-    func fsyncAppend() -> Double {
-        let path = dir + "/fsync-append.dat"
-        let fd = openFile(path)
-        defer { close(fd); unlink(path) }
+    /// Writes `fsyncRecords` 4 KiB records from offset 0, each followed by fdatasync; returns syncs/s.
+    private func syncRate(_ fd: Int32) -> Double {
         var block = [UInt8](repeating: 0xA5, count: 4096)
         let t = timed {
             for i in 0..<counts.fsyncRecords {
@@ -34,6 +31,14 @@ struct MachineBench {
             }
         }
         return Double(counts.fsyncRecords) / t
+    }
+
+    /// fdatasync/s appending 4 KiB records to a new file (each sync also commits the size change).
+    func fsyncAppend() -> Double {
+        let path = dir + "/fsync-append.dat"
+        let fd = openFile(path)
+        defer { close(fd); unlink(path) }
+        return syncRate(fd)
     }
 
     /// fdatasync/s overwriting 4 KiB records of a file that was zero-filled and synced first.
@@ -50,15 +55,7 @@ struct MachineBench {
             at += n
         }
         check(fsync(fd) == 0, "fsync")
-        var block = [UInt8](repeating: 0xA5, count: 4096)
-        let t = timed {
-            for i in 0..<counts.fsyncRecords {
-                block[0] = UInt8(truncatingIfNeeded: i)
-                check(pwrite(fd, block, 4096, off_t(i) * 4096) == 4096, "pwrite")
-                check(fdatasync(fd) == 0, "fdatasync")
-            }
-        }
-        return Double(counts.fsyncRecords) / t
+        return syncRate(fd)
     }
 
     /// MB/s writing `seqWriteMiB` × 1 MiB to a new file followed by one fsync.
