@@ -12,6 +12,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
     ],
     targets: [
         // Layer 0: C helpers. CRC32C needs no unsafeFlags (target attribute + runtime check).
@@ -50,9 +51,10 @@ let package = Package(
         .executableTarget(name: "FuzzSegment", dependencies: ["JournalLog"], path: "Fuzz/FuzzSegment"),
         .executableTarget(name: "FuzzJSONLine", dependencies: ["JournalLog"], path: "Fuzz/FuzzJSONLine"),
         .executableTarget(name: "FuzzChangeToken", dependencies: ["JournalLog"], path: "Fuzz/FuzzChangeToken"),
+        .executableTarget(name: "FuzzZoneIndex", dependencies: ["JournalLog"], path: "Fuzz/FuzzZoneIndex"),
         .testTarget(
             name: "JournalLogTests",
-            dependencies: ["JournalLog"],
+            dependencies: ["JournalLog", .product(name: "PropertyBased", package: "swift-property-based")],
             resources: []
         ),
     ],

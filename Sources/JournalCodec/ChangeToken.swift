@@ -55,10 +55,11 @@ public struct ChangeToken: Hashable, Sendable {
         case zone = 0x5A
     }
 
-    public static let version: UInt8 = 1
-    static let encodedSize = 1 + 1 + 16 + 8 + 8 + 8 + 8
+    /// Version 2 added `floor`; a version-1 token is refused (`unsupportedVersion`).
+    public static let version: UInt8 = 2
+    static let encodedSize = 1 + 1 + 16 + 8 + 8 + 8 + 8 + 8
     /// Text form prefix: it makes a token recognisable in logs and bug reports.
-    public static let prefix = "jlt1."
+    public static let prefix = "jlt2."
 
     public var kind: Kind
     public var storeID: (UInt64, UInt64)
@@ -68,22 +69,28 @@ public struct ChangeToken: Hashable, Sendable {
     public var zoneHash: UInt64
     /// The last sequence the holder has seen.
     public var position: SequenceNumber
+    /// The zone's low-water mark when the token was issued (0 for database tokens). A token is
+    /// expired only when the mark has since risen past its position: a reader paging through a
+    /// compacted zone from the start holds positions below the mark, and stays valid.
+    public var floor: SequenceNumber
 
-    public init(kind: Kind, storeID: (UInt64, UInt64), incarnation: SequenceNumber, zoneHash: UInt64, position: SequenceNumber) {
+    public init(kind: Kind, storeID: (UInt64, UInt64), incarnation: SequenceNumber, zoneHash: UInt64, position: SequenceNumber,
+                floor: SequenceNumber = 0) {
         self.kind = kind
         self.storeID = storeID
         self.incarnation = incarnation
         self.zoneHash = zoneHash
         self.position = position
+        self.floor = floor
     }
 
     public static func == (a: ChangeToken, b: ChangeToken) -> Bool {
-        a.kind == b.kind && a.storeID == b.storeID && a.incarnation == b.incarnation && a.zoneHash == b.zoneHash && a.position == b.position
+        a.kind == b.kind && a.storeID == b.storeID && a.incarnation == b.incarnation && a.zoneHash == b.zoneHash && a.position == b.position && a.floor == b.floor
     }
 
     public func hash(into h: inout Hasher) {
         h.combine(kind.rawValue); h.combine(storeID.0); h.combine(storeID.1)
-        h.combine(incarnation); h.combine(zoneHash); h.combine(position)
+        h.combine(incarnation); h.combine(zoneHash); h.combine(position); h.combine(floor)
     }
 
     public static func zoneHash(_ zone: String, key: (UInt64, UInt64)) -> UInt64 {
@@ -112,6 +119,7 @@ public struct ChangeToken: Hashable, Sendable {
         w.u64(incarnation)
         w.u64(zoneHash)
         w.u64(position)
+        w.u64(floor)
         w.u64(SipHash24.hash(key: key, w.bytes))
         return w.bytes
     }
@@ -123,7 +131,7 @@ public struct ChangeToken: Hashable, Sendable {
         let mac = b.u64(at: encodedSize - 8)
         guard SipHash24.hash(key: key, UnsafeRawBufferPointer(rebasing: b[0..<encodedSize - 8])) == mac else { throw .badMAC }
         return ChangeToken(kind: kind, storeID: (b.u64(at: 2), b.u64(at: 10)), incarnation: b.u64(at: 18),
-                           zoneHash: b.u64(at: 26), position: b.u64(at: 34))
+                           zoneHash: b.u64(at: 26), position: b.u64(at: 34), floor: b.u64(at: 42))
     }
 
     /// `jlt1.` + unpadded base64url of the encoded bytes.

@@ -236,7 +236,7 @@ public enum EntryJSON {
     public static func format(_ e: JournalEntry, into out: inout [UInt8]) {
         var extra = 0
         switch e.operation {
-        case .add(_, let t, _), .rename(let t), .recolour(let t): extra = t.utf8.count
+        case .add(_, let t, _), .rename(let t), .recolour(let t), .join(let t), .leave(let t): extra = t.utf8.count
         case .opaque(_, let body): extra = body.count * 2
         default: break
         }
@@ -266,7 +266,7 @@ public enum EntryJSON {
         case .markOff(let item), .unmark(let item), .delete(let item):
             put(#","item":"#, &out)
             appendID(item, to: &out)
-        case .rename(let text), .recolour(let text):
+        case .rename(let text), .recolour(let text), .join(let text), .leave(let text):
             put(#","text":"#, &out)
             appendString(text, to: &out)
         case .opaque(_, let body):
@@ -827,6 +827,8 @@ extension EntryJSON {
             case (6, 0x6574_656C_6564): return Int(Operation.Kind.delete.rawValue)
             case (6, 0x656D_616E_6572): return Int(Operation.Kind.rename.rawValue)
             case (8, 0x7275_6F6C_6F63_6572): return Int(Operation.Kind.recolour.rawValue)
+            case (4, 0x6E69_6F6A): return Int(Operation.Kind.join.rawValue)
+            case (5, 0x65_7661_656C): return Int(Operation.Kind.leave.rawValue)
             default: break
             }
             guard u.count == 6, u[0] == 0x6F, u[1] == 0x70, u[2] == 0x30, u[3] == 0x78,
@@ -834,7 +836,7 @@ extension EntryJSON {
             return 0x100 | Int(hi << 4 | lo)
         }
         guard match >= 0 else {
-            throw EntryJSONError(message: "unknown op \(quoted(string(opValue))) (expected add, markOff, unmark, delete, rename, recolour or op0x80…op0xff)",
+            throw EntryJSONError(message: "unknown op \(quoted(string(opValue))) (expected add, markOff, unmark, delete, rename, recolour, join, leave or op0x80…op0xff)",
                                  column: f.op.column)
         }
         let kindByte = UInt8(truncatingIfNeeded: match)
@@ -847,7 +849,7 @@ extension EntryJSON {
         switch kind {
         case .add: (takesItem, takesText) = (true, true)
         case .markOff, .unmark, .delete: (takesItem, takesText) = (true, false)
-        case .rename, .recolour: (takesItem, takesText) = (false, true)
+        case .rename, .recolour, .join, .leave: (takesItem, takesText) = (false, true)
         case nil: (takesItem, takesText) = (false, false)
         }
         let takesAfter = kind == .add, takesBody = kind == nil
@@ -896,6 +898,10 @@ extension EntryJSON {
             operation = .rename(name: string(try requireString(.text, " (the new name, required for op \"rename\")")))
         case .recolour:
             operation = .recolour(colour: string(try requireString(.text, " (the colour, required for op \"recolour\")")))
+        case .join:
+            operation = .join(participant: string(try requireString(.text, " (the participant, required for op \"join\")")))
+        case .leave:
+            operation = .leave(participant: string(try requireString(.text, " (the participant, required for op \"leave\")")))
         case nil:
             let bodyValue = try requireString(.body, " (lowercase hex, required for op \"\(opName)\")")
             guard let body = withBytes(bodyValue, { decodeHex($0) }) else {
@@ -910,7 +916,7 @@ extension EntryJSON {
             let column =
                 why.hasPrefix("zone") ? f.zone.column
                 : why.hasPrefix("author") ? f.by.column
-                : why.hasPrefix("text") ? f.text.column
+                : why.hasPrefix("text") || why.hasPrefix("participant") ? f.text.column
                 : why.hasPrefix("opaque operation kinds") ? f.op.column
                 : why.hasPrefix("opaque") ? f.body.column
                 : 1

@@ -32,11 +32,15 @@ public enum Operation: Hashable, Sendable {
     case delete(item: CompactID)
     case rename(name: String)
     case recolour(colour: String)
+    /// A participant (1–64 bytes, like an author) joins the list. Stores of minor version ≥ 1 only.
+    case join(participant: String)
+    /// A participant leaves the list. Stores of minor version ≥ 1 only.
+    case leave(participant: String)
     /// A kind this version does not interpret (high bit set), kept byte for byte.
     case opaque(kind: UInt8, body: [UInt8])
 
     public enum Kind: UInt8, CaseIterable, Sendable {
-        case add = 1, markOff = 2, unmark = 3, delete = 4, rename = 5, recolour = 6
+        case add = 1, markOff = 2, unmark = 3, delete = 4, rename = 5, recolour = 6, join = 7, leave = 8
         public var name: String {
             switch self {
             case .add: "add"
@@ -45,6 +49,8 @@ public enum Operation: Hashable, Sendable {
             case .delete: "delete"
             case .rename: "rename"
             case .recolour: "recolour"
+            case .join: "join"
+            case .leave: "leave"
             }
         }
         public init?(name: String) {
@@ -61,6 +67,8 @@ public enum Operation: Hashable, Sendable {
         case .delete: Kind.delete.rawValue
         case .rename: Kind.rename.rawValue
         case .recolour: Kind.recolour.rawValue
+        case .join: Kind.join.rawValue
+        case .leave: Kind.leave.rawValue
         case .opaque(let k, _): k
         }
     }
@@ -103,7 +111,7 @@ public enum EntryCodec {
             w.string(text)
         case .markOff(let item), .unmark(let item), .delete(let item):
             item.encode(into: &w)
-        case .rename(let text), .recolour(let text):
+        case .rename(let text), .recolour(let text), .join(let text), .leave(let text):
             w.string(text)
         case .opaque(_, let body):
             w.append(contentsOf: body)
@@ -127,6 +135,8 @@ public enum EntryCodec {
         switch e.operation {
         case .add(_, let t, _), .rename(let t), .recolour(let t):
             if t.utf8.count > Limits.maxTextBytes { return "text must be at most \(Limits.maxTextBytes) UTF-8 bytes" }
+        case .join(let p), .leave(let p):
+            if p.isEmpty || p.utf8.count > Limits.maxAuthorBytes { return "participant must be 1...\(Limits.maxAuthorBytes) UTF-8 bytes" }
         case .opaque(let k, let body):
             if k < 0x80 { return "opaque operation kinds must have the high bit set" }
             if body.count > Limits.maxPayloadBytes { return "opaque body too large" }
@@ -146,6 +156,21 @@ public enum EntryCodec {
             do throws(CodecError) { return .success(try decode(p)) } catch { return .failure(error) }
         }
         return try result.get()
+    }
+
+    /// False only when the encoded entry in `range` is certainly not in `zone` (its UTF-8 bytes):
+    /// reads just the version, id and zone. Anything unexpected answers true, so a full decode
+    /// reports it.
+    public static func entry(_ b: UnsafeRawBufferPointer, _ range: Range<Int>, mayBeIn zone: [UInt8]) -> Bool {
+        var r = ByteReader(b, offset: range.lowerBound, end: range.upperBound)
+        guard (try? r.u8()) == encodingVersion, let tag = try? r.u8() else { return true }
+        switch tag {
+        case 1: guard r.remaining >= 16 else { return true }; r.offset += 16
+        case 0: guard let n = try? r.length("id", limit: Limits.maxIDBytes) else { return true }; r.offset += n
+        default: return true
+        }
+        guard let n = try? r.length("zone", limit: Limits.maxZoneBytes) else { return true }
+        return n == zone.count && UnsafeRawBufferPointer(rebasing: b[r.offset..<r.offset + n]).elementsEqual(zone)
     }
 
     /// Decodes one entry that runs from `r.offset` to `r.end`.
@@ -182,6 +207,8 @@ public enum EntryCodec {
         case .delete: op = .delete(item: try CompactID.decode(&r, field: "item"))
         case .rename: op = .rename(name: try r.string("name", limit: Limits.maxTextBytes, allowEmpty: true))
         case .recolour: op = .recolour(colour: try r.string("colour", limit: Limits.maxTextBytes, allowEmpty: true))
+        case .join: op = .join(participant: try r.string("participant", limit: Limits.maxAuthorBytes))
+        case .leave: op = .leave(participant: try r.string("participant", limit: Limits.maxAuthorBytes))
         case nil:
             guard kind & 0x80 != 0 else { throw CodecError(.unknownOperation(kind), at: kindAt) }
             op = .opaque(kind: kind, body: Array(try r.bytes(r.remaining)))

@@ -93,8 +93,11 @@ public enum BatchCodec {
         return Summary(flags: flags, count: Int(count), lastDelta: lastDelta, bodyOffset: r.offset, rawLength: rawLength)
     }
 
-    /// Decodes every entry with its sequence, given the frame's (first) sequence.
-    public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber) throws(CodecError) -> [(SequenceNumber, JournalEntry)] {
+    /// Decodes every entry with its sequence, given the frame's (first) sequence. With `after`
+    /// and `zone`, only entries past `after` in that zone are decoded (the rest are skipped by
+    /// their length): the change feed reads a few entries out of large batches.
+    public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0,
+                              zone: [UInt8]? = nil) throws(CodecError) -> [(SequenceNumber, JournalEntry)] {
         let s = try summary(p)
         var out: [(SequenceNumber, JournalEntry)] = []
         out.reserveCapacity(s.count)
@@ -104,7 +107,7 @@ public enum BatchCodec {
             }
             let failure: CodecError? = body.withUnsafeBytes { b -> CodecError? in
                 do throws(CodecError) {
-                    try decodeBody(b, start: 0, summary: s, firstSequence: firstSequence, into: &out)
+                    try decodeBody(b, start: 0, summary: s, firstSequence: firstSequence, after: after, zone: zone, into: &out)
                     return nil
                 } catch {
                     return error
@@ -113,12 +116,13 @@ public enum BatchCodec {
             // Offsets inside a compressed body are relative to the decompressed bytes.
             if let failure { throw CodecError(failure.kind, at: s.bodyOffset) }
         } else {
-            try decodeBody(p, start: s.bodyOffset, summary: s, firstSequence: firstSequence, into: &out)
+            try decodeBody(p, start: s.bodyOffset, summary: s, firstSequence: firstSequence, after: after, zone: zone, into: &out)
         }
         return out
     }
 
     private static func decodeBody(_ b: UnsafeRawBufferPointer, start: Int, summary s: Summary, firstSequence: SequenceNumber,
+                                   after: SequenceNumber, zone: [UInt8]?,
                                    into out: inout [(SequenceNumber, JournalEntry)]) throws(CodecError) {
         var r = ByteReader(b, offset: start)
         var seq = firstSequence
@@ -130,6 +134,10 @@ public enum BatchCodec {
             }
             seq &+= d
             let n = try r.length("entry", limit: Limits.maxPayloadBytes)
+            if seq <= after || (zone.map { !EntryCodec.entry(b, r.offset..<r.offset + n, mayBeIn: $0) } ?? false) {
+                r.offset += n
+                continue
+            }
             var er = ByteReader(b, offset: r.offset, end: r.offset + n)
             let e = try EntryCodec.decode(&er)
             r.offset += n
@@ -194,5 +202,34 @@ public enum SealCodec {
         let s = try r.u64()
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
         return (c, s)
+    }
+}
+
+/// Skippable record types (high bit set, FORMAT.md §4.1): an older reader skips them safely.
+public enum SkippableRecordType {
+    /// `lowWaterMark`: tokens below the mark get `tokenExpired`. Consumes no sequence.
+    public static let lowWaterMark: UInt8 = 0x81
+}
+
+/// `lowWaterMark`: `zone string | incarnation u64 | mark u64`. Set by the compactor (or by hand)
+/// once entries at or below `mark` may be gone: a token below it can no longer be served.
+public enum LowWaterCodec {
+    public static func encode(zone: String, incarnation: SequenceNumber, mark: SequenceNumber) -> [UInt8] {
+        var w = ByteWriter()
+        w.string(zone)
+        w.u64(incarnation)
+        w.u64(mark)
+        return w.bytes
+    }
+
+    public static func decode(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (zone: String, incarnation: SequenceNumber, mark: SequenceNumber) {
+        var r = ByteReader(p)
+        let z = try r.string("zone", limit: Limits.maxZoneBytes)
+        let inc = try r.u64()
+        let at = r.offset
+        let mark = try r.u64()
+        guard mark < 1 << 62 else { throw CodecError(.invalidValue(field: "low-water mark"), at: at) }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        return (z, inc, mark)
     }
 }

@@ -75,5 +75,16 @@ public enum FuzzChecks {
     public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "FuzzEntry": entry, "FuzzBatch": batch, "FuzzSegmentHeader": segmentHeader,
         "FuzzSegment": segment, "FuzzJSONLine": jsonLine, "FuzzChangeToken": changeToken,
+        "FuzzZoneIndex": zoneIndex,
     ]
+}
+
+extension FuzzChecks {
+    /// Zone-index checkpoint decoding never crashes; what decodes re-encodes to the same bytes.
+    public static func zoneIndex(_ bytes: UnsafeRawBufferPointer) {
+        guard let index = try? ZoneIndexCodec.decode(bytes) else { return }
+        let again = ZoneIndexCodec.encode(index)
+        let back = again.withUnsafeBytes { try? ZoneIndexCodec.decode($0) }
+        guard back == index, ZoneIndexCodec.encode(back!) == again else { fatalError("zone index round trip failed") }
+    }
 }

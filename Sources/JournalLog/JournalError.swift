@@ -18,6 +18,11 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
     case writerFailed(String)
     case closed
     case readOnly(String)
+    /// The zone's latest incarnation was deleted; `createZone` starts a new one.
+    case zoneDeleted(zone: String, at: SequenceNumber)
+    case zoneNotFound(String)
+    /// The store's token key file is damaged: tokens cannot be checked.
+    case storeKeyDamaged(path: String)
 
     public var description: String {
         switch self {
@@ -33,6 +38,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
         case .writerFailed(let why): return "the writer stopped after an I/O error (\(why)); reopen the store to recover"
         case .closed: return "the store is closed"
         case .readOnly(let why): return "the store is open read-only: \(why)"
+        case .zoneDeleted(let z, let at): return "zone \(z) was deleted at sequence \(at); create it again (a new incarnation) before appending"
+        case .zoneNotFound(let z): return "no zone named \(z) (list the zones with `jlog zones`)"
+        case .storeKeyDamaged(let p): return "the token key \(p) is damaged; restore it from a backup, or delete it to issue a new key (every client then re-fetches from scratch)"
         }
     }
 }

@@ -23,6 +23,9 @@ public struct StoreOptions: Sendable {
     /// LZ4-compress batch bodies of at least `Limits.compressionThreshold` bytes.
     public var compressBatches: Bool = true
     public var fileSystem: any FileSystem = PosixFileSystem()
+    /// The zone index is checkpointed after this many bytes of log (and on close), so open replays
+    /// at most this much. The checkpoint is a cache: losing it costs a rebuild, never data.
+    public var indexCheckpointBytes: Int = 16 << 20
 
     public init() {}
 
@@ -47,12 +50,25 @@ public struct RecoveryReport: Sendable {
     public var setAside: [String] = []
     public var removedBytes: Int64 = 0
     public var created: Bool = false
+    /// How the zone index was obtained: from its checkpoint plus a replay of the records after
+    /// it, or rebuilt from the whole log (no checkpoint, or one that did not match the log).
+    public var indexSource: IndexSource = .rebuilt(reason: "new store")
+    /// Records decoded to bring the zone index up to date on open.
+    public var indexRecordsReplayed: Int = 0
+}
+
+public enum IndexSource: Sendable, Equatable {
+    case checkpoint
+    case rebuilt(reason: String)
 }
 
 /// The store's files (Spec/FORMAT.md §2).
 public enum StoreLayout {
     public static let lockFile = "LOCK"
     public static let tornDirectory = "torn"
+    public static let keyFile = "KEY"
+    public static let indexDirectory = "index"
+    public static let indexFile = "index/zones.idx"
 
     /// Segment paths in base order.
     public static func segmentPaths(_ store: String, fs: any FileSystem) throws(JournalError) -> [String] {
@@ -66,14 +82,25 @@ public final class JournalStore: @unchecked Sendable {
     public let options: StoreOptions
     public let recovery: RecoveryReport
     public let storeID: (UInt64, UInt64)
+    /// Signs change tokens (Spec/TOKENS.md); kept in `KEY`, never inside a token.
+    let storeKey: (UInt64, UInt64)
 
-    private struct PendingFrame {
+    struct PendingFrame {
         var start: Int
         var end: Int
         /// The base a new segment starting with this frame gets: its first sequence, or for a
         /// frame that takes none, the next sequence (FORMAT.md §4.2).
         var segmentBase: SequenceNumber
         var seed: UInt32
+        var crc: UInt32
+        var lastSequence: SequenceNumber
+        var touches: [FrameTouch]
+    }
+
+    /// Where the leader wrote a frame.
+    struct Placement {
+        var segment: SequenceNumber
+        var offset: Int64
     }
 
     private struct ActiveSegment {
@@ -84,21 +111,27 @@ public final class JournalStore: @unchecked Sendable {
         var allocated: Int64
     }
 
-    private let fs: any FileSystem
-    private let cond = NSCondition()
+    let fs: any FileSystem
+    let cond = NSCondition()
     private let lock: any FileLock
     // Guarded by `cond`.
+    var catalog: ZoneCatalog
+    private var lastWritten: CoveredFrame?
+    private var checkpointed: CoveredFrame?
+    private var bytesSinceCheckpoint = 0
+    /// The last failure to write the index checkpoint (the store works on; open rebuilds).
+    public private(set) var indexCheckpointError: JournalError?
     private var chain: UInt32
-    private var lastAssigned: SequenceNumber
+    var lastAssigned: SequenceNumber
     private var pending: [UInt8] = []
     private var spareBuffer: [UInt8] = []
     private var pendingFrames: [PendingFrame] = []
-    private var writtenThrough: SequenceNumber
-    private var durableThrough: SequenceNumber
+    var writtenThrough: SequenceNumber
+    var durableThrough: SequenceNumber
     private var syncRequested: SequenceNumber = 0
     private var leaderActive = false
-    private var failure: JournalError?
-    private var isClosed = false
+    var failure: JournalError?
+    var isClosed = false
     // Owned by the thread that set `leaderActive`.
     private var active: ActiveSegment
 
@@ -115,6 +148,8 @@ public final class JournalStore: @unchecked Sendable {
             throw JournalError.readOnly("salvage mode only reads; use `jlog dump --mode salvage` to copy what is intact")
         }
         precondition(options.segmentSize >= SegmentHeader.size + Frame.overhead, "segmentSize too small")
+        // The zone index stores frame offsets in 32 bits (Spec/INDEX.md §1).
+        precondition(options.segmentSize <= 1 << 31, "segmentSize is at most 2 GiB")
         switch fs.kind(of: path) {
         case .missing:
             guard options.createIfMissing else { throw JournalError.storeMissing(path: path) }
@@ -134,8 +169,9 @@ public final class JournalStore: @unchecked Sendable {
             var report = RecoveryReport(mode: options.recovery, segments: 0, lastSequence: 0)
             let paths = try StoreLayout.segmentPaths(path, fs: fs)
             var scanner = StoreScanner(fs: fs, mode: options.recovery)
+            var builder = IndexBuilder(checkpoint: IndexBuilder.loadCheckpoint(store: path, fs: fs))
             if !paths.isEmpty {
-                do { try scanner.scan(paths: paths) { _ in } } catch { throw JournalError.wrap(error) }
+                do { try scanner.scan(paths: paths) { try builder.visit($0) } } catch { throw JournalError.wrap(error) }
             }
             if let cut = scanner.cut, let problem = scanner.problems.first {
                 report.problem = problem
@@ -144,6 +180,26 @@ public final class JournalStore: @unchecked Sendable {
                 scanner.summaries.removeSubrange((cut.segment + 1)...)
                 if scanner.summaries[cut.segment].header == nil { scanner.summaries.removeLast() }
             }
+            var covered: CoveredFrame? = builder.lastFrame
+            if !builder.isCurrent || (builder.checkpoint.map { $0.storeID != (scanner.summaries.first?.header?.storeID ?? $0.storeID) } ?? false) {
+                // No checkpoint, or it does not match the log (a crash mid-write, recovery cut the
+                // log before it, or it is foreign): rebuild from the whole log as recovered.
+                var fresh = IndexBuilder(checkpoint: nil)
+                let kept = try StoreLayout.segmentPaths(path, fs: fs)
+                var rescan = StoreScanner(fs: fs, mode: .strict)
+                if !kept.isEmpty {
+                    do { try rescan.scan(paths: kept) { try fresh.visit($0) } } catch { throw JournalError.wrap(error) }
+                }
+                report.indexSource = .rebuilt(reason: builder.checkpoint == nil ? builder.missingReason : "the checkpoint does not match the log")
+                builder = fresh
+                covered = fresh.lastFrame
+            } else {
+                report.indexSource = builder.checkpoint == nil ? .rebuilt(reason: builder.missingReason) : .checkpoint
+            }
+            report.indexRecordsReplayed = builder.replayed
+            catalog = builder.catalog
+            lastWritten = covered
+            checkpointed = builder.checkpoint != nil && report.indexSource == .checkpoint && builder.replayed == 0 ? covered : nil
             if let last = scanner.summaries.last, let header = last.header {
                 storeID = header.storeID
                 chain = last.endChain
@@ -174,8 +230,12 @@ public final class JournalStore: @unchecked Sendable {
                 report.segments = 1
             }
             report.lastSequence = lastAssigned
+            // What recovery read may sit only in the page cache (the last writer's process died,
+            // not the machine): make it durable before serving it as durable.
+            if lastAssigned > 0 { try active.file.sync() }
             writtenThrough = lastAssigned
             durableThrough = lastAssigned
+            storeKey = try StoreKey.loadOrCreate(store: path, fs: fs)
             recovery = report
         } catch {
             lock.unlock()
@@ -205,11 +265,31 @@ public final class JournalStore: @unchecked Sendable {
 
     /// Appends one entry and returns its sequence once it is acknowledged under `durability`.
     @discardableResult
+    /// An entry whose id its zone already holds is not stored again: the append returns the
+    /// sequence it was stored at, once that is acknowledged (an upload retry is normal).
     public func append(_ entry: JournalEntry, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
         if let why = EntryCodec.validate(entry) { throw JournalError.invalidEntry(why) }
         let payload = EntryCodec.encode(entry)
         let mode = durability ?? options.durability
-        let seq = try enqueue(type: RecordType.entry.rawValue, payload: payload, count: 1)
+        cond.lock()
+        let seq: SequenceNumber
+        do {
+            try checkWritable()
+            let track = try trackAccepting(entry.zone, at: lastAssigned + 1)
+            if let t = track, let existing = try storedSequence(of: entry.id, track: t) {
+                seq = existing
+            } else {
+                let first = lastAssigned + 1
+                let t = track ?? catalog.create(entry.zone, at: first, implicit: true, idsLoaded: true)
+                seq = enqueueLocked(type: RecordType.entry.rawValue, payload: payload, count: 1,
+                                    touches: [FrameTouch(track: t, firstSequence: first, lastSequence: first, entries: 1)])
+                catalog.ids[t]![entry.id] = seq
+            }
+        } catch {
+            cond.unlock()
+            throw error
+        }
+        cond.unlock()
         try commit(through: seq, sync: mode == .always)
         return seq
     }
@@ -230,16 +310,124 @@ public final class JournalStore: @unchecked Sendable {
         for e in batch {
             if let why = EntryCodec.validate(e) { throw JournalError.invalidEntry(why) }
         }
-        let payload = BatchCodec.encode(journalEntries: batch, compress: options.compressBatches)
-        // The encoded body (before compression) must fit a frame too, so any reader can decode it.
-        let raw = payload.withUnsafeBytes { (try? BatchCodec.summary($0))?.rawLength } ?? payload.count
-        guard raw + 32 <= Limits.maxPayloadBytes, payload.count <= Limits.maxPayloadBytes else {
-            throw JournalError.batchTooLarge(bytes: raw, limit: Limits.maxPayloadBytes)
+        var fresh = batch
+        while true {
+            let payload = BatchCodec.encode(journalEntries: fresh, compress: options.compressBatches)
+            // The encoded body (before compression) must fit a frame too, so any reader can decode it.
+            let raw = payload.withUnsafeBytes { (try? BatchCodec.summary($0))?.rawLength } ?? payload.count
+            guard raw + 32 <= Limits.maxPayloadBytes, payload.count <= Limits.maxPayloadBytes else {
+                throw JournalError.batchTooLarge(bytes: raw, limit: Limits.maxPayloadBytes)
+            }
+            cond.lock()
+            let outcome: BatchOutcome
+            do {
+                outcome = try enqueueBatchLocked(batch, fresh: fresh, payload: payload)
+            } catch {
+                cond.unlock()
+                throw error
+            }
+            cond.unlock()
+            switch outcome {
+            case .retry(let remaining):
+                // Some entries turned out to be stored already: encode only the new ones.
+                fresh = remaining
+            case .done(let range):
+                try commit(through: range.upperBound, sync: mode != .none)
+                return range
+            }
         }
-        let last = try enqueue(type: RecordType.batch.rawValue, payload: payload, count: batch.count)
-        let first = last - SequenceNumber(batch.count - 1)
-        try commit(through: last, sync: mode != .none)
-        return first...last
+    }
+
+    private enum BatchOutcome {
+        case retry([JournalEntry])
+        case done(ClosedRange<SequenceNumber>)
+    }
+
+    /// Under `cond`: enqueues `payload` (which encodes `fresh`) when `fresh` is exactly the
+    /// entries of `batch` not stored yet; otherwise says which ones to encode instead.
+    private func enqueueBatchLocked(_ batch: [JournalEntry], fresh: [JournalEntry], payload: [UInt8]) throws(JournalError) -> BatchOutcome {
+        try checkWritable()
+        var tracks: [String: Int?] = [:]
+        var newIDs: [String: Set<CompactID>] = [:]
+        var remaining: [JournalEntry] = []
+        var existing: [SequenceNumber] = []
+        for e in batch {
+            if tracks[e.zone] == nil { tracks[e.zone] = .some(try trackAccepting(e.zone, at: lastAssigned + 1)) }
+            if let t = tracks[e.zone]!, let s = try storedSequence(of: e.id, track: t) {
+                existing.append(s)
+                continue
+            }
+            if newIDs[e.zone, default: []].insert(e.id).inserted { remaining.append(e) }
+        }
+        if remaining.isEmpty {
+            let known = existing.sorted()
+            return .done(known.first!...known.last!)
+        }
+        guard remaining.count == fresh.count, zip(remaining, fresh).allSatisfy({ $0.id == $1.id && $0.zone == $1.zone }) else {
+            return .retry(remaining)
+        }
+        let first = lastAssigned + 1
+        var touches: [Int: FrameTouch] = [:]
+        var order: [Int] = []
+        for (k, e) in fresh.enumerated() {
+            let seq = first + SequenceNumber(k)
+            let t: Int
+            if let k = tracks[e.zone]! {
+                t = k
+            } else {
+                t = catalog.create(e.zone, at: seq, implicit: true, idsLoaded: true)
+                tracks[e.zone] = .some(t)
+            }
+            if touches[t] == nil {
+                touches[t] = FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: 0)
+                order.append(t)
+            }
+            touches[t]!.entries += 1
+            touches[t]!.lastSequence = seq
+            catalog.ids[t]![e.id] = seq
+        }
+        let type = fresh.count == 1 ? RecordType.entry.rawValue : RecordType.batch.rawValue
+        let body = fresh.count == 1 ? EntryCodec.encode(fresh[0]) : payload
+        let last = enqueueLocked(type: type, payload: body, count: fresh.count, touches: order.map { touches[$0]! })
+        return .done(first...last)
+    }
+
+    /// Under `cond`: throws unless appends are accepted.
+    func checkWritable() throws(JournalError) {
+        if isClosed { throw JournalError.closed }
+        if let failure { throw JournalError.writerFailed(failure.description) }
+    }
+
+    /// Under `cond`: the live incarnation an entry for `zone` joins; nil when the zone has never
+    /// existed (the entry starts it). A deleted zone must be created again first.
+    func trackAccepting(_ zone: String, at seq: SequenceNumber) throws(JournalError) -> Int? {
+        if let live = catalog.live(zone) { return live }
+        if let latest = catalog.latest(zone), let deleted = catalog.tracks[latest].deletedAt {
+            throw JournalError.zoneDeleted(zone: zone, at: deleted)
+        }
+        return nil
+    }
+
+    /// Under `cond`: where the zone incarnation stored an entry with this id, if it did.
+    func storedSequence(of id: CompactID, track: Int) throws(JournalError) -> SequenceNumber? {
+        if catalog.ids[track] == nil { try loadIDs(track) }
+        return catalog.ids[track]![id]
+    }
+
+    /// Under `cond`: reads the ids a zone incarnation holds from the log, on first use.
+    private func loadIDs(_ track: Int) throws(JournalError) {
+        // Every frame of this incarnation is on disk: nothing was enqueued for it since open
+        // without loading its ids first.
+        var ids: [CompactID: SequenceNumber] = [:]
+        let t = catalog.tracks[track]
+        ids.reserveCapacity(t.entryCount)
+        let fetcher = FrameFetcher(store: path, fs: fs, segments: catalog.segments)
+        for loc in t.frameLocations {
+            for event in try fetcher.events(at: loc) {
+                if case .entry(let s, let e) = event, e.zone == t.name, ids[e.id] == nil { ids[e.id] = s }
+            }
+        }
+        catalog.ids[track] = ids
     }
 
     /// Appends a raw record: for tests, tools and the zone layer. `count` sequences are consumed
@@ -247,7 +435,16 @@ public final class JournalStore: @unchecked Sendable {
     @discardableResult
     public func appendRecord(type: UInt8, payload: [UInt8], consuming count: Int, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
         guard payload.count <= Limits.maxPayloadBytes else { throw JournalError.batchTooLarge(bytes: payload.count, limit: Limits.maxPayloadBytes) }
-        let seq = try enqueue(type: type, payload: payload, count: count)
+        cond.lock()
+        let seq: SequenceNumber
+        do {
+            try checkWritable()
+            seq = enqueueLocked(type: type, payload: payload, count: count, touches: [])
+        } catch {
+            cond.unlock()
+            throw error
+        }
+        cond.unlock()
         try commit(through: seq, sync: (durability ?? options.durability) == .always)
         return seq
     }
@@ -260,19 +457,22 @@ public final class JournalStore: @unchecked Sendable {
         try commit(through: target, sync: true)
     }
 
-    /// Frames the payload under the lock, chaining its CRC; returns the last sequence it takes.
-    private func enqueue(type: UInt8, payload: [UInt8], count: Int) throws(JournalError) -> SequenceNumber {
-        cond.lock()
-        defer { cond.unlock() }
-        if isClosed { throw JournalError.closed }
-        if let failure { throw JournalError.writerFailed(failure.description) }
+    /// Under `cond`: frames the payload, chaining its CRC; returns the last sequence it takes.
+    /// `touches` say which zone incarnations the frame holds records of, for the index.
+    func enqueueLocked(type: UInt8, payload: [UInt8], count: Int, touches: [FrameTouch]) -> SequenceNumber {
         let first = count == 0 ? lastAssigned : lastAssigned + 1
         let start = pending.count
         let seed = chain
         chain = Frame.append(type: type, sequence: first, payload: payload, chain: seed, to: &pending)
-        pendingFrames.append(PendingFrame(start: start, end: pending.count, segmentBase: count == 0 ? lastAssigned + 1 : first, seed: seed))
         lastAssigned += SequenceNumber(count)
+        pendingFrames.append(PendingFrame(start: start, end: pending.count, segmentBase: count == 0 ? lastAssigned + 1 : first,
+                                          seed: seed, crc: chain, lastSequence: lastAssigned, touches: touches))
         return lastAssigned
+    }
+
+    /// Waits until everything up to `seq` is acknowledged under `durability`.
+    func commit(through seq: SequenceNumber, durability: Durability) throws(JournalError) {
+        try commit(through: seq, sync: durability != .none)
     }
 
     /// Waits until `seq` is written (and synced when asked), leading the I/O when no one else is.
@@ -297,33 +497,47 @@ public final class JournalStore: @unchecked Sendable {
             let doSync = syncRequested > durableThrough
             cond.unlock()
             var ioError: JournalError? = nil
+            var placements: [Placement] = []
             do {
-                try writeOut(data, frames: frames, sync: doSync)
+                placements = try writeOut(data, frames: frames, sync: doSync)
             } catch {
                 ioError = error
             }
             cond.lock()
             data.removeAll(keepingCapacity: true)
             spareBuffer = data
-            leaderActive = false
             if let ioError {
+                leaderActive = false
                 failure = ioError
                 cond.broadcast()
                 throw ioError
             }
+            for (f, at) in zip(frames, placements) {
+                if !f.touches.isEmpty {
+                    let location = ZoneTrack.location(segmentOrdinal: catalog.ordinal(ofSegment: at.segment), offset: at.offset)
+                    for t in f.touches { catalog.place(t, location: location) }
+                }
+                lastWritten = CoveredFrame(segment: at.segment, offset: at.offset, crc: f.crc, lastSequence: f.lastSequence)
+            }
+            bytesSinceCheckpoint += frames.last?.end ?? 0
             writtenThrough = target
             if doSync { durableThrough = target }
+            if bytesSinceCheckpoint >= options.indexCheckpointBytes { writeCheckpointLocked() }
+            leaderActive = false
             cond.broadcast()
         }
         if let failure, (sync ? durableThrough : writtenThrough) < seq { throw JournalError.writerFailed(failure.description) }
     }
 
-    /// Writes frames to the active segment, rolling over at `segmentSize`. Leader only.
-    private func writeOut(_ data: [UInt8], frames: [PendingFrame], sync: Bool) throws(JournalError) {
+    /// Writes frames to the active segment, rolling over at `segmentSize`; returns where each
+    /// frame went. Leader only.
+    private func writeOut(_ data: [UInt8], frames: [PendingFrame], sync: Bool) throws(JournalError) -> [Placement] {
         guard !frames.isEmpty else {
             if sync { try active.file.sync() }
-            return
+            return []
         }
+        var placements: [Placement] = []
+        placements.reserveCapacity(frames.count)
         var chunkStart = 0
         for f in frames {
             let offsetIfAppended = active.writeOffset + Int64(f.start - chunkStart)
@@ -336,10 +550,27 @@ public final class JournalStore: @unchecked Sendable {
                 try roll(base: f.segmentBase, previousChain: f.seed)
                 chunkStart = f.start
             }
+            placements.append(Placement(segment: active.name.base, offset: active.writeOffset + Int64(f.start - chunkStart)))
             active.records += 1
         }
         try flush(data, chunkStart..<data.count)
         if sync { try active.file.sync() }
+        return placements
+    }
+
+    /// Under `cond`, by the leader (or on close): writes the index checkpoint atomically. The
+    /// lock is held while writing: a checkpoint is rare (every `indexCheckpointBytes`) and small.
+    private func writeCheckpointLocked() {
+        bytesSinceCheckpoint = 0
+        guard let covered = lastWritten, covered.offset != checkpointed?.offset || covered.segment != checkpointed?.segment else { return }
+        let bytes = ZoneIndexCodec.encode(catalog.checkpoint(storeID: storeID, covered: covered, through: covered.lastSequence))
+        do {
+            try AtomicFile.write(bytes, to: path + "/" + StoreLayout.indexFile, fs: fs)
+            checkpointed = covered
+            indexCheckpointError = nil
+        } catch {
+            indexCheckpointError = error
+        }
     }
 
     private func flush(_ data: [UInt8], _ range: Range<Int>) throws(JournalError) {
@@ -447,6 +678,7 @@ public final class JournalStore: @unchecked Sendable {
         cond.lock()
         isClosed = true
         while leaderActive { cond.wait() }
+        if failure == nil && syncError == nil { writeCheckpointLocked() }
         cond.unlock()
         active.file.close()
         lock.unlock()

@@ -4,6 +4,8 @@ public enum LogEvent: Sendable, Equatable {
     case zoneCreated(SequenceNumber, zone: String)
     case zoneDeleted(SequenceNumber, zone: String, reason: ZoneDeletionReason)
     case seal(lastSequence: SequenceNumber)
+    /// Tokens for this zone incarnation below `mark` get `tokenExpired` (Spec/TOKENS.md).
+    case lowWaterMark(SequenceNumber, zone: String, incarnation: SequenceNumber, mark: SequenceNumber)
     /// A skippable record this version does not interpret.
     case skipped(type: UInt8, sequence: SequenceNumber)
 
@@ -11,6 +13,7 @@ public enum LogEvent: Sendable, Equatable {
         switch self {
         case .entry(let s, _), .zoneCreated(let s, _), .zoneDeleted(let s, _, _): s
         case .seal(let s): s
+        case .lowWaterMark(let s, _, _, _): s
         case .skipped(_, let s): s
         }
     }
@@ -90,7 +93,12 @@ public enum LogReader {
             let (z, reason) = try ZoneRecordCodec.decodeDelete(r.payload)
             return [.zoneDeleted(r.header.sequence, zone: z, reason: reason)]
         case .seal: return [.seal(lastSequence: try SealCodec.decode(r.payload).lastSequence)]
-        case nil: return [.skipped(type: r.header.type, sequence: r.header.sequence)]
+        case nil:
+            if r.header.type == SkippableRecordType.lowWaterMark {
+                let m = try LowWaterCodec.decode(r.payload)
+                return [.lowWaterMark(r.header.sequence, zone: m.zone, incarnation: m.incarnation, mark: m.mark)]
+            }
+            return [.skipped(type: r.header.type, sequence: r.header.sequence)]
         }
     }
 

@@ -13,25 +13,25 @@ struct CompareBench {
     let jlOn: Bool
     let sqOn: Bool
 
-    private func path(_ name: String) -> String { dir + "/" + name }
+    func path(_ name: String) -> String { dir + "/" + name }
 
-    private func openStore(_ p: String, durability: Durability) -> JournalStore {
+    func openStore(_ p: String, durability: Durability) -> JournalStore {
         var o = StoreOptions()
         o.durability = durability
         do { return try JournalStore.open(p, options: o) } catch { fail("JournalStore.open \(p)", error) }
     }
 
-    private func closeStore(_ s: JournalStore) {
+    func closeStore(_ s: JournalStore) {
         do { try s.close() } catch { fail("JournalStore.close", error) }
     }
 
-    private func removeDB(_ p: String) {
+    func removeDB(_ p: String) {
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(p + suffix) }
     }
 
     /// Emits both lines of a pair with the ratio oriented so that > 1 favours JournalLog.
     @discardableResult
-    private func pair(_ name: String, unit: String, jl: [Double], sq: [Double], higherIsBetter: Bool,
+    func pair(_ name: String, unit: String, jl: [Double], sq: [Double], higherIsBetter: Bool,
                       params: [(String, JSON)], jlExtra: [(String, JSON)] = [], sqExtra: [(String, JSON)] = [],
                       goal: String? = nil, met: ((Double, Double) -> Bool)? = nil) -> Double {
         let a = medianOf(jl), b = medianOf(sq)
@@ -268,18 +268,7 @@ struct CompareBench {
             }
             if sqOn {
                 let db = try SQLiteDB.create(path: dp, synchronous: "NORMAL")
-                let ins = try db.prepare(SQLiteDB.insertSQL)
-                var i = 0
-                while i < n {
-                    try db.exec("BEGIN")
-                    for k in i..<min(i + bs, n) {
-                        bindEntry(ins, set.entries[k], set.keys[k])
-                        stepInsert(db, ins)
-                    }
-                    try db.exec("COMMIT")
-                    i += bs
-                }
-                sqlite3_finalize(ins)
+                try insertAll(db, set, batchSize: bs)
                 try db.exec("PRAGMA wal_checkpoint(TRUNCATE)")
                 db.close()
             }

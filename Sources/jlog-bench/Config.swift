@@ -29,6 +29,11 @@ struct Counts: Sendable {
 
     // 5 + 6. Open/recovery, full read and bytes per entry of one store
     var storeEntries: Int
+
+    // 7. The change feed: entries in the measured zone of a 10-zone store (a tenth of it too),
+    // and the number of zones for changedZones.
+    var feedHotEntries: Int
+    var feedZones: Int
 }
 
 enum Workloads {
@@ -44,7 +49,9 @@ enum Workloads {
         durableCommits: 4_000,
         concurrentThreads: 16,
         concurrentPerThread: 1_000,
-        storeEntries: 1_000_000
+        storeEntries: 1_000_000,
+        feedHotEntries: 1_000_000,
+        feedZones: 10_000
     )
 
     static let quick = Counts(
@@ -59,7 +66,9 @@ enum Workloads {
         durableCommits: 500,
         concurrentThreads: 16,
         concurrentPerThread: 100,
-        storeEntries: 100_000
+        storeEntries: 100_000,
+        feedHotEntries: 100_000,
+        feedZones: 10_000
     )
 }
 
@@ -71,6 +80,8 @@ enum Group: String, CaseIterable, Sendable {
     case concurrent = "concurrent_durable"
     /// Open/recovery, full read and on-disk bytes per entry, all on one store.
     case store = "open_recovery"
+    /// The change feed: last 100 changes of a zone, changedZones over many zones.
+    case feed = "change_feed"
 
     static func parse(_ s: String) -> Group? {
         switch s {
@@ -79,6 +90,7 @@ enum Group: String, CaseIterable, Sendable {
         case "durable_single", "durable", "single": .durable
         case "concurrent_durable", "concurrent": .concurrent
         case "open_recovery", "open", "recovery", "store", "full_read", "read", "bytes_per_entry", "bytes": .store
+        case "change_feed", "feed", "last_100_changes", "changed_zones": .feed
         default: nil
         }
     }

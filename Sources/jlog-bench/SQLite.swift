@@ -1,6 +1,23 @@
 import CSQLite
 import JournalLog
 
+/// Inserts every entry of `set` in transactions of `batchSize` rows: how the benchmark fills a
+/// database the way an application would.
+func insertAll(_ db: SQLiteDB, _ set: EntrySet, batchSize: Int) throws {
+    let ins = try db.prepare(SQLiteDB.insertSQL)
+    defer { sqlite3_finalize(ins) }
+    var i = 0
+    while i < set.count {
+        try db.exec("BEGIN")
+        for k in i..<min(i + batchSize, set.count) {
+            bindEntry(ins, set.entries[k], set.keys[k])
+            stepInsert(db, ins)
+        }
+        try db.exec("COMMIT")
+        i += batchSize
+    }
+}
+
 /// SQLITE_TRANSIENT: SQLite copies bound text and blobs before the bind call returns.
 nonisolated(unsafe) let sqliteTransient = unsafeBitCast(-1 as Int, to: sqlite3_destructor_type.self)
 

@@ -41,12 +41,14 @@ struct Dump: ParsableCommand {
                     case .markOff(let item), .unmark(let item), .delete(let item): line += " item=\(item)"
                     case .rename(let name): line += " name=\(quote(name))"
                     case .recolour(let colour): line += " colour=\(quote(colour))"
+                    case .join(let who), .leave(let who): line += " participant=\(quote(who))"
                     case .opaque(_, let body): line += " body=\(body.count)B"
                     }
                     emit(line)
                 case .zoneCreated(let s, let zone): emit("\(s) \(loc) zoneCreate zone=\(quote(zone))")
                 case .zoneDeleted(let s, let zone, let reason): emit("\(s) \(loc) zoneDelete zone=\(quote(zone)) reason=\(reason)")
                 case .seal(let last): emit("\(record.header.sequence) \(loc) seal lastSequence=\(last)")
+                case .lowWaterMark(let s, let zone, let inc, let mark): emit("\(s) \(loc) lowWaterMark zone=\(zone) incarnation=\(inc) mark=\(mark)")
                 case .skipped(let type, let s): emit("\(s) \(loc) skipped type=0x\(String(type, radix: 16)) bytes=\(record.payload.count)")
                 }
             }

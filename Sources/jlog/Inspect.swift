@@ -34,7 +34,7 @@ struct StoreStats {
         case .zoneCreated(let s, _), .zoneDeleted(let s, _, _):
             if firstSequence == nil { firstSequence = s }
             lastSequence = max(lastSequence, s)
-        case .seal, .skipped: break
+        case .seal, .skipped, .lowWaterMark: break
         }
     }
 

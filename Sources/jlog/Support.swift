@@ -11,6 +11,10 @@ enum Status {
     static let corruption: Int32 = 2
     static let failure: Int32 = 3
     static let badInput: Int32 = 4
+    /// `jlog changes`: the token is older than the zone's low-water mark.
+    static let tokenExpired: Int32 = 5
+    /// `jlog changes`: the zone, or the incarnation the token names, was deleted.
+    static let zoneDeleted: Int32 = 6
 }
 
 let stderrIsTerminal = isatty(2) == 1
@@ -58,6 +62,9 @@ func fail(_ error: any Error, path: String) -> ExitCode {
         case .notAStore:
             printError(e.description)
             return ExitCode(Status.badInput)
+        case .zoneDeleted:
+            printError(e.description)
+            return ExitCode(Status.zoneDeleted)
         default:
             printError(e.description)
             return ExitCode(Status.failure)

@@ -30,8 +30,18 @@ import Testing
     }
 
     @Test func garbageIsMalformedNotACrash() {
-        for text in ["", "jlt1.", "jlt1.!!!!", "hello", "jlt1." + String(repeating: "A", count: 200), "jlt1.AAAA"] {
+        for text in ["", "jlt2.", "jlt2.!!!!", "hello", "jlt2." + String(repeating: "A", count: 200), "jlt2.AAAA"] {
             #expect(throws: ChangeToken.DecodeError.self) { try ChangeToken.parse(text, key: Self.key) }
+        }
+    }
+
+    @Test func aVersionOneTokenIsRefusedAsUnsupported() {
+        var bytes = Self.token.encoded(key: Self.key)
+        bytes[0] = 1
+        bytes.removeLast(16)
+        bytes += Array(repeating: 0, count: 16)
+        #expect(throws: ChangeToken.DecodeError.unsupportedVersion(1)) {
+            try ChangeToken.decode(bytes.withUnsafeBytes { UnsafeRawBufferPointer($0) }, key: Self.key)
         }
     }
 

@@ -425,6 +425,25 @@ import Testing
         #expect(error.message.hasPrefix(#""hlc" must be"#))
     }
 
+    @Test(arguments: [Operation.join(participant: "dörte"), .leave(participant: "bob")])
+    func participantOperationsRoundTripThroughFormatAndParse(op: Operation) throws {
+        let e = Self.entry(op)
+        let line = EntryJSON.format(e)
+        #expect(line.contains(#""text":""#))
+        #expect(try EntryJSON.parse(line: line) == Self.parsed(e))
+        #expect(try EntryCodec.decode(EntryCodec.encode(e)) == e)
+    }
+
+    @Test(arguments: [
+        #"{"zone":"z","op":"join","by":"a","at":"2026-11-22T09:00:00Z"}"#,
+        #"{"zone":"z","op":"join","text":"","by":"a","at":"2026-11-22T09:00:00Z"}"#,
+        #"{"zone":"z","op":"leave","item":"milk","text":"bob","by":"a","at":"2026-11-22T09:00:00Z"}"#,
+        #"{"zone":"z","op":"leave","text":"\#(String(repeating: "x", count: 65))","by":"a","at":"2026-11-22T09:00:00Z"}"#,
+    ])
+    func participantOperationsNeedOneParticipantOfAtMost64Bytes(line: String) {
+        #expect(Self.rejection(line) != nil)
+    }
+
     @Test func hlcAcceptsTheFullRange() throws {
         let p = try EntryJSON.parse(line: Self.deleteLine(#","hlc":"281474976710655:65535""#))
         #expect(p.clock == HybridTime(physicalMillis: (1 << 48) - 1, counter: 65535))

@@ -52,6 +52,13 @@ import Testing
         #"{"id":"e7","zone":"List-db6a6e29","op":"recolour","text":"yellow","by":"bob","at":"2026-11-22T09:03:00.000Z","hlc":"1795338180000:0"}"#,
     ]
 
+    /// Participant join and leave (kinds 7 and 8, segment minor ≥ 1): in entries.txt only, so the
+    /// batch, frame and store vectors built from `sampleLines` stay as they were.
+    static let participantLines = [
+        #"{"id":"e8","zone":"List-db6a6e29","op":"join","text":"dörte","by":"alice","at":"2026-11-22T09:05:00.000Z","hlc":"1795338300000:0"}"#,
+        #"{"id":"e9","zone":"List-db6a6e29","op":"leave","text":"bob","by":"bob","at":"2026-11-22T19:00:00.000Z","hlc":"1795374000000:2"}"#,
+    ]
+
     static func entry(_ line: String) throws -> JournalEntry {
         let p = try EntryJSON.parse(line: line)
         return JournalEntry(id: p.id!, zone: p.zone, author: p.author, wallTime: p.wallTime, clock: p.clock!, operation: p.operation)
@@ -74,10 +81,10 @@ import Testing
     @Test func entryEncodingVectorsMatch() throws {
         if Self.writing {
             try Self.write("entries.txt", header: "JournalEntry encodings (FORMAT.md §6): the entry as a JSON line (§7), then its bytes.",
-                           blocks: try Self.sampleLines.map { [("json", $0), ("hex", Self.hex(EntryCodec.encode(try Self.entry($0))))] })
+                           blocks: try (Self.sampleLines + Self.participantLines).map { [("json", $0), ("hex", Self.hex(EntryCodec.encode(try Self.entry($0))))] })
         }
         let blocks = try Self.blocks("entries.txt")
-        #expect(blocks.count == Self.sampleLines.count)
+        #expect(blocks.count == Self.sampleLines.count + Self.participantLines.count)
         for b in blocks {
             let e = try Self.entry(b["json"]!)
             #expect(Self.hex(EntryCodec.encode(e)) == b["hex"]!)

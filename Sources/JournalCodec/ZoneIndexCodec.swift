@@ -1,0 +1,241 @@
+/// One incarnation of a zone as the index sees it: where its records are, and what happened to it.
+/// The in-memory index and the checkpoint file (Spec/INDEX.md) hold exactly this.
+public struct ZoneTrack: Equatable, Sendable {
+    public var name: String
+    /// The sequence of the record that started this incarnation: its `zoneCreate`, or the first
+    /// entry of a zone that was never created explicitly.
+    public var incarnation: SequenceNumber
+    public var isImplicit: Bool
+    public var deletedAt: SequenceNumber?
+    public var deletionReason: ZoneDeletionReason
+    /// Tokens whose position is below this get `tokenExpired` (0: none).
+    public var lowWaterMark: SequenceNumber
+    public var entryCount: Int
+    /// The last sequence of a record of this incarnation (its incarnation when it has none yet).
+    public var lastSequence: SequenceNumber
+    /// The first sequence of this zone's records in each frame that holds any (its `zoneCreate`,
+    /// entries, `zoneDelete`), ascending.
+    public var frameSequences: [SequenceNumber]
+    /// Parallel to `frameSequences`: `segmentOrdinal << 32 | frameOffset`.
+    public var frameLocations: [UInt64]
+
+    public init(name: String, incarnation: SequenceNumber, isImplicit: Bool) {
+        self.name = name
+        self.incarnation = incarnation
+        self.isImplicit = isImplicit
+        deletedAt = nil
+        deletionReason = .deleted
+        lowWaterMark = 0
+        entryCount = 0
+        lastSequence = incarnation
+        frameSequences = []
+        frameLocations = []
+    }
+
+    public static func location(segmentOrdinal: Int, offset: Int64) -> UInt64 {
+        precondition(segmentOrdinal >= 0 && segmentOrdinal < 1 << 32 && offset >= 0 && offset < 1 << 32)
+        return UInt64(segmentOrdinal) << 32 | UInt64(offset)
+    }
+}
+
+/// The zone index as of one frame of the log: a checkpoint that spares open from decoding the
+/// whole log. It is only a cache: a missing, stale or damaged checkpoint is rebuilt from the log.
+public struct ZoneIndexCheckpoint: Equatable, Sendable {
+    public var storeID0: UInt64
+    public var storeID1: UInt64
+    /// The last frame the checkpoint covers: its segment's base, offset and CRC, and the last
+    /// sequence consumed through it. Open trusts the checkpoint only if that exact frame is there.
+    public var coveredSegment: SequenceNumber
+    public var coveredOffset: Int64
+    public var coveredCRC: UInt32
+    public var coveredSequence: SequenceNumber
+    /// Segment bases by ordinal (frame locations refer to ordinals), ascending.
+    public var segments: [SequenceNumber]
+    public var zones: [ZoneTrack]
+
+    public init(storeID: (UInt64, UInt64), coveredSegment: SequenceNumber, coveredOffset: Int64, coveredCRC: UInt32,
+                coveredSequence: SequenceNumber, segments: [SequenceNumber], zones: [ZoneTrack]) {
+        storeID0 = storeID.0
+        storeID1 = storeID.1
+        self.coveredSegment = coveredSegment
+        self.coveredOffset = coveredOffset
+        self.coveredCRC = coveredCRC
+        self.coveredSequence = coveredSequence
+        self.segments = segments
+        self.zones = zones
+    }
+
+    public var storeID: (UInt64, UInt64) { (storeID0, storeID1) }
+}
+
+/// The checkpoint file `index/zones.idx` (Spec/INDEX.md): magic, version, fixed fields, then
+/// delta-varint tables, and a CRC32C over everything before it.
+public enum ZoneIndexCodec {
+    public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x49, 0x0D, 0x0A, 0x1A, 0x0A]
+    public static let major: UInt16 = 1
+    public static let minor: UInt16 = 0
+    /// A checkpoint larger than this is refused before it is read (1 GiB).
+    public static let maxFileBytes = 1 << 30
+
+    public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
+        case badMagic
+        case unsupportedMajor(UInt16)
+        case crcMismatch(stored: UInt32, computed: UInt32)
+        case malformed(CodecError)
+        public var description: String {
+            switch self {
+            case .badMagic: "not a zone index (bad magic)"
+            case .unsupportedMajor(let m): "zone index major version \(m) is not supported"
+            case .crcMismatch(let s, let c): "zone index CRC mismatch (stored \(hex32(s)), computed \(hex32(c)))"
+            case .malformed(let e): "zone index does not decode: \(e)"
+            }
+        }
+    }
+
+    public static func encode(_ c: ZoneIndexCheckpoint) -> [UInt8] {
+        var w = ByteWriter(capacity: 256 + c.zones.reduce(0) { $0 + 32 + $1.frameSequences.count * 4 })
+        w.append(contentsOf: magic)
+        w.u16(major)
+        w.u16(minor)
+        w.u64(c.storeID0)
+        w.u64(c.storeID1)
+        w.u64(c.coveredSegment)
+        w.u64(UInt64(c.coveredOffset))
+        w.u32(c.coveredCRC)
+        w.u64(c.coveredSequence)
+        w.varint(UInt64(c.segments.count))
+        var previous: UInt64 = 0
+        for s in c.segments {
+            w.varint(s - previous)
+            previous = s
+        }
+        w.varint(UInt64(c.zones.count))
+        for z in c.zones {
+            w.string(z.name)
+            w.varint(z.incarnation)
+            w.u8((z.deletedAt != nil ? 1 : 0) | (z.isImplicit ? 2 : 0))
+            if let d = z.deletedAt {
+                w.varint(d)
+                w.u8(z.deletionReason.rawValue)
+            }
+            w.varint(z.lowWaterMark)
+            w.varint(UInt64(z.entryCount))
+            w.varint(z.lastSequence)
+            w.varint(UInt64(z.frameSequences.count))
+            var seq: UInt64 = 0
+            var ordinal: UInt64 = 0
+            var offset: UInt64 = 0
+            precondition(z.frameSequences.count == z.frameLocations.count)
+            for (i, (s, loc)) in zip(z.frameSequences, z.frameLocations).enumerated() {
+                w.varint(s - seq)
+                let o = loc >> 32, off = loc & 0xFFFF_FFFF
+                w.varint(o - ordinal)
+                w.varint(o == ordinal && i > 0 ? off - offset : off)
+                seq = s
+                ordinal = o
+                offset = off
+            }
+        }
+        w.u32(CRC32C.extend(0, w.bytes))
+        return w.bytes
+    }
+
+    public static func decode(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> ZoneIndexCheckpoint {
+        guard b.count >= magic.count + 4 + 4, b.prefix(magic.count).elementsEqual(magic) else { throw .badMagic }
+        let stored = b.u32(at: b.count - 4)
+        let computed = CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: b[0..<b.count - 4]))
+        guard stored == computed else { throw .crcMismatch(stored: stored, computed: computed) }
+        let maj = b.u16(at: magic.count)
+        guard maj == major else { throw .unsupportedMajor(maj) }
+        do throws(CodecError) {
+            var r = ByteReader(b, offset: magic.count + 4, end: b.count - 4)
+            let id0 = try r.u64(), id1 = try r.u64()
+            let coveredSegment = try r.u64()
+            let coveredOffset = try r.u64()
+            let coveredCRC = try r.u32()
+            let coveredSequence = try r.u64()
+            guard coveredOffset < 1 << 32, coveredSequence < 1 << 62, coveredSegment < 1 << 62 else {
+                throw CodecError(.invalidValue(field: "covered position"), at: r.offset)
+            }
+            let segmentCount = try r.count("segments")
+            var segments: [SequenceNumber] = []
+            segments.reserveCapacity(segmentCount)
+            var base: UInt64 = 0
+            for i in 0..<segmentCount {
+                let at = r.offset
+                let d = try r.varint()
+                guard (i == 0 || d >= 1), d < 1 << 62, base + d < 1 << 62 else { throw CodecError(.invalidValue(field: "segment base"), at: at) }
+                base += d
+                segments.append(base)
+            }
+            let zoneCount = try r.count("zones")
+            var zones: [ZoneTrack] = []
+            zones.reserveCapacity(zoneCount)
+            for _ in 0..<zoneCount {
+                let name = try r.string("zone", limit: Limits.maxZoneBytes)
+                let incarnation = try r.sequence("incarnation")
+                let flagsAt = r.offset
+                let flags = try r.u8()
+                guard flags & ~3 == 0 else { throw CodecError(.invalidValue(field: "zone flags"), at: flagsAt) }
+                var z = ZoneTrack(name: name, incarnation: incarnation, isImplicit: flags & 2 != 0)
+                if flags & 1 != 0 {
+                    z.deletedAt = try r.sequence("deletedAt")
+                    let at = r.offset
+                    guard let reason = ZoneDeletionReason(rawValue: try r.u8()) else { throw CodecError(.invalidValue(field: "reason"), at: at) }
+                    z.deletionReason = reason
+                }
+                z.lowWaterMark = try r.sequence("lowWaterMark")
+                let countAt = r.offset
+                let entries = try r.varint()
+                guard entries < 1 << 62 else { throw CodecError(.invalidValue(field: "entryCount"), at: countAt) }
+                z.entryCount = Int(entries)
+                z.lastSequence = try r.sequence("lastSequence")
+                let frames = try r.count("frames")
+                z.frameSequences.reserveCapacity(frames)
+                z.frameLocations.reserveCapacity(frames)
+                var seq: UInt64 = 0, ordinal: UInt64 = 0, offset: UInt64 = 0
+                for i in 0..<frames {
+                    let at = r.offset
+                    let ds = try r.varint(), dord = try r.varint(), doff = try r.varint()
+                    let continuing = i > 0 && dord == 0
+                    guard (i == 0 || ds >= 1), ds < 1 << 62, seq + ds < 1 << 62,
+                          dord < UInt64(segmentCount), ordinal + dord < UInt64(segmentCount),
+                          doff < 1 << 32, (continuing ? offset + doff : doff) < 1 << 32, !continuing || doff >= 1 else {
+                        throw CodecError(.invalidValue(field: "frame location"), at: at)
+                    }
+                    seq += ds
+                    ordinal += dord
+                    offset = continuing ? offset + doff : doff
+                    z.frameSequences.append(seq)
+                    z.frameLocations.append(ordinal << 32 | offset)
+                }
+                zones.append(z)
+            }
+            guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+            return ZoneIndexCheckpoint(storeID: (id0, id1), coveredSegment: coveredSegment, coveredOffset: Int64(coveredOffset),
+                                       coveredCRC: coveredCRC, coveredSequence: coveredSequence, segments: segments, zones: zones)
+        } catch {
+            throw .malformed(error)
+        }
+    }
+}
+
+extension ByteReader {
+    /// A count that cannot exceed the bytes left (every counted item takes at least one byte),
+    /// so a corrupt count cannot make a decoder allocate beyond the input's size.
+    mutating func count(_ field: String) throws(CodecError) -> Int {
+        let at = offset
+        let v = try varint()
+        guard v <= UInt64(remaining) else {
+            throw CodecError(.lengthOutOfRange(field: field, length: Int(clamping: v), limit: remaining), at: at)
+        }
+        return Int(v)
+    }
+
+    mutating func sequence(_ field: String) throws(CodecError) -> SequenceNumber {
+        let at = offset
+        let v = try varint()
+        guard v < 1 << 62 else { throw CodecError(.invalidValue(field: field), at: at) }
+        return v
+    }
+}

@@ -1,0 +1,231 @@
+/// Brings the zone index up to date on open: starts from the checkpoint, skips the records it
+/// covers (their CRCs are still checked by the scan), and replays the rest. If the checkpoint's
+/// last frame is not in the log exactly as recorded, the checkpoint is stale and open rebuilds.
+struct IndexBuilder {
+    let checkpoint: ZoneIndexCheckpoint?
+    var missingReason = "no checkpoint"
+    var catalog: ZoneCatalog
+    var replayed = 0
+    var lastFrame: CoveredFrame?
+    private var passed = false
+    private var mismatch = false
+
+    init(checkpoint loaded: (ZoneIndexCheckpoint?, String)) {
+        checkpoint = loaded.0
+        missingReason = loaded.1
+        catalog = loaded.0.map(ZoneCatalog.init(checkpoint:)) ?? ZoneCatalog()
+        passed = loaded.0 == nil
+    }
+
+    init(checkpoint: ZoneIndexCheckpoint?) { self.init(checkpoint: (checkpoint, "no checkpoint")) }
+
+    /// True when the catalog reflects every record visited.
+    var isCurrent: Bool { passed && !mismatch }
+
+    mutating func visit(_ r: RecordView) throws {
+        guard let base = SegmentName(fileName: r.segment)?.base else { return }
+        lastFrame = CoveredFrame(segment: base, offset: r.offset, crc: r.crc, lastSequence: r.lastSequence)
+        if !passed {
+            guard let c = checkpoint, !mismatch else { return }
+            if base == c.coveredSegment && r.offset == c.coveredOffset {
+                if r.crc == c.coveredCRC && r.lastSequence == c.coveredSequence { passed = true } else { mismatch = true }
+            } else if base > c.coveredSegment {
+                mismatch = true
+            }
+            return
+        }
+        guard !mismatch else { return }
+        let events: [LogEvent]
+        do { events = try LogReader.decode(r) } catch {
+            throw JournalError.corruption(Corruption(segment: r.segment, offset: r.offset, lastGoodSequence: r.header.sequence &- 1,
+                                                     problem: .badPayload(error), isTornTail: false))
+        }
+        catalog.observe(events, segment: base, offset: r.offset)
+        replayed += 1
+    }
+
+    /// The checkpoint, or nil with the reason it could not be used.
+    static func loadCheckpoint(store: String, fs: any FileSystem) -> (ZoneIndexCheckpoint?, String) {
+        let path = store + "/" + StoreLayout.indexFile
+        guard fs.kind(of: path) == .file else { return (nil, "no checkpoint") }
+        do {
+            let bytes = try AtomicFile.read(path, fs: fs, limit: ZoneIndexCodec.maxFileBytes)
+            let decoded: Result<ZoneIndexCheckpoint, ZoneIndexCodec.DecodeError> = bytes.withUnsafeBytes { b in
+                do throws(ZoneIndexCodec.DecodeError) { return .success(try ZoneIndexCodec.decode(b)) } catch { return .failure(error) }
+            }
+            switch decoded {
+            case .success(let c): return (c, "")
+            case .failure(let e): return (nil, "the checkpoint is damaged (\(e))")
+            }
+        } catch {
+            return (nil, "the checkpoint cannot be read (\(error))")
+        }
+    }
+}
+
+/// Reads single frames by location, checking each one's chained CRC from the four bytes before
+/// it (or the segment header's `previousChain` for a segment's first frame). Reads exactly the
+/// frame's bytes: a feed call touches only the frames it serves.
+final class FrameFetcher {
+    let store: String
+    let fs: any FileSystem
+    let segments: [SequenceNumber]
+    private var open: [Int: (file: any StorageFile, size: Int64, previousChain: UInt32)] = [:]
+    private var buffer: [UInt8] = []
+
+    init(store: String, fs: any FileSystem, segments: [SequenceNumber]) {
+        self.store = store
+        self.fs = fs
+        self.segments = segments
+    }
+
+    deinit {
+        for (_, o) in open { o.file.close() }
+    }
+
+    private func read(_ file: any StorageFile, _ count: Int, at offset: Int64) throws(JournalError) {
+        if buffer.count < count { buffer = [UInt8](repeating: 0, count: max(count, 4_096)) }
+        let result: Result<Int, JournalError> = buffer.withUnsafeMutableBytes { b in
+            do throws(JournalError) {
+                return .success(try file.read(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<count]), at: offset))
+            } catch { return .failure(error) }
+        }
+        guard try result.get() == count else { throw JournalError.io(operation: "read (file shrank)", path: store, errno: 5) }
+    }
+
+    private func segment(_ ordinal: Int) throws(JournalError) -> (file: any StorageFile, size: Int64, previousChain: UInt32) {
+        if let o = open[ordinal] { return o }
+        let name = SegmentName(base: segments[ordinal]).fileName
+        let file = try fs.openFile(store + "/" + name, create: false, truncate: false)
+        do throws(JournalError) {
+            let size = try file.size()
+            guard size >= Int64(SegmentHeader.size) else { throw JournalError.corruption(Corruption(
+                segment: name, offset: 0, lastGoodSequence: 0, problem: .badSegmentHeader(.truncated(Int(size))), isTornTail: false)) }
+            try read(file, SegmentHeader.size, at: 0)
+            let decoded: Result<SegmentHeader, SegmentHeader.DecodeError> = buffer.withUnsafeBytes { b in
+                do throws(SegmentHeader.DecodeError) { return .success(try SegmentHeader.decode(UnsafeRawBufferPointer(rebasing: b[0..<SegmentHeader.size]))) }
+                catch { return .failure(error) }
+            }
+            switch decoded {
+            case .success(let h):
+                open[ordinal] = (file, size, h.previousChain)
+                return (file, size, h.previousChain)
+            case .failure(let e):
+                throw JournalError.corruption(Corruption(segment: name, offset: 0, lastGoodSequence: 0, problem: .badSegmentHeader(e), isTornTail: false))
+            }
+        } catch {
+            file.close()
+            throw error
+        }
+    }
+
+    /// The decoded events of the frame at `location`; batch entries at or below `after`, or not
+    /// in `zone`, are skipped without being decoded.
+    func events(at location: UInt64, after: SequenceNumber = 0, zone: [UInt8]? = nil) throws(JournalError) -> [LogEvent] {
+        let ordinal = Int(location >> 32), offset = Int64(location & 0xFFFF_FFFF)
+        let s = try segment(ordinal)
+        let name = SegmentName(base: segments[ordinal]).fileName
+        func damaged(_ p: Corruption.Problem, _ seq: SequenceNumber) -> JournalError {
+            .corruption(Corruption(segment: name, offset: offset, lastGoodSequence: seq, problem: p, isTornTail: false))
+        }
+        guard offset >= Int64(SegmentHeader.size), offset + Int64(Frame.overhead) <= s.size else {
+            throw damaged(.lengthPastEOF(length: 0, available: s.size - offset), 0)
+        }
+        let first = offset == Int64(SegmentHeader.size)
+        try read(s.file, Frame.headerSize + 4, at: offset - 4)
+        let (seed, h) = buffer.withUnsafeBytes { b in (b.u32le, Frame.parseHeader(UnsafeRawBufferPointer(b), at: 4)) }
+        let chain = first ? s.previousChain : seed
+        guard Int(h.length) <= Limits.maxPayloadBytes else { throw damaged(.badLength(h.length), h.sequence &- 1) }
+        guard offset + Int64(h.frameSize) <= s.size else {
+            throw damaged(.lengthPastEOF(length: h.length, available: s.size - offset), h.sequence &- 1)
+        }
+        try read(s.file, h.frameSize, at: offset)
+        let result: Result<[LogEvent], JournalError> = buffer.withUnsafeBytes { all in
+            let fb = UnsafeRawBufferPointer(rebasing: all[0..<h.frameSize])
+            switch Frame.scan(fb, at: 0, chain: chain) {
+            case .frame(let h, let range, let crc):
+                let payload = UnsafeRawBufferPointer(rebasing: fb[range])
+                do throws(CodecError) {
+                    if h.type == RecordType.batch.rawValue {
+                        return .success(try BatchCodec.decode(payload, firstSequence: h.sequence, after: after, zone: zone).map { .entry($0.0, $0.1) })
+                    }
+                    let view = RecordView(segment: name, offset: offset, header: h, payload: payload, crc: crc, lastSequence: h.sequence)
+                    return .success(try LogReader.decode(view))
+                } catch {
+                    return .failure(damaged(.badPayload(error), h.sequence &- 1))
+                }
+            case .crcMismatch(_, let stored, let computed):
+                return .failure(damaged(.crcMismatch(stored: stored, computed: computed), h.sequence &- 1))
+            default:
+                return .failure(damaged(.lengthPastEOF(length: h.length, available: s.size - offset), h.sequence &- 1))
+            }
+        }
+        return try result.get()
+    }
+}
+
+/// Small files replaced atomically: written under a temporary name, synced, renamed into place,
+/// and the directory synced, so a crash leaves the old file or the new one, never a mix.
+enum AtomicFile {
+    static func write(_ bytes: [UInt8], to path: String, fs: any FileSystem) throws(JournalError) {
+        let dir = parentDirectory(path)
+        if fs.kind(of: dir) == .missing {
+            try fs.createDirectory(dir)
+            try fs.syncDirectory(parentDirectory(dir))
+        }
+        let temp = path + ".tmp"
+        let file = try fs.openFile(temp, create: true, truncate: true)
+        do throws(JournalError) {
+            try file.write(bytes, at: 0)
+            try file.sync()
+            file.close()
+        } catch {
+            file.close()
+            throw error
+        }
+        try fs.rename(temp, path)
+        try fs.syncDirectory(dir)
+    }
+
+    /// The whole file, refusing one larger than `limit` before allocating for it.
+    static func read(_ path: String, fs: any FileSystem, limit: Int) throws(JournalError) -> [UInt8] {
+        let file = try fs.openFile(path, create: false, truncate: false)
+        defer { file.close() }
+        let size = try file.size()
+        guard size <= Int64(limit) else { throw JournalError.notAStore(path: path, reason: "\(size) bytes is larger than the \(limit)-byte limit") }
+        var bytes = [UInt8](repeating: 0, count: Int(size))
+        let result: Result<Int, JournalError> = bytes.withUnsafeMutableBytes { b in
+            do throws(JournalError) { return .success(try file.read(into: b, at: 0)) } catch { return .failure(error) }
+        }
+        return Array(bytes.prefix(try result.get()))
+    }
+}
+
+/// The 128-bit key that signs change tokens: `KEY` holds 16 random bytes and their CRC32C.
+enum StoreKey {
+    static func loadOrCreate(store: String, fs: any FileSystem) throws(JournalError) -> (UInt64, UInt64) {
+        let path = store + "/" + StoreLayout.keyFile
+        if fs.kind(of: path) == .file {
+            let b = try AtomicFile.read(path, fs: fs, limit: 64)
+            guard b.count == 20, CRC32C.extend(0, Array(b[0..<16])) == UInt32(b[16]) | UInt32(b[17]) << 8 | UInt32(b[18]) << 16 | UInt32(b[19]) << 24 else {
+                throw JournalError.storeKeyDamaged(path: path)
+            }
+            return b.withUnsafeBytes { ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self).littleEndian,
+                                        $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian) }
+        }
+        var g = SystemRandomNumberGenerator()
+        let key = (g.next() as UInt64, g.next() as UInt64)
+        var w = ByteWriter(capacity: 20)
+        w.u64(key.0)
+        w.u64(key.1)
+        w.u32(CRC32C.extend(0, w.bytes))
+        try AtomicFile.write(w.bytes, to: path, fs: fs)
+        return key
+    }
+
+    /// The key of a store opened only for reading: nil when the store has none yet.
+    static func load(store: String, fs: any FileSystem) throws(JournalError) -> (UInt64, UInt64)? {
+        guard fs.kind(of: store + "/" + StoreLayout.keyFile) == .file else { return nil }
+        return try loadOrCreate(store: store, fs: fs)
+    }
+}

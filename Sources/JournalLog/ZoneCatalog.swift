@@ -1,0 +1,148 @@
+/// Where one frame put records of one zone incarnation: recorded at enqueue, placed after the write.
+struct FrameTouch {
+    var track: Int
+    var firstSequence: SequenceNumber
+    var lastSequence: SequenceNumber
+    var entries: Int
+}
+
+/// The zone index in memory (Spec/INDEX.md): every incarnation of every zone, the frames that hold
+/// its records, and (loaded on first append) the ids it holds, for idempotent appends.
+///
+/// Facts (creations, deletions, low-water marks, ids) are recorded when a record is enqueued, with
+/// its sequence; frame locations once the record is written. Readers see only what lies at or
+/// below the store's horizon, so a fact about an in-flight record is never served early.
+struct ZoneCatalog {
+    var segments: [SequenceNumber] = []
+    private var segmentOrdinals: [SequenceNumber: Int] = [:]
+    var tracks: [ZoneTrack] = []
+    /// Per track: entry id to sequence, nil until loaded. Exact, so a duplicate is never mistaken.
+    var ids: [[CompactID: SequenceNumber]?] = []
+    /// Zone name to its tracks, oldest incarnation first.
+    private(set) var byName: [String: [Int]] = [:]
+
+    init() {}
+
+    init(checkpoint c: ZoneIndexCheckpoint) {
+        for s in c.segments { _ = ordinal(ofSegment: s) }
+        for t in c.zones { _ = add(t, idsLoaded: false) }
+    }
+
+    func checkpoint(storeID: (UInt64, UInt64), covered: CoveredFrame, through: SequenceNumber) -> ZoneIndexCheckpoint {
+        // Only facts at or below the covered frame: anything later is replayed from the log on open.
+        var zones: [ZoneTrack] = []
+        for var t in tracks where t.incarnation <= through {
+            if let d = t.deletedAt, d > through { t.deletedAt = nil }
+            if t.deletedAt != nil {
+                t.frameSequences = []
+                t.frameLocations = []
+            }
+            zones.append(t)
+        }
+        return ZoneIndexCheckpoint(storeID: storeID, coveredSegment: covered.segment, coveredOffset: covered.offset,
+                                   coveredCRC: covered.crc, coveredSequence: covered.lastSequence, segments: segments, zones: zones)
+    }
+
+    mutating func ordinal(ofSegment base: SequenceNumber) -> Int {
+        if let o = segmentOrdinals[base] { return o }
+        precondition(segments.last.map { $0 < base } ?? true, "segments are indexed in ascending order")
+        segments.append(base)
+        segmentOrdinals[base] = segments.count - 1
+        return segments.count - 1
+    }
+
+    private mutating func add(_ t: ZoneTrack, idsLoaded: Bool) -> Int {
+        tracks.append(t)
+        ids.append(idsLoaded ? [:] : nil)
+        byName[t.name, default: []].append(tracks.count - 1)
+        return tracks.count - 1
+    }
+
+    /// The newest incarnation of `zone` (deleted or not).
+    func latest(_ zone: String) -> Int? { byName[zone]?.last }
+
+    /// The newest incarnation of `zone` that started at or below `horizon`.
+    func latest(_ zone: String, atOrBelow horizon: SequenceNumber) -> Int? {
+        byName[zone]?.last { tracks[$0].incarnation <= horizon }
+    }
+
+    func track(_ zone: String, incarnation: SequenceNumber) -> Int? {
+        byName[zone]?.first { tracks[$0].incarnation == incarnation }
+    }
+
+    /// The live incarnation an entry joins, or nil when the zone needs a new one.
+    func live(_ zone: String) -> Int? {
+        guard let i = latest(zone), tracks[i].deletedAt == nil else { return nil }
+        return i
+    }
+
+    mutating func create(_ zone: String, at seq: SequenceNumber, implicit: Bool, idsLoaded: Bool) -> Int {
+        add(ZoneTrack(name: zone, incarnation: seq, isImplicit: implicit), idsLoaded: idsLoaded)
+    }
+
+    mutating func delete(track i: Int, at seq: SequenceNumber, reason: ZoneDeletionReason) {
+        tracks[i].deletedAt = seq
+        tracks[i].deletionReason = reason
+        ids[i] = nil
+    }
+
+    mutating func setLowWater(_ zone: String, incarnation: SequenceNumber, mark: SequenceNumber) {
+        guard let i = track(zone, incarnation: incarnation) else { return }
+        tracks[i].lowWaterMark = max(tracks[i].lowWaterMark, mark)
+    }
+
+    /// Records that the frame at `location` holds `touch`'s records.
+    mutating func place(_ touch: FrameTouch, location: UInt64) {
+        var t = tracks[touch.track]
+        assert(t.frameSequences.last.map { $0 < touch.firstSequence } ?? true, "frames are placed in log order")
+        t.frameSequences.append(touch.firstSequence)
+        t.frameLocations.append(location)
+        t.entryCount += touch.entries
+        t.lastSequence = max(t.lastSequence, touch.lastSequence)
+        tracks[touch.track] = t
+    }
+
+    /// Replays one intact record's events (open, or a rebuild): the same rules the writer applies.
+    mutating func observe(_ events: [LogEvent], segment: SequenceNumber, offset: Int64) {
+        let location = ZoneTrack.location(segmentOrdinal: ordinal(ofSegment: segment), offset: offset)
+        var touched: [Int: FrameTouch] = [:]
+        var order: [Int] = []
+        func touch(_ track: Int, _ seq: SequenceNumber, entries: Int) {
+            if touched[track] == nil {
+                touched[track] = FrameTouch(track: track, firstSequence: seq, lastSequence: seq, entries: 0)
+                order.append(track)
+            }
+            touched[track]!.entries += entries
+            touched[track]!.lastSequence = seq
+        }
+        for event in events {
+            switch event {
+            case .entry(let seq, let e):
+                let i = live(e.zone) ?? create(e.zone, at: seq, implicit: true, idsLoaded: false)
+                if ids[i] != nil { ids[i]![e.id] = ids[i]![e.id] ?? seq }
+                touch(i, seq, entries: 1)
+            case .zoneCreated(let seq, let zone):
+                // A create for a zone that is live continues it (idempotent create); else a new incarnation.
+                let i = live(zone) ?? create(zone, at: seq, implicit: false, idsLoaded: false)
+                touch(i, seq, entries: 0)
+            case .zoneDeleted(let seq, let zone, let reason):
+                guard let i = live(zone) else { continue }
+                delete(track: i, at: seq, reason: reason)
+                touch(i, seq, entries: 0)
+            case .lowWaterMark(_, let zone, let incarnation, let mark):
+                setLowWater(zone, incarnation: incarnation, mark: mark)
+            case .seal, .skipped:
+                continue
+            }
+        }
+        for i in order { place(touched[i]!, location: location) }
+    }
+}
+
+/// The last frame written: what a checkpoint covers.
+struct CoveredFrame {
+    var segment: SequenceNumber
+    var offset: Int64
+    var crc: UInt32
+    var lastSequence: SequenceNumber
+}
