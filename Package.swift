@@ -26,6 +26,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Layer 1: pure codec and domain model. No I/O; every parser here is fuzzable.
         .target(name: "JournalCodec", dependencies: ["CCRC32C", "CLZ4"]),
+        // Layer 1: the shopping-list model (reducer, merge rules, history, snapshot payloads).
+        // Pure like the codec; it plugs into the log, which knows nothing about lists.
+        .target(name: "ListModel", dependencies: ["JournalCodec"]),
         // Layer 2: storage (segments, writer, recovery, readers).
         .target(
             name: "JournalLog",
@@ -52,10 +55,15 @@ let package = Package(
         .executableTarget(name: "FuzzJSONLine", dependencies: ["JournalLog"], path: "Fuzz/FuzzJSONLine"),
         .executableTarget(name: "FuzzChangeToken", dependencies: ["JournalLog"], path: "Fuzz/FuzzChangeToken"),
         .executableTarget(name: "FuzzZoneIndex", dependencies: ["JournalLog"], path: "Fuzz/FuzzZoneIndex"),
+        .executableTarget(name: "FuzzSnapshot", dependencies: ["ListModel"], path: "Fuzz/FuzzSnapshot"),
         .testTarget(
             name: "JournalLogTests",
             dependencies: ["JournalLog", .product(name: "PropertyBased", package: "swift-property-based")],
             resources: []
+        ),
+        .testTarget(
+            name: "ListModelTests",
+            dependencies: ["ListModel", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -85,6 +85,41 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
 
     private init(storage: Storage) { self.storage = storage }
 
+    /// The 128 bits of a UUID id (nil for a text id): a cheap, exact hash key for reducers.
+    public var uuidHalves: (high: UInt64, low: UInt64)? {
+        if case .uuid(let hi, let lo) = storage { return (hi, lo) }
+        return nil
+    }
+
+    /// Writes the id's encoding (FORMAT.md §6): tag, then 16 bytes or a string.
+    public func encoded(into w: inout ByteWriter) { encode(into: &w) }
+
+    /// Reads one id encoding, as inside an entry.
+    public static func decoded(_ r: inout ByteReader, field: String = "id") throws(CodecError) -> CompactID {
+        try decode(&r, field: field)
+    }
+
+    // Equality is by the stored bytes, not Unicode canonical equivalence: two ids that encode
+    // differently are different ids (one is never taken for a duplicate of the other).
+    public static func == (a: CompactID, b: CompactID) -> Bool {
+        switch (a.storage, b.storage) {
+        case (.uuid(let ah, let al), .uuid(let bh, let bl)): return ah == bh && al == bl
+        case (.text(let x), .text(let y)): return x.utf8.elementsEqual(y.utf8)
+        default: return false
+        }
+    }
+
+    public func hash(into h: inout Hasher) {
+        switch storage {
+        case .uuid(let hi, let lo):
+            h.combine(hi)
+            h.combine(lo)
+        case .text(let s):
+            h.combine(s.utf8.count)
+            for b in s.utf8 { h.combine(b) }
+        }
+    }
+
     /// 8-4-4-4-12 lowercase hex, nothing else.
     static func parseCanonicalUUID(_ s: String) -> (UInt64, UInt64)? {
         let u = s.utf8

@@ -1,0 +1,7 @@
+// ListModel: the shopping-list domain over JournalCodec entries (Spec/MERGE.md, Spec/SNAPSHOT.md).
+//
+// - `ListReducer` folds a zone's entries (any order, duplicates) into a `ListState`.
+// - `ActivityLog` answers who did what and when, and survives compaction in `ActivityLogCodec` form.
+// - `ShoppingSession` and `ListState.hidingDone(now:horizon:)` are the two views of a list.
+// - `SnapshotCodec` stores a reducer so that `decode + apply(tail)` equals a full replay.
+import JournalCodec

@@ -1,0 +1,81 @@
+import JournalCodec
+
+/// One visible item of a list.
+public struct ListItem: Hashable, Sendable {
+    public enum State: UInt8, Hashable, Sendable {
+        case active = 0
+        case markedOff = 1
+    }
+
+    public var id: CompactID
+    public var text: String
+    public var state: State
+    public var addedBy: String
+    /// Wall-clock milliseconds of the add that won (MERGE.md §5).
+    public var addedAt: Int64
+    /// Set exactly when `state == .markedOff`.
+    public var markedOffBy: String?
+    public var markedOffAt: Int64?
+
+    public init(id: CompactID, text: String, state: State, addedBy: String, addedAt: Int64,
+                markedOffBy: String? = nil, markedOffAt: Int64? = nil) {
+        self.id = id
+        self.text = text
+        self.state = state
+        self.addedBy = addedBy
+        self.addedAt = addedAt
+        self.markedOffBy = markedOffBy
+        self.markedOffAt = markedOffAt
+    }
+}
+
+/// What a list looks like: the same on every replica that holds the same set of entries.
+public struct ListState: Hashable, Sendable {
+    /// "" until the first rename.
+    public var name: String
+    /// "" until the first recolour.
+    public var colour: String
+    /// Visible (not deleted) items in list order.
+    public var items: [ListItem]
+    /// Current participants, sorted by UTF-8 bytes.
+    public var participants: [String]
+
+    public init(name: String = "", colour: String = "", items: [ListItem] = [], participants: [String] = []) {
+        self.name = name
+        self.colour = colour
+        self.items = items
+        self.participants = participants
+    }
+
+    /// The SipHash-2-4 key of `digest` (MERGE.md §8): fixed, so digests compare across replicas.
+    public static let digestKey: (UInt64, UInt64) = (0x6A6C_6973_7464_6731, 0x7374_6174_6532_3031)
+
+    /// A 64-bit digest of the canonical encoding of the visible state (MERGE.md §8): two replicas
+    /// agree on it exactly when they show the same list.
+    public var digest: UInt64 {
+        SipHash24.hash(key: ListState.digestKey, canonicalBytes())
+    }
+
+    /// The canonical encoding that `digest` hashes.
+    public func canonicalBytes() -> [UInt8] {
+        var w = ByteWriter(capacity: 64 + items.count * 48)
+        w.u8(1)
+        w.string(name)
+        w.string(colour)
+        w.varint(UInt64(items.count))
+        for item in items {
+            IDCoding.write(item.id, into: &w)
+            w.string(item.text)
+            w.u8(item.state.rawValue)
+            w.string(item.addedBy)
+            w.zigzag(item.addedAt)
+            if item.state == .markedOff {
+                w.string(item.markedOffBy ?? "")
+                w.zigzag(item.markedOffAt ?? 0)
+            }
+        }
+        w.varint(UInt64(participants.count))
+        for p in participants { w.string(p) }
+        return w.bytes
+    }
+}

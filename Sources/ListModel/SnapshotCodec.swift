@@ -1,0 +1,342 @@
+import JournalCodec
+
+/// The fixed fields of a snapshot file (Spec/SNAPSHOT.md §2).
+public struct SnapshotHeader: Hashable, Sendable {
+    public var major: UInt16
+    public var minor: UInt16
+    public var flags: UInt32
+    public var zone: String
+    /// Which incarnation of the zone (a deleted and re-created zone starts a new one).
+    public var incarnation: UInt64
+    /// The log sequence the snapshot reflects: entries up to and including it are in it.
+    public var sequence: UInt64
+    /// Distinct entries folded in.
+    public var entryCount: UInt64
+    /// `ListState.digest` of the materialised state.
+    public var digest: UInt64
+}
+
+/// Why snapshot bytes were rejected. Decoding never traps and never allocates more than the
+/// limits allow.
+public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
+    case truncated
+    case badMagic
+    case unsupportedMajor(UInt16)
+    case unknownFlags(UInt32)
+    case lengthOutOfRange(field: String, length: UInt64, limit: UInt64)
+    case headerChecksumMismatch
+    case bodyChecksumMismatch
+    case decompressionFailed
+    case malformedBody(String, offset: Int)
+    case entryCountMismatch(header: UInt64, body: UInt64)
+    case digestMismatch(header: UInt64, computed: UInt64)
+
+    public var description: String {
+        switch self {
+        case .truncated: "snapshot is truncated"
+        case .badMagic: "not a snapshot (bad magic)"
+        case .unsupportedMajor(let m): "snapshot major version \(m) is not supported"
+        case .unknownFlags(let f): "snapshot has unknown flags 0x\(String(f, radix: 16))"
+        case .lengthOutOfRange(let f, let l, let lim): "snapshot \(f) \(l) exceeds \(lim)"
+        case .headerChecksumMismatch: "snapshot header checksum mismatch"
+        case .bodyChecksumMismatch: "snapshot body checksum mismatch"
+        case .decompressionFailed: "snapshot body does not decompress"
+        case .malformedBody(let why, let at): "snapshot body malformed: \(why) (body byte \(at))"
+        case .entryCountMismatch(let h, let b): "snapshot header says \(h) entries, body holds \(b)"
+        case .digestMismatch(let h, let c): "snapshot digest \(String(h, radix: 16)) but state hashes to \(String(c, radix: 16))"
+        }
+    }
+}
+
+/// Snapshot payloads (Spec/SNAPSHOT.md): a reducer's full internal state (seen entry ids,
+/// tombstones, dangling operations, anchors, last-writer-wins keys), so that
+/// `decode(encode(r)) + apply(tail)` equals a full replay exactly. Canonical: the bytes depend
+/// only on the set of entries folded in, not on their arrival order.
+public enum SnapshotCodec {
+    public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
+    public static let major: UInt16 = 1
+    public static let minor: UInt16 = 0
+    /// Flag bit 0: the body is LZ4-compressed.
+    public static let flagLZ4: UInt32 = 1
+    /// Largest decompressed body.
+    public static let maxBodyBytes = 256 << 20
+    /// Largest stored (possibly compressed) body: LZ4's bound for `maxBodyBytes`.
+    public static let maxStoredBytes = maxBodyBytes + maxBodyBytes / 255 + 16
+    /// Bytes before the zone name.
+    static let fixedHeaderBytes = 69
+
+    // MARK: Encoding
+
+    /// The snapshot file's bytes. The body is LZ4-compressed when `compress` and that saves space.
+    public static func encode(reducer: ListReducer, incarnation: UInt64, sequence: UInt64, compress: Bool = true) -> [UInt8] {
+        let body = encodeBody(reducer)
+        precondition(body.count <= maxBodyBytes, "snapshot body exceeds \(maxBodyBytes) bytes")
+        var stored = compress ? body.withUnsafeBytes { LZ4.compress($0) } : body
+        var flags = flagLZ4
+        if !compress || stored.count >= body.count {
+            stored = body
+            flags = 0
+        }
+        var w = ByteWriter(capacity: fixedHeaderBytes + reducer.zone.utf8.count + 4 + stored.count)
+        w.append(contentsOf: magic)
+        w.u16(major)
+        w.u16(minor)
+        w.u32(flags)
+        w.u64(incarnation)
+        w.u64(sequence)
+        w.u64(UInt64(reducer.entryCount))
+        w.u64(reducer.state().digest)
+        w.u64(UInt64(body.count))
+        w.u64(UInt64(stored.count))
+        w.u32(CRC32C.checksum(body))
+        let zone = Array(reducer.zone.utf8)
+        precondition(!zone.isEmpty && zone.count <= Limits.maxZoneBytes, "zone must be 1...255 bytes")
+        w.u8(UInt8(zone.count))
+        w.append(contentsOf: zone)
+        w.u32(CRC32C.checksum(w.bytes))
+        w.append(contentsOf: stored)
+        return w.bytes
+    }
+
+    /// The body: tables of authors, seen entry ids, registers, participants and item records.
+    static func encodeBody(_ r: ListReducer) -> [UInt8] {
+        var authorSet: Set<ExactString> = []
+        func note(_ k: ChangeKey?) { if let k { authorSet.insert(ExactString(k.author)) } }
+        note(r.name?.key)
+        note(r.colour?.key)
+        for p in r.participants.values { note(p.key) }
+        for item in r.items {
+            note(item.addKey)
+            note(item.markKey)
+        }
+        let authors = authorSet.map(\.value).sorted(by: utf8Less)
+        var authorIndex: [ExactString: UInt64] = [:]
+        for (i, a) in authors.enumerated() { authorIndex[ExactString(a)] = UInt64(i) }
+
+        var w = ByteWriter(capacity: 64 + r.seen.count * 20 + r.items.count * 48)
+        func key(_ k: ChangeKey) {
+            w.varint(k.clock.rawValue)
+            w.varint(authorIndex[ExactString(k.author)]!)
+            IDCoding.write(k.entry, into: &w)
+        }
+        func register(_ reg: Register<String>?) {
+            guard let reg else { return w.u8(0) }
+            w.u8(1)
+            key(reg.key)
+            w.string(reg.value)
+        }
+        w.varint(UInt64(authors.count))
+        for a in authors { w.string(a) }
+        w.varint(UInt64(r.seen.count))
+        for id in r.seen.sorted() { IDCoding.write(id, into: &w) }
+        register(r.name)
+        register(r.colour)
+        let people = r.participants.keys.map(\.value).sorted(by: utf8Less)
+        w.varint(UInt64(people.count))
+        for p in people {
+            let reg = r.participants[ExactString(p)]!
+            w.string(p)
+            w.u8(reg.value ? 1 : 0)
+            key(reg.key)
+        }
+        let order = r.items.indices.sorted { r.items[$0].id < r.items[$1].id }
+        w.varint(UInt64(order.count))
+        for i in order {
+            let item = r.items[i]
+            IDCoding.write(item.id, into: &w)
+            var flags: UInt8 = 0
+            if item.addKey != nil { flags |= 1 }
+            if item.deleted { flags |= 2 }
+            if item.markKey != nil { flags |= item.markedOff ? 12 : 4 }
+            w.u8(flags)
+            if let k = item.addKey {
+                key(k)
+                w.zigzag(item.addedAt)
+                w.string(item.text)
+                if let a = item.anchor {
+                    w.u8(1)
+                    IDCoding.write(a, into: &w)
+                } else {
+                    w.u8(0)
+                }
+            }
+            if let k = item.markKey {
+                key(k)
+                w.zigzag(item.markedAt)
+            }
+        }
+        return w.bytes
+    }
+
+    // MARK: Decoding
+
+    /// Checks everything (lengths before allocating, both CRCs, entry count, digest) and returns
+    /// the header and the reducer, ready to apply the entries after `header.sequence`.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
+        let (header, bodyStart, bodyLength) = try decodeHeader(bytes)
+        let stored = UnsafeRawBufferPointer(rebasing: bytes[bodyStart...])
+        let body: [UInt8]
+        if header.flags & flagLZ4 != 0 {
+            // LZ4 expands at most 255-fold: reject lengths the stored bytes cannot produce before allocating.
+            guard UInt64(bodyLength) <= UInt64(stored.count) * 255 + 16 else {
+                throw .lengthOutOfRange(field: "body length", length: UInt64(bodyLength), limit: UInt64(stored.count) * 255 + 16)
+            }
+            guard let b = LZ4.decompress(stored, rawLength: bodyLength) else { throw .decompressionFailed }
+            body = b
+        } else {
+            guard stored.count == bodyLength else { throw .decompressionFailed }
+            body = Array(stored)
+        }
+        let expectedCRC = bytes.u32At(64)
+        guard CRC32C.checksum(body) == expectedCRC else { throw .bodyChecksumMismatch }
+        let decoded: Result<ListReducer, CodecError> = body.withUnsafeBytes { p in
+            var r = ByteReader(p)
+            do throws(CodecError) { return .success(try decodeBody(&r, zone: header.zone)) } catch { return .failure(error) }
+        }
+        let reducer: ListReducer
+        switch decoded {
+        case .success(let r): reducer = r
+        case .failure(let e): throw .malformedBody(e.description, offset: e.offset)
+        }
+        guard UInt64(reducer.entryCount) == header.entryCount else {
+            throw .entryCountMismatch(header: header.entryCount, body: UInt64(reducer.entryCount))
+        }
+        let digest = reducer.state().digest
+        guard digest == header.digest else { throw .digestMismatch(header: header.digest, computed: digest) }
+        return (header, reducer)
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
+        let result: Result<(header: SnapshotHeader, reducer: ListReducer), SnapshotError> = bytes.withUnsafeBytes { p in
+            do throws(SnapshotError) { return .success(try decode(p)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Reads and checks the header only (for listing snapshots without decoding bodies).
+    public static func header(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> SnapshotHeader {
+        try decodeHeader(bytes).header
+    }
+
+    static func decodeHeader(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> (header: SnapshotHeader, bodyStart: Int, bodyLength: Int) {
+        guard bytes.count >= 8 else { throw .truncated }
+        guard magic.elementsEqual(bytes[0..<8]) else { throw .badMagic }
+        guard bytes.count >= fixedHeaderBytes else { throw .truncated }
+        let major = bytes.u16At(8)
+        guard major == Self.major else { throw .unsupportedMajor(major) }
+        let flags = bytes.u32At(12)
+        guard flags & ~flagLZ4 == 0 else { throw .unknownFlags(flags) }
+        let zoneLength = Int(bytes[68])
+        guard zoneLength >= 1 else { throw .lengthOutOfRange(field: "zone length", length: 0, limit: UInt64(Limits.maxZoneBytes)) }
+        let headerEnd = fixedHeaderBytes + zoneLength
+        guard bytes.count >= headerEnd + 4 else { throw .truncated }
+        let headerBytes = UnsafeRawBufferPointer(rebasing: bytes[0..<headerEnd])
+        guard CRC32C.extend(0, headerBytes) == bytes.u32At(headerEnd) else { throw .headerChecksumMismatch }
+        guard let zone = validUTF8String(UnsafeRawBufferPointer(rebasing: bytes[fixedHeaderBytes..<headerEnd])) else {
+            throw .malformedBody("zone is not valid UTF-8", offset: fixedHeaderBytes)
+        }
+        let bodyLength = bytes.u64At(48), storedLength = bytes.u64At(56)
+        guard bodyLength <= UInt64(maxBodyBytes) else {
+            throw .lengthOutOfRange(field: "body length", length: bodyLength, limit: UInt64(maxBodyBytes))
+        }
+        guard storedLength <= UInt64(maxStoredBytes) else {
+            throw .lengthOutOfRange(field: "stored length", length: storedLength, limit: UInt64(maxStoredBytes))
+        }
+        let bodyStart = headerEnd + 4
+        guard UInt64(bytes.count - bodyStart) >= storedLength else { throw .truncated }
+        guard UInt64(bytes.count - bodyStart) == storedLength else {
+            throw .lengthOutOfRange(field: "file length", length: UInt64(bytes.count), limit: UInt64(bodyStart) + storedLength)
+        }
+        let header = SnapshotHeader(major: major, minor: bytes.u16At(10), flags: flags, zone: zone,
+                                    incarnation: bytes.u64At(16), sequence: bytes.u64At(24),
+                                    entryCount: bytes.u64At(32), digest: bytes.u64At(40))
+        return (header, bodyStart, Int(bodyLength))
+    }
+
+    static func decodeBody(_ r: inout ByteReader, zone: String) throws(CodecError) -> ListReducer {
+        var out = ListReducer(zone: zone)
+        let authorCount = try ActivityLogCodec.count(&r, "authors", minBytes: 2)
+        var authors: [String] = []
+        authors.reserveCapacity(authorCount)
+        for _ in 0..<authorCount {
+            let at = r.offset
+            let a = try r.string("author", limit: Limits.maxAuthorBytes)
+            if let last = authors.last, !utf8Less(last, a) { throw CodecError(.invalidValue(field: "author order"), at: at) }
+            authors.append(a)
+        }
+        func key(_ r: inout ByteReader) throws(CodecError) -> ChangeKey {
+            let clock = try ActivityLogCodec.clockValue(&r)
+            let at = r.offset
+            let i = try r.varint()
+            guard i < UInt64(authors.count) else { throw CodecError(.invalidValue(field: "author index"), at: at) }
+            return ChangeKey(clock: clock, author: authors[Int(i)], entry: try IDCoding.read(&r, field: "entry"))
+        }
+        func register(_ r: inout ByteReader, _ field: String) throws(CodecError) -> Register<String>? {
+            let at = r.offset
+            switch try r.u8() {
+            case 0: return nil
+            case 1: return Register(key: try key(&r), value: try r.string(field, limit: Limits.maxTextBytes, allowEmpty: true))
+            default: throw CodecError(.invalidValue(field: field + " flag"), at: at)
+            }
+        }
+        let seenCount = try ActivityLogCodec.count(&r, "seen", minBytes: 2)
+        out.seen.reserveCapacity(seenCount)
+        var previous: CompactID? = nil
+        for _ in 0..<seenCount {
+            let at = r.offset
+            let id = try IDCoding.read(&r, field: "seen")
+            if let p = previous, !(p < id) { throw CodecError(.invalidValue(field: "seen order"), at: at) }
+            previous = id
+            out.seen.insert(id)
+        }
+        out.name = try register(&r, "name")
+        out.colour = try register(&r, "colour")
+        let peopleCount = try ActivityLogCodec.count(&r, "participants", minBytes: 5)
+        var lastPerson: String? = nil
+        for _ in 0..<peopleCount {
+            let at = r.offset
+            let p = try r.string("participant", limit: Limits.maxAuthorBytes)
+            if let l = lastPerson, !utf8Less(l, p) { throw CodecError(.invalidValue(field: "participant order"), at: at) }
+            lastPerson = p
+            let flagAt = r.offset
+            let joined = try r.u8()
+            guard joined <= 1 else { throw CodecError(.invalidValue(field: "joined flag"), at: flagAt) }
+            out.participants[ExactString(p)] = Register(key: try key(&r), value: joined == 1)
+        }
+        let itemCount = try ActivityLogCodec.count(&r, "items", minBytes: 3)
+        out.items.reserveCapacity(itemCount)
+        out.index.reserveCapacity(itemCount)
+        previous = nil
+        for _ in 0..<itemCount {
+            let at = r.offset
+            var item = ItemRecord(id: try IDCoding.read(&r, field: "item"))
+            if let p = previous, !(p < item.id) { throw CodecError(.invalidValue(field: "item order"), at: at) }
+            previous = item.id
+            let flagsAt = r.offset
+            let flags = try r.u8()
+            // A record always holds something; bit 3 (marked off) needs bit 2 (has a mark).
+            guard flags != 0, flags & ~15 == 0, flags & 12 != 8 else { throw CodecError(.invalidValue(field: "item flags"), at: flagsAt) }
+            if flags & 1 != 0 {
+                item.addKey = try key(&r)
+                item.addedAt = try r.zigzag()
+                item.text = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
+                let anchorAt = r.offset
+                switch try r.u8() {
+                case 0: break
+                case 1: item.anchor = try IDCoding.read(&r, field: "anchor")
+                default: throw CodecError(.invalidValue(field: "anchor flag"), at: anchorAt)
+                }
+            }
+            item.deleted = flags & 2 != 0
+            if flags & 4 != 0 {
+                item.markKey = try key(&r)
+                item.markedOff = flags & 8 != 0
+                item.markedAt = try r.zigzag()
+            }
+            out.index[item.id] = out.items.count
+            out.items.append(item)
+        }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        return out
+    }
+}

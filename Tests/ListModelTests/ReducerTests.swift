@@ -1,0 +1,172 @@
+import JournalCodec
+import PropertyBased
+import Testing
+@testable import ListModel
+
+@Suite struct ReducerTests {
+    @Test func sevenEntryExampleFromMergeSpec() {
+        let s = replay(sevenEntryExample).state()
+        #expect(s.name == "Weekly Shopping")
+        #expect(s.colour == "yellow")
+        #expect(s.items.map(\.id) == [id("milk"), id("eggs")])
+        #expect(s.items.map(\.state) == [.markedOff, .active])
+        #expect(s.items[0].markedOffBy == "alice")
+        #expect(s.items[0].markedOffAt == Int64(t0 + 6_000))
+        #expect(s.items[1].markedOffBy == nil)
+        #expect(s.items[1].addedAt == Int64(t0 + 4_000))
+    }
+
+    @Test func anyPermutationWithDuplicatesGivesTheSameStateAndDigest() async {
+        await propertyCheck(count: 60, input: Gen.int(in: 0...Int.max), Gen.int(in: 1...80)) { seed, n in
+            let entries = randomEntries(seed: UInt64(seed), count: n)
+            let reference = replay(entries)
+            let expected = reference.state()
+            for k in 0..<3 {
+                let other = replay(shuffledWithDuplicates(entries, seed: UInt64(seed) &+ UInt64(k)))
+                #expect(other.state() == expected)
+                #expect(other.state().digest == expected.digest)
+                #expect(other == reference)
+            }
+        }
+    }
+
+    @Test func duplicateEntryIsANoOp() {
+        var r = ListReducer(zone: zone)
+        let first = r.apply(add("e1", "milk", "Milk", at: 0))
+        let second = r.apply(add("e1", "milk", "Milk", at: 0))
+        #expect(first)
+        #expect(!second)
+        #expect(r.entryCount == 1)
+    }
+
+    @Test func entriesOfAnotherZoneAreIgnored() {
+        var r = ListReducer(zone: zone)
+        let applied = r.apply(change("e1", .rename(name: "x"), at: 0, zone: "Other"))
+        #expect(!applied)
+        #expect(r.state() == ListState())
+    }
+
+    @Test func twoOfflineRenamesLaterWinsOnBothReplicas() {
+        let a = change("ra", .rename(name: "Alice's name"), by: "alice", at: 10_000)
+        let b = change("rb", .rename(name: "Bob's name"), by: "bob", at: 20_000)
+        let c1 = change("ca", .recolour(colour: "red"), by: "bob", at: 5_000)
+        let c2 = change("cb", .recolour(colour: "blue"), by: "alice", at: 5_000)
+        #expect(replay([a, b, c1, c2]).state().name == "Bob's name")
+        #expect(replay([b, a, c2, c1]).state().name == "Bob's name")
+        // Same clock: the author breaks the tie ("bob" > "alice").
+        #expect(replay([c1, c2]).state().colour == "red")
+        #expect(replay([c2, c1]).state().colour == "red")
+    }
+
+    @Test func concurrentAddsAfterTheSameItemOrderTheSameOnBothReplicas() {
+        let base = add("e0", "milk", "Milk", at: 0)
+        let a = add("ea", "tea", "Tea", after: "milk", by: "alice", at: 5_000)
+        let b = add("eb", "jam", "Jam", after: "milk", by: "bob", at: 6_000)
+        let one = replay([base, a, b]).state(), two = replay([b, base, a]).state()
+        #expect(one == two)
+        // Newest sibling right after the anchor.
+        #expect(texts(one) == ["Milk", "Jam", "Tea"])
+    }
+
+    @Test func danglingMarkOffBeforeAddIsAppliedWhenTheAddArrives() {
+        var r = ListReducer(zone: zone)
+        r.apply(change("m", .markOff(item: id("milk")), by: "bob", at: 9_000))
+        #expect(r.state().items.isEmpty)
+        r.apply(add("e1", "milk", "Milk", at: 0))
+        #expect(r.state().items.first?.state == .markedOff)
+        #expect(r.state().items.first?.markedOffBy == "bob")
+    }
+
+    @Test func danglingDeleteBeforeAddHidesTheItem() {
+        let s = replay([change("d", .delete(item: id("milk")), by: "bob", at: 9_000), add("e1", "milk", "Milk", at: 0)]).state()
+        #expect(s.items.isEmpty)
+    }
+
+    @Test func itemAfterADeletedAnchorKeepsItsPlace() {
+        let entries = [add("e1", "a", "A", at: 0), add("e2", "b", "B", after: "a", at: 1_000),
+                       add("e3", "c", "C", after: "b", at: 2_000), add("e4", "d", "D", after: "a", at: 500)]
+        #expect(texts(replay(entries).state()) == ["A", "B", "C", "D"])
+        let deleted = replay(entries + [change("x", .delete(item: id("b")), at: 3_000)]).state()
+        #expect(texts(deleted) == ["A", "C", "D"])
+    }
+
+    @Test func itemWithMissingAnchorGoesToTheEndThenMovesUnderItsAnchor() {
+        var r = ListReducer(zone: zone)
+        r.apply(add("e1", "a", "A", at: 0))
+        r.apply(add("e2", "z", "Z", at: 9_000))
+        r.apply(add("e3", "late", "Late child", after: "anchor", at: 3_000))
+        r.apply(add("e4", "late2", "Late child 2", after: "anchor", at: 2_000))
+        // Orphans after the tree, oldest first.
+        #expect(texts(r.state()) == ["Z", "A", "Late child 2", "Late child"])
+        r.apply(add("e5", "anchor", "Anchor", after: "a", at: 1_000))
+        #expect(texts(r.state()) == ["Z", "A", "Anchor", "Late child", "Late child 2"])
+    }
+
+    @Test func backwardRunsOfTwoUsersStayContiguous() {
+        // Alice and Bob each add three items at the top, concurrently, with interleaved clocks.
+        let entries = [
+            add("a1", "a1", "A1", by: "alice", at: 1_000), add("b1", "b1", "B1", by: "bob", at: 1_500),
+            add("a2", "a2", "A2", by: "alice", at: 2_000), add("b2", "b2", "B2", by: "bob", at: 2_500),
+            add("a3", "a3", "A3", by: "alice", at: 3_000), add("b3", "b3", "B3", by: "bob", at: 3_500),
+        ]
+        let s = replay(entries).state()
+        #expect(texts(s) == ["B3", "B2", "B1", "A3", "A2", "A1"])
+        #expect(replay(entries.reversed()).state() == s)
+    }
+
+    @Test func sameAuthorSiblingsFarApartInTimeAreSeparateRuns() {
+        let hour: UInt64 = 3_600_000
+        let entries = [add("a1", "a1", "A1", by: "alice", at: 0), add("b1", "b1", "B1", by: "bob", at: hour),
+                       add("a2", "a2", "A2", by: "alice", at: 2 * hour)]
+        #expect(texts(replay(entries).state()) == ["A2", "B1", "A1"])
+    }
+
+    @Test func forwardRunStaysTogetherAgainstAConcurrentSibling() {
+        let entries = [add("e0", "x", "X", at: 0),
+                       add("a1", "a1", "A1", after: "x", by: "alice", at: 1_000),
+                       add("a2", "a2", "A2", after: "a1", by: "alice", at: 2_000),
+                       add("b1", "b1", "B1", after: "x", by: "bob", at: 1_500)]
+        #expect(texts(replay(entries).state()) == ["X", "B1", "A1", "A2"])
+    }
+
+    @Test func reAddingAnExistingItemIDKeepsTheFirstAdd() {
+        let first = add("e1", "milk", "Milk", at: 0)
+        let again = add("e2", "milk", "Oat milk", after: "bread", by: "bob", at: 5_000)
+        let s = replay([again, add("e3", "bread", "Bread", at: 100), first]).state()
+        #expect(s.items.first { $0.id == id("milk") }?.text == "Milk")
+        #expect(s.items.first { $0.id == id("milk") }?.addedBy == "alice")
+    }
+
+    @Test func markOffAndUnmarkLastOneWins() {
+        let base = add("e1", "milk", "Milk", at: 0)
+        let off = change("m", .markOff(item: id("milk")), at: 2_000), on = change("u", .unmark(item: id("milk")), by: "bob", at: 3_000)
+        #expect(replay([base, on, off]).state().items[0].state == .active)
+        #expect(replay([base, off]).state().items[0].state == .markedOff)
+    }
+
+    @Test func deleteIsFinalWhateverComesLater() {
+        let s = replay([add("e1", "milk", "Milk", at: 0), change("d", .delete(item: id("milk")), at: 1_000),
+                        change("m", .unmark(item: id("milk")), at: 9_000)]).state()
+        #expect(s.items.isEmpty)
+    }
+
+    @Test func anchorCycleIsPlacedDeterministically() {
+        let entries = [add("e1", "a", "A", after: "b", at: 0), add("e2", "b", "B", after: "a", at: 1_000), add("e3", "c", "C", at: 2_000)]
+        let s = replay(entries).state()
+        #expect(texts(s) == ["C", "A", "B"])
+        #expect(replay(entries.reversed()).state() == s)
+    }
+
+    @Test func participantsFollowTheLastJoinOrLeave() {
+        let s = replay([change("j1", .join(participant: "dörte"), at: 0), change("j2", .join(participant: "bob"), at: 100),
+                        change("l1", .leave(participant: "bob"), by: "bob", at: 200)]).state()
+        #expect(s.participants == ["dörte"])
+    }
+
+    @Test func digestChangesWithVisibleState() {
+        let a = replay(sevenEntryExample).state()
+        let b = replay(Array(sevenEntryExample.dropLast())).state()
+        #expect(a.digest != b.digest)
+        #expect(ListState().digest == ListState().digest)
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import JournalCodec
+import PropertyBased
+import Testing
+@testable import ListModel
+
+@Suite struct SnapshotTests {
+    static func snapshot(_ entries: [JournalEntry], sequence: UInt64 = 7) -> [UInt8] {
+        SnapshotCodec.encode(reducer: replay(entries), incarnation: 3, sequence: sequence)
+    }
+
+    @Test func snapshotRoundTripsHeaderAndState() throws {
+        let bytes = Self.snapshot(sevenEntryExample)
+        let (header, reducer) = try SnapshotCodec.decode(bytes)
+        #expect(header.zone == zone)
+        #expect(header.incarnation == 3)
+        #expect(header.sequence == 7)
+        #expect(header.entryCount == 7)
+        #expect(header.digest == replay(sevenEntryExample).state().digest)
+        #expect(reducer == replay(sevenEntryExample))
+    }
+
+    @Test func snapshotOfAPrefixPlusTheTailEqualsAFullReplay() async throws {
+        await propertyCheck(count: 40, input: Gen.int(in: 0...Int.max), Gen.int(in: 0...60), Gen.int(in: 0...60)) { seed, n, cut in
+            let entries = shuffledWithDuplicates(randomEntries(seed: UInt64(seed), count: n), seed: UInt64(seed))
+            let split = min(cut, entries.count)
+            let bytes = SnapshotCodec.encode(reducer: replay(Array(entries[..<split])), incarnation: 1, sequence: UInt64(split))
+            guard var (_, restored) = try? SnapshotCodec.decode(bytes) else {
+                Issue.record("snapshot does not decode")
+                return
+            }
+            restored.apply(contentsOf: entries[split...])
+            let full = replay(entries)
+            #expect(restored.state() == full.state())
+            #expect(restored.state().digest == full.state().digest)
+            #expect(restored == full)
+        }
+    }
+
+    @Test func snapshotBytesDoNotDependOnArrivalOrder() {
+        let entries = randomEntries(seed: 42, count: 50)
+        let a = SnapshotCodec.encode(reducer: replay(entries), incarnation: 1, sequence: 50)
+        let b = SnapshotCodec.encode(reducer: replay(shuffledWithDuplicates(entries, seed: 9)), incarnation: 1, sequence: 50)
+        #expect(a == b)
+    }
+
+    /// "José" composed and decomposed are different authors and participants, byte for byte.
+    @Test func canonicallyEquivalentNamesStayDistinctThroughASnapshot() throws {
+        let composed = "Jos\u{E9}", decomposed = "Jose\u{301}"
+        let entries = [add("e1", "a", "A", by: composed, at: 0), add("e2", "b", "B", by: decomposed, at: 0),
+                       change("e3", .markOff(item: id("a")), by: decomposed, at: 1), change("e4", .join(participant: composed), at: 2),
+                       change("e5", .join(participant: decomposed), at: 3)]
+        let full = replay(entries)
+        #expect(full.state().participants.count == 2)
+        let (_, restored) = try SnapshotCodec.decode(SnapshotCodec.encode(reducer: full, incarnation: 1, sequence: 5))
+        #expect(Array(restored.state().canonicalBytes()) == full.state().canonicalBytes())
+        #expect(restored == full)
+        #expect(replay(entries.reversed()).state().canonicalBytes() == full.state().canonicalBytes())
+    }
+
+    @Test func largeSnapshotIsCompressed() throws {
+        let entries = (0..<500).map { add("e\($0)", "i\($0)", "the same long item text for every item", at: UInt64($0)) }
+        let bytes = Self.snapshot(entries)
+        #expect(SnapshotCodec.encodeBody(replay(entries)).count > bytes.count)
+        #expect(try SnapshotCodec.decode(bytes).header.flags == SnapshotCodec.flagLZ4)
+    }
+
+    @Test func decodeRejectsBadMagic() {
+        var bytes = Self.snapshot(sevenEntryExample)
+        bytes[1] ^= 0xFF
+        #expect(throws: SnapshotError.badMagic) { try SnapshotCodec.decode(bytes) }
+    }
+
+    @Test func decodeRejectsABodyWithABadCRC() {
+        var bytes = Self.snapshot(sevenEntryExample)
+        bytes[64] ^= 0x01 // the body CRC field (the header CRC is recomputed below)
+        let headerEnd = 69 + Int(bytes[68])
+        let crc = CRC32C.checksum(Array(bytes[0..<headerEnd]))
+        for k in 0..<4 { bytes[headerEnd + k] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(k))) }
+        #expect(throws: SnapshotError.bodyChecksumMismatch) { try SnapshotCodec.decode(bytes) }
+    }
+
+    @Test func decodeRejectsAFlippedBodyByte() {
+        var bytes = Self.snapshot(sevenEntryExample)
+        bytes[bytes.count - 3] ^= 0x40
+        #expect(throws: SnapshotError.self) { try SnapshotCodec.decode(bytes) }
+    }
+
+    @Test func decodeRejectsAFlippedHeaderByte() {
+        var bytes = Self.snapshot(sevenEntryExample)
+        bytes[30] ^= 0x01
+        #expect(throws: SnapshotError.headerChecksumMismatch) { try SnapshotCodec.decode(bytes) }
+    }
+
+    @Test func decodeRejectsEveryTruncation() {
+        let bytes = Self.snapshot(sevenEntryExample)
+        for n in 0..<bytes.count {
+            #expect(throws: SnapshotError.self) { try SnapshotCodec.decode(Array(bytes.prefix(n))) }
+        }
+    }
+
+    @Test func decodeRejectsUnknownMajor() {
+        var bytes = Self.snapshot(sevenEntryExample)
+        bytes[8] = 2
+        #expect(throws: SnapshotError.unsupportedMajor(2)) { try SnapshotCodec.decode(bytes) }
+    }
+
+    /// A header claiming a huge body is refused before anything that size is allocated.
+    @Test func decodeRejectsOversizedLengths() {
+        let good = Self.snapshot(sevenEntryExample)
+        func withField(_ offset: Int, _ value: UInt64) -> [UInt8] {
+            var b = good
+            for k in 0..<8 { b[offset + k] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(k))) }
+            let headerEnd = 69 + Int(b[68])
+            let crc = CRC32C.checksum(Array(b[0..<headerEnd]))
+            for k in 0..<4 { b[headerEnd + k] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(k))) }
+            return b
+        }
+        #expect(throws: SnapshotError.lengthOutOfRange(field: "body length", length: 1 << 40, limit: UInt64(SnapshotCodec.maxBodyBytes))) {
+            try SnapshotCodec.decode(withField(48, 1 << 40))
+        }
+        #expect(throws: SnapshotError.self) { try SnapshotCodec.decode(withField(48, UInt64(SnapshotCodec.maxBodyBytes))) }
+        #expect(throws: SnapshotError.self) { try SnapshotCodec.decode(withField(56, UInt64.max)) }
+    }
+
+    @Test func decodeRejectsADigestThatDoesNotMatchTheState() {
+        var bytes = Self.snapshot(sevenEntryExample)
+        bytes[40] ^= 0x01
+        let headerEnd = 69 + Int(bytes[68])
+        let crc = CRC32C.checksum(Array(bytes[0..<headerEnd]))
+        for k in 0..<4 { bytes[headerEnd + k] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(k))) }
+        #expect {
+            try SnapshotCodec.decode(bytes)
+        } throws: { error in
+            if case .digestMismatch = error as? SnapshotError { return true }
+            return false
+        }
+    }
+
+    /// Spec/vectors/snapshot.txt: the seven-entry example as a snapshot. Regenerate with
+    /// JOURNALLOG_WRITE_VECTORS=1 after a deliberate format change (and update Spec/SNAPSHOT.md).
+    @Test func snapshotVectorMatches() throws {
+        let url = packageRoot.appendingPathComponent("Spec/vectors/snapshot.txt")
+        let bytes = SnapshotCodec.encode(reducer: replay(sevenEntryExample), incarnation: 3, sequence: 7, compress: false)
+        let hex = bytes.map { String(format: "%02x", $0) }.joined()
+        let digest = String(format: "%016llx", replay(sevenEntryExample).state().digest)
+        if ProcessInfo.processInfo.environment["JOURNALLOG_WRITE_VECTORS"] == "1" {
+            let text = """
+            # Snapshot (SNAPSHOT.md): the seven-entry example of MERGE.md §1 (the entries in order),
+            # zone List-db6a6e29, incarnation 3, sequence 7, body stored uncompressed (flags 0) so it
+            # can be read by hand. digest is ListState.digest of the state (MERGE.md §8).
+
+            digest: \(digest)
+            snapshot: \(hex)
+
+            """
+            try text.write(to: url, atomically: true, encoding: .utf8)
+        }
+        let text = try String(contentsOf: url, encoding: .utf8)
+        var fields: [String: String] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        #expect(fields["snapshot"] == hex)
+        #expect(fields["digest"] == digest)
+        var raw: [UInt8] = []
+        var chars = Array(fields["snapshot"] ?? "")
+        while chars.count >= 2 {
+            raw.append(UInt8(String(chars[0..<2]), radix: 16)!)
+            chars.removeFirst(2)
+        }
+        #expect(try SnapshotCodec.decode(raw).reducer == replay(sevenEntryExample))
+        #expect(try SnapshotCodec.decode(raw).header.flags == 0)
+    }
+
+    /// Replays Fuzz/corpus/FuzzSnapshot and Fuzz/regressions/FuzzSnapshot through the fuzz check.
+    @Test func fuzzCorpusPassesTheSnapshotCheck() throws {
+        var count = 0
+        for dir in ["Fuzz/corpus/FuzzSnapshot", "Fuzz/regressions/FuzzSnapshot"] {
+            let url = packageRoot.appendingPathComponent(dir)
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) else { continue }
+            for name in names.sorted() where !name.hasPrefix(".") {
+                let data = try [UInt8](Data(contentsOf: url.appendingPathComponent(name)))
+                data.withUnsafeBytes { ListFuzzChecks.snapshot($0) }
+                count += 1
+            }
+        }
+        #expect(count >= 3)
+    }
+
+    /// Writes the seed corpus when JOURNALLOG_WRITE_VECTORS=1 (real snapshots of several shapes).
+    @Test func seedCorpusDecodes() throws {
+        let url = packageRoot.appendingPathComponent("Fuzz/corpus/FuzzSnapshot")
+        let seeds: [(String, [UInt8])] = [
+            ("seven-entry-example", Self.snapshot(sevenEntryExample)),
+            ("random-60", Self.snapshot(randomEntries(seed: 7, count: 60))),
+            ("compressed-300", Self.snapshot((0..<300).map { add("e\($0)", "i\($0)", "same text", after: $0 == 0 ? nil : "i\($0 - 1)", at: UInt64($0)) })),
+            ("empty", SnapshotCodec.encode(reducer: ListReducer(zone: zone), incarnation: 0, sequence: 0)),
+            // A bare body: the fuzz check also feeds its input to the body parser (past the CRCs).
+            ("body-random-60", SnapshotCodec.encodeBody(replay(randomEntries(seed: 7, count: 60)))),
+        ]
+        if ProcessInfo.processInfo.environment["JOURNALLOG_WRITE_VECTORS"] == "1" {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            for (name, bytes) in seeds { try Data(bytes).write(to: url.appendingPathComponent(name)) }
+        }
+        for (name, bytes) in seeds where !name.hasPrefix("body-") { #expect(throws: Never.self) { try SnapshotCodec.decode(bytes) } }
+    }
+}

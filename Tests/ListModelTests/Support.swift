@@ -1,0 +1,88 @@
+import Foundation
+import JournalCodec
+@testable import ListModel
+
+let zone = "List-db6a6e29"
+/// 2026-11-22T09:00:00Z.
+let t0: UInt64 = 1_795_338_000_000
+
+func id(_ s: String) -> CompactID { CompactID(s)! }
+
+/// An entry at `t0 + ms` (wall time equal to the clock's physical part).
+func change(_ entryID: String, _ op: JournalCodec.Operation, by author: String = "alice", at ms: UInt64, counter: UInt16 = 0,
+           zone z: String = zone) -> JournalEntry {
+    let clock = HybridTime(physicalMillis: t0 + ms, counter: counter)
+    return JournalEntry(id: id(entryID), zone: z, author: author, wallTime: Int64(t0 + ms), clock: clock, operation: op)
+}
+
+func add(_ entryID: String, _ item: String, _ text: String, after: String? = nil, by author: String = "alice",
+         at ms: UInt64, counter: UInt16 = 0) -> JournalEntry {
+    change(entryID, .add(item: id(item), text: text, after: after.map(id)), by: author, at: ms, counter: counter)
+}
+
+func replay(_ entries: [JournalEntry]) -> ListReducer {
+    var r = ListReducer(zone: zone)
+    r.apply(contentsOf: entries)
+    return r
+}
+
+func texts(_ s: ListState) -> [String] { s.items.map(\.text) }
+
+/// The seven-entry example of Spec/MERGE.md §1.
+let sevenEntryExample: [JournalEntry] = [
+    add("e1", "milk", "Milk", at: 0),
+    add("e2", "bread", "Bread", after: "milk", at: 1_000),
+    change("e3", .rename(name: "Weekly Shopping"), by: "bob", at: 2_000),
+    change("e4", .recolour(colour: "yellow"), by: "bob", at: 3_000),
+    add("e5", "eggs", "Eggs", after: "bread", at: 4_000),
+    change("e6", .delete(item: id("bread")), by: "bob", at: 5_000),
+    change("e7", .markOff(item: id("milk")), at: 6_000),
+]
+
+/// A random set of distinct entries of one zone that exercises every rule: clock ties, re-adds,
+/// dangling operations, missing and deleted anchors, runs, renames, participants, opaque kinds.
+func randomEntries(seed: UInt64, count: Int) -> [JournalEntry] {
+    var g = SplitMix64(seed: seed)
+    let authors = ["alice", "bob", "carol", "dörte"]
+    var items: [String] = []
+    var out: [JournalEntry] = []
+    for n in 0..<count {
+        let ms = g.next() % 2_000_000
+        let counter = UInt16(g.next() % 3)
+        let by = authors[Int(g.next() % 4)]
+        func someItem() -> CompactID {
+            if items.isEmpty || g.next() % 8 == 0 { return id("ghost\(g.next() % 4)") }
+            return id(items[Int(g.next() % UInt64(items.count))])
+        }
+        let op: JournalCodec.Operation
+        switch g.next() % 12 {
+        case 0, 1, 2, 3:
+            let item = g.next() % 10 == 0 && !items.isEmpty ? items[Int(g.next() % UInt64(items.count))] : "i\(n)"
+            if !items.contains(item) { items.append(item) }
+            let after: CompactID? = g.next() % 3 == 0 ? nil : someItem()
+            op = .add(item: id(item), text: "item \(item) \(g.next() % 3)", after: after)
+        case 4, 5: op = .markOff(item: someItem())
+        case 6: op = .unmark(item: someItem())
+        case 7: op = .delete(item: someItem())
+        case 8: op = .rename(name: "name \(g.next() % 5)")
+        case 9: op = .recolour(colour: ["yellow", "red", "grün"][Int(g.next() % 3)])
+        case 10: op = g.next() % 2 == 0 ? .join(participant: authors[Int(g.next() % 4)]) : .leave(participant: authors[Int(g.next() % 4)])
+        default: op = .opaque(kind: 0x81, body: [UInt8(truncatingIfNeeded: n)])
+        }
+        let eid = g.next() % 2 == 0 ? CompactID.random(using: &g) : id("e\(n)")
+        out.append(JournalEntry(id: eid, zone: zone, author: by, wallTime: Int64(t0 + ms), clock: HybridTime(physicalMillis: t0 + ms, counter: counter),
+                                operation: op))
+    }
+    return out
+}
+
+/// `entries` shuffled, with some repeated.
+func shuffledWithDuplicates(_ entries: [JournalEntry], seed: UInt64) -> [JournalEntry] {
+    var g = SplitMix64(seed: seed)
+    var out = entries
+    for _ in 0..<(entries.count / 3 + 1) where !entries.isEmpty { out.append(entries[Int(g.next() % UInt64(entries.count))]) }
+    out.shuffle(using: &g)
+    return out
+}
+
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
