@@ -38,15 +38,18 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // Layer 3: the query layer: list state, history and snapshots, read through the feed.
+        .target(name: "JournalQuery", dependencies: ["JournalLog", "ListModel"]),
         // Outermost: the operator's CLI.
         .executableTarget(
             name: "jlog",
             dependencies: [
                 "JournalLog",
+                "JournalQuery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "CSQLite"]),
+        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "CSQLite"]),
         // libFuzzer targets (Fuzz/run-all builds them with -sanitize=fuzzer,address).
         .executableTarget(name: "FuzzEntry", dependencies: ["JournalLog"], path: "Fuzz/FuzzEntry"),
         .executableTarget(name: "FuzzBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzBatch"),
@@ -60,6 +63,10 @@ let package = Package(
             name: "JournalLogTests",
             dependencies: ["JournalLog", .product(name: "PropertyBased", package: "swift-property-based")],
             resources: []
+        ),
+        .testTarget(
+            name: "JournalQueryTests",
+            dependencies: ["JournalQuery", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(
             name: "ListModelTests",

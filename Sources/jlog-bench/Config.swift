@@ -34,6 +34,9 @@ struct Counts: Sendable {
     // and the number of zones for changedZones.
     var feedHotEntries: Int
     var feedZones: Int
+
+    // 8. Materialising a list: entries in the zone (the snapshot runs use a tenth of it too).
+    var materialiseEntries: Int
 }
 
 enum Workloads {
@@ -51,7 +54,8 @@ enum Workloads {
         concurrentPerThread: 1_000,
         storeEntries: 1_000_000,
         feedHotEntries: 1_000_000,
-        feedZones: 10_000
+        feedZones: 10_000,
+        materialiseEntries: 1_000_000
     )
 
     static let quick = Counts(
@@ -68,7 +72,8 @@ enum Workloads {
         concurrentPerThread: 100,
         storeEntries: 100_000,
         feedHotEntries: 100_000,
-        feedZones: 10_000
+        feedZones: 10_000,
+        materialiseEntries: 100_000
     )
 }
 
@@ -82,6 +87,8 @@ enum Group: String, CaseIterable, Sendable {
     case store = "open_recovery"
     /// The change feed: last 100 changes of a zone, changedZones over many zones.
     case feed = "change_feed"
+    /// Materialising a list, snapshots, opening a zone from a snapshot.
+    case materialise = "materialise"
 
     static func parse(_ s: String) -> Group? {
         switch s {
@@ -91,6 +98,7 @@ enum Group: String, CaseIterable, Sendable {
         case "concurrent_durable", "concurrent": .concurrent
         case "open_recovery", "open", "recovery", "store", "full_read", "read", "bytes_per_entry", "bytes": .store
         case "change_feed", "feed", "last_100_changes", "changed_zones": .feed
+        case "materialise", "materialize", "reducer", "snapshot", "snapshots": .materialise
         default: nil
         }
     }

@@ -108,6 +108,11 @@ struct Inspect: ParsableCommand {
                 ("lastTime", stats.lastTime.map { .string(iso($0)) } ?? .null),
                 ("health", .string(healthText(report))),
                 ("problems", .array(report.problems.map { .string($0.description) })),
+                ("snapshots", .array(snapshotSummaries(path).map { f, status, size in
+                    .object([("file", .string(f.name)), ("kind", .string(f.kind == .state ? "state" : "history")),
+                             ("incarnation", .uint(f.incarnation)), ("sequence", .uint(f.sequence)), ("bytes", .int(size)),
+                             ("status", .string(status))])
+                })),
             ])
             print(obj.rendered)
         } else {
@@ -130,6 +135,9 @@ struct Inspect: ParsableCommand {
             print("first time      \(stats.firstTime.map(iso) ?? "-")")
             print("last time       \(stats.lastTime.map(iso) ?? "-")")
             print("health          \(healthText(report))")
+            let snaps = snapshotSummaries(path)
+            print("snapshots       \(snaps.isEmpty ? "none (write one with `jlog snapshot`)" : String(snaps.count))")
+            for (f, status, size) in snaps.prefix(20) { print("  \(f.name)  sequence \(f.sequence)  \(size) bytes  \(status)") }
         }
         if let p = report.problems.first { throw ExitCode(p.isTornTail ? Status.tornTail : Status.corruption) }
     }

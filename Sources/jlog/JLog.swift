@@ -10,6 +10,6 @@ struct JLog: ParsableCommand {
         also accept a single segment file copied out of a store. Exit status: 0 ok, 1 torn tail,
         2 corruption, 3 other failure, 4 bad input, 5 token expired, 6 zone deleted.
         """,
-        subcommands: [Import.self, Inspect.self, Verify.self, Dump.self, Zones.self, Changes.self, DeleteZone.self]
+        subcommands: [Import.self, Inspect.self, Verify.self, Dump.self, Zones.self, Changes.self, DeleteZone.self, Show.self, History.self, Snapshot.self]
     )
 }

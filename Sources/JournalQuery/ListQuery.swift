@@ -1,0 +1,195 @@
+import JournalLog
+import ListModel
+
+/// Why a query could not answer.
+public enum QueryError: Error, Sendable, CustomStringConvertible {
+    case feed(FeedError)
+    case storage(JournalError)
+
+    public var description: String {
+        switch self {
+        case .feed(let e): e.description
+        case .storage(let e): e.description
+        }
+    }
+}
+
+/// A point in a zone's history: after a sequence, or as of a wall-clock time (milliseconds).
+public enum HistoryPoint: Sendable, Equatable {
+    case sequence(SequenceNumber)
+    case time(Int64)
+}
+
+/// A zone's state as materialised, and how it was obtained.
+public struct MaterialisedList: Sendable {
+    public var zone: String
+    public var incarnation: SequenceNumber
+    /// The last sequence applied (the feed's horizon, or the `at` point).
+    public var sequence: SequenceNumber
+    public var reducer: ListReducer
+    public var state: ListState
+    /// The snapshot started from, if any.
+    public var snapshot: SnapshotFile?
+    /// Entries replayed on top of the snapshot (all of them without one).
+    public var replayed: Int
+    /// Damaged or unusable snapshots passed over, one line each.
+    public var warnings: [String]
+}
+
+public struct SnapshotReport: Sendable {
+    public var file: SnapshotFile
+    public var historyFile: SnapshotFile
+    public var entries: Int
+    public var fileBytes: Int
+    public var rawBytes: Int
+    public var historyBytes: Int
+    public var digest: UInt64
+}
+
+/// The query layer: list state, history and snapshots, read through the change feed. It knows
+/// the list model; the store below it does not.
+public struct ListQuery: Sendable {
+    public let store: JournalStore
+    public let fs: any FileSystem
+    /// Entries read per feed page while replaying.
+    public var pageSize = 65_536
+
+    public init(store: JournalStore, fs: any FileSystem = PosixFileSystem()) {
+        self.store = store
+        self.fs = fs
+    }
+
+    /// Feeds the zone's entries after `position` (through `until`, when given) to `body`, page
+    /// by page; returns the incarnation and the last position read.
+    private func replay(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
+                        _ body: (FeedEntry) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
+        var token: FeedToken?
+        do throws(FeedError) {
+            token = try position.map { p throws(FeedError) in try store.zoneToken(zone, position: p) }
+        } catch { throw .feed(error) }
+        var incarnation: SequenceNumber = 0
+        var last = position ?? 0
+        while true {
+            let page: ZoneChanges
+            do { page = try store.changes(in: zone, since: token, limit: pageSize) } catch { throw .feed(error) }
+            incarnation = page.incarnation
+            for e in page.entries {
+                if let until, e.sequence > until { return (incarnation, until) }
+                body(e)
+                last = e.sequence
+            }
+            token = page.token
+            if !page.moreComing { break }
+        }
+        return (incarnation, until ?? max(last, store.zone(zone)?.lastChange ?? last))
+    }
+
+    /// The zone's state now, or at `point`: from the newest valid snapshot at or before that
+    /// point plus the entries after it. A damaged snapshot is passed over with a warning (an
+    /// older one, or a full replay, is used instead).
+    public func materialise(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
+        guard let info = store.zone(zone) else { throw .feed(.zoneNotFound(zone)) }
+        if let d = info.deletedAt { throw .feed(.zoneDeleted(zone: zone, at: d, reason: info.deletionReason ?? .deleted)) }
+        var warnings: [String] = []
+        if case .time(let ms) = point {
+            // Wall time is the authors' clocks: replay everything and keep what they made by then.
+            var r = ListReducer(zone: zone)
+            var n = 0
+            let (inc, _) = try replay(zone, after: nil) { e in
+                if e.entry.wallTime <= ms { _ = r.apply(e.entry); n += 1 }
+            }
+            return MaterialisedList(zone: zone, incarnation: inc, sequence: info.lastChange, reducer: r, state: r.state(),
+                                    snapshot: nil, replayed: n, warnings: [])
+        }
+        let until: SequenceNumber? = { if case .sequence(let s) = point { return s } else { return nil } }()
+        for file in SnapshotDirectory.list(store: store.path, zone: zone, incarnation: info.incarnation, kind: .state, fs: fs) {
+            if let until, file.sequence > until { continue }
+            guard file.sequence <= info.lastChange || file.sequence <= store.durableSequence else {
+                warnings.append("\(file.name): sequence \(file.sequence) is past the log's end; skipped")
+                continue
+            }
+            do {
+                let bytes = try SnapshotDirectory.read(file.path, limit: SnapshotCodec.maxStoredBytes, fs: fs)
+                let (header, reducer) = try SnapshotCodec.decode(bytes)
+                guard header.zone == zone, header.incarnation == info.incarnation, header.sequence == file.sequence else {
+                    warnings.append("\(file.name): its header names another zone, incarnation or sequence; skipped")
+                    continue
+                }
+                var r = reducer
+                var n = 0
+                let (inc, last) = try replay(zone, after: header.sequence, until: until) { e in
+                    _ = r.apply(e.entry)
+                    n += 1
+                }
+                return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: r.state(),
+                                        snapshot: file, replayed: n, warnings: warnings)
+            } catch let e as QueryError {
+                throw e
+            } catch {
+                warnings.append("\(file.name): damaged (\(error)); falling back")
+            }
+        }
+        var r = ListReducer(zone: zone)
+        var n = 0
+        let (inc, last) = try replay(zone, after: nil, until: until) { e in
+            _ = r.apply(e.entry)
+            n += 1
+        }
+        return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: r.state(),
+                                snapshot: nil, replayed: n, warnings: warnings)
+    }
+
+    /// Every change to the zone with who, what and when: from the newest valid history file
+    /// (which survives compaction) plus the entries after it.
+    public func history(_ zone: String) throws(QueryError) -> (log: ActivityLog, warnings: [String]) {
+        guard let info = store.zone(zone) else { throw .feed(.zoneNotFound(zone)) }
+        if let d = info.deletedAt { throw .feed(.zoneDeleted(zone: zone, at: d, reason: info.deletionReason ?? .deleted)) }
+        var warnings: [String] = []
+        var log = ActivityLog(zone: zone)
+        var from: SequenceNumber? = nil
+        for file in SnapshotDirectory.list(store: store.path, zone: zone, incarnation: info.incarnation, kind: .history, fs: fs) {
+            do {
+                let bytes = try SnapshotDirectory.read(file.path, limit: ActivityLogCodec.maxBytes, fs: fs)
+                let decoded = try ActivityLogCodec.decode(bytes)
+                guard decoded.zone == zone else {
+                    warnings.append("\(file.name): names another zone; skipped")
+                    continue
+                }
+                log = decoded
+                from = file.sequence
+                break
+            } catch {
+                warnings.append("\(file.name): damaged (\(error)); falling back")
+            }
+        }
+        _ = try replay(zone, after: from) { e in _ = log.record(e.entry) }
+        return (log, warnings)
+    }
+
+    /// Writes a snapshot of the zone at the feed's horizon, and its history beside it.
+    public func writeSnapshot(_ zone: String) throws(QueryError) -> SnapshotReport {
+        let m = try materialise(zone)
+        let (history, _) = try self.history(zone)
+        let bytes = SnapshotCodec.encode(reducer: m.reducer, incarnation: m.incarnation, sequence: m.sequence)
+        let hist = ActivityLogCodec.encode(history)
+        let raw = SnapshotCodec.encode(reducer: m.reducer, incarnation: m.incarnation, sequence: m.sequence, compress: false).count
+        let snapName = SnapshotDirectory.fileName(zone: zone, incarnation: m.incarnation, sequence: m.sequence, kind: .state)
+        let histName = SnapshotDirectory.fileName(zone: zone, incarnation: m.incarnation, sequence: m.sequence, kind: .history)
+        do {
+            // History first: a state snapshot is never newer than the history beside it.
+            let hp = try SnapshotDirectory.write(hist, store: store.path, name: histName, fs: fs)
+            let sp = try SnapshotDirectory.write(bytes, store: store.path, name: snapName, fs: fs)
+            return SnapshotReport(file: SnapshotDirectory.parse(snapName, in: parentOf(sp))!,
+                                  historyFile: SnapshotDirectory.parse(histName, in: parentOf(hp))!,
+                                  entries: m.reducer.entryCount, fileBytes: bytes.count, rawBytes: raw,
+                                  historyBytes: hist.count, digest: m.state.digest)
+        } catch {
+            throw .storage(error)
+        }
+    }
+}
+
+func parentOf(_ path: String) -> String {
+    guard let i = path.lastIndex(of: "/") else { return "." }
+    return String(path[..<i])
+}

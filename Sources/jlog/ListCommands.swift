@@ -1,0 +1,196 @@
+import ArgumentParser
+import Foundation
+import JournalLog
+import JournalQuery
+import ListModel
+
+/// `--at 120` (a sequence) or `--at 2026-11-22T18:00:00Z` (a time).
+extension HistoryPoint: ExpressibleByArgument {
+    public init?(argument: String) {
+        if let s = UInt64(argument) {
+            self = .sequence(s)
+        } else if let ms = ISO8601Time.parse(argument) {
+            self = .time(ms)
+        } else {
+            return nil
+        }
+    }
+}
+
+func queryFailure(_ error: QueryError, json: Bool, path: String) -> ExitCode {
+    switch error {
+    case .feed(let f): return feedFailure(f, json: json)
+    case .storage(let e): return fail(e, path: path)
+    }
+}
+
+func stateJSON(_ m: MaterialisedList, _ state: ListState) -> JSON {
+    .object([
+        ("zone", .string(m.zone)),
+        ("incarnation", .uint(m.incarnation)),
+        ("sequence", .uint(m.sequence)),
+        ("name", .string(state.name)),
+        ("colour", .string(state.colour)),
+        ("items", .array(state.items.map { i in
+            .object([("item", .string(i.id.description)), ("text", .string(i.text)),
+                     ("state", .string(i.state == .markedOff ? "markedOff" : "active")),
+                     ("addedBy", .string(i.addedBy)), ("addedAt", .string(iso(i.addedAt))),
+                     ("markedOffBy", i.markedOffBy.map { .string($0) } ?? .null),
+                     ("markedOffAt", i.markedOffAt.map { .string(iso($0)) } ?? .null)])
+        })),
+        ("participants", .array(state.participants.map { .string($0) })),
+        ("digest", .string(hex64(state.digest))),
+    ])
+}
+
+struct Show: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a list's state: name, colour, items in order (from the newest snapshot plus the entries after it).")
+
+    @Argument(help: "The store directory.") var store: String
+    @Option(help: "The zone (list).") var zone: String
+    @Option(help: "The state after this sequence, or as of this ISO-8601 time.") var at: HistoryPoint?
+    @Flag(help: "Hide items added and marked off more than 3 hours before now (or before --at).") var hideDone = false
+    @Flag(help: "One JSON object: name, colour, items[{item,text,state,addedBy,addedAt,markedOffBy,markedOffAt}].") var json = false
+
+    func run() throws {
+        let s = try openExisting(store)
+        defer { try? s.close() }
+        let m: MaterialisedList
+        do { m = try ListQuery(store: s).materialise(zone, at: at) } catch { throw queryFailure(error, json: json, path: store) }
+        for w in m.warnings { printError("warning: snapshot \(w)") }
+        var state = m.state
+        if hideDone {
+            let now: Int64
+            if case .time(let t) = at { now = t } else { now = Int64(Date().timeIntervalSince1970 * 1000) }
+            state = state.hidingDone(now: now)
+        }
+        if json {
+            print(stateJSON(m, state).rendered)
+            return
+        }
+        print("\(state.name.isEmpty ? "(unnamed list)" : state.name)  [\(state.colour.isEmpty ? "no colour" : state.colour)]  zone \(zone), sequence \(m.sequence)")
+        for i in state.items {
+            let mark = i.state == .markedOff ? "[x]" : "[ ]"
+            let who = i.markedOffBy.map { " — marked off by \($0) \(i.markedOffAt.map(iso) ?? "")" } ?? ""
+            print("  \(mark) \(i.text)  (\(i.id), added by \(i.addedBy) \(iso(i.addedAt)))\(who)")
+        }
+        if state.items.isEmpty { print("  (no items)") }
+        let from = m.snapshot.map { "snapshot at \($0.sequence) + \(m.replayed) entries" } ?? "\(m.replayed) entries replayed"
+        print("(\(from))")
+    }
+}
+
+extension ActivityKind {
+    var verb: String {
+        switch self {
+        case .added: "added"
+        case .markedOff: "markedOff"
+        case .unmarked: "unmarked"
+        case .deleted: "deleted"
+        case .renamed: "renamed"
+        case .recoloured: "recoloured"
+        case .joined: "joined"
+        case .left: "left"
+        }
+    }
+}
+
+struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A list's activity: who did what and when, per zone or per item.",
+        discussion: "\"Who deleted the milk?\": --text milk. \"When did we last buy coffee?\": --text coffee --kind markedOff (the last line).")
+
+    @Argument(help: "The store directory.") var store: String
+    @Option(help: "The zone (list).") var zone: String
+    @Option(help: "Only this item id.") var item: String?
+    @Option(help: "Only items whose text contains this (case-insensitive).") var text: String?
+    @Option(help: "Only this kind: added, markedOff, unmarked, deleted, renamed, recoloured, joined, left.") var kind: String?
+    @Flag(help: "One JSON object: {\"zone\",\"events\":[{entry,kind,by,at,hlc,item,text}]}.") var json = false
+
+    func run() throws {
+        let s = try openExisting(store)
+        defer { try? s.close() }
+        let log: ActivityLog
+        do {
+            let (l, warnings) = try ListQuery(store: s).history(zone)
+            for w in warnings { printError("warning: history \(w)") }
+            log = l
+        } catch { throw queryFailure(error, json: json, path: store) }
+        var events = log.allEvents()
+        if let item {
+            guard let id = CompactID(item) else { throw ValidationError("--item is not a valid item id") }
+            events = events.filter { $0.item == id }
+        }
+        if let text {
+            let ids = log.items(matching: text, .contains)
+            events = events.filter { $0.item.map(ids.contains) ?? false }
+        }
+        if let kind {
+            guard ActivityKind.allCases.contains(where: { $0.verb == kind }) else { throw ValidationError("--kind must be one of \(ActivityKind.allCases.map(\.verb).joined(separator: ", "))") }
+            events = events.filter { $0.kind.verb == kind }
+        }
+        if json {
+            print(JSON.object([("zone", .string(zone)), ("events", .array(events.map { e in
+                .object([("entry", .string(e.entryID.description)), ("kind", .string(e.kind.verb)), ("by", .string(e.author)),
+                         ("at", .string(iso(e.wallTime))), ("hlc", .string(e.clock.description)),
+                         ("item", e.item.map { .string($0.description) } ?? .null),
+                         ("text", (e.text ?? e.item.flatMap(log.text(of:))).map { .string($0) } ?? .null)])
+            }))]).rendered)
+            return
+        }
+        for e in events {
+            let what = e.item.map { "\(log.text(of: $0) ?? e.text ?? "?") (\($0))" } ?? (e.text ?? "")
+            print("\(iso(e.wallTime))  \(e.author)  \(e.kind.verb)  \(what)")
+        }
+        if events.isEmpty { print("(no matching events)") }
+    }
+}
+
+struct Snapshot: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a snapshot (LZ4, checksummed, with a state digest) and the history of one zone, or of every live zone.")
+
+    @Argument(help: "The store directory.") var store: String
+    @Option(help: "Only this zone.") var zone: String?
+
+    func run() throws {
+        let s = try openExisting(store)
+        defer { try? s.close() }
+        let q = ListQuery(store: s)
+        let zones = zone.map { [$0] } ?? s.zones().filter { !$0.isDeleted }.map(\.name)
+        for z in zones {
+            let started = Date()
+            do {
+                let r = try q.writeSnapshot(z)
+                let ms = Date().timeIntervalSince(started) * 1000
+                print("\(z): \(r.file.name) at sequence \(r.file.sequence), \(r.entries) entries, \(r.fileBytes) bytes "
+                      + "(raw \(r.rawBytes), LZ4 ratio \(String(format: "%.2f", Double(r.rawBytes) / Double(max(1, r.fileBytes))))), "
+                      + "history \(r.historyBytes) bytes, digest \(hex64(r.digest)), \(String(format: "%.1f", ms)) ms")
+            } catch {
+                throw queryFailure(error, json: false, path: store)
+            }
+        }
+        if zones.isEmpty { print("(no live zones)") }
+    }
+}
+
+/// Snapshot files of a store, for `jlog inspect`: each checked by decoding it.
+func snapshotSummaries(_ store: String) -> [(SnapshotFile, String, Int64)] {
+    SnapshotDirectory.list(store: store).map { f in
+        let size = (try? FileManager.default.attributesOfItem(atPath: f.path)[.size] as? Int64) ?? 0
+        guard let bytes = try? SnapshotDirectory.read(f.path, limit: SnapshotCodec.maxStoredBytes) else { return (f, "unreadable", size) }
+        switch f.kind {
+        case .state:
+            do {
+                let (h, _) = try SnapshotCodec.decode(bytes)
+                return (f, "zone \(h.zone), \(h.entryCount) entries, digest \(hex64(h.digest)), ok", size)
+            } catch { return (f, "damaged: \(error)", size) }
+        case .history:
+            do {
+                let log = try ActivityLogCodec.decode(bytes)
+                return (f, "history of zone \(log.zone), \(log.count) events, ok", size)
+            } catch { return (f, "damaged: \(error)", size) }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Testing
+import JournalLog
+import ListModel
+@testable import JournalQuery
+
+/// The query layer (issue 4): state through snapshots and the feed, fallbacks, history.
+@Suite struct ListQueryTests {
+    static let zone = "List-db6a6e29"
+    static let t0: UInt64 = 1_795_424_400_000
+
+    /// A shopping-list workload: adds after earlier items, mark-offs, deletes, renames, recolours.
+    static func workload(_ n: Int, seed: UInt64, zone: String = zone) -> [JournalEntry] {
+        var rng = SplitMix64(seed: seed)
+        var items: [CompactID] = []
+        var out: [JournalEntry] = []
+        for i in 0..<n {
+            let op: JournalCodec.Operation
+            switch rng.next() % 10 {
+            case 0...4:
+                let item = CompactID("item-\(seed)-\(i)")!
+                let after = items.isEmpty || rng.next() % 4 == 0 ? nil : items[Int(rng.next() % UInt64(items.count))]
+                items.append(item)
+                op = .add(item: item, text: "thing \(i)", after: after)
+            case 5, 6: op = .markOff(item: items.isEmpty ? CompactID("nothing")! : items[Int(rng.next() % UInt64(items.count))])
+            case 7: op = .delete(item: items.isEmpty ? CompactID("nothing")! : items[Int(rng.next() % UInt64(items.count))])
+            case 8: op = .rename(name: "List \(i)")
+            default: op = .recolour(colour: ["yellow", "red", "blue"][Int(rng.next() % 3)])
+            }
+            out.append(JournalEntry(id: CompactID("e-\(seed)-\(i)")!, zone: zone, author: ["alice", "bob"][Int(rng.next() % 2)],
+                                    wallTime: Int64(t0) + Int64(i) * 1_000,
+                                    clock: HybridTime(physicalMillis: t0 + UInt64(i) * 1_000, counter: 0), operation: op))
+        }
+        return out
+    }
+
+    static func store(_ fs: MemoryFileSystem) throws -> JournalStore {
+        if fs.kind(of: "/d") == .missing { try fs.createDirectory("/d") }
+        var o = StoreOptions(durability: .always, segmentSize: 4_096, preallocate: false)
+        o.fileSystem = fs
+        return try JournalStore.open("/d/s.wal", options: o)
+    }
+
+    static func fullReplay(_ entries: [JournalEntry]) -> ListState {
+        var r = ListReducer(zone: zone)
+        for e in entries { _ = r.apply(e) }
+        return r.state()
+    }
+
+    @Test func theSevenEntryExampleMaterialisesAsTheSpecSays() throws {
+        let fs = MemoryFileSystem()
+        let s = try Self.store(fs)
+        func e(_ id: String, _ op: JournalCodec.Operation, _ i: UInt64) -> JournalEntry {
+            JournalEntry(id: CompactID(id)!, zone: Self.zone, author: "alice", wallTime: Int64(Self.t0 + i * 1_000),
+                         clock: HybridTime(physicalMillis: Self.t0 + i * 1_000, counter: 0), operation: op)
+        }
+        let milk = CompactID("milk")!, bread = CompactID("bread")!, eggs = CompactID("eggs")!
+        for x in [e("e1", .add(item: milk, text: "Milk", after: nil), 1), e("e2", .add(item: bread, text: "Bread", after: milk), 2),
+                  e("e3", .rename(name: "Weekly Shopping"), 3), e("e4", .recolour(colour: "yellow"), 4),
+                  e("e5", .add(item: eggs, text: "Eggs", after: bread), 5), e("e6", .delete(item: bread), 6), e("e7", .markOff(item: milk), 7)] {
+            try s.append(x)
+        }
+        let m = try ListQuery(store: s, fs: fs).materialise(Self.zone)
+        #expect(m.state.name == "Weekly Shopping")
+        #expect(m.state.colour == "yellow")
+        #expect(m.state.items.map(\.text) == ["Milk", "Eggs"])
+        #expect(m.state.items.map(\.state) == [.markedOff, .active])
+    }
+
+    @Test func aSnapshotPlusTheTailEqualsAFullReplay() throws {
+        for seed in UInt64(1)...8 {
+            let fs = MemoryFileSystem()
+            let s = try Self.store(fs)
+            let entries = Self.workload(300, seed: seed)
+            let cut = 50 + Int(seed * 29) % 200
+            for x in entries[..<cut] { try s.append(x) }
+            let q = ListQuery(store: s, fs: fs)
+            let report = try q.writeSnapshot(Self.zone)
+            #expect(report.entries == cut)
+            try s.append(batch: Array(entries[cut...]))
+            let m = try q.materialise(Self.zone)
+            #expect(m.snapshot?.sequence == report.file.sequence)
+            #expect(m.replayed == entries.count - cut)
+            #expect(m.state == Self.fullReplay(entries), "seed \(seed)")
+            #expect(m.state.digest == Self.fullReplay(entries).digest)
+        }
+    }
+
+    @Test func aDamagedSnapshotFallsBackToAnOlderOneWithAWarning() throws {
+        let fs = MemoryFileSystem()
+        let s = try Self.store(fs)
+        let entries = Self.workload(120, seed: 3)
+        let q = ListQuery(store: s, fs: fs)
+        for x in entries[..<40] { try s.append(x) }
+        let older = try q.writeSnapshot(Self.zone)
+        for x in entries[40..<80] { try s.append(x) }
+        let newer = try q.writeSnapshot(Self.zone)
+        for x in entries[80...] { try s.append(x) }
+        var bytes = try #require(fs.contents(newer.file.path))
+        bytes[bytes.count - 3] ^= 0x5A
+        fs.install(newer.file.path, bytes: bytes)
+        let m = try q.materialise(Self.zone)
+        #expect(m.snapshot?.sequence == older.file.sequence)
+        #expect(m.warnings.count == 1 && m.warnings[0].contains(newer.file.name))
+        #expect(m.state == Self.fullReplay(entries))
+    }
+
+    @Test func everySnapshotDamagedFallsBackToAFullReplay() throws {
+        let fs = MemoryFileSystem()
+        let s = try Self.store(fs)
+        let entries = Self.workload(60, seed: 4)
+        for x in entries { try s.append(x) }
+        let q = ListQuery(store: s, fs: fs)
+        let r = try q.writeSnapshot(Self.zone)
+        fs.install(r.file.path, bytes: Array(try #require(fs.contents(r.file.path)).prefix(30)))
+        let m = try q.materialise(Self.zone)
+        #expect(m.snapshot == nil)
+        #expect(m.replayed == entries.count)
+        #expect(!m.warnings.isEmpty)
+        #expect(m.state == Self.fullReplay(entries))
+    }
+
+    @Test func aSnapshotOfAnEarlierIncarnationIsNeverUsed() throws {
+        let fs = MemoryFileSystem()
+        let s = try Self.store(fs)
+        for x in Self.workload(30, seed: 5) { try s.append(x) }
+        let q = ListQuery(store: s, fs: fs)
+        _ = try q.writeSnapshot(Self.zone)
+        try s.deleteZone(Self.zone)
+        try s.createZone(Self.zone)
+        let fresh = Self.workload(10, seed: 6)
+        for x in fresh { try s.append(x) }
+        let m = try q.materialise(Self.zone)
+        #expect(m.snapshot == nil)
+        #expect(m.state == Self.fullReplay(fresh))
+    }
+
+    @Test func theStateAtASequenceReplaysOnlyThatFar() throws {
+        let fs = MemoryFileSystem()
+        let s = try Self.store(fs)
+        let entries = Self.workload(80, seed: 7)
+        for x in entries { try s.append(x) }
+        let q = ListQuery(store: s, fs: fs)
+        _ = try q.writeSnapshot(Self.zone)
+        let m = try q.materialise(Self.zone, at: .sequence(30))
+        #expect(m.snapshot == nil, "the snapshot is past the point asked for")
+        #expect(m.state == Self.fullReplay(Array(entries[..<30])))
+        let t = try q.materialise(Self.zone, at: .time(Int64(Self.t0) + 19_000))
+        #expect(t.state == Self.fullReplay(Array(entries[..<20])))
+    }
+
+    @Test func historyFromItsFilePlusTheTailEqualsTheWholeHistory() throws {
+        let fs = MemoryFileSystem()
+        let s = try Self.store(fs)
+        let entries = Self.workload(100, seed: 8)
+        for x in entries[..<60] { try s.append(x) }
+        let q = ListQuery(store: s, fs: fs)
+        _ = try q.writeSnapshot(Self.zone)
+        for x in entries[60...] { try s.append(x) }
+        var whole = ActivityLog(zone: Self.zone)
+        for e in entries { _ = whole.record(e) }
+        let (log, warnings) = try q.history(Self.zone)
+        #expect(warnings.isEmpty)
+        #expect(log == whole)
+    }
+
+    @Test func aSnapshotWrittenDuringACrashIsWholeOrAbsent() throws {
+        for failOn in 1...10 {
+            let fs = MemoryFileSystem()
+            let s = try Self.store(fs)
+            let entries = Self.workload(50, seed: 9)
+            for x in entries { try s.append(x) }
+            fs.setFaults(.init(failOnCall: failOn))
+            _ = try? ListQuery(store: s, fs: fs).writeSnapshot(Self.zone)
+            try? s.close()
+            fs.crash(.tearLastWrite(seed: UInt64(failOn)))
+            fs.setFaults(.init())
+            let reopened = try Self.store(fs)
+            let m = try ListQuery(store: reopened, fs: fs).materialise(Self.zone)
+            #expect(m.warnings.isEmpty, "fault on call \(failOn): a torn snapshot became visible: \(m.warnings)")
+            #expect(m.state == Self.fullReplay(entries))
+            try reopened.close()
+        }
+    }
+}
