@@ -32,6 +32,48 @@ else
   exit 1
 fi
 echo
+W=List-db6a6e29-weekly
+echo "== jlog zones $store: each list lives in its own zone"
+"$JLOG" zones "$store"
+echo
+echo "== jlog changes --zone $W --limit 5 --json: the first page and a change token"
+"$JLOG" changes "$store" --zone "$W" --limit 5 --json > "$work/page1.json"
+cat "$work/page1.json"; echo
+token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$work/page1.json")
+echo "== the same import again: every id is already stored, so nothing is added (idempotent append)"
+"$JLOG" import "$store" examples/weekly-shop.jsonl --sync | tail -n 1
+echo "== one more entry, then jlog changes --since <token>: pages continue exactly where the token left off"
+echo '{"id":"e-demo-1","zone":"List-db6a6e29-weekly","op":"add","item":"lemons","text":"Lemons","after":"apples","by":"bob","at":"2026-11-22T17:00:00Z"}' \
+  | "$JLOG" import "$store" - --sync
+"$JLOG" changes "$store" --zone "$W" --since "$token" --limit 100 --json | python3 -c '
+import json,sys; d=json.load(sys.stdin)
+print("entries after the token:", len(d["entries"]), "sequences", [e["seq"] for e in d["entries"]], "moreComing:", d["moreComing"])'
+echo
+echo "== jlog show --zone $W: the list as every replica computes it"
+"$JLOG" show "$store" --zone "$W"
+echo
+echo "== jlog history: when did we last buy coffee? who deleted the bread?"
+"$JLOG" history "$store" --zone "$W" --text coffee --kind markedOff
+"$JLOG" history "$store" --zone "$W" --text bread --kind deleted
+echo
+echo "== jlog snapshot, then show reads the snapshot plus the entries after it"
+"$JLOG" snapshot "$store"
+"$JLOG" show "$store" --zone "$W" --json | python3 -c '
+import json,sys; d=json.load(sys.stdin)
+print(d["name"], "/", d["colour"], "/", ", ".join(i["text"] + (" ✓" if i["state"] == "markedOff" else "") for i in d["items"]))'
+echo
+echo "== jlog delete-zone: the party list goes atomically; an old token now gets zoneDeleted (exit 6)"
+ptoken=$("$JLOG" changes "$store" --zone List-5c1f0a77-party --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
+"$JLOG" delete-zone "$store" List-5c1f0a77-party
+set +e
+"$JLOG" changes "$store" --zone List-5c1f0a77-party --since "$ptoken" --json
+status=$?
+set -e
+[ "$status" -eq 6 ] || { echo "expected exit 6 (zoneDeleted), got $status" >&2; exit 1; }
+echo
+echo "== jlog inspect $store (now with snapshots)"
+"$JLOG" inspect "$store"
+echo
 echo "== a torn tail: append one more entry, zero the last 7 bytes of its record (a write cut short by"
 echo "   a crash), verify, then reopen: recovery cuts the torn record and keeps its bytes in torn/"
 echo '{"zone":"List-db6a6e29-weekly","op":"add","item":"tea","text":"Tea bags","after":"eggs","by":"alice","at":"2026-11-22T18:00:00Z"}' \

@@ -87,6 +87,20 @@ public enum Operation: Hashable, Sendable {
     }
 }
 
+extension CompactID {
+    /// A UUID (version 8, RFC 9562) derived from everything in the entry but its id: SipHash-2-4
+    /// of its encoding (with the id field set to the text id "-") under two fixed keys. An entry
+    /// imported without an id gets this one, so importing the same file twice stores it once.
+    public static func derived(from e: JournalEntry) -> CompactID {
+        var probe = e
+        probe.id = CompactID("-")!
+        let bytes = EntryCodec.encode(probe)
+        let hi = SipHash24.hash(key: (0x4A4C_4944_0000_0001, 0x6465_7269_7665_6431), bytes)
+        let lo = SipHash24.hash(key: (0x4A4C_4944_0000_0002, 0x6465_7269_7665_6432), bytes)
+        return CompactID(uuidHigh: (hi & ~0xF000) | 0x8000, low: (lo & ~(0xC000 << 48)) | (0x8000 << 48))
+    }
+}
+
 /// The binary form of a JournalEntry (Spec/FORMAT.md §6).
 public enum EntryCodec {
     public static let encodingVersion: UInt8 = 1

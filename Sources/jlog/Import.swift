@@ -7,7 +7,7 @@ struct Import: ParsableCommand {
         abstract: "Append JSON Lines entries to a store, creating it if needed.",
         discussion: """
         One entry per line: {"zone","op","item","text","after","by","at"} plus optional "id" and "hlc".
-        A missing id gets a random UUID; a missing hlc is derived from "at" by a hybrid clock per author.
+        A missing id is derived from the entry's content (so importing a file twice stores it once); a missing hlc is derived from "at" by a hybrid clock per author.
         Entries are appended in atomic batches. With --sync each batch is fsynced before
         `acked <lastSeq>` is printed on stdout.
         """
@@ -58,6 +58,7 @@ struct Import: ParsableCommand {
         var firstSeq: SequenceNumber? = nil
         var lastSeq: SequenceNumber = 0
         var progress = Progress(label: "imported")
+        let startSequence = store.nextSequence
         var linePtr: UnsafeMutablePointer<CChar>? = nil
         var cap = 0
         defer { free(linePtr) }
@@ -107,8 +108,11 @@ struct Import: ParsableCommand {
                 hlc = clock.tick(wallMillis: parsed.wallTime)
             }
             clocks[parsed.author] = clock
-            batch.append(JournalEntry(id: parsed.id ?? CompactID.random(), zone: parsed.zone, author: parsed.author,
-                                      wallTime: parsed.wallTime, clock: hlc, operation: parsed.operation))
+            var entry = JournalEntry(id: CompactID("-")!, zone: parsed.zone, author: parsed.author,
+                                     wallTime: parsed.wallTime, clock: hlc, operation: parsed.operation)
+            // No id: one derived from the content, so a file imported twice is stored once.
+            entry.id = parsed.id ?? CompactID.derived(from: entry)
+            batch.append(entry)
             if batch.count == batchSize { try flush() }
         }
         if ferror(input) != 0 {
@@ -116,12 +120,16 @@ struct Import: ParsableCommand {
             throw ExitCode(Status.failure)
         }
         try flush()
+        let added = Int(store.nextSequence - startSequence)
         do { try store.close() } catch { throw fail(error, path: self.store) }
         progress.finish()
         if imported == 0 {
             printError("no entries in the input; \(self.store) is unchanged")
+        } else if added == 0 {
+            printError("read \(imported) entries; every one was already stored in \(self.store) (idempotent import: nothing added)")
         } else {
-            printError("imported \(imported) entries into \(self.store) (sequences \(firstSeq ?? 0)–\(lastSeq))")
+            printError("imported \(imported) entries into \(self.store): \(added) new (sequences \(startSequence)–\(startSequence + UInt64(added) - 1))"
+                       + (added < imported ? ", \(imported - added) already stored" : ""))
         }
     }
 }

@@ -556,3 +556,22 @@ import PropertyBased
         #expect(try bytes.withUnsafeBytes { try ZoneIndexCodec.decode($0) } == c)
     }
 }
+
+extension ZoneVectorTests {
+    @Test func aDerivedIDDependsOnlyOnTheEntrysContent() throws {
+        let line = #"{"zone":"List-db6a6e29","op":"add","item":"milk","text":"Milk","after":null,"by":"alice","at":"2026-11-22T09:00:00.000Z","hlc":"1795338000000:0"}"#
+        let p = try EntryJSON.parse(line: line)
+        var e = JournalEntry(id: CompactID("x")!, zone: p.zone, author: p.author, wallTime: p.wallTime, clock: p.clock!, operation: p.operation)
+        let id = CompactID.derived(from: e)
+        e.id = CompactID("something else")!
+        #expect(CompactID.derived(from: e) == id, "the id field itself does not count")
+        var other = e
+        other.author = "bob"
+        #expect(CompactID.derived(from: other) != id)
+        if V.writing {
+            try V.write("derived-id.txt", header: "An id derived for a JSON line without one (FORMAT.md §7, CompactID.derived).",
+                        blocks: [[("line", line), ("id", id.description)]])
+        }
+        #expect(try V.blocks("derived-id.txt")[0]["id"] == id.description)
+    }
+}
