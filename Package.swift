@@ -6,6 +6,8 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .library(name: "JournalLog", targets: ["JournalLog"]),
+        .library(name: "ListModel", targets: ["ListModel"]),
+        .library(name: "JournalQuery", targets: ["JournalQuery"]),
         .executable(name: "jlog", targets: ["jlog"]),
         .executable(name: "jlog-bench", targets: ["jlog-bench"]),
     ],
