@@ -254,8 +254,12 @@ extension JournalStore {
             // Expired when the mark rose past the position after the token was issued: entries the
             // holder has not seen may be gone. A token issued under the current mark is still whole.
             if token != nil && position < t.lowWaterMark && floor < t.lowWaterMark {
+                // The newest snapshot at or above the mark: an older one plus the tail could
+                // miss a purged add/mark-off pair that straddles it.
+                let snapshot = SnapshotDirectory.list(store: path, zone: zone, incarnation: t.incarnation, kind: .state, fs: fs)
+                    .first { $0.sequence >= t.lowWaterMark && $0.sequence <= h }
                 throw .tokenExpired(zone: zone, lowWaterMark: t.lowWaterMark,
-                                    refetch: Refetch(zone: zone, incarnation: t.incarnation, snapshotSequence: nil))
+                                    refetch: Refetch(zone: zone, incarnation: t.incarnation, snapshotSequence: snapshot?.sequence))
             }
         } catch {
             cond.unlock()

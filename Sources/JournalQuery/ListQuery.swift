@@ -104,6 +104,12 @@ public struct ListQuery: Sendable {
         let until: SequenceNumber? = { if case .sequence(let s) = point { return s } else { return nil } }()
         for file in SnapshotDirectory.list(store: store.path, zone: zone, incarnation: info.incarnation, kind: .state, fs: fs) {
             if let until, file.sequence > until { continue }
+            guard file.sequence >= info.lowWaterMark else {
+                // Entries after it may have been purged in pairs straddling it (an add before, its
+                // mark-off after): it plus the tail would bring the item back.
+                warnings.append("\(file.name): predates the low-water mark \(info.lowWaterMark); skipped")
+                continue
+            }
             guard file.sequence <= info.lastChange || file.sequence <= store.durableSequence else {
                 warnings.append("\(file.name): sequence \(file.sequence) is past the log's end; skipped")
                 continue

@@ -182,3 +182,31 @@ import ListModel
         }
     }
 }
+
+extension ListQueryTests {
+    @Test func anExpiredTokenNamesTheNewestSnapshotAtOrAboveTheMark() throws {
+        let fs = MemoryFileSystem()
+        let s = try Self.store(fs)
+        let entries = Self.workload(60, seed: 10)
+        for x in entries[..<20] { try s.append(x) }
+        let early = try s.changes(in: Self.zone, since: nil, limit: 5).token
+        let q = ListQuery(store: s, fs: fs)
+        let below = try q.writeSnapshot(Self.zone)
+        for x in entries[20...] { try s.append(x) }
+        let above = try q.writeSnapshot(Self.zone)
+        try s.setLowWaterMark(Self.zone, to: 30)
+        do {
+            _ = try s.changes(in: Self.zone, since: early)
+            Issue.record("expected tokenExpired")
+        } catch {
+            guard case .tokenExpired(_, 30, let refetch) = error else { Issue.record("unexpected \(error)"); return }
+            #expect(refetch.snapshotSequence == above.file.sequence)
+        }
+        // Materialising skips the snapshot below the mark.
+        fs.install(above.file.path, bytes: [1, 2, 3])
+        let m = try q.materialise(Self.zone)
+        #expect(m.snapshot == nil)
+        #expect(m.warnings.contains { $0.contains(below.file.name) && $0.contains("low-water") })
+        #expect(m.state == Self.fullReplay(entries))
+    }
+}

@@ -1,8 +1,7 @@
-import JournalLog
-import ListModel
-
 /// One file of a store's `snapshots/` directory: a zone's materialised state at a sequence
 /// (`.snap`, Spec/SNAPSHOT.md), or its activity history up to the same sequence (`.hist`).
+/// Storage knows only the files' names and atomic writing; their contents belong to the list
+/// model above it.
 public struct SnapshotFile: Sendable, Equatable {
     public enum Kind: String, Sendable { case state = "snap", history = "hist" }
     public var path: String
@@ -36,7 +35,7 @@ public enum SnapshotDirectory {
         "\(zoneKey(zone))-\(digits(incarnation))-\(digits(sequence)).\(kind.rawValue)"
     }
 
-    static func parse(_ name: String, in dir: String) -> SnapshotFile? {
+    public static func parse(_ name: String, in dir: String) -> SnapshotFile? {
         let kind: SnapshotFile.Kind
         if name.hasSuffix(".snap") { kind = .state } else if name.hasSuffix(".hist") { kind = .history } else { return nil }
         let parts = name.dropLast(5).split(separator: "-")
@@ -49,7 +48,7 @@ public enum SnapshotDirectory {
     public static func list(store: String, fs: any FileSystem = PosixFileSystem()) -> [SnapshotFile] {
         let dir = store + "/" + name
         guard fs.kind(of: dir) == .directory, let names = try? fs.listDirectory(dir) else { return [] }
-        return names.compactMap { parse($0, in: dir) }.sorted { ($0.sequence, $0.name) > ($1.sequence, $1.name) }
+        return names.compactMap { SnapshotDirectory.parse($0, in: dir) }.sorted { ($0.sequence, $0.name) > ($1.sequence, $1.name) }
     }
 
     /// The files of one zone incarnation of one kind, newest first.
