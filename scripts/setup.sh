@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what JournalLog needs on a fresh Debian/Ubuntu machine: liblz4 (batch and snapshot
-# codec), SQLite headers (benchmark baseline) and pkg-config. Swift itself must be on PATH.
+# codec), SQLite headers (benchmark baseline), pkg-config and python3 (the demo and kill -9 scripts). Swift itself must be on PATH.
 set -euo pipefail
 missing=()
 dpkg -s liblz4-dev >/dev/null 2>&1 || missing+=(liblz4-dev)
 dpkg -s libsqlite3-dev >/dev/null 2>&1 || missing+=(libsqlite3-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)   # demo.sh and kill9.sh read JSON with it
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   SUDO=""
