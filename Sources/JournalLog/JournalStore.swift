@@ -344,51 +344,69 @@ public final class JournalStore: @unchecked Sendable {
     }
 
     /// Under `cond`: enqueues `payload` (which encodes `fresh`) when `fresh` is exactly the
-    /// entries of `batch` not stored yet; otherwise says which ones to encode instead.
+    /// entries of `batch` not stored yet; otherwise says which ones to encode instead. One id
+    /// lookup per entry: new ids are entered at once with the sequence they will get, and taken
+    /// out again in the rare case that the batch must be re-encoded without duplicates.
     private func enqueueBatchLocked(_ batch: [JournalEntry], fresh: [JournalEntry], payload: [UInt8]) throws(JournalError) -> BatchOutcome {
         try checkWritable()
-        var tracks: [String: Int?] = [:]
-        var newIDs: [String: Set<CompactID>] = [:]
+        let first = lastAssigned + 1
+        // Each zone is resolved once per batch; batches rarely span more than a few zones.
+        var zones: [(name: String, track: Int?, touch: FrameTouch?)] = []
+        var newZoneIDs: [Int: Set<CompactID>] = [:]
+        var provisional: [(Int, CompactID)] = []
+        provisional.reserveCapacity(batch.count)
         var remaining: [JournalEntry] = []
         var existing: [SequenceNumber] = []
+        var seq = first
         for e in batch {
-            if tracks[e.zone] == nil { tracks[e.zone] = .some(try trackAccepting(e.zone, at: lastAssigned + 1)) }
-            if let t = tracks[e.zone]!, let s = try storedSequence(of: e.id, track: t) {
-                existing.append(s)
+            var z = 0
+            while z < zones.count && zones[z].name != e.zone { z += 1 }
+            if z == zones.count { zones.append((e.zone, try trackAccepting(e.zone, at: first), nil)) }
+            if let t = zones[z].track {
+                if catalog.ids[t] == nil { try loadIDs(t) }
+                if let s = catalog.ids[t]![e.id] {
+                    if s < first { existing.append(s) }  // else a duplicate inside this batch
+                    continue
+                }
+                catalog.ids[t]![e.id] = seq
+                provisional.append((t, e.id))
+            } else if !newZoneIDs[z, default: []].insert(e.id).inserted {
                 continue
             }
-            if newIDs[e.zone, default: []].insert(e.id).inserted { remaining.append(e) }
+            if zones[z].touch == nil { zones[z].touch = FrameTouch(track: zones[z].track ?? -1, firstSequence: seq, lastSequence: seq, entries: 0) }
+            zones[z].touch!.entries += 1
+            zones[z].touch!.lastSequence = seq
+            remaining.append(e)
+            seq += 1
         }
-        if remaining.isEmpty {
-            let known = existing.sorted()
-            return .done(known.first!...known.last!)
-        }
-        guard remaining.count == fresh.count, zip(remaining, fresh).allSatisfy({ $0.id == $1.id && $0.zone == $1.zone }) else {
+        guard remaining.count == fresh.count else {
+            for (t, id) in provisional { catalog.ids[t]![id] = nil }
+            if remaining.isEmpty {
+                let known = existing.sorted()
+                return .done(known.first!...known.last!)
+            }
             return .retry(remaining)
         }
-        let first = lastAssigned + 1
-        var touches: [Int: FrameTouch] = [:]
-        var order: [Int] = []
-        for (k, e) in fresh.enumerated() {
-            let seq = first + SequenceNumber(k)
-            let t: Int
-            if let k = tracks[e.zone]! {
-                t = k
-            } else {
-                t = catalog.create(e.zone, at: seq, implicit: true, idsLoaded: true)
-                tracks[e.zone] = .some(t)
+        // A zone that never existed starts with this batch (an implicit creation).
+        var touches: [FrameTouch] = []
+        for z in zones.indices {
+            guard var touch = zones[z].touch else { continue }
+            if zones[z].track == nil {
+                let t = catalog.create(zones[z].name, at: touch.firstSequence, implicit: true, idsLoaded: true)
+                touch.track = t
+                var s = first
+                for e in fresh {
+                    if e.zone == zones[z].name { catalog.ids[t]![e.id] = s }
+                    s += 1
+                }
             }
-            if touches[t] == nil {
-                touches[t] = FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: 0)
-                order.append(t)
-            }
-            touches[t]!.entries += 1
-            touches[t]!.lastSequence = seq
-            catalog.ids[t]![e.id] = seq
+            touches.append(touch)
         }
+        touches.sort { $0.firstSequence < $1.firstSequence }
         let type = fresh.count == 1 ? RecordType.entry.rawValue : RecordType.batch.rawValue
         let body = fresh.count == 1 ? EntryCodec.encode(fresh[0]) : payload
-        let last = enqueueLocked(type: type, payload: body, count: fresh.count, touches: order.map { touches[$0]! })
+        let last = enqueueLocked(type: type, payload: body, count: fresh.count, touches: touches)
+        assert(last == seq - 1)
         return .done(first...last)
     }
 
@@ -418,9 +436,8 @@ public final class JournalStore: @unchecked Sendable {
     private func loadIDs(_ track: Int) throws(JournalError) {
         // Every frame of this incarnation is on disk: nothing was enqueued for it since open
         // without loading its ids first.
-        var ids: [CompactID: SequenceNumber] = [:]
         let t = catalog.tracks[track]
-        ids.reserveCapacity(t.entryCount)
+        var ids = IDIndex(minimumCapacity: t.entryCount)
         let fetcher = FrameFetcher(store: path, fs: fs, segments: catalog.segments)
         for loc in t.frameLocations {
             for event in try fetcher.events(at: loc) {

@@ -17,7 +17,7 @@ struct ZoneCatalog {
     private var segmentOrdinals: [SequenceNumber: Int] = [:]
     var tracks: [ZoneTrack] = []
     /// Per track: entry id to sequence, nil until loaded. Exact, so a duplicate is never mistaken.
-    var ids: [[CompactID: SequenceNumber]?] = []
+    var ids: [IDIndex?] = []
     /// Zone name to its tracks, oldest incarnation first.
     private(set) var byName: [String: [Int]] = [:]
 
@@ -53,7 +53,7 @@ struct ZoneCatalog {
 
     private mutating func add(_ t: ZoneTrack, idsLoaded: Bool) -> Int {
         tracks.append(t)
-        ids.append(idsLoaded ? [:] : nil)
+        ids.append(idsLoaded ? IDIndex() : nil)
         byName[t.name, default: []].append(tracks.count - 1)
         return tracks.count - 1
     }
@@ -119,7 +119,7 @@ struct ZoneCatalog {
             switch event {
             case .entry(let seq, let e):
                 let i = live(e.zone) ?? create(e.zone, at: seq, implicit: true, idsLoaded: false)
-                if ids[i] != nil { ids[i]![e.id] = ids[i]![e.id] ?? seq }
+                if ids[i] != nil, ids[i]![e.id] == nil { ids[i]![e.id] = seq }
                 touch(i, seq, entries: 1)
             case .zoneCreated(let seq, let zone):
                 // A create for a zone that is live continues it (idempotent create); else a new incarnation.

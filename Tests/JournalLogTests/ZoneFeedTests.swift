@@ -575,3 +575,30 @@ extension ZoneVectorTests {
         #expect(try V.blocks("derived-id.txt")[0]["id"] == id.description)
     }
 }
+
+/// The id index behind idempotent appends agrees with a Dictionary through inserts, updates and
+/// removals (backward-shift deletion), for UUID and text ids alike.
+@Suite struct IDIndexTests {
+    @Test func agreesWithADictionaryUnderRandomOperations() {
+        var rng = SplitMix64(seed: 42)
+        var index = IDIndex()
+        var model: [CompactID: SequenceNumber] = [:]
+        let pool = (0..<600).map { i in i % 7 == 0 ? CompactID("text-\(i)")! : CompactID.random(using: &rng) }
+        for step in 0..<20_000 {
+            let id = pool[Int(rng.next() % UInt64(pool.count))]
+            if rng.next() % 3 == 0 {
+                index[id] = nil
+                model[id] = nil
+            } else {
+                let s = SequenceNumber(step + 1)
+                index[id] = s
+                model[id] = s
+            }
+            if step % 997 == 0 {
+                for p in pool { #expect(index[p] == model[p]) }
+                #expect(index.count == model.count)
+            }
+        }
+        for p in pool { #expect(index[p] == model[p]) }
+    }
+}
