@@ -437,7 +437,8 @@ public final class JournalStore: @unchecked Sendable {
         // Every frame of this incarnation is on disk: nothing was enqueued for it since open
         // without loading its ids first.
         let t = catalog.tracks[track]
-        var ids = IDIndex(minimumCapacity: t.entryCount)
+        var ids = IDIndex()
+        ids.reserveCapacity(t.entryCount)
         let fetcher = FrameFetcher(store: path, fs: fs, segments: catalog.segments)
         for loc in t.frameLocations {
             for event in try fetcher.events(at: loc) {

@@ -193,12 +193,12 @@ public enum ActivityLogCodec {
         for a in authors { w.string(a) }
         w.varint(UInt64(itemIDs.count))
         for id in itemIDs {
-            IDCoding.write(id, into: &w)
+            id.encoded(into: &w)
             if let r = log.itemTexts[id] {
                 w.u8(1)
                 w.varint(r.key.clock.rawValue)
                 w.varint(UInt64(authorIndex[ExactString(r.key.author)]!))
-                IDCoding.write(r.key.entry, into: &w)
+                r.key.entry.encoded(into: &w)
                 w.string(r.value)
             } else {
                 w.u8(0)
@@ -208,7 +208,7 @@ public enum ActivityLogCodec {
         var previous: UInt64 = 0
         for e in events {
             w.u8(e.kind.rawValue)
-            IDCoding.write(e.entryID, into: &w)
+            e.entryID.encoded(into: &w)
             w.varint(UInt64(authorIndex[ExactString(e.author)]!))
             w.varint(e.clock.rawValue - previous)
             previous = e.clock.rawValue
@@ -263,7 +263,7 @@ public enum ActivityLogCodec {
         items.reserveCapacity(itemCount)
         for _ in 0..<itemCount {
             let at = r.offset
-            let id = try IDCoding.read(&r, field: "item")
+            let id = try CompactID.decoded(&r, field: "item")
             if let last = items.last, !(last < id) { throw CodecError(.invalidValue(field: "item order"), at: at) }
             items.append(id)
             switch try r.u8() {
@@ -271,7 +271,7 @@ public enum ActivityLogCodec {
             case 1:
                 let clock = try clockValue(&r)
                 let a = try author(&r)
-                let entry = try IDCoding.read(&r, field: "entry")
+                let entry = try CompactID.decoded(&r, field: "entry")
                 let text = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
                 log.itemTexts[id] = Register(key: ChangeKey(clock: clock, author: a, entry: entry), value: text)
             default: throw CodecError(.invalidValue(field: "text flag"), at: r.offset - 1)
@@ -284,7 +284,7 @@ public enum ActivityLogCodec {
         for _ in 0..<eventCount {
             let at = r.offset
             guard let kind = ActivityKind(rawValue: try r.u8()) else { throw CodecError(.invalidValue(field: "event kind"), at: at) }
-            let entryID = try IDCoding.read(&r, field: "entry")
+            let entryID = try CompactID.decoded(&r, field: "entry")
             let a = try author(&r)
             let deltaAt = r.offset
             let (raw, overflow) = previous.addingReportingOverflow(try r.varint())

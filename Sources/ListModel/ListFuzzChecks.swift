@@ -17,7 +17,7 @@ public enum ListFuzzChecks {
 
     private static func roundTrip(_ reducer: ListReducer, incarnation: UInt64, sequence: UInt64, digest: UInt64) {
         let state = reducer.state()
-        if state.digest != digest { fatalError("decoded state does not hash to the header's digest") }
+        if state.digest != digest || reducer.stateDigest() != digest { fatalError("decoded state does not hash to the header's digest") }
         let again = SnapshotCodec.encode(reducer: reducer, incarnation: incarnation, sequence: sequence)
         let second: (header: SnapshotHeader, reducer: ListReducer)
         do {

@@ -64,7 +64,7 @@ public struct ListState: Hashable, Sendable {
         w.string(colour)
         w.varint(UInt64(items.count))
         for item in items {
-            IDCoding.write(item.id, into: &w)
+            item.id.encoded(into: &w)
             w.string(item.text)
             w.u8(item.state.rawValue)
             w.string(item.addedBy)

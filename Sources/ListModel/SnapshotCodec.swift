@@ -48,13 +48,13 @@ public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Snapshot payloads (Spec/SNAPSHOT.md): a reducer's full internal state (seen entry ids,
-/// tombstones, dangling operations, anchors, last-writer-wins keys), so that
+/// Snapshot payloads (Spec/SNAPSHOT.md): a reducer's internal state (entry count, tombstones,
+/// dangling operations, anchors, last-writer-wins keys; not the entry ids), so that
 /// `decode(encode(r)) + apply(tail)` equals a full replay exactly. Canonical: the bytes depend
 /// only on the set of entries folded in, not on their arrival order.
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
-    public static let major: UInt16 = 1
+    public static let major: UInt16 = 2
     public static let minor: UInt16 = 0
     /// Flag bit 0: the body is LZ4-compressed.
     public static let flagLZ4: UInt32 = 1
@@ -85,7 +85,7 @@ public enum SnapshotCodec {
         w.u64(incarnation)
         w.u64(sequence)
         w.u64(UInt64(reducer.entryCount))
-        w.u64(reducer.state().digest)
+        w.u64(reducer.stateDigest())
         w.u64(UInt64(body.count))
         w.u64(UInt64(stored.count))
         w.u32(CRC32C.checksum(body))
@@ -98,26 +98,36 @@ public enum SnapshotCodec {
         return w.bytes
     }
 
-    /// The body: tables of authors, seen entry ids, registers, participants and item records.
+    /// The body (SNAPSHOT.md §3): authors, the entry count, registers, participants and item
+    /// records. Tombstones carry only their add key and anchor; no entry id is stored.
     static func encodeBody(_ r: ListReducer) -> [UInt8] {
-        var authorSet: Set<ExactString> = []
-        func note(_ k: ChangeKey?) { if let k { authorSet.insert(ExactString(k.author)) } }
+        // Only the authors some stored key names, in UTF-8 order.
+        var used = [Bool](repeating: false, count: r.authors.count)
+        var authorIndex: [ExactString: UInt64] = [:]
+        func note(_ k: ChangeKey?) { if let k { authorIndex[ExactString(k.author)] = 0 } }
         note(r.name?.key)
         note(r.colour?.key)
         for p in r.participants.values { note(p.key) }
-        for item in r.items {
-            note(item.addKey)
-            note(item.markKey)
+        for i in r.ids.indices {
+            let f = r.flags[i]
+            if f & ItemFlag.added != 0 { used[Int(r.addAuthor[i])] = true }
+            if f & ItemFlag.marked != 0 { used[Int(r.markAuthor[i])] = true }
         }
-        let authors = authorSet.map(\.value).sorted(by: utf8Less)
-        var authorIndex: [ExactString: UInt64] = [:]
+        for (k, a) in r.authors.enumerated() where used[k] { authorIndex[ExactString(a)] = 0 }
+        let authors = authorIndex.keys.map(\.value).sorted(by: utf8Less)
         for (i, a) in authors.enumerated() { authorIndex[ExactString(a)] = UInt64(i) }
+        // Interned author number → output index.
+        let out = r.authors.map { authorIndex[ExactString($0)] ?? 0 }
 
-        var w = ByteWriter(capacity: 64 + r.seen.count * 20 + r.items.count * 48)
+        // List order first (tombstones included), so a decoded reducer's records are laid out the way
+        // `state()` walks them; then the records known only from dangling operations, by id.
+        let records = r.linearOrder().map { Int($0) }
+            + sortedByID(r.ids.indices.filter { r.flags[$0] != 0 && r.flags[$0] & ItemFlag.added == 0 }, r.ids)
+        var w = ByteWriter(capacity: 64 + records.count * 80)
         func key(_ k: ChangeKey) {
             w.varint(k.clock.rawValue)
             w.varint(authorIndex[ExactString(k.author)]!)
-            IDCoding.write(k.entry, into: &w)
+            k.entry.encoded(into: &w)
         }
         func register(_ reg: Register<String>?) {
             guard let reg else { return w.u8(0) }
@@ -127,8 +137,7 @@ public enum SnapshotCodec {
         }
         w.varint(UInt64(authors.count))
         for a in authors { w.string(a) }
-        w.varint(UInt64(r.seen.count))
-        for id in r.seen.sorted() { IDCoding.write(id, into: &w) }
+        w.varint(UInt64(r.entryCount))
         register(r.name)
         register(r.colour)
         let people = r.participants.keys.map(\.value).sorted(by: utf8Less)
@@ -139,30 +148,33 @@ public enum SnapshotCodec {
             w.u8(reg.value ? 1 : 0)
             key(reg.key)
         }
-        let order = r.items.indices.sorted { r.items[$0].id < r.items[$1].id }
-        w.varint(UInt64(order.count))
-        for i in order {
-            let item = r.items[i]
-            IDCoding.write(item.id, into: &w)
-            var flags: UInt8 = 0
-            if item.addKey != nil { flags |= 1 }
-            if item.deleted { flags |= 2 }
-            if item.markKey != nil { flags |= item.markedOff ? 12 : 4 }
-            w.u8(flags)
-            if let k = item.addKey {
-                key(k)
-                w.zigzag(item.addedAt)
-                w.string(item.text)
-                if let a = item.anchor {
+        w.varint(UInt64(records.count))
+        for i in records {
+            let f = r.flags[i]
+            assert(f & ItemFlag.deleted == 0 || f & (ItemFlag.marked | ItemFlag.markedOff) == 0, "a tombstone keeps no mark")
+            r.ids[i].encoded(into: &w)
+            w.u8(f)
+            if f & ItemFlag.added != 0 {
+                w.varint(r.addClock[i])
+                w.varint(out[Int(r.addAuthor[i])])
+                r.addEntry[i].encoded(into: &w)
+                if f & ItemFlag.deleted == 0 {
+                    w.zigzag(r.addedAt[i])
+                    w.string(r.texts[i])
+                }
+                let a = Int(r.anchor[i])
+                if a >= 0 {
                     w.u8(1)
-                    IDCoding.write(a, into: &w)
+                    r.ids[a].encoded(into: &w)
                 } else {
                     w.u8(0)
                 }
             }
-            if let k = item.markKey {
-                key(k)
-                w.zigzag(item.markedAt)
+            if f & ItemFlag.marked != 0 {
+                w.varint(r.markClock[i])
+                w.varint(out[Int(r.markAuthor[i])])
+                r.markEntry[i].encoded(into: &w)
+                w.zigzag(r.markedAt[i])
             }
         }
         return w.bytes
@@ -201,7 +213,7 @@ public enum SnapshotCodec {
         guard UInt64(reducer.entryCount) == header.entryCount else {
             throw .entryCountMismatch(header: header.entryCount, body: UInt64(reducer.entryCount))
         }
-        let digest = reducer.state().digest
+        let digest = reducer.stateDigest()
         guard digest == header.digest else { throw .digestMismatch(header: header.digest, computed: digest) }
         return (header, reducer)
     }
@@ -263,13 +275,19 @@ public enum SnapshotCodec {
             let a = try r.string("author", limit: Limits.maxAuthorBytes)
             if let last = authors.last, !utf8Less(last, a) { throw CodecError(.invalidValue(field: "author order"), at: at) }
             authors.append(a)
+            // Strictly increasing, so interning numbers them 0, 1, 2, … like the body does.
+            _ = out.intern(a)
         }
-        func key(_ r: inout ByteReader) throws(CodecError) -> ChangeKey {
-            let clock = try ActivityLogCodec.clockValue(&r)
+        func author(_ r: inout ByteReader) throws(CodecError) -> Int32 {
             let at = r.offset
             let i = try r.varint()
             guard i < UInt64(authors.count) else { throw CodecError(.invalidValue(field: "author index"), at: at) }
-            return ChangeKey(clock: clock, author: authors[Int(i)], entry: try IDCoding.read(&r, field: "entry"))
+            return Int32(i)
+        }
+        func key(_ r: inout ByteReader) throws(CodecError) -> ChangeKey {
+            let clock = try ActivityLogCodec.clockValue(&r)
+            let a = try author(&r)
+            return ChangeKey(clock: clock, author: authors[Int(a)], entry: try CompactID.decoded(&r, field: "entry"))
         }
         func register(_ r: inout ByteReader, _ field: String) throws(CodecError) -> Register<String>? {
             let at = r.offset
@@ -279,16 +297,10 @@ public enum SnapshotCodec {
             default: throw CodecError(.invalidValue(field: field + " flag"), at: at)
             }
         }
-        let seenCount = try ActivityLogCodec.count(&r, "seen", minBytes: 2)
-        out.seen.reserveCapacity(seenCount)
-        var previous: CompactID? = nil
-        for _ in 0..<seenCount {
-            let at = r.offset
-            let id = try IDCoding.read(&r, field: "seen")
-            if let p = previous, !(p < id) { throw CodecError(.invalidValue(field: "seen order"), at: at) }
-            previous = id
-            out.seen.insert(id)
-        }
+        let countAt = r.offset
+        let entryCount = try r.varint()
+        guard entryCount < 1 << 62 else { throw CodecError(.invalidValue(field: "entry count"), at: countAt) }
+        out.folded = Int(entryCount)
         out.name = try register(&r, "name")
         out.colour = try register(&r, "colour")
         let peopleCount = try ActivityLogCodec.count(&r, "participants", minBytes: 5)
@@ -303,38 +315,46 @@ public enum SnapshotCodec {
             guard joined <= 1 else { throw CodecError(.invalidValue(field: "joined flag"), at: flagAt) }
             out.participants[ExactString(p)] = Register(key: try key(&r), value: joined == 1)
         }
-        let itemCount = try ActivityLogCodec.count(&r, "items", minBytes: 3)
-        out.items.reserveCapacity(itemCount)
-        out.index.reserveCapacity(itemCount)
-        previous = nil
+        // The smallest record is a 3-byte text id and its flags.
+        let itemCount = try ActivityLogCodec.count(&r, "items", minBytes: 4)
+        // Bounded up front (a record takes ~160 bytes in memory, its encoding as little as 4):
+        // hostile counts grow the arrays as records actually decode.
+        out.reserveItems(min(itemCount, 1 << 18))
         for _ in 0..<itemCount {
             let at = r.offset
-            var item = ItemRecord(id: try IDCoding.read(&r, field: "item"))
-            if let p = previous, !(p < item.id) { throw CodecError(.invalidValue(field: "item order"), at: at) }
-            previous = item.id
+            let id = try CompactID.decoded(&r, field: "item")
             let flagsAt = r.offset
-            let flags = try r.u8()
-            // A record always holds something; bit 3 (marked off) needs bit 2 (has a mark).
-            guard flags != 0, flags & ~15 == 0, flags & 12 != 8 else { throw CodecError(.invalidValue(field: "item flags"), at: flagsAt) }
-            if flags & 1 != 0 {
-                item.addKey = try key(&r)
-                item.addedAt = try r.zigzag()
-                item.text = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
+            let f = try r.u8()
+            // A record always holds something; markedOff needs marked; a tombstone keeps no mark.
+            guard f != 0, f & ~15 == 0, f & 12 != ItemFlag.markedOff,
+                  f & ItemFlag.deleted == 0 || f & (ItemFlag.marked | ItemFlag.markedOff) == 0 else {
+                throw CodecError(.invalidValue(field: "item flags"), at: flagsAt)
+            }
+            // The record is new, or so far only an anchor (flags 0); a repeated id is refused.
+            let i = out.slot(id)
+            guard out.flags[i] == 0 else { throw CodecError(.invalidValue(field: "repeated item"), at: at) }
+            out.flags[i] = f
+            if f & ItemFlag.added != 0 {
+                out.addClock[i] = try ActivityLogCodec.clockValue(&r).rawValue
+                out.addAuthor[i] = try author(&r)
+                out.addEntry[i] = try CompactID.decoded(&r, field: "entry")
+                if f & ItemFlag.deleted == 0 {
+                    out.addedAt[i] = try r.zigzag()
+                    out.texts[i] = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
+                }
                 let anchorAt = r.offset
                 switch try r.u8() {
                 case 0: break
-                case 1: item.anchor = try IDCoding.read(&r, field: "anchor")
+                case 1: out.anchor[i] = Int32(out.slot(try CompactID.decoded(&r, field: "anchor")))
                 default: throw CodecError(.invalidValue(field: "anchor flag"), at: anchorAt)
                 }
             }
-            item.deleted = flags & 2 != 0
-            if flags & 4 != 0 {
-                item.markKey = try key(&r)
-                item.markedOff = flags & 8 != 0
-                item.markedAt = try r.zigzag()
+            if f & ItemFlag.marked != 0 {
+                out.markClock[i] = try ActivityLogCodec.clockValue(&r).rawValue
+                out.markAuthor[i] = try author(&r)
+                out.markEntry[i] = try CompactID.decoded(&r, field: "entry")
+                out.markedAt[i] = try r.zigzag()
             }
-            out.index[item.id] = out.items.count
-            out.items.append(item)
         }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
         return out

@@ -30,6 +30,24 @@ import Testing
         }
     }
 
+    /// Duplicates are found without a set of every id (MERGE.md §9): `apply` reports each
+    /// distinct entry as new exactly once, whatever the order, and `contains` knows all of them.
+    @Test func everyDistinctEntryIsNewExactlyOnce() async {
+        await propertyCheck(count: 60, input: Gen.int(in: 0...Int.max), Gen.int(in: 1...80)) { seed, n in
+            let entries = randomEntries(seed: UInt64(seed), count: n)
+            var r = ListReducer(zone: zone)
+            var new: [CompactID: Int] = [:]
+            for e in shuffledWithDuplicates(entries, seed: UInt64(seed)) + entries.reversed() where r.apply(e) {
+                new[e.id, default: 0] += 1
+            }
+            #expect(new.count == entries.count)
+            #expect(new.values.allSatisfy { $0 == 1 })
+            #expect(r.entryCount == entries.count)
+            #expect(entries.allSatisfy { r.contains(entry: $0.id) })
+            #expect(!r.contains(entry: id("never-applied")))
+        }
+    }
+
     @Test func duplicateEntryIsANoOp() {
         var r = ListReducer(zone: zone)
         let first = r.apply(add("e1", "milk", "Milk", at: 0))
