@@ -66,6 +66,28 @@ public struct ZoneIndexCheckpoint: Equatable, Sendable {
     }
 
     public var storeID: (UInt64, UInt64) { (storeID0, storeID1) }
+
+    /// Why the checkpoint cannot describe a log (nil when it can): the decoder checks syntax; this
+    /// checks what a writer always guarantees, so a checkpoint that passes its CRC but was built
+    /// wrong (or crafted) means "rebuild from the log", never a crash later.
+    public func inconsistency() -> String? {
+        if let first = segments.first, first < 1 { return "segment base 0" }
+        if let last = segments.last, last > coveredSegment { return "a segment after the covered frame's" }
+        var latestByName: [String: (incarnation: SequenceNumber, deleted: Bool)] = [:]
+        for z in zones {
+            guard z.incarnation >= 1, z.incarnation <= coveredSequence else { return "zone \(z.name): incarnation outside the covered log" }
+            guard z.lastSequence >= z.incarnation, z.lastSequence <= coveredSequence else { return "zone \(z.name): last sequence outside the covered log" }
+            guard z.lowWaterMark <= coveredSequence else { return "zone \(z.name): low-water mark past the covered log" }
+            if let d = z.deletedAt, d < z.incarnation || d > coveredSequence { return "zone \(z.name): deletion outside the covered log" }
+            if let first = z.frameSequences.first, first < z.incarnation { return "zone \(z.name): a frame before its incarnation" }
+            if let last = z.frameSequences.last, last > z.lastSequence { return "zone \(z.name): a frame past its last sequence" }
+            if let previous = latestByName[z.name] {
+                guard previous.deleted, previous.incarnation < z.incarnation else { return "zone \(z.name): incarnations overlap" }
+            }
+            latestByName[z.name] = (z.incarnation, z.deletedAt != nil)
+        }
+        return nil
+    }
 }
 
 /// The checkpoint file `index/zones.idx` (Spec/INDEX.md): magic, version, fixed fields, then

@@ -117,8 +117,9 @@ extension JournalStore {
         cond.lock()
         if let live = catalog.live(name) {
             let inc = catalog.tracks[live].incarnation
+            let ticket = lastTicketLocked
             cond.unlock()
-            try commit(through: inc, durability: .always)
+            try commit(ticket: ticket, durability: .always)
             return inc
         }
         do { try checkWritable() } catch {
@@ -129,8 +130,9 @@ extension JournalStore {
         let t = catalog.create(name, at: seq, implicit: false, idsLoaded: true)
         _ = enqueueLocked(type: RecordType.zoneCreate.rawValue, payload: ZoneRecordCodec.encodeCreate(zone: name), count: 1,
                           touches: [FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: 0)])
+        let ticket = lastTicketLocked
         cond.unlock()
-        try commit(through: seq, durability: .always)
+        try commit(ticket: ticket, durability: .always)
         return seq
     }
 
@@ -139,6 +141,7 @@ extension JournalStore {
     public func deleteZone(_ name: String, reason: ZoneDeletionReason = .deleted) throws(JournalError) -> SequenceNumber {
         cond.lock()
         let seq: SequenceNumber
+        let ticket: Int
         do throws(JournalError) {
             try checkWritable()
             guard let t = catalog.live(name) else {
@@ -149,34 +152,37 @@ extension JournalStore {
             catalog.delete(track: t, at: seq, reason: reason)
             _ = enqueueLocked(type: RecordType.zoneDelete.rawValue, payload: ZoneRecordCodec.encodeDelete(zone: name, reason: reason),
                               count: 1, touches: [FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: 0)])
+            ticket = lastTicketLocked
         } catch {
             cond.unlock()
             throw error
         }
         cond.unlock()
-        try commit(through: seq, durability: .always)
+        try commit(ticket: ticket, durability: .always)
         return seq
     }
 
     /// Raises the zone's low-water mark (a synced `lowWaterMark` record): tokens below it get
-    /// `tokenExpired`. The compactor sets it once it may purge entries up to `mark`.
+    /// `tokenExpired`. The compactor sets it once it may purge entries up to `mark`. The mark
+    /// takes effect only once its record is durable, so no token is judged by a mark a crash
+    /// could still undo.
     public func setLowWaterMark(_ name: String, to mark: SequenceNumber) throws(JournalError) {
         cond.lock()
-        let seq: SequenceNumber
+        let ticket: Int
         do throws(JournalError) {
             try checkWritable()
             guard let t = catalog.live(name) else { throw JournalError.zoneNotFound(name) }
             guard mark <= lastAssigned else { throw JournalError.invalidEntry("low-water mark \(mark) is past the last sequence \(lastAssigned)") }
             let inc = catalog.tracks[t].incarnation
-            catalog.setLowWater(name, incarnation: inc, mark: mark)
-            seq = enqueueLocked(type: SkippableRecordType.lowWaterMark, payload: LowWaterCodec.encode(zone: name, incarnation: inc, mark: mark),
-                                count: 0, touches: [])
+            _ = enqueueLocked(type: SkippableRecordType.lowWaterMark, payload: LowWaterCodec.encode(zone: name, incarnation: inc, mark: mark),
+                              count: 0, touches: [], lowWater: LowWater(zone: name, incarnation: inc, mark: mark))
+            ticket = lastTicketLocked
         } catch {
             cond.unlock()
             throw error
         }
         cond.unlock()
-        try commit(through: seq, durability: .always)
+        try commit(ticket: ticket, durability: .always)
     }
 
     // MARK: Tokens
@@ -269,7 +275,9 @@ extension JournalStore {
         // The frame before the first one past `position` may be a batch still holding later entries.
         let next = t.frameSequences.partitionPoint { $0 <= position }
         let start = max(0, next - 1)
-        let end = min(t.frameSequences.partitionPoint { $0 <= h }, next + limit + 1)
+        // `limit` frames hold at least `limit` entries, but for the few that hold only a zone
+        // record (a create, or creates repeated by another writer): read a few more.
+        let end = min(t.frameSequences.partitionPoint { $0 <= h }, next + limit + 9)
         let locations = start < end ? Array(t.frameLocations[start..<end]) : []
         let reachedEnd = end == t.frameSequences.partitionPoint { $0 <= h }
         let segments = catalog.segments

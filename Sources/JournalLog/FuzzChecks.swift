@@ -83,6 +83,7 @@ extension FuzzChecks {
     /// Zone-index checkpoint decoding never crashes; what decodes re-encodes to the same bytes.
     public static func zoneIndex(_ bytes: UnsafeRawBufferPointer) {
         guard let index = try? ZoneIndexCodec.decode(bytes) else { return }
+        _ = index.inconsistency()
         let again = ZoneIndexCodec.encode(index)
         let back = again.withUnsafeBytes { try? ZoneIndexCodec.decode($0) }
         guard back == index, ZoneIndexCodec.encode(back!) == again else { fatalError("zone index round trip failed") }

@@ -54,7 +54,9 @@ struct IndexBuilder {
                 do throws(ZoneIndexCodec.DecodeError) { return .success(try ZoneIndexCodec.decode(b)) } catch { return .failure(error) }
             }
             switch decoded {
-            case .success(let c): return (c, "")
+            case .success(let c):
+                if let why = c.inconsistency() { return (nil, "the checkpoint is inconsistent (\(why))") }
+                return (c, "")
             case .failure(let e): return (nil, "the checkpoint is damaged (\(e))")
             }
         } catch {

@@ -95,6 +95,14 @@ public final class JournalStore: @unchecked Sendable {
         var crc: UInt32
         var lastSequence: SequenceNumber
         var touches: [FrameTouch]
+        /// A `lowWaterMark` record's mark: it takes effect only once the record is durable.
+        var lowWater: LowWater?
+    }
+
+    struct LowWater {
+        var zone: String
+        var incarnation: SequenceNumber
+        var mark: SequenceNumber
     }
 
     /// Where the leader wrote a frame.
@@ -128,7 +136,14 @@ public final class JournalStore: @unchecked Sendable {
     private var pendingFrames: [PendingFrame] = []
     var writtenThrough: SequenceNumber
     var durableThrough: SequenceNumber
-    private var syncRequested: SequenceNumber = 0
+    // Every enqueued frame gets a ticket (1, 2, …); callers wait on their ticket, not on a
+    // sequence, so records that take no sequence (seal, lowWaterMark) are written and synced too.
+    private var enqueuedFrames = 0
+    private var writtenFrames = 0
+    private var durableFrames = 0
+    private var syncRequestedFrames = 0
+    /// Marks written but not yet durable; applied by the next sync round.
+    private var pendingMarks: [LowWater] = []
     private var leaderActive = false
     var failure: JournalError?
     var isClosed = false
@@ -191,6 +206,8 @@ public final class JournalStore: @unchecked Sendable {
                     do { try rescan.scan(paths: kept) { try fresh.visit($0) } } catch { throw JournalError.wrap(error) }
                 }
                 report.indexSource = .rebuilt(reason: builder.checkpoint == nil ? builder.missingReason : "the checkpoint does not match the log")
+                // A stale checkpoint is removed, so it can never match a later log by chance.
+                if builder.checkpoint != nil { try? fs.remove(path + "/" + StoreLayout.indexFile) }
                 builder = fresh
                 covered = fresh.lastFrame
             } else {
@@ -211,6 +228,7 @@ public final class JournalStore: @unchecked Sendable {
                 report.segments = scanner.summaries.count
                 if last.sealed {
                     // A compacted segment is never appended to: start the next one.
+                    try active.file.sync()
                     active.file.close()
                     active = try JournalStore.createSegment(store: path, base: lastAssigned + 1, storeID: storeID, previousChain: chain,
                                                             options: options, fs: fs)
@@ -235,7 +253,10 @@ public final class JournalStore: @unchecked Sendable {
             if lastAssigned > 0 { try active.file.sync() }
             writtenThrough = lastAssigned
             durableThrough = lastAssigned
-            storeKey = try StoreKey.loadOrCreate(store: path, fs: fs)
+            do throws(JournalError) { storeKey = try StoreKey.loadOrCreate(store: path, fs: fs) } catch {
+                active.file.close()
+                throw error
+            }
             recovery = report
         } catch {
             lock.unlock()
@@ -273,16 +294,20 @@ public final class JournalStore: @unchecked Sendable {
         let mode = durability ?? options.durability
         cond.lock()
         let seq: SequenceNumber
+        let ticket: Int
         do {
             try checkWritable()
             let track = try trackAccepting(entry.zone, at: lastAssigned + 1)
             if let t = track, let existing = try storedSequence(of: entry.id, track: t) {
+                // Acknowledged once everything enqueued so far (the original included) is.
                 seq = existing
+                ticket = enqueuedFrames
             } else {
                 let first = lastAssigned + 1
                 let t = track ?? catalog.create(entry.zone, at: first, implicit: true, idsLoaded: true)
                 seq = enqueueLocked(type: RecordType.entry.rawValue, payload: payload, count: 1,
                                     touches: [FrameTouch(track: t, firstSequence: first, lastSequence: first, entries: 1)])
+                ticket = enqueuedFrames
                 catalog.ids[t]![entry.id] = seq
             }
         } catch {
@@ -290,7 +315,7 @@ public final class JournalStore: @unchecked Sendable {
             throw error
         }
         cond.unlock()
-        try commit(through: seq, sync: mode == .always)
+        try commit(ticket: ticket, sync: mode == .always)
         return seq
     }
 
@@ -331,8 +356,8 @@ public final class JournalStore: @unchecked Sendable {
             case .retry(let remaining):
                 // Some entries turned out to be stored already: encode only the new ones.
                 fresh = remaining
-            case .done(let range):
-                try commit(through: range.upperBound, sync: mode != .none)
+            case .done(let range, let ticket):
+                try commit(ticket: ticket, sync: mode != .none)
                 return range
             }
         }
@@ -340,7 +365,7 @@ public final class JournalStore: @unchecked Sendable {
 
     private enum BatchOutcome {
         case retry([JournalEntry])
-        case done(ClosedRange<SequenceNumber>)
+        case done(ClosedRange<SequenceNumber>, ticket: Int)
     }
 
     /// Under `cond`: enqueues `payload` (which encodes `fresh`) when `fresh` is exactly the
@@ -350,20 +375,31 @@ public final class JournalStore: @unchecked Sendable {
     private func enqueueBatchLocked(_ batch: [JournalEntry], fresh: [JournalEntry], payload: [UInt8]) throws(JournalError) -> BatchOutcome {
         try checkWritable()
         let first = lastAssigned + 1
-        // Each zone is resolved once per batch; batches rarely span more than a few zones.
+        // Pass 1, which may throw and changes nothing: resolve each zone once (batches rarely span
+        // more than a few) and load the id sets of the zones involved.
         var zones: [(name: String, track: Int?, touch: FrameTouch?)] = []
+        var zoneOf = [Int](repeating: 0, count: batch.count)
+        for (k, e) in batch.enumerated() {
+            var z = 0
+            while z < zones.count && zones[z].name != e.zone { z += 1 }
+            if z == zones.count {
+                let t = try trackAccepting(e.zone, at: first)
+                if let t, catalog.ids[t] == nil { try loadIDs(t) }
+                zones.append((e.zone, t, nil))
+            }
+            zoneOf[k] = z
+        }
+        // Pass 2, which cannot throw: one id lookup per entry; new ids are entered with the
+        // sequence they will get, and taken out again if the batch must be re-encoded.
         var newZoneIDs: [Int: Set<CompactID>] = [:]
         var provisional: [(Int, CompactID)] = []
         provisional.reserveCapacity(batch.count)
         var remaining: [JournalEntry] = []
         var existing: [SequenceNumber] = []
         var seq = first
-        for e in batch {
-            var z = 0
-            while z < zones.count && zones[z].name != e.zone { z += 1 }
-            if z == zones.count { zones.append((e.zone, try trackAccepting(e.zone, at: first), nil)) }
+        for (k, e) in batch.enumerated() {
+            let z = zoneOf[k]
             if let t = zones[z].track {
-                if catalog.ids[t] == nil { try loadIDs(t) }
                 if let s = catalog.ids[t]![e.id] {
                     if s < first { existing.append(s) }  // else a duplicate inside this batch
                     continue
@@ -379,11 +415,12 @@ public final class JournalStore: @unchecked Sendable {
             remaining.append(e)
             seq += 1
         }
-        guard remaining.count == fresh.count else {
+        // `fresh` must be exactly the new entries, in order, or the payload encodes the wrong ones.
+        guard remaining.count == fresh.count, zip(remaining, fresh).allSatisfy({ $0.id == $1.id && $0.zone == $1.zone }) else {
             for (t, id) in provisional { catalog.ids[t]![id] = nil }
             if remaining.isEmpty {
                 let known = existing.sorted()
-                return .done(known.first!...known.last!)
+                return .done(known.first!...known.last!, ticket: enqueuedFrames)
             }
             return .retry(remaining)
         }
@@ -407,7 +444,7 @@ public final class JournalStore: @unchecked Sendable {
         let body = fresh.count == 1 ? EntryCodec.encode(fresh[0]) : payload
         let last = enqueueLocked(type: type, payload: body, count: fresh.count, touches: touches)
         assert(last == seq - 1)
-        return .done(first...last)
+        return .done(first...last, ticket: enqueuedFrames)
     }
 
     /// Under `cond`: throws unless appends are accepted.
@@ -455,50 +492,73 @@ public final class JournalStore: @unchecked Sendable {
         guard payload.count <= Limits.maxPayloadBytes else { throw JournalError.batchTooLarge(bytes: payload.count, limit: Limits.maxPayloadBytes) }
         cond.lock()
         let seq: SequenceNumber
-        do {
+        let ticket: Int
+        do throws(JournalError) {
             try checkWritable()
-            seq = enqueueLocked(type: type, payload: payload, count: count, touches: [])
+            // The record joins the zone index like any other: decode it as a reader will.
+            let first = count == 0 ? lastAssigned : lastAssigned + 1
+            let events: [LogEvent]
+            do {
+                events = try payload.withUnsafeBytes { p throws(CodecError) in
+                    try LogReader.decode(RecordView(segment: "", offset: 0, header: Frame.Header(length: UInt32(p.count), type: type, sequence: first),
+                                                    payload: p, crc: 0, lastSequence: first))
+                }
+            } catch { throw JournalError.invalidEntry("the payload does not decode as a type-0x\(String(type, radix: 16)) record: \(error)") }
+            for case .entry(_, let e) in events {
+                if let t = catalog.live(e.zone), catalog.ids[t] == nil { try loadIDs(t) }
+            }
+            let (touches, marks) = catalog.prepare(events)
+            seq = enqueueLocked(type: type, payload: payload, count: count, touches: touches,
+                                lowWater: marks.last.map { LowWater(zone: $0.zone, incarnation: $0.incarnation, mark: $0.mark) })
+            ticket = enqueuedFrames
         } catch {
             cond.unlock()
             throw error
         }
         cond.unlock()
-        try commit(through: seq, sync: (durability ?? options.durability) == .always)
+        try commit(ticket: ticket, sync: (durability ?? options.durability) == .always)
         return seq
     }
 
     /// Makes everything appended so far durable.
     public func sync() throws(JournalError) {
         cond.lock()
-        let target = lastAssigned
+        let ticket = enqueuedFrames
         cond.unlock()
-        try commit(through: target, sync: true)
+        try commit(ticket: ticket, sync: true)
     }
 
     /// Under `cond`: frames the payload, chaining its CRC; returns the last sequence it takes.
     /// `touches` say which zone incarnations the frame holds records of, for the index.
-    func enqueueLocked(type: UInt8, payload: [UInt8], count: Int, touches: [FrameTouch]) -> SequenceNumber {
+    /// The frame's ticket is `enqueuedFrames` right after the call.
+    func enqueueLocked(type: UInt8, payload: [UInt8], count: Int, touches: [FrameTouch], lowWater: LowWater? = nil) -> SequenceNumber {
         let first = count == 0 ? lastAssigned : lastAssigned + 1
         let start = pending.count
         let seed = chain
         chain = Frame.append(type: type, sequence: first, payload: payload, chain: seed, to: &pending)
         lastAssigned += SequenceNumber(count)
         pendingFrames.append(PendingFrame(start: start, end: pending.count, segmentBase: count == 0 ? lastAssigned + 1 : first,
-                                          seed: seed, crc: chain, lastSequence: lastAssigned, touches: touches))
+                                          seed: seed, crc: chain, lastSequence: lastAssigned, touches: touches, lowWater: lowWater))
+        enqueuedFrames += 1
         return lastAssigned
     }
 
-    /// Waits until everything up to `seq` is acknowledged under `durability`.
-    func commit(through seq: SequenceNumber, durability: Durability) throws(JournalError) {
-        try commit(through: seq, sync: durability != .none)
+    /// Under `cond`: the ticket of the last frame enqueued.
+    var lastTicketLocked: Int { enqueuedFrames }
+
+    /// Waits until the frame with `ticket` (and every one before it) is acknowledged under `durability`.
+    func commit(ticket: Int, durability: Durability) throws(JournalError) {
+        try commit(ticket: ticket, sync: durability != .none)
     }
 
-    /// Waits until `seq` is written (and synced when asked), leading the I/O when no one else is.
-    private func commit(through seq: SequenceNumber, sync: Bool) throws(JournalError) {
+    /// Waits until the frame with `ticket` is written (and synced when asked), leading the I/O
+    /// when no one else is.
+    private func commit(ticket: Int, sync: Bool) throws(JournalError) {
         cond.lock()
         defer { cond.unlock() }
-        if sync { syncRequested = max(syncRequested, seq) }
-        while (sync ? durableThrough : writtenThrough) < seq {
+        precondition(ticket <= enqueuedFrames, "waiting for a frame that was never enqueued")
+        if sync { syncRequestedFrames = max(syncRequestedFrames, ticket) }
+        while (sync ? durableFrames : writtenFrames) < ticket {
             if let failure { throw JournalError.writerFailed(failure.description) }
             if leaderActive {
                 cond.wait()
@@ -512,7 +572,8 @@ public final class JournalStore: @unchecked Sendable {
             let frames = pendingFrames
             pendingFrames.removeAll(keepingCapacity: true)
             let target = lastAssigned
-            let doSync = syncRequested > durableThrough
+            let targetFrames = enqueuedFrames
+            let doSync = syncRequestedFrames > durableFrames
             cond.unlock()
             var ioError: JournalError? = nil
             var placements: [Placement] = []
@@ -535,16 +596,25 @@ public final class JournalStore: @unchecked Sendable {
                     let location = ZoneTrack.location(segmentOrdinal: catalog.ordinal(ofSegment: at.segment), offset: at.offset)
                     for t in f.touches { catalog.place(t, location: location) }
                 }
+                if let m = f.lowWater { pendingMarks.append(m) }
                 lastWritten = CoveredFrame(segment: at.segment, offset: at.offset, crc: f.crc, lastSequence: f.lastSequence)
             }
             bytesSinceCheckpoint += frames.last?.end ?? 0
             writtenThrough = target
-            if doSync { durableThrough = target }
-            if bytesSinceCheckpoint >= options.indexCheckpointBytes { writeCheckpointLocked() }
+            writtenFrames = targetFrames
+            if doSync {
+                durableThrough = target
+                durableFrames = targetFrames
+                // Everything written is durable now: marks take effect, and a checkpoint may be
+                // taken, since it then covers only durable frames.
+                for m in pendingMarks { catalog.setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark) }
+                pendingMarks.removeAll()
+                if bytesSinceCheckpoint >= options.indexCheckpointBytes { writeCheckpointLocked() }
+            }
             leaderActive = false
             cond.broadcast()
         }
-        if let failure, (sync ? durableThrough : writtenThrough) < seq { throw JournalError.writerFailed(failure.description) }
+        if let failure, (sync ? durableFrames : writtenFrames) < ticket { throw JournalError.writerFailed(failure.description) }
     }
 
     /// Writes frames to the active segment, rolling over at `segmentSize`; returns where each
@@ -576,9 +646,11 @@ public final class JournalStore: @unchecked Sendable {
         return placements
     }
 
-    /// Under `cond`, by the leader (or on close): writes the index checkpoint atomically. The
-    /// lock is held while writing: a checkpoint is rare (every `indexCheckpointBytes`) and small.
+    /// Under `cond`, by the leader right after a sync (or on close, after its sync): writes the
+    /// index checkpoint atomically, covering only durable frames. The lock is held while writing:
+    /// a checkpoint is rare (every `indexCheckpointBytes`).
     private func writeCheckpointLocked() {
+        assert(writtenFrames == durableFrames && pendingMarks.isEmpty, "a checkpoint covers durable frames only")
         bytesSinceCheckpoint = 0
         guard let covered = lastWritten, covered.offset != checkpointed?.offset || covered.segment != checkpointed?.segment else { return }
         let bytes = ZoneIndexCodec.encode(catalog.checkpoint(storeID: storeID, covered: covered, through: covered.lastSequence))
@@ -690,11 +762,14 @@ public final class JournalStore: @unchecked Sendable {
             cond.unlock()
             return
         }
+        // Refuse new appends first, so nothing can be enqueued after the final sync below and
+        // led onto a closed file.
+        isClosed = true
+        let ticket = enqueuedFrames
         cond.unlock()
         var syncError: JournalError? = nil
-        do { try sync() } catch { syncError = error }
+        do { try commit(ticket: ticket, sync: true) } catch { syncError = error }
         cond.lock()
-        isClosed = true
         while leaderActive { cond.wait() }
         if failure == nil && syncError == nil { writeCheckpointLocked() }
         cond.unlock()

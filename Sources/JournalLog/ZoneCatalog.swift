@@ -102,11 +102,13 @@ struct ZoneCatalog {
         tracks[touch.track] = t
     }
 
-    /// Replays one intact record's events (open, or a rebuild): the same rules the writer applies.
-    mutating func observe(_ events: [LogEvent], segment: SequenceNumber, offset: Int64) {
-        let location = ZoneTrack.location(segmentOrdinal: ordinal(ofSegment: segment), offset: offset)
+    /// Applies one record's facts (the rules every reader and the writer share, TOKENS.md §1) and
+    /// says which incarnations the frame touches; low-water marks are returned, not applied,
+    /// since the writer applies them only once their record is durable.
+    mutating func prepare(_ events: [LogEvent]) -> (touches: [FrameTouch], marks: [(zone: String, incarnation: SequenceNumber, mark: SequenceNumber)]) {
         var touched: [Int: FrameTouch] = [:]
         var order: [Int] = []
+        var marks: [(zone: String, incarnation: SequenceNumber, mark: SequenceNumber)] = []
         func touch(_ track: Int, _ seq: SequenceNumber, entries: Int) {
             if touched[track] == nil {
                 touched[track] = FrameTouch(track: track, firstSequence: seq, lastSequence: seq, entries: 0)
@@ -118,24 +120,33 @@ struct ZoneCatalog {
         for event in events {
             switch event {
             case .entry(let seq, let e):
-                let i = live(e.zone) ?? create(e.zone, at: seq, implicit: true, idsLoaded: false)
+                // An incarnation that starts here is seen whole from its start: its id set is complete.
+                let i = live(e.zone) ?? create(e.zone, at: seq, implicit: true, idsLoaded: true)
                 if ids[i] != nil, ids[i]![e.id] == nil { ids[i]![e.id] = seq }
                 touch(i, seq, entries: 1)
             case .zoneCreated(let seq, let zone):
                 // A create for a zone that is live continues it (idempotent create); else a new incarnation.
-                let i = live(zone) ?? create(zone, at: seq, implicit: false, idsLoaded: false)
+                let i = live(zone) ?? create(zone, at: seq, implicit: false, idsLoaded: true)
                 touch(i, seq, entries: 0)
             case .zoneDeleted(let seq, let zone, let reason):
                 guard let i = live(zone) else { continue }
                 delete(track: i, at: seq, reason: reason)
                 touch(i, seq, entries: 0)
             case .lowWaterMark(_, let zone, let incarnation, let mark):
-                setLowWater(zone, incarnation: incarnation, mark: mark)
+                marks.append((zone, incarnation, mark))
             case .seal, .skipped:
                 continue
             }
         }
-        for i in order { place(touched[i]!, location: location) }
+        return (order.map { touched[$0]! }, marks)
+    }
+
+    /// Replays one intact, durable record (open, or a rebuild).
+    mutating func observe(_ events: [LogEvent], segment: SequenceNumber, offset: Int64) {
+        let location = ZoneTrack.location(segmentOrdinal: ordinal(ofSegment: segment), offset: offset)
+        let (touches, marks) = prepare(events)
+        for t in touches { place(t, location: location) }
+        for m in marks { setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark) }
     }
 }
 
