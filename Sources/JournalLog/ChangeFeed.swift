@@ -114,24 +114,15 @@ extension JournalStore {
     @discardableResult
     public func createZone(_ name: String) throws(JournalError) -> SequenceNumber {
         guard !name.isEmpty, name.utf8.count <= Limits.maxZoneBytes else { throw JournalError.invalidEntry("zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes") }
-        cond.lock()
-        if let live = catalog.live(name) {
-            let inc = catalog.tracks[live].incarnation
-            let ticket = lastTicketLocked
-            cond.unlock()
-            try commit(ticket: ticket, durability: .always)
-            return inc
+        let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
+            if let live = catalog.live(name) { return (catalog.tracks[live].incarnation, lastTicketLocked) }
+            try checkWritable()
+            let seq = lastAssigned + 1
+            let t = catalog.create(name, at: seq, implicit: false, idsLoaded: true)
+            _ = enqueueLocked(type: RecordType.zoneCreate.rawValue, payload: ZoneRecordCodec.encodeCreate(zone: name), count: 1,
+                              touches: [FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: 0)])
+            return (seq, lastTicketLocked)
         }
-        do { try checkWritable() } catch {
-            cond.unlock()
-            throw error
-        }
-        let seq = lastAssigned + 1
-        let t = catalog.create(name, at: seq, implicit: false, idsLoaded: true)
-        _ = enqueueLocked(type: RecordType.zoneCreate.rawValue, payload: ZoneRecordCodec.encodeCreate(zone: name), count: 1,
-                          touches: [FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: 0)])
-        let ticket = lastTicketLocked
-        cond.unlock()
         try commit(ticket: ticket, durability: .always)
         return seq
     }
@@ -139,25 +130,18 @@ extension JournalStore {
     /// Deletes the zone and all its entries atomically (one synced `zoneDelete` record).
     @discardableResult
     public func deleteZone(_ name: String, reason: ZoneDeletionReason = .deleted) throws(JournalError) -> SequenceNumber {
-        cond.lock()
-        let seq: SequenceNumber
-        let ticket: Int
-        do throws(JournalError) {
+        let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             try checkWritable()
             guard let t = catalog.live(name) else {
                 if let latest = catalog.latest(name), let at = catalog.tracks[latest].deletedAt { throw JournalError.zoneDeleted(zone: name, at: at) }
                 throw JournalError.zoneNotFound(name)
             }
-            seq = lastAssigned + 1
+            let seq = lastAssigned + 1
             catalog.delete(track: t, at: seq, reason: reason)
             _ = enqueueLocked(type: RecordType.zoneDelete.rawValue, payload: ZoneRecordCodec.encodeDelete(zone: name, reason: reason),
                               count: 1, touches: [FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: 0)])
-            ticket = lastTicketLocked
-        } catch {
-            cond.unlock()
-            throw error
+            return (seq, lastTicketLocked)
         }
-        cond.unlock()
         try commit(ticket: ticket, durability: .always)
         return seq
     }
@@ -167,21 +151,15 @@ extension JournalStore {
     /// takes effect only once its record is durable, so no token is judged by a mark a crash
     /// could still undo.
     public func setLowWaterMark(_ name: String, to mark: SequenceNumber) throws(JournalError) {
-        cond.lock()
-        let ticket: Int
-        do throws(JournalError) {
+        let ticket = try locked { () throws(JournalError) -> Int in
             try checkWritable()
             guard let t = catalog.live(name) else { throw JournalError.zoneNotFound(name) }
             guard mark <= lastAssigned else { throw JournalError.invalidEntry("low-water mark \(mark) is past the last sequence \(lastAssigned)") }
             let inc = catalog.tracks[t].incarnation
             _ = enqueueLocked(type: SkippableRecordType.lowWaterMark, payload: LowWaterCodec.encode(zone: name, incarnation: inc, mark: mark),
                               count: 0, touches: [], lowWater: LowWater(zone: name, incarnation: inc, mark: mark))
-            ticket = lastTicketLocked
-        } catch {
-            cond.unlock()
-            throw error
+            return lastTicketLocked
         }
-        cond.unlock()
         try commit(ticket: ticket, durability: .always)
     }
 

@@ -285,38 +285,36 @@ public final class JournalStore: @unchecked Sendable {
     }
 
     /// Appends one entry and returns its sequence once it is acknowledged under `durability`.
-    @discardableResult
     /// An entry whose id its zone already holds is not stored again: the append returns the
     /// sequence it was stored at, once that is acknowledged (an upload retry is normal).
+    @discardableResult
     public func append(_ entry: JournalEntry, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
         if let why = EntryCodec.validate(entry) { throw JournalError.invalidEntry(why) }
         let payload = EntryCodec.encode(entry)
         let mode = durability ?? options.durability
-        cond.lock()
-        let seq: SequenceNumber
-        let ticket: Int
-        do {
+        let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             try checkWritable()
             let track = try trackAccepting(entry.zone, at: lastAssigned + 1)
             if let t = track, let existing = try storedSequence(of: entry.id, track: t) {
                 // Acknowledged once everything enqueued so far (the original included) is.
-                seq = existing
-                ticket = enqueuedFrames
-            } else {
-                let first = lastAssigned + 1
-                let t = track ?? catalog.create(entry.zone, at: first, implicit: true, idsLoaded: true)
-                seq = enqueueLocked(type: RecordType.entry.rawValue, payload: payload, count: 1,
-                                    touches: [FrameTouch(track: t, firstSequence: first, lastSequence: first, entries: 1)])
-                ticket = enqueuedFrames
-                catalog.ids[t]![entry.id] = seq
+                return (existing, enqueuedFrames)
             }
-        } catch {
-            cond.unlock()
-            throw error
+            let first = lastAssigned + 1
+            let t = track ?? catalog.create(entry.zone, at: first, implicit: true, idsLoaded: true)
+            let seq = enqueueLocked(type: RecordType.entry.rawValue, payload: payload, count: 1,
+                                    touches: [FrameTouch(track: t, firstSequence: first, lastSequence: first, entries: 1)])
+            catalog.ids[t]![entry.id] = seq
+            return (seq, enqueuedFrames)
         }
-        cond.unlock()
         try commit(ticket: ticket, sync: mode == .always)
         return seq
+    }
+
+    /// Runs `body` holding `cond`, releasing it on every path.
+    func locked<T>(_ body: () throws(JournalError) -> T) throws(JournalError) -> T {
+        cond.lock()
+        defer { cond.unlock() }
+        return try body()
     }
 
     /// Appends entries atomically: after a crash either all of them are recovered or none.
@@ -343,16 +341,7 @@ public final class JournalStore: @unchecked Sendable {
             guard raw + 32 <= Limits.maxPayloadBytes, payload.count <= Limits.maxPayloadBytes else {
                 throw JournalError.batchTooLarge(bytes: raw, limit: Limits.maxPayloadBytes)
             }
-            cond.lock()
-            let outcome: BatchOutcome
-            do {
-                outcome = try enqueueBatchLocked(batch, fresh: fresh, payload: payload)
-            } catch {
-                cond.unlock()
-                throw error
-            }
-            cond.unlock()
-            switch outcome {
+            switch try locked({ () throws(JournalError) in try enqueueBatchLocked(batch, fresh: fresh, payload: payload) }) {
             case .retry(let remaining):
                 // Some entries turned out to be stored already: encode only the new ones.
                 fresh = remaining
@@ -490,10 +479,7 @@ public final class JournalStore: @unchecked Sendable {
     @discardableResult
     public func appendRecord(type: UInt8, payload: [UInt8], consuming count: Int, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
         guard payload.count <= Limits.maxPayloadBytes else { throw JournalError.batchTooLarge(bytes: payload.count, limit: Limits.maxPayloadBytes) }
-        cond.lock()
-        let seq: SequenceNumber
-        let ticket: Int
-        do throws(JournalError) {
+        let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             try checkWritable()
             // The record joins the zone index like any other: decode it as a reader will.
             let first = count == 0 ? lastAssigned : lastAssigned + 1
@@ -508,14 +494,10 @@ public final class JournalStore: @unchecked Sendable {
                 if let t = catalog.live(e.zone), catalog.ids[t] == nil { try loadIDs(t) }
             }
             let (touches, marks) = catalog.prepare(events)
-            seq = enqueueLocked(type: type, payload: payload, count: count, touches: touches,
-                                lowWater: marks.last.map { LowWater(zone: $0.zone, incarnation: $0.incarnation, mark: $0.mark) })
-            ticket = enqueuedFrames
-        } catch {
-            cond.unlock()
-            throw error
+            let seq = enqueueLocked(type: type, payload: payload, count: count, touches: touches,
+                                    lowWater: marks.last.map { LowWater(zone: $0.zone, incarnation: $0.incarnation, mark: $0.mark) })
+            return (seq, enqueuedFrames)
         }
-        cond.unlock()
         try commit(ticket: ticket, sync: (durability ?? options.durability) == .always)
         return seq
     }

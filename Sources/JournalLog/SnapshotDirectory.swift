@@ -60,37 +60,13 @@ public enum SnapshotDirectory {
 
     /// Writes `bytes` atomically under its final name; a crash leaves the whole file or none.
     public static func write(_ bytes: [UInt8], store: String, name fileName: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> String {
-        let dir = store + "/" + name
-        if fs.kind(of: dir) == .missing {
-            try fs.createDirectory(dir)
-            try fs.syncDirectory(store)
-        }
-        let path = dir + "/" + fileName
-        let temp = path + ".tmp"
-        let file = try fs.openFile(temp, create: true, truncate: true)
-        do throws(JournalError) {
-            try file.write(bytes, at: 0)
-            try file.sync()
-            file.close()
-        } catch {
-            file.close()
-            throw error
-        }
-        try fs.rename(temp, path)
-        try fs.syncDirectory(dir)
+        let path = store + "/" + name + "/" + fileName
+        try AtomicFile.write(bytes, to: path, fs: fs)
         return path
     }
 
     /// The whole file, refusing one above `limit` bytes before reading it.
     public static func read(_ path: String, limit: Int, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> [UInt8] {
-        let file = try fs.openFile(path, create: false, truncate: false)
-        defer { file.close() }
-        let size = try file.size()
-        guard size <= Int64(limit) else { throw JournalError.notAStore(path: path, reason: "\(size) bytes exceeds the \(limit)-byte limit") }
-        var bytes = [UInt8](repeating: 0, count: Int(size))
-        let result: Result<Int, JournalError> = bytes.withUnsafeMutableBytes { b in
-            do throws(JournalError) { return .success(try file.read(into: b, at: 0)) } catch { return .failure(error) }
-        }
-        return Array(bytes.prefix(try result.get()))
+        try AtomicFile.read(path, fs: fs, limit: limit)
     }
 }

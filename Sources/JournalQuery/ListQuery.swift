@@ -178,7 +178,11 @@ public struct ListQuery: Sendable {
         let (history, _) = try self.history(zone)
         let bytes = SnapshotCodec.encode(reducer: m.reducer, incarnation: m.incarnation, sequence: m.sequence)
         let hist = ActivityLogCodec.encode(history)
-        let raw = SnapshotCodec.encode(reducer: m.reducer, incarnation: m.incarnation, sequence: m.sequence, compress: false).count
+        // The header records the decompressed length: no second, uncompressed encode to measure it.
+        let raw: Int
+        do { raw = try bytes.withUnsafeBytes { b throws(SnapshotError) in try SnapshotCodec.rawBodyLength(b) } } catch {
+            preconditionFailure("a snapshot just encoded must have a readable header: \(error)")
+        }
         let snapName = SnapshotDirectory.fileName(zone: zone, incarnation: m.incarnation, sequence: m.sequence, kind: .state)
         let histName = SnapshotDirectory.fileName(zone: zone, incarnation: m.incarnation, sequence: m.sequence, kind: .history)
         do {

@@ -243,15 +243,7 @@ public enum ActivityLogCodec {
 
     private static func decodeBody(_ r: inout ByteReader) throws(CodecError) -> ActivityLog {
         var log = ActivityLog(zone: try r.string("zone", limit: Limits.maxZoneBytes))
-        let authorCount = try count(&r, "authors", minBytes: 2)
-        var authors: [String] = []
-        authors.reserveCapacity(authorCount)
-        for _ in 0..<authorCount {
-            let at = r.offset
-            let a = try r.string("author", limit: Limits.maxAuthorBytes)
-            if let last = authors.last, !utf8Less(last, a) { throw CodecError(.invalidValue(field: "author order"), at: at) }
-            authors.append(a)
-        }
+        let authors = try decodeAuthors(&r)
         func author(_ r: inout ByteReader) throws(CodecError) -> String {
             let at = r.offset
             let i = try r.varint()
@@ -323,6 +315,21 @@ public enum ActivityLogCodec {
     }
 
     /// A count that cannot exceed what the remaining bytes could hold (`minBytes` per element).
+    /// The author table shared by history and snapshot bodies: a count, then strictly increasing
+    /// (by UTF-8 bytes) author strings, so each has exactly one encoding.
+    static func decodeAuthors(_ r: inout ByteReader) throws(CodecError) -> [String] {
+        let authorCount = try count(&r, "authors", minBytes: 2)
+        var authors: [String] = []
+        authors.reserveCapacity(authorCount)
+        for _ in 0..<authorCount {
+            let at = r.offset
+            let a = try r.string("author", limit: Limits.maxAuthorBytes)
+            if let last = authors.last, !utf8Less(last, a) { throw CodecError(.invalidValue(field: "author order"), at: at) }
+            authors.append(a)
+        }
+        return authors
+    }
+
     static func count(_ r: inout ByteReader, _ field: String, minBytes: Int) throws(CodecError) -> Int {
         let at = r.offset
         let v = try r.varint()

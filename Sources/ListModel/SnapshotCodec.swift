@@ -226,6 +226,11 @@ public enum SnapshotCodec {
     }
 
     /// Reads and checks the header only (for listing snapshots without decoding bodies).
+    /// The body's decompressed length, from the header alone: what a writer reports as the raw size.
+    public static func rawBodyLength(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> Int {
+        try decodeHeader(bytes).bodyLength
+    }
+
     public static func header(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> SnapshotHeader {
         try decodeHeader(bytes).header
     }
@@ -267,17 +272,9 @@ public enum SnapshotCodec {
 
     static func decodeBody(_ r: inout ByteReader, zone: String) throws(CodecError) -> ListReducer {
         var out = ListReducer(zone: zone)
-        let authorCount = try ActivityLogCodec.count(&r, "authors", minBytes: 2)
-        var authors: [String] = []
-        authors.reserveCapacity(authorCount)
-        for _ in 0..<authorCount {
-            let at = r.offset
-            let a = try r.string("author", limit: Limits.maxAuthorBytes)
-            if let last = authors.last, !utf8Less(last, a) { throw CodecError(.invalidValue(field: "author order"), at: at) }
-            authors.append(a)
-            // Strictly increasing, so interning numbers them 0, 1, 2, … like the body does.
-            _ = out.intern(a)
-        }
+        let authors = try ActivityLogCodec.decodeAuthors(&r)
+        // Strictly increasing, so interning numbers them 0, 1, 2, … like the body does.
+        for a in authors { _ = out.intern(a) }
         func author(_ r: inout ByteReader) throws(CodecError) -> Int32 {
             let at = r.offset
             let i = try r.varint()

@@ -2,6 +2,18 @@ import CSQLite
 import Foundation
 import JournalLog
 
+/// Appends `entries` in atomic batches of `batchSize`, unsynced (how the benchmark builds
+/// stores), handing each batch and its sequences to `each`.
+func appendInBatches(_ store: JournalStore, _ entries: ArraySlice<JournalEntry>, batchSize: Int,
+                     each: (ClosedRange<SequenceNumber>, ArraySlice<JournalEntry>) -> Void = { _, _ in }) throws {
+    var i = entries.startIndex
+    while i < entries.endIndex {
+        let batch = entries[i..<min(i + batchSize, entries.endIndex)]
+        each(try store.append(batch: Array(batch), durability: Durability.none), batch)
+        i += batchSize
+    }
+}
+
 /// The change feed (issue 3): the last 100 changes of one zone in a 10-zone store, against an
 /// indexed SQLite query, at two history lengths to show the cost does not grow with history;
 /// and `changedZones` over many zones.
@@ -32,12 +44,8 @@ extension CompareBench {
         do {
             if jlOn {
                 let s = openStore(sp, durability: .none)
-                var i = 0
-                while i < entries.count {
-                    let batch = Array(entries[i..<min(i + bs, entries.count)])
-                    let r = try s.append(batch: batch, durability: Durability.none)
-                    for (seq, e) in zip(r, batch) where e.zone == "Z0" { hotSeqs.append(seq) }
-                    i += bs
+                try appendInBatches(s, entries[...], batchSize: bs) { range, batch in
+                    for (seq, e) in zip(range, batch) where e.zone == "Z0" { hotSeqs.append(seq) }
                 }
                 try s.close()
                 store = openStore(sp, durability: .always)

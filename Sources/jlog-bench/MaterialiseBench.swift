@@ -155,11 +155,7 @@ extension CompareBench {
         do {
             if jlOn {
                 let s = openStore(sp, durability: .none)
-                var i = 0
-                while i < n {
-                    try s.append(batch: Array(w.entries[i..<min(i + counts.batchSize, n)]), durability: Durability.none)
-                    i += counts.batchSize
-                }
+                try appendInBatches(s, w.entries[..<n], batchSize: counts.batchSize)
                 try s.close()
                 store = openStore(sp, durability: .always)
             }
@@ -209,11 +205,7 @@ extension CompareBench {
             let s = openStore(hp, durability: .none)
             let tail = ListWorkload.generate(1_000, seed: 22, zone: zone).entries
             do {
-                var i = 0
-                while i < size {
-                    try s.append(batch: Array(w.entries[i..<min(i + counts.batchSize, size)]), durability: Durability.none)
-                    i += counts.batchSize
-                }
+                try appendInBatches(s, w.entries[..<size], batchSize: counts.batchSize)
                 try s.sync()
                 let q = ListQuery(store: s)
                 var snap: SnapshotReport? = nil
