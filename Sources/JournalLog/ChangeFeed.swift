@@ -214,6 +214,8 @@ extension JournalStore {
     public func changes(in zone: String, since token: FeedToken?, limit: Int = 1_000) throws(FeedError) -> ZoneChanges {
         precondition(limit >= 1, "a page holds at least one entry, so paging always makes progress")
         cond.lock()
+        // A compaction swap is renaming a segment: its frame offsets are about to change.
+        while swapWaiting { cond.wait() }
         let h = horizonLocked
         let track: Int
         let position: SequenceNumber
@@ -261,7 +263,15 @@ extension JournalStore {
         let segments = catalog.segments
         let incarnation = t.incarnation
         let mark = t.lowWaterMark
+        // Until the frames are read, no swap may move them.
+        feedReaders += 1
         cond.unlock()
+        defer {
+            cond.lock()
+            feedReaders -= 1
+            if feedReaders == 0 { cond.broadcast() }
+            cond.unlock()
+        }
 
         let fetcher = FrameFetcher(store: path, fs: fs, segments: segments)
         let zoneBytes = Array(zone.utf8)

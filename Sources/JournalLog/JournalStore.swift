@@ -127,6 +127,15 @@ public final class JournalStore: @unchecked Sendable {
     private var lastWritten: CoveredFrame?
     private var checkpointed: CoveredFrame?
     private var bytesSinceCheckpoint = 0
+    /// The base of the segment appends go to; every sequence below it is in a sealed segment.
+    /// Updated after each write, so it may lag a roll, which only errs on the safe side.
+    var activeBase: SequenceNumber = 1
+    /// Feed reads between choosing frame locations and reading them; a compaction swap waits
+    /// for them, and new ones wait while `swapWaiting`.
+    var feedReaders = 0
+    var swapWaiting = false
+    /// While a compaction runs no index checkpoint is written: its offsets may be going stale.
+    var compactionRunning = false
     /// The last failure to write the index checkpoint (the store works on; open rebuilds).
     public private(set) var indexCheckpointError: JournalError?
     private var chain: UInt32
@@ -181,6 +190,7 @@ public final class JournalStore: @unchecked Sendable {
         }
         lock = try fs.lockExclusive(path + "/" + StoreLayout.lockFile)
         do throws(JournalError) {
+            try CompactionFiles.recover(store: path, fs: fs)
             var report = RecoveryReport(mode: options.recovery, segments: 0, lastSequence: 0)
             let paths = try StoreLayout.segmentPaths(path, fs: fs)
             var scanner = StoreScanner(fs: fs, mode: options.recovery)
@@ -248,6 +258,7 @@ public final class JournalStore: @unchecked Sendable {
                 report.segments = 1
             }
             report.lastSequence = lastAssigned
+            activeBase = active.name.base
             // What recovery read may sit only in the page cache (the last writer's process died,
             // not the machine): make it durable before serving it as durable.
             if lastAssigned > 0 { try active.file.sync() }
@@ -582,6 +593,7 @@ public final class JournalStore: @unchecked Sendable {
                 lastWritten = CoveredFrame(segment: at.segment, offset: at.offset, crc: f.crc, lastSequence: f.lastSequence)
             }
             bytesSinceCheckpoint += frames.last?.end ?? 0
+            if let last = placements.last { activeBase = last.segment }
             writtenThrough = target
             writtenFrames = targetFrames
             if doSync {
@@ -633,6 +645,7 @@ public final class JournalStore: @unchecked Sendable {
     /// a checkpoint is rare (every `indexCheckpointBytes`).
     private func writeCheckpointLocked() {
         assert(writtenFrames == durableFrames && pendingMarks.isEmpty, "a checkpoint covers durable frames only")
+        guard !compactionRunning else { return }
         bytesSinceCheckpoint = 0
         guard let covered = lastWritten, covered.offset != checkpointed?.offset || covered.segment != checkpointed?.segment else { return }
         let bytes = ZoneIndexCodec.encode(catalog.checkpoint(storeID: storeID, covered: covered, through: covered.lastSequence))
@@ -643,6 +656,17 @@ public final class JournalStore: @unchecked Sendable {
         } catch {
             indexCheckpointError = error
         }
+    }
+
+    /// Under `cond`: the next sync writes a checkpoint (after a compaction changed offsets).
+    func forceCheckpoint() {
+        checkpointed = nil
+        bytesSinceCheckpoint = max(bytesSinceCheckpoint, options.indexCheckpointBytes)
+    }
+
+    /// Under `cond`: the checkpoint file is gone; no checkpoint is current.
+    func markCheckpointRemoved() {
+        checkpointed = nil
     }
 
     private func flush(_ data: [UInt8], _ range: Range<Int>) throws(JournalError) {

@@ -1,0 +1,377 @@
+/// What one `compact` call did.
+public struct CompactionReport: Sendable, Equatable {
+    /// Sealed segments read, and the ones rewritten (those that held something to purge).
+    public var segmentsExamined = 0
+    public var segmentsRewritten = 0
+    /// Entries removed because they were asked for and lay at or below their zone's low-water mark.
+    public var entriesPurged = 0
+    /// Entries removed because their zone incarnation was deleted.
+    public var deletedZoneEntriesPurged = 0
+    /// Entries asked for but kept: above their zone's low-water mark, or in the active segment.
+    public var entriesKept = 0
+    /// Sizes of the rewritten segments before and after.
+    public var bytesBefore: Int64 = 0
+    public var bytesAfter: Int64 = 0
+
+    public init() {}
+}
+
+/// The compactor's file names (Spec/FORMAT.md §9.4): a rewrite is written as `.cleaned`, renamed
+/// to `.swap` once complete and durable, then renamed over the segment.
+enum CompactionFiles {
+    static let cleaned = ".cleaned"
+    static let swap = ".swap"
+
+    /// Finishes what a crash interrupted, before open scans the log: a `.swap` is complete, so it
+    /// replaces its segment (roll forward); a `.cleaned` may be partial, so it is removed.
+    static func recover(store: String, fs: any FileSystem) throws(JournalError) {
+        var changed = false
+        for name in try fs.listDirectory(store) {
+            if name.hasSuffix(SegmentName.suffix + swap), SegmentName(fileName: String(name.dropLast(swap.count))) != nil {
+                try fs.rename(store + "/" + name, store + "/" + String(name.dropLast(swap.count)))
+                changed = true
+            } else if name.hasSuffix(SegmentName.suffix + cleaned), SegmentName(fileName: String(name.dropLast(cleaned.count))) != nil {
+                try fs.remove(store + "/" + name)
+                changed = true
+            }
+        }
+        if changed { try fs.syncDirectory(store) }
+    }
+}
+
+/// A sealed segment rewritten without the purged entries, ready to be swapped in.
+struct SegmentRewrite {
+    var bytes: [UInt8] = []
+    var purged = 0
+    var deletedZonePurged = 0
+    var kept = 0
+    /// The new frames and the zone incarnations each touches, for the zone index.
+    var frames: [(offset: Int64, touches: [FrameTouch])] = []
+    /// Entries per zone incarnation (track) the segment held before.
+    var entriesBefore: [Int: Int] = [:]
+    var changed: Bool { purged + deletedZonePurged > 0 }
+}
+
+/// Rewrites one sealed segment (FORMAT.md §5.5): the same header (flagged `compacted`), the kept
+/// records re-chained with their sequences unchanged, and a closing `seal` that carries the
+/// original end chain and last sequence, so the next segment still links and numbering goes on.
+struct SegmentRewriter {
+    enum Verdict { case keep, purge, purgeDeletedZone, keptAboveMark }
+
+    let name: String
+    /// Which incarnation (track) a zone's record at a sequence belongs to.
+    let trackOf: (String, SequenceNumber) -> Int?
+    let verdict: (SequenceNumber, Int?) -> Verdict
+    let compress: Bool
+
+    func rewrite(_ old: [UInt8]) throws(JournalError) -> SegmentRewrite {
+        func damaged(_ offset: Int, _ seq: SequenceNumber, _ p: Corruption.Problem) -> JournalError {
+            .corruption(Corruption(segment: name, offset: Int64(offset), lastGoodSequence: seq, problem: p, isTornTail: false))
+        }
+        let headerResult: Result<SegmentHeader, SegmentHeader.DecodeError> = old.withUnsafeBytes { b in
+            do throws(SegmentHeader.DecodeError) { return .success(try SegmentHeader.decode(b)) } catch { return .failure(error) }
+        }
+        var header: SegmentHeader
+        switch headerResult {
+        case .success(let h): header = h
+        case .failure(let e): throw damaged(0, 0, .badSegmentHeader(e))
+        }
+        var out = SegmentRewrite()
+        header.flags.insert(.compacted)
+        out.bytes = header.encoded()
+        out.bytes.reserveCapacity(old.count)
+        var outChain = header.previousChain
+        var inChain = header.previousChain
+        var endChain = header.previousChain
+        var lastSequence = header.baseSequence - 1
+        var lastKept = header.baseSequence - 1
+        var pos = SegmentHeader.size
+
+        func emit(_ type: UInt8, _ seq: SequenceNumber, _ payload: UnsafeRawBufferPointer, touches: [FrameTouch], into out: inout SegmentRewrite) {
+            let at = Int64(out.bytes.count)
+            outChain = Frame.append(type: type, sequence: seq, payload: payload, chain: outChain, to: &out.bytes)
+            if !touches.isEmpty { out.frames.append((at, touches)) }
+        }
+        func touches(_ records: [(SequenceNumber, String, entries: Int)]) -> [FrameTouch] {
+            var result: [FrameTouch] = []
+            for (seq, zone, n) in records {
+                guard let t = trackOf(zone, seq) else { continue }
+                if let i = result.firstIndex(where: { $0.track == t }) {
+                    result[i].lastSequence = seq
+                    result[i].entries += n
+                } else {
+                    result.append(FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: n))
+                }
+            }
+            return result
+        }
+
+        let failure: JournalError? = old.withUnsafeBytes { (b: UnsafeRawBufferPointer) -> JournalError? in
+            frames: while pos < b.count {
+                switch Frame.scan(b, at: pos, chain: inChain) {
+                case .zero:
+                    break frames
+                case .frame(let h, let range, let crc):
+                    let payload = UnsafeRawBufferPointer(rebasing: b[range])
+                    inChain = crc
+                    endChain = crc
+                    do throws(CodecError) {
+                        switch RecordType(rawValue: h.type) {
+                        case .entry:
+                            let e = try EntryCodec.decode(payload)
+                            lastSequence = h.sequence
+                            let t = trackOf(e.zone, h.sequence)
+                            if let t { out.entriesBefore[t, default: 0] += 1 }
+                            switch verdict(h.sequence, t) {
+                            case .purge: out.purged += 1
+                            case .purgeDeletedZone: out.deletedZonePurged += 1
+                            case let v:
+                                if case .keptAboveMark = v { out.kept += 1 }
+                                emit(h.type, h.sequence, payload, touches: touches([(h.sequence, e.zone, 1)]), into: &out)
+                                lastKept = h.sequence
+                            }
+                        case .batch:
+                            let entries = try BatchCodec.decode(payload, firstSequence: h.sequence)
+                            lastSequence = entries.last?.0 ?? h.sequence
+                            var keep: [(SequenceNumber, JournalEntry)] = []
+                            for (s, e) in entries {
+                                let t = trackOf(e.zone, s)
+                                if let t { out.entriesBefore[t, default: 0] += 1 }
+                                switch verdict(s, t) {
+                                case .purge: out.purged += 1
+                                case .purgeDeletedZone: out.deletedZonePurged += 1
+                                case .keptAboveMark: out.kept += 1; keep.append((s, e))
+                                case .keep: keep.append((s, e))
+                                }
+                            }
+                            guard let first = keep.first else { continue frames }
+                            let t = touches(keep.map { ($0.0, $0.1.zone, 1) })
+                            if keep.count == entries.count {
+                                emit(h.type, h.sequence, payload, touches: t, into: &out)
+                            } else {
+                                var deltas: [UInt64] = [0]
+                                for i in 1..<keep.count { deltas.append(keep[i].0 - keep[i - 1].0) }
+                                let rebuilt = BatchCodec.encode(entries: keep.map { EntryCodec.encode($0.1) }, sequenceDeltas: deltas, compress: compress)
+                                rebuilt.withUnsafeBytes { emit(h.type, first.0, $0, touches: t, into: &out) }
+                            }
+                            lastKept = keep.last!.0
+                        case .zoneCreate:
+                            let zone = try ZoneRecordCodec.decodeCreate(payload)
+                            lastSequence = h.sequence
+                            emit(h.type, h.sequence, payload, touches: touches([(h.sequence, zone, 0)]), into: &out)
+                            lastKept = h.sequence
+                        case .zoneDelete:
+                            let (zone, _) = try ZoneRecordCodec.decodeDelete(payload)
+                            lastSequence = h.sequence
+                            emit(h.type, h.sequence, payload, touches: touches([(h.sequence, zone, 0)]), into: &out)
+                            lastKept = h.sequence
+                        case .seal:
+                            // An earlier rewrite: its seal already carries the original end.
+                            let s = try SealCodec.decode(payload)
+                            endChain = s.endChain
+                            lastSequence = s.lastSequence
+                            break frames
+                        case nil:
+                            // Skippable records take no sequence: they follow the last kept one.
+                            guard RecordType.isSkippable(h.type) else { throw CodecError(.invalidValue(field: "record type"), at: 0) }
+                            emit(h.type, lastKept, payload, touches: [], into: &out)
+                        }
+                    } catch {
+                        return damaged(pos, lastSequence, .badPayload(error))
+                    }
+                    pos = range.upperBound + 4
+                case .crcMismatch(_, let stored, let computed):
+                    return damaged(pos, lastSequence, .crcMismatch(stored: stored, computed: computed))
+                case .badLength(let h):
+                    return damaged(pos, lastSequence, .badLength(h.length))
+                case .truncated:
+                    return damaged(pos, lastSequence, .lengthPastEOF(length: 0, available: Int64(b.count - pos)))
+                }
+            }
+            return nil
+        }
+        if let failure { throw failure }
+        let seal = SealCodec.encode(endChain: endChain, lastSequence: lastSequence)
+        seal.withUnsafeBytes { emit(RecordType.seal.rawValue, lastKept, $0, touches: [], into: &out) }
+        return out
+    }
+}
+
+extension JournalStore {
+    /// Every sequence below this lies in a sealed segment, which the compactor may rewrite; the
+    /// active segment is never rewritten.
+    public var sealedThrough: SequenceNumber {
+        cond.lock()
+        defer { cond.unlock() }
+        return activeBase - 1
+    }
+
+    /// Rewrites sealed segments without the entries in `purging` that lie at or below their zone's
+    /// low-water mark, and (when `purgeDeletedZones`) without the entries of deleted zone
+    /// incarnations. Sequences are never renumbered. Crash-safe: each segment is written as
+    /// `.cleaned`, synced, renamed to `.swap`, then renamed over the segment; open finishes an
+    /// interrupted swap. Appends and feed reads go on meanwhile; a feed read never sees half a swap.
+    ///
+    /// Which entries to purge is the caller's policy (the list model's lifecycles, for example):
+    /// the store only guarantees that nothing above a zone's mark is ever removed.
+    public func compact(purging: some Sequence<SequenceNumber>, purgeDeletedZones: Bool = true) throws(JournalError) -> CompactionReport {
+        let purge = Set(purging)
+        let sorted = purge.sorted()
+        try locked { () throws(JournalError) in
+            try checkWritable()
+            guard !compactionRunning else { throw JournalError.invalidEntry("a compaction is already running on this store") }
+            compactionRunning = true
+        }
+        defer {
+            cond.lock()
+            compactionRunning = false
+            // The checkpoint was removed before the first swap: take a new one at the next sync.
+            forceCheckpoint()
+            cond.unlock()
+        }
+        var report = CompactionReport()
+        var checkpointRemoved = false
+        let sealedLimit = sealedThrough
+        let bases = try StoreLayout.segmentPaths(path, fs: fs).compactMap { SegmentName(fileName: String($0.split(separator: "/").last!))?.base }
+        for (k, base) in bases.enumerated() where base <= sealedLimit {
+            let end = k + 1 < bases.count ? bases[k + 1] : sealedLimit + 1
+            guard end - 1 <= sealedLimit else { break }
+            // Look only at segments that can hold something to purge.
+            let (deletedRanges, catalogNow, horizon) = try locked { () -> ([ClosedRange<SequenceNumber>], ZoneCatalog, SequenceNumber) in
+                let h = horizonLocked
+                let ranges = catalog.tracks.compactMap { t -> ClosedRange<SequenceNumber>? in
+                    guard purgeDeletedZones, let d = t.deletedAt, d <= durableThrough, t.entryCount > 0 else { return nil }
+                    return t.incarnation...d
+                }
+                return (ranges, catalog, h)
+            }
+            let asked = sorted.partitionPoint { $0 < base } < sorted.partitionPoint { $0 < end }
+            let holdsDeleted = deletedRanges.contains { $0.overlaps(base...(end - 1)) }
+            guard asked || holdsDeleted else { continue }
+            report.segmentsExamined += 1
+            let name = SegmentName(base: base).fileName
+            let segmentPath = path + "/" + name
+            let old = try readWhole(segmentPath)
+            let rewriter = SegmentRewriter(
+                name: name,
+                trackOf: { zone, seq in catalogNow.latest(zone, atOrBelow: seq) },
+                verdict: { seq, track in
+                    guard let track else { return .keep }
+                    let t = catalogNow.tracks[track]
+                    if purgeDeletedZones, let d = t.deletedAt, d <= horizon { return .purgeDeletedZone }
+                    guard purge.contains(seq) else { return .keep }
+                    return seq <= t.lowWaterMark ? .purge : .keptAboveMark
+                },
+                compress: options.compressBatches)
+            let rewrite = try rewriter.rewrite(old)
+            report.entriesKept += rewrite.kept
+            guard rewrite.changed else { continue }
+            // Write the rewrite under `.cleaned` and make it durable; only then may it become `.swap`.
+            let cleaned = segmentPath + CompactionFiles.cleaned
+            let swap = segmentPath + CompactionFiles.swap
+            do throws(JournalError) {
+                let file = try fs.openFile(cleaned, create: true, truncate: true)
+                do throws(JournalError) {
+                    try file.write(rewrite.bytes, at: 0)
+                    try file.sync()
+                    file.close()
+                } catch {
+                    file.close()
+                    throw error
+                }
+                try fs.syncDirectory(path)
+                if !checkpointRemoved {
+                    // A checkpoint names frame offsets this swap changes: remove it first, so a
+                    // crash after the swap rebuilds the index rather than trusting stale offsets.
+                    try locked { () throws(JournalError) in
+                        if fs.kind(of: path + "/" + StoreLayout.indexFile) != .missing {
+                            try fs.remove(path + "/" + StoreLayout.indexFile)
+                            try fs.syncDirectory(path + "/" + StoreLayout.indexDirectory)
+                        }
+                        markCheckpointRemoved()
+                    }
+                    checkpointRemoved = true
+                }
+                try fs.rename(cleaned, swap)
+                try fs.syncDirectory(path)
+            } catch {
+                try? fs.remove(cleaned)
+                throw error
+            }
+            try swapIn(swap, over: segmentPath, base: base, rewrite: rewrite)
+            report.segmentsRewritten += 1
+            report.entriesPurged += rewrite.purged
+            report.deletedZoneEntriesPurged += rewrite.deletedZonePurged
+            report.bytesBefore += Int64(old.count)
+            report.bytesAfter += Int64(rewrite.bytes.count)
+        }
+        // Entries asked for in the active segment were kept too.
+        report.entriesKept += sorted.count - sorted.partitionPoint { $0 <= sealedLimit }
+        return report
+    }
+
+    /// Renames `.swap` over the segment and updates the zone index, once no feed read is between
+    /// choosing frame locations and reading them. A failure here stops the writer: whether the
+    /// rename happened is unknown, and reopening finishes the swap.
+    private func swapIn(_ swap: String, over segmentPath: String, base: SequenceNumber, rewrite: SegmentRewrite) throws(JournalError) {
+        cond.lock()
+        defer { cond.unlock() }
+        swapWaiting = true
+        while feedReaders > 0 { cond.wait() }
+        defer {
+            swapWaiting = false
+            cond.broadcast()
+        }
+        do {
+            try fs.rename(swap, segmentPath)
+            try fs.syncDirectory(path)
+        } catch {
+            if failure == nil { failure = error }
+            throw error
+        }
+        catalog.replaceSegment(base: base, frames: rewrite.frames, entriesBefore: rewrite.entriesBefore)
+    }
+
+    private func readWhole(_ path: String) throws(JournalError) -> [UInt8] {
+        let file = try fs.openFile(path, create: false, truncate: false)
+        defer { file.close() }
+        let size = try file.size()
+        guard size <= Int64(options.segmentSize) + Int64(Frame.overhead + Limits.maxPayloadBytes) else {
+            throw JournalError.notAStore(path: path, reason: "a sealed segment of \(size) bytes is larger than any writer makes")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(size))
+        let result: Result<Int, JournalError> = bytes.withUnsafeMutableBytes { b in
+            do throws(JournalError) { return .success(try file.read(into: b, at: 0)) } catch { return .failure(error) }
+        }
+        guard try result.get() == Int(size) else { throw JournalError.io(operation: "read (file shrank)", path: path, errno: 5) }
+        return bytes
+    }
+}
+
+extension ZoneCatalog {
+    /// After a segment was rewritten: its frames in every incarnation's lists are replaced by the
+    /// new ones (same sequences, new offsets, purged frames gone).
+    mutating func replaceSegment(base: SequenceNumber, frames: [(offset: Int64, touches: [FrameTouch])], entriesBefore: [Int: Int]) {
+        guard let k = segments.firstIndex(of: base) else { return }
+        var fresh: [Int: (seqs: [SequenceNumber], locs: [UInt64], entries: Int)] = [:]
+        for (offset, touches) in frames {
+            for t in touches {
+                fresh[t.track, default: ([], [], 0)].seqs.append(t.firstSequence)
+                fresh[t.track]!.locs.append(ZoneTrack.location(segmentOrdinal: k, offset: offset))
+                fresh[t.track]!.entries += t.entries
+            }
+        }
+        let lo = UInt64(k) << 32, hi = UInt64(k + 1) << 32
+        for i in tracks.indices {
+            let n = fresh[i]
+            guard n != nil || entriesBefore[i] != nil || tracks[i].frameLocations.contains(where: { $0 >= lo && $0 < hi }) else { continue }
+            var t = tracks[i]
+            let a = t.frameLocations.partitionPoint { $0 < lo }
+            let b = t.frameLocations.partitionPoint { $0 < hi }
+            t.frameLocations.replaceSubrange(a..<b, with: n?.locs ?? [])
+            t.frameSequences.replaceSubrange(a..<b, with: n?.seqs ?? [])
+            t.entryCount += (n?.entries ?? 0) - (entriesBefore[i] ?? 0)
+            tracks[i] = t
+        }
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import Testing
+@testable import JournalLog
+
+/// The storage half of compaction (Spec/FORMAT.md §5.5 and §9.4): sealed segments rewritten
+/// without purged entries, crash-safely, with sequences unchanged.
+@Suite struct CompactionTests {
+    typealias Z = ZoneFeedTests
+
+    /// A store of `count` single entries in zone List-a (every third in List-b), in small segments.
+    static func filledStore(_ fs: MemoryFileSystem = MemoryFileSystem(), count: Int = 60, batches: Bool = false)
+        throws -> (JournalStore, StoreOptions, [SequenceNumber: JournalEntry]) {
+        let (store, options) = try Z.memoryStore(fs, segmentSize: 1_024)
+        var all: [SequenceNumber: JournalEntry] = [:]
+        var n = 0
+        while n < count {
+            if batches && n % 10 == 0 {
+                let batch = (0..<5).map { Z.entry(n + $0, zone: ($0 + n) % 3 == 0 ? "List-b" : "List-a") }
+                for (s, e) in zip(try store.append(batch: batch), batch) { all[s] = e }
+                n += 5
+            } else {
+                let e = Z.entry(n, zone: n % 3 == 0 ? "List-b" : "List-a")
+                all[try store.append(e)] = e
+                n += 1
+            }
+        }
+        return (store, options, all)
+    }
+
+    static func logEntries(_ path: String, fs: any FileSystem, mode: RecoveryMode = .strict) throws -> [SequenceNumber: JournalEntry] {
+        var found: [SequenceNumber: JournalEntry] = [:]
+        _ = try LogReader.scanRecords(path, mode: mode, fs: fs) { r in
+            for case .entry(let s, let e) in try LogReader.decode(r) { found[s] = e }
+        }
+        return found
+    }
+
+    @Test func purgesOnlyRequestedEntriesAtOrBelowTheMarkInSealedSegments() throws {
+        let (store, _, all) = try Self.filledStore()
+        let sealed = store.sealedThrough
+        #expect(sealed > 10)
+        try store.setLowWaterMark("List-a", to: 20)
+        let asked = all.filter { $0.value.zone == "List-a" && $0.key % 2 == 0 }.map(\.key)
+        let report = try store.compact(purging: asked)
+        let expectedGone = Set(asked.filter { $0 <= 20 })
+        #expect(report.entriesPurged == expectedGone.count)
+        #expect(report.entriesKept == asked.count - expectedGone.count)
+        let (feed, _) = try Z.drain(store, "List-a", limit: 7)
+        #expect(feed.map(\.sequence) == all.filter { $0.value.zone == "List-a" && !expectedGone.contains($0.key) }.keys.sorted())
+        #expect(try Self.logEntries(store.path, fs: store.options.fileSystem).keys.sorted()
+                == all.keys.filter { !expectedGone.contains($0) }.sorted())
+    }
+
+    @Test func sequencesAreNeverRenumberedAndAppendsContinue() throws {
+        let (store, options, all) = try Self.filledStore()
+        try store.setLowWaterMark("List-b", to: store.sealedThrough)
+        let gone = all.filter { $0.value.zone == "List-b" && $0.key <= store.sealedThrough }.map(\.key)
+        _ = try store.compact(purging: gone)
+        let next = store.nextSequence
+        try store.close()
+        let reopened = try JournalStore.open(store.path, options: options)
+        #expect(reopened.nextSequence == next)
+        let s = try reopened.append(Z.entry(999))
+        #expect(s == next)
+        var kept = all.filter { !gone.contains($0.key) }
+        kept[s] = Z.entry(999)
+        #expect(try Self.logEntries(store.path, fs: options.fileSystem) == kept)
+    }
+
+    @Test func rewrittenSegmentsAreFlaggedSealedAndVerifyStrictly() throws {
+        let (store, _, all) = try Self.filledStore(batches: true)
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        _ = try store.compact(purging: all.filter { $0.value.zone == "List-a" }.map(\.key))
+        let report = try LogReader.scanRecords(store.path, mode: .strict, fs: store.options.fileSystem) { _ in }
+        #expect(report.isClean)
+        let compacted = report.segments.filter { $0.header?.flags.contains(.compacted) == true }
+        #expect(!compacted.isEmpty)
+        #expect(compacted.allSatisfy { $0.sealed })
+    }
+
+    @Test func batchesKeepTheirSurvivorsWithSequenceGaps() throws {
+        let (store, _, all) = try Self.filledStore(batches: true)
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let gone = Set(all.filter { $0.value.zone == "List-a" && $0.key % 2 == 1 }.map(\.key))
+        _ = try store.compact(purging: gone)
+        let left = try Self.logEntries(store.path, fs: store.options.fileSystem)
+        for (s, e) in all where !(gone.contains(s) && s <= store.sealedThrough) { #expect(left[s] == e, "entry \(s) lost") }
+        #expect(left.count == all.count - gone.filter { $0 <= store.sealedThrough }.count)
+    }
+
+    @Test func entriesOfADeletedZoneArePurgedButItsRecordsStay() throws {
+        let (store, options, all) = try Self.filledStore()
+        try store.deleteZone("List-b")
+        // Fill past a roll so the deletion's segment is sealed.
+        for i in 0..<30 { try store.append(Z.entry(500 + i, zone: "List-a")) }
+        let report = try store.compact(purging: [])
+        #expect(report.deletedZoneEntriesPurged == all.values.filter { $0.zone == "List-b" }.count)
+        #expect(try Self.logEntries(store.path, fs: options.fileSystem).values.allSatisfy { $0.zone == "List-a" })
+        Z.expectFeedError({ _ = try store.changes(in: "List-b", since: nil) }) {
+            if case .zoneDeleted = $0 { true } else { false }
+        }
+        try store.close()
+        let reopened = try JournalStore.open(store.path, options: options)
+        #expect(reopened.zone("List-b")?.isDeleted == true)
+    }
+
+    @Test func theActiveSegmentIsNeverRewritten() throws {
+        let (store, _) = try Z.memoryStore()
+        let s = try store.append(Z.entry(1))
+        try store.setLowWaterMark("List-a", to: s)
+        let report = try store.compact(purging: [s])
+        #expect(report.segmentsRewritten == 0)
+        #expect(report.entriesKept == 1)
+        #expect(try Z.drain(store, "List-a", limit: 10).0.map(\.sequence) == [s])
+    }
+
+    @Test func compactingTwiceKeepsTheOriginalEndOfEachSegment() throws {
+        let (store, options, all) = try Self.filledStore()
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let listA = all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.map(\.key).sorted()
+        _ = try store.compact(purging: listA.prefix(listA.count / 2))
+        _ = try store.compact(purging: listA.suffix(from: listA.count / 2))
+        try store.close()
+        let reopened = try JournalStore.open(store.path, options: StoreOptions(recovery: .strict).with(fs: options.fileSystem, preallocate: false))
+        #expect(reopened.nextSequence == all.keys.max()! + 1)
+        #expect(Set(try Self.logEntries(store.path, fs: options.fileSystem).keys) == Set(all.keys).subtracting(listA))
+    }
+
+    @Test func theIndexCheckpointAfterCompactionHasTheNewOffsets() throws {
+        let (store, options, all) = try Self.filledStore()
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let gone = Set(all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough && $0.key % 4 == 0 }.map(\.key))
+        _ = try store.compact(purging: gone)
+        try store.close()
+        let reopened = try JournalStore.open(store.path, options: options)
+        #expect(reopened.recovery.indexSource == .checkpoint)
+        for zone in ["List-a", "List-b"] {
+            let (feed, _) = try Z.drain(reopened, zone, limit: 5)
+            #expect(feed.map(\.sequence) == all.filter { $0.value.zone == zone && !gone.contains($0.key) }.keys.sorted())
+        }
+    }
+
+    @Test func feedReadsDuringCompactionNeverSeeHalfASwap() throws {
+        let (store, _, all) = try Self.filledStore(count: 200, batches: true)
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let candidates = all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.map(\.key).sorted()
+        let done = ManagedAtomicFlag()
+        let failures = ManagedErrors()
+        let reader = Thread {
+            while !done.isSet {
+                do {
+                    let (feed, _) = try Z.drain(store, "List-b", limit: 3)
+                    if feed.count != all.values.filter({ $0.zone == "List-b" }).count { failures.add("List-b lost entries") }
+                } catch { failures.add("\(error)") }
+            }
+        }
+        reader.start()
+        for k in stride(from: 0, to: candidates.count, by: 10) {
+            _ = try store.compact(purging: candidates[k..<min(k + 10, candidates.count)])
+        }
+        done.set()
+        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+        #expect(failures.all.isEmpty, "\(failures.all.prefix(3))")
+    }
+
+    /// Faults every I/O call a compaction makes, one per scenario, then loses power: the store
+    /// reopens, no leftover `.cleaned` or `.swap` remains, every entry not asked to be purged is
+    /// there, and each purged segment is either wholly old or wholly new.
+    @Test func aCrashAtAnyStepOfACompactionLosesNothingItShouldKeep() throws {
+        var calls = 0
+        do {
+            let fs = MemoryFileSystem()
+            let (store, _, all) = try Self.filledStore(fs, batches: true)
+            try store.setLowWaterMark("List-a", to: store.sealedThrough)
+            fs.setFaults(MemoryFileSystem.FaultPlan())
+            _ = try store.compact(purging: all.filter { $0.value.zone == "List-a" }.map(\.key))
+            calls = fs.mutatingCalls
+        }
+        #expect(calls > 10)
+        let modes: [MemoryFileSystem.CrashMode] = [.dropUnsynced, .tearLastWrite(seed: 7), .garbleLastWrite(seed: 9)]
+        for call in 1...calls {
+            for mode in modes {
+                let fs = MemoryFileSystem()
+                let (store, options, all) = try Self.filledStore(fs, batches: true)
+                try store.setLowWaterMark("List-a", to: store.sealedThrough)
+                let asked = Set(all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.map(\.key))
+                fs.setFaults(MemoryFileSystem.FaultPlan(failOnCall: call))
+                _ = try? store.compact(purging: asked)
+                fs.crash(mode)
+                fs.setFaults(MemoryFileSystem.FaultPlan())
+                let reopened = try JournalStore.open(store.path, options: options)
+                #expect(reopened.recovery.problem == nil, "call \(call): \(String(describing: reopened.recovery.problem))")
+                let names = try fs.listDirectory(store.path)
+                #expect(!names.contains { $0.hasSuffix(".cleaned") || $0.hasSuffix(".swap") }, "call \(call): \(names)")
+                let left = try Self.logEntries(store.path, fs: fs)
+                for (s, e) in all where !asked.contains(s) { #expect(left[s] == e, "call \(call): entry \(s) lost") }
+                for s in left.keys { #expect(all[s] != nil) }
+                let (feed, _) = try Z.drain(reopened, "List-a", limit: 4)
+                #expect(feed.map(\.sequence) == left.filter { $0.value.zone == "List-a" }.keys.sorted(), "call \(call): feed differs from log")
+                try reopened.close()
+            }
+        }
+    }
+}
+
+extension StoreOptions {
+    func with(fs: any FileSystem, preallocate: Bool) -> StoreOptions {
+        var o = self
+        o.fileSystem = fs
+        o.preallocate = preallocate
+        return o
+    }
+}
+
+final class ManagedAtomicFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
+}
+
+final class ManagedErrors: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [String] = []
+    var all: [String] { lock.withLock { items } }
+    func add(_ s: String) { lock.withLock { items.append(s) } }
+}
