@@ -121,6 +121,8 @@ public final class JournalStore: @unchecked Sendable {
 
     let fs: any FileSystem
     let cond = NSCondition()
+    /// Serialises read-modify-write of consumer files (Consumers.swift); never held with `cond` waits.
+    let consumerLock = NSLock()
     private let lock: any FileLock
     // Guarded by `cond`.
     var catalog: ZoneCatalog

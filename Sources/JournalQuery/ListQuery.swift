@@ -172,27 +172,41 @@ public struct ListQuery: Sendable {
         return (log, warnings)
     }
 
+    /// Every entry of the zone now, in order, and the position read to.
+    public func entries(_ zone: String) throws(QueryError) -> (entries: [(SequenceNumber, JournalEntry)], sequence: SequenceNumber) {
+        var all: [(SequenceNumber, JournalEntry)] = []
+        let (_, last) = try replay(zone, after: nil) { all.append(($0.sequence, $0.entry)) }
+        return (all, last)
+    }
+
     /// Writes a snapshot of the zone at the feed's horizon, and its history beside it.
     public func writeSnapshot(_ zone: String) throws(QueryError) -> SnapshotReport {
         let m = try materialise(zone)
         let (history, _) = try self.history(zone)
-        let bytes = SnapshotCodec.encode(reducer: m.reducer, incarnation: m.incarnation, sequence: m.sequence)
+        return try writeSnapshot(zone, reducer: m.reducer, history: history, incarnation: m.incarnation, sequence: m.sequence)
+    }
+
+    /// Writes `reducer` as the zone's snapshot at `sequence`, and `history` beside it.
+    @discardableResult
+    public func writeSnapshot(_ zone: String, reducer: ListReducer, history: ActivityLog, incarnation: SequenceNumber,
+                              sequence: SequenceNumber) throws(QueryError) -> SnapshotReport {
+        let bytes = SnapshotCodec.encode(reducer: reducer, incarnation: incarnation, sequence: sequence)
         let hist = ActivityLogCodec.encode(history)
         // The header records the decompressed length: no second, uncompressed encode to measure it.
         let raw: Int
         do { raw = try bytes.withUnsafeBytes { b throws(SnapshotError) in try SnapshotCodec.rawBodyLength(b) } } catch {
             preconditionFailure("a snapshot just encoded must have a readable header: \(error)")
         }
-        let snapName = SnapshotDirectory.fileName(zone: zone, incarnation: m.incarnation, sequence: m.sequence, kind: .state)
-        let histName = SnapshotDirectory.fileName(zone: zone, incarnation: m.incarnation, sequence: m.sequence, kind: .history)
+        let snapName = SnapshotDirectory.fileName(zone: zone, incarnation: incarnation, sequence: sequence, kind: .state)
+        let histName = SnapshotDirectory.fileName(zone: zone, incarnation: incarnation, sequence: sequence, kind: .history)
         do {
             // History first: a state snapshot is never newer than the history beside it.
             let hp = try SnapshotDirectory.write(hist, store: store.path, name: histName, fs: fs)
             let sp = try SnapshotDirectory.write(bytes, store: store.path, name: snapName, fs: fs)
             return SnapshotReport(file: SnapshotDirectory.parse(snapName, in: parentOf(sp))!,
                                   historyFile: SnapshotDirectory.parse(histName, in: parentOf(hp))!,
-                                  entries: m.reducer.entryCount, fileBytes: bytes.count, rawBytes: raw,
-                                  historyBytes: hist.count, digest: m.state.digest)
+                                  entries: reducer.entryCount, fileBytes: bytes.count, rawBytes: raw,
+                                  historyBytes: hist.count, digest: reducer.stateDigest())
         } catch {
             throw .storage(error)
         }

@@ -1,0 +1,216 @@
+import Testing
+import JournalLog
+import ListModel
+@testable import JournalQuery
+
+/// The compactor end to end (Spec/COMPACTION.md): list rules, history, snapshots, marks, consumers.
+@Suite struct CompactorTests {
+    static let zone = ListQueryTests.zone
+    static let t0 = ListQueryTests.t0
+    static let day: Int64 = 24 * 60 * 60 * 1000
+    /// Long after every entry: everything is older than the 14-day cutoff.
+    static let later = Int64(t0) + 30 * day
+
+    static func e(_ id: String, _ op: JournalCodec.Operation, _ i: UInt64, author: String = "alice", zone: String = zone) -> JournalEntry {
+        JournalEntry(id: CompactID(id)!, zone: zone, author: author, wallTime: Int64(t0 + i * 1_000),
+                     clock: HybridTime(physicalMillis: t0 + i * 1_000, counter: 0), operation: op)
+    }
+
+    /// Entries in another zone, enough to seal the segments that hold everything before them.
+    static func seal(_ s: JournalStore, from i: Int = 10_000) throws {
+        let start = s.nextSequence
+        var k = i
+        while s.sealedThrough < start {
+            try s.append(e("filler-\(k)", .add(item: CompactID("filler-item-\(k)")!, text: "filler", after: nil), UInt64(k), zone: "Filler"))
+            k += 1
+        }
+    }
+
+    static let milk = CompactID("milk")!, bread = CompactID("bread")!, eggs = CompactID("eggs")!, tea = CompactID("tea")!
+    static let coffee = CompactID("coffee")!, jam = CompactID("jam")!
+
+    /// The seven-entry example (MERGE.md §1), tea, a second rename, coffee bought and jam deleted; sealed.
+    static func sevenEntryStore() throws -> (JournalStore, MemoryFileSystem) {
+        let fs = MemoryFileSystem()
+        let s = try ListQueryTests.store(fs)
+        for x in [e("e1", .add(item: milk, text: "Milk", after: nil), 1), e("e2", .add(item: bread, text: "Bread", after: milk), 2),
+                  e("e3", .rename(name: "Weekly Shopping"), 3), e("e4", .recolour(colour: "yellow"), 4),
+                  e("e5", .add(item: eggs, text: "Eggs", after: bread), 5), e("e6", .delete(item: bread), 6),
+                  e("e7", .markOff(item: milk), 7), e("e8", .add(item: tea, text: "Tea", after: nil), 8),
+                  e("e9", .rename(name: "Weekend Shopping"), 9, author: "bob"),
+                  e("e10", .add(item: coffee, text: "Coffee", after: tea), 10), e("e11", .markOff(item: coffee), 11),
+                  e("e12", .add(item: jam, text: "Jam", after: nil), 12), e("e13", .delete(item: jam), 13, author: "bob")] {
+            try s.append(x)
+        }
+        try seal(s)
+        return (s, fs)
+    }
+
+    static func ids(_ state: ListState) -> [CompactID] { state.items.map(\.id) }
+
+    @Test func finishedLifecyclesOlderThanTheCutoffArePurged() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        let q = ListQuery(store: s, fs: fs)
+        let report = try ListCompactor(query: q).run(now: Self.later)
+        let list = try #require(report.zones.first { $0.zone == Self.zone })
+        // Coffee (added, marked off) and jam (added, deleted) go, with the superseded rename e3.
+        // Milk and bread finished too, but they anchor eggs, which stays: they keep its place.
+        let left = Set(try q.entries(Self.zone).entries.map { $0.1.id.description })
+        #expect(left == ["e1", "e2", "e4", "e5", "e6", "e7", "e8", "e9"])
+        #expect(list.chosen == 5)
+        #expect(report.storage.entriesPurged == 5)
+        let state = try q.materialise(Self.zone).state
+        #expect(Self.ids(state) == [Self.tea, Self.milk, Self.eggs])
+        #expect(state.name == "Weekend Shopping" && state.colour == "yellow")
+    }
+
+    @Test func lifecyclesNewerThanTheCutoffStay() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        let q = ListQuery(store: s, fs: fs)
+        let report = try ListCompactor(query: q).run(now: Int64(Self.t0) + 13 * Self.day)
+        #expect(report.zones.isEmpty && report.storage.entriesPurged == 0)
+        #expect(try q.entries(Self.zone).entries.count == 13)
+    }
+
+    @Test func entriesAboveTheSealedLogStay() throws {
+        let fs = MemoryFileSystem()
+        let s = try ListQueryTests.store(fs)
+        try s.append(Self.e("a", .add(item: Self.milk, text: "Milk", after: nil), 1))
+        try s.append(Self.e("b", .markOff(item: Self.milk), 2))
+        let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: Self.later)
+        #expect(report.storage.entriesPurged == 0)
+        #expect(try ListQuery(store: s, fs: fs).materialise(Self.zone).state.items.count == 1)
+    }
+
+    @Test func theHistorySurvivesCompaction() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        let q = ListQuery(store: s, fs: fs)
+        let before = try q.history(Self.zone).log
+        _ = try ListCompactor(query: q).run(now: Self.later)
+        #expect(try q.entries(Self.zone).entries.count == 8)
+        let (after, warnings) = try q.history(Self.zone)
+        #expect(warnings.isEmpty)
+        #expect(after.allEvents() == before.allEvents())
+        #expect(after.lastMarkOff(ofItemsMatching: "milk")?.author == "alice")
+        #expect(after.deletions(ofItemsMatching: "bread").count == 1)
+        // And after a reopen, from the files alone.
+        try s.close()
+        let reopened = try JournalStore.open(s.path, options: s.options)
+        #expect(try ListQuery(store: reopened, fs: fs).history(Self.zone).log.allEvents() == before.allEvents())
+    }
+
+    @Test func snapshotPlusTailEqualsAFullReplayOfTheCompactedLog() throws {
+        let fs = MemoryFileSystem()
+        let s = try ListQueryTests.store(fs)
+        let entries = ListQueryTests.workload(400, seed: 3)
+        for x in entries.prefix(300) { try s.append(x) }
+        try Self.seal(s)
+        let q = ListQuery(store: s, fs: fs)
+        let report = try ListCompactor(query: q).run(now: Self.later)
+        #expect(report.storage.entriesPurged > 0)
+        for x in entries.suffix(100) { try s.append(x) }
+        let m = try q.materialise(Self.zone)
+        #expect(m.snapshot != nil && m.warnings.isEmpty)
+        var r = ListReducer(zone: Self.zone)
+        for (_, x) in try q.entries(Self.zone).entries { _ = r.apply(x) }
+        #expect(m.state == r.state())
+    }
+
+    @Test func anOldTokenIsExpiredAndNamesTheSnapshotToRefetchFrom() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        let q = ListQuery(store: s, fs: fs)
+        let early = try s.changes(in: Self.zone, since: nil, limit: 2).token
+        let report = try ListCompactor(query: q).run(now: Self.later)
+        let list = try #require(report.zones.first { $0.zone == Self.zone })
+        var answer: FeedError?
+        do { _ = try s.changes(in: Self.zone, since: early) } catch { answer = error }
+        guard case .tokenExpired(let zone, let mark, let refetch)? = answer else {
+            Issue.record("an old token must expire, got \(String(describing: answer))")
+            return
+        }
+        #expect(zone == Self.zone && mark == list.lowWaterMark)
+        #expect(refetch.snapshotSequence == list.snapshotSequence)
+        // The client loads that snapshot and continues from it: the same list as a full read.
+        let file = try #require(SnapshotDirectory.list(store: s.path, zone: zone, incarnation: refetch.incarnation, kind: .state, fs: fs)
+            .first { $0.sequence == refetch.snapshotSequence })
+        var (_, reducer) = try SnapshotCodec.decode(try SnapshotDirectory.read(file.path, limit: SnapshotCodec.maxStoredBytes, fs: fs))
+        let tail = try s.changes(in: zone, since: s.zoneToken(zone, position: file.sequence))
+        for x in tail.entries { _ = reducer.apply(x.entry) }
+        #expect(reducer.state() == (try q.materialise(Self.zone).state))
+        // A client that pages from the start is never expired.
+        #expect(try ZoneFeedTests_drain(s, Self.zone).count == q.entries(Self.zone).entries.count)
+    }
+
+    @Test func anItemThatAnchorsAnItemThatStaysIsKept() throws {
+        let fs = MemoryFileSystem()
+        let s = try ListQueryTests.store(fs)
+        try s.append(Self.e("a", .add(item: Self.milk, text: "Milk", after: nil), 1))
+        try s.append(Self.e("b", .add(item: Self.eggs, text: "Eggs", after: Self.milk), 2))
+        try s.append(Self.e("c", .add(item: Self.tea, text: "Tea", after: nil), 3))
+        try s.append(Self.e("d", .markOff(item: Self.milk), 4))
+        try Self.seal(s)
+        let q = ListQuery(store: s, fs: fs)
+        let before = try q.materialise(Self.zone).state
+        _ = try ListCompactor(query: q).run(now: Self.later)
+        #expect(try q.materialise(Self.zone).state == before)
+    }
+
+    @Test func aConsumerMarkHoldsCompactionBackUntilItsLeaseExpires() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        let q = ListQuery(store: s, fs: fs)
+        try s.registerConsumer("uploaded", leaseUntil: Self.later + Self.day)
+        try s.advanceConsumer("uploaded", zone: Self.zone, to: 11)
+        try s.advanceConsumer("uploaded", zone: "Filler", to: s.sealedThrough)
+        let held = try ListCompactor(query: q).run(now: Self.later)
+        // Coffee (10, 11) and the rename e3 lie at or below the consumer's mark; jam does not.
+        #expect(held.storage.entriesPurged == 3)
+        #expect(s.zone(Self.zone)?.lowWaterMark == 11)
+        let expired = try ListCompactor(query: q).run(now: Self.later + 2 * Self.day)
+        #expect(expired.storage.entriesPurged == 2)
+    }
+
+    @Test func aDamagedConsumerFileHoldsEverythingBack() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        try s.registerConsumer("uploaded", leaseUntil: nil)
+        let path = try #require(try fs.listDirectory(s.path + "/consumers").first.map { s.path + "/consumers/" + $0 })
+        var bytes = try #require(fs.contents(path))
+        bytes[bytes.count - 1] ^= 0xFF
+        fs.install(path, bytes: bytes)
+        #expect(!s.consumers().problems.isEmpty)
+        let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: Self.later)
+        #expect(report.storage.entriesPurged == 0)
+    }
+
+    @Test func aDryRunChangesNothing() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        let q = ListQuery(store: s, fs: fs)
+        let report = try ListCompactor(query: q).run(now: Self.later, dryRun: true)
+        #expect(report.zones.first { $0.zone == Self.zone }?.chosen == 5)
+        #expect(try q.entries(Self.zone).entries.count == 13)
+        #expect(s.zone(Self.zone)?.lowWaterMark == 0)
+        #expect(SnapshotDirectory.list(store: s.path, fs: fs).isEmpty)
+    }
+
+    @Test func deletedZonesLoseTheirEntriesAndFiles() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        let q = ListQuery(store: s, fs: fs)
+        _ = try q.writeSnapshot(Self.zone)
+        try s.deleteZone(Self.zone)
+        try Self.seal(s, from: 20_000)
+        let report = try ListCompactor(query: q).run(now: Self.later)
+        #expect(report.storage.deletedZoneEntriesPurged == 13)
+        #expect(SnapshotDirectory.list(store: s.path, fs: fs).filter { $0.zoneKey == SnapshotDirectory.zoneKey(Self.zone) }.isEmpty)
+    }
+}
+
+/// Every entry of a zone's feed from the start, paging.
+func ZoneFeedTests_drain(_ s: JournalStore, _ zone: String) throws -> [FeedEntry] {
+    var token: FeedToken?
+    var all: [FeedEntry] = []
+    while true {
+        let page = try s.changes(in: zone, since: token, limit: 3)
+        all += page.entries
+        token = page.token
+        if !page.moreComing { return all }
+    }
+}
