@@ -7,8 +7,9 @@ import JournalCodec
 /// cutoff and its sequence is at or below the mark. Purged are:
 /// - **finished lifecycles**: every entry about an item (its adds, mark-offs, unmarks, deletes),
 ///   when the item has an add and is deleted or marked off (by the winning mark, MERGE.md §5),
-///   all of those entries are old, and no item that stays anchors after it (so every item that
-///   stays keeps its place: only whole subtrees leave the tree, MERGE.md §3);
+///   all of those entries are old, no item that stays anchors after it, and every item of its
+///   sibling run (MERGE.md §3.2) goes too. Only whole subtrees and whole runs leave the tree, so
+///   every item that stays keeps its place, on every replica, compacted or not;
 /// - **superseded renames and recolours**: every old one except the winner (MERGE.md §4).
 ///
 /// Joins, leaves, opaque kinds and dangling operations (no add) are always kept.
@@ -33,6 +34,8 @@ public struct ListRetention: Sendable {
     private struct Item {
         var entries: [SequenceNumber] = []
         var hasAdd = false
+        /// The winning (first) add: it fixes the anchor and the run (MERGE.md §5, §3.2).
+        var firstAdd: (key: ChangeKey, after: CompactID?)?
         var deleted = false
         var mark: (key: ChangeKey, isMarkOff: Bool)?
         var allOld = true
@@ -57,7 +60,11 @@ public struct ListRetention: Sendable {
             let old = isOld(seq, e)
             switch e.operation {
             case .add(let item, _, let after):
-                items[item, default: Item()].hasAdd = true
+                let key = ChangeKey(e)
+                var it = items[item, default: Item()]
+                it.hasAdd = true
+                if it.firstAdd.map({ key < $0.key }) ?? true { it.firstAdd = (key, after) }
+                items[item] = it
                 if let after, after != item { anchors.append((item, after)) }
                 fallthrough
             case .markOff, .unmark, .delete:
@@ -89,11 +96,61 @@ public struct ListRetention: Sendable {
         }
         for (child, anchor) in anchors where items[anchor] != nil { items[anchor]!.children.append(child) }
 
-        // An item goes only with its whole subtree; decided children first (iteratively, since
-        // runs of adds make deep trees), and an anchor cycle keeps everything on it.
+        // Sibling runs (MERGE.md §3.2) as the reducer forms them: per anchor and author, in
+        // change order, split where consecutive adds are more than the run window apart.
+        var groups: [GroupKey: [(ChangeKey, CompactID)]] = [:]
+        for (id, item) in items {
+            guard let first = item.firstAdd else { continue }
+            // An orphan (anchor not added) is placed by its own key, in no run.
+            let anchor = first.after.flatMap { items[$0]?.hasAdd == true ? $0 : nil }
+            if first.after != nil && anchor == nil { continue }
+            groups[GroupKey(anchor: anchor, author: first.key.author), default: []].append((first.key, id))
+        }
+        var runs: [[CompactID]] = []
+        for (_, var members) in groups {
+            members.sort { $0.0 < $1.0 }
+            var run: [CompactID] = []
+            for (k, m) in members.enumerated() {
+                if k > 0, m.0.clock.physicalMillis - members[k - 1].0.clock.physicalMillis > ListReducer.runWindowMillis {
+                    runs.append(run)
+                    run = []
+                }
+                run.append(m.1)
+            }
+            runs.append(run)
+        }
+
+        // An item goes only with its whole subtree and its whole run. Removing a run never
+        // reorders the others (their keys stay) nor merges two (gaps only grow), and removing a
+        // subtree leaves no orphan. Blocking one member of a run keeps its ancestors too: repeat
+        // until nothing changes.
+        var blocked = Set<CompactID>()
+        var decided: [CompactID: Bool] = [:]
+        while true {
+            decided = decide(items, blocked: blocked)
+            var more = false
+            for run in runs where run.count > 1 && run.contains(where: { decided[$0] != true }) {
+                for m in run where decided[m] == true && blocked.insert(m).inserted { more = true }
+            }
+            if !more { break }
+        }
+        var result: [SequenceNumber] = []
+        for (id, purge) in decided where purge { result += items[id]!.entries }
+        result += oldRenames.filter { $0.0 != rename?.seq }.map(\.0)
+        result += oldRecolours.filter { $0.0 != recolour?.seq }.map(\.0)
+        return result.sorted()
+    }
+
+    private struct GroupKey: Hashable {
+        var anchor: CompactID?
+        var author: String
+    }
+
+    /// Whether each item goes: finished, old, not blocked, and every child goes. Children are
+    /// decided first (iteratively: runs of adds make deep trees); an anchor cycle keeps all of it.
+    private func decide(_ items: [CompactID: Item], blocked: Set<CompactID>) -> [CompactID: Bool] {
         var decided: [CompactID: Bool] = [:]
         decided.reserveCapacity(items.count)
-        var result: [SequenceNumber] = []
         for (root, _) in items where decided[root] == nil {
             var stack: [(CompactID, Int)] = [(root, 0)]
             var onPath: Set<CompactID> = [root]
@@ -104,7 +161,7 @@ public struct ListRetention: Sendable {
                     let child = item.children[next]
                     if decided[child] != nil { continue }
                     if onPath.contains(child) {
-                        decided[child] = false  // a cycle: keep
+                        decided[child] = false
                         continue
                     }
                     onPath.insert(child)
@@ -115,13 +172,9 @@ public struct ListRetention: Sendable {
                 onPath.remove(id)
                 if decided[id] != nil { continue }
                 let finished = item.hasAdd && (item.deleted || item.mark?.isMarkOff == true)
-                let purge = finished && item.allOld && item.children.allSatisfy { decided[$0] == true }
-                decided[id] = purge
-                if purge { result += item.entries }
+                decided[id] = finished && item.allOld && !blocked.contains(id) && item.children.allSatisfy { decided[$0] == true }
             }
         }
-        result += oldRenames.filter { $0.0 != rename?.seq }.map(\.0)
-        result += oldRecolours.filter { $0.0 != recolour?.seq }.map(\.0)
-        return result.sorted()
+        return decided
     }
 }

@@ -225,3 +225,76 @@ final class ManagedErrors: @unchecked Sendable {
     var all: [String] { lock.withLock { items } }
     func add(_ s: String) { lock.withLock { items.append(s) } }
 }
+
+/// Spec/vectors/compaction.txt: a consumer file and a segment before and after a rewrite.
+@Suite struct CompactionVectorTests {
+    typealias V = SpecVectorTests
+
+    static func sample(_ i: Int) -> JournalEntry {
+        JournalEntry(id: CompactID("e\(i)")!, zone: "List-db6a6e29", author: "alice", wallTime: 1_795_338_000_000 + Int64(i),
+                     clock: HybridTime(physicalMillis: 1_795_338_000_000 + UInt64(i), counter: 0),
+                     operation: i % 2 == 0 ? .markOff(item: CompactID("milk")!) : .add(item: CompactID("milk")!, text: "Milk", after: nil))
+    }
+
+    /// A segment: entry 1, a batch of 2–4, a low-water mark (zone incarnation 1, mark 3).
+    static func segment() -> [UInt8] {
+        let storeID: (UInt64, UInt64) = (1, 2)
+        var bytes = SegmentHeader(storeID: storeID, baseSequence: 1, previousChain: SegmentHeader.firstChain(storeID: storeID), createdAt: 0).encoded()
+        var chain = SegmentHeader.firstChain(storeID: storeID)
+        chain = Frame.append(type: RecordType.entry.rawValue, sequence: 1, payload: EntryCodec.encode(sample(1)), chain: chain, to: &bytes)
+        chain = Frame.append(type: RecordType.batch.rawValue, sequence: 2, payload: BatchCodec.encode(journalEntries: (2...4).map(sample), compress: false),
+                             chain: chain, to: &bytes)
+        _ = Frame.append(type: SkippableRecordType.lowWaterMark, sequence: 4, payload: LowWaterCodec.encode(zone: "List-db6a6e29", incarnation: 1, mark: 3),
+                         chain: chain, to: &bytes)
+        return bytes
+    }
+
+    @Test func consumerFileVectorMatches() throws {
+        let c = ConsumerState(name: "uploaded", leaseUntil: 1_795_338_000_000,
+                              marks: [ConsumerState.Mark(zone: "List-db6a6e29", incarnation: 1, position: 42)])
+        let bytes = ConsumerCodec.encode(c)
+        let before = Self.segment()
+        let after = try SegmentRewriter(name: "00000000000000000001.seg", trackOf: { _, _ in 0 },
+                                        verdict: { s, _ in s == 1 || s == 3 ? .purge : .keep }, compress: false).rewrite(before)
+        if V.writing {
+            try V.write("compaction.txt", header: """
+                Compaction vectors (COMPACTION.md §3, FORMAT.md §9.4).
+                1. A consumer file: "uploaded", lease until 1795338000000, List-db6a6e29 incarnation 1 at 42.
+                2. A segment (store ID 1, 2; base 1; created at 0) holding entry 1, a batch of 2-4 and a
+                   lowWaterMark record, before and after a rewrite that purges sequences 1 and 3.
+                """, blocks: [[("consumer", V.hex(bytes))], [("before", V.hex(before)), ("after", V.hex(after.bytes))]])
+        }
+        let b = try V.blocks("compaction.txt")
+        #expect(b[0]["consumer"] == V.hex(bytes))
+        #expect(try V.bytes(b[0]["consumer"]!).withUnsafeBytes { try ConsumerCodec.decode($0) } == c)
+        #expect(b[1]["before"] == V.hex(before))
+        #expect(b[1]["after"] == V.hex(after.bytes))
+    }
+
+    @Test func theRewrittenVectorSegmentReadsAsSealedWithTheOriginalEnd() throws {
+        let fs = MemoryFileSystem()
+        let before = Self.segment()
+        let after = try SegmentRewriter(name: "00000000000000000001.seg", trackOf: { _, _ in 0 },
+                                        verdict: { s, _ in s == 1 || s == 3 ? .purge : .keep }, compress: false).rewrite(before)
+        fs.install("/one.seg", bytes: before)
+        fs.install("/two.seg", bytes: after.bytes)
+        let old = try LogReader.scanRecords("/one.seg", mode: .strict, fs: fs) { _ in }
+        var seqs: [SequenceNumber] = []
+        let new = try LogReader.scanRecords("/two.seg", mode: .strict, fs: fs) { r in
+            for case .entry(let s, _) in try LogReader.decode(r) { seqs.append(s) }
+        }
+        #expect(seqs == [2, 4])
+        #expect(new.segments[0].sealed && new.segments[0].header?.flags.contains(.compacted) == true)
+        #expect(new.segments[0].endChain == old.segments[0].endChain)
+        #expect(new.lastSequence == old.lastSequence)
+    }
+
+    @Test func aConsumerFileWithAnyByteFlippedIsRejected() throws {
+        let bytes = ConsumerCodec.encode(ConsumerState(name: "n", leaseUntil: nil, marks: [ConsumerState.Mark(zone: "z", incarnation: 1, position: 2)]))
+        for i in bytes.indices {
+            var b = bytes
+            b[i] ^= 0x5A
+            #expect(throws: CodecError.self) { try b.withUnsafeBytes { try ConsumerCodec.decode($0) } }
+        }
+    }
+}

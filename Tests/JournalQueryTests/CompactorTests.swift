@@ -39,7 +39,7 @@ import ListModel
                   e("e7", .markOff(item: milk), 7), e("e8", .add(item: tea, text: "Tea", after: nil), 8),
                   e("e9", .rename(name: "Weekend Shopping"), 9, author: "bob"),
                   e("e10", .add(item: coffee, text: "Coffee", after: tea), 10), e("e11", .markOff(item: coffee), 11),
-                  e("e12", .add(item: jam, text: "Jam", after: nil), 12), e("e13", .delete(item: jam), 13, author: "bob")] {
+                  e("e12", .add(item: jam, text: "Jam", after: nil), 12, author: "bob"), e("e13", .delete(item: jam), 13, author: "bob")] {
             try s.append(x)
         }
         try seal(s)
