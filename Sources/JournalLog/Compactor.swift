@@ -16,22 +16,34 @@ public struct CompactionReport: Sendable, Equatable {
     public init() {}
 }
 
-/// The compactor's file names (Spec/FORMAT.md §9.4): a rewrite is written as `.cleaned`, renamed
-/// to `.swap` once complete and durable, then renamed over the segment.
+/// The compactor's file names (Spec/FORMAT.md §9.4). Every rewrite of a run is written and synced
+/// as `.cleaned`; the run commits by renaming them all to `.swap`, then over their segments. The
+/// first `.swap` on disk is the commit point: a run is applied whole or not at all.
 enum CompactionFiles {
     static let cleaned = ".cleaned"
     static let swap = ".swap"
 
-    /// Finishes what a crash interrupted, before open scans the log: a `.swap` is complete, so it
-    /// replaces its segment (roll forward); a `.cleaned` may be partial, so it is removed.
+    /// The segment file name of `name` if it is `<segment>.seg<suffix>`.
+    static func segment(of name: String, suffix: String) -> String? {
+        guard name.hasSuffix(SegmentName.suffix + suffix) else { return nil }
+        let seg = String(name.dropLast(suffix.count))
+        return SegmentName(fileName: seg) == nil ? nil : seg
+    }
+
+    /// Finishes what a crash interrupted, before open scans the log. If any `.swap` exists the
+    /// run had committed: every `.swap` and `.cleaned` (all complete and synced before the first
+    /// `.swap`) replaces its segment. Otherwise the run had not committed: `.cleaned` files go.
     static func recover(store: String, fs: any FileSystem) throws(JournalError) {
+        let names = try fs.listDirectory(store)
+        let committed = names.contains { segment(of: $0, suffix: swap) != nil }
         var changed = false
-        for name in try fs.listDirectory(store) {
-            if name.hasSuffix(SegmentName.suffix + swap), SegmentName(fileName: String(name.dropLast(swap.count))) != nil {
-                try fs.rename(store + "/" + name, store + "/" + String(name.dropLast(swap.count)))
-                changed = true
-            } else if name.hasSuffix(SegmentName.suffix + cleaned), SegmentName(fileName: String(name.dropLast(cleaned.count))) != nil {
-                try fs.remove(store + "/" + name)
+        for name in names {
+            if let seg = segment(of: name, suffix: swap) ?? segment(of: name, suffix: cleaned) {
+                if committed {
+                    try fs.rename(store + "/" + name, store + "/" + seg)
+                } else {
+                    try fs.remove(store + "/" + name)
+                }
                 changed = true
             }
         }
@@ -208,9 +220,10 @@ extension JournalStore {
 
     /// Rewrites sealed segments without the entries in `purging` that lie at or below their zone's
     /// low-water mark, and (when `purgeDeletedZones`) without the entries of deleted zone
-    /// incarnations. Sequences are never renumbered. Crash-safe: each segment is written as
-    /// `.cleaned`, synced, renamed to `.swap`, then renamed over the segment; open finishes an
-    /// interrupted swap. Appends and feed reads go on meanwhile; a feed read never sees half a swap.
+    /// incarnations. Sequences are never renumbered. Atomic and crash-safe: every rewrite is
+    /// written and synced as `.cleaned`, then all are renamed to `.swap` and over their segments;
+    /// open finishes a run that reached its first `.swap`, and discards one that did not. Appends
+    /// go on meanwhile; feed reads pause only for the renames.
     ///
     /// Which entries to purge is the caller's policy (the list model's lifecycles, for example):
     /// the store only guarantees that nothing above a zone's mark is ever removed.
@@ -225,52 +238,47 @@ extension JournalStore {
         defer {
             cond.lock()
             compactionRunning = false
-            // The checkpoint was removed before the first swap: take a new one at the next sync.
+            // The checkpoint was removed before the swap: take a new one at the next sync.
             forceCheckpoint()
             cond.unlock()
         }
         var report = CompactionReport()
-        var checkpointRemoved = false
         let sealedLimit = sealedThrough
-        let bases = try StoreLayout.segmentPaths(path, fs: fs).compactMap { SegmentName(fileName: String($0.split(separator: "/").last!))?.base }
-        for (k, base) in bases.enumerated() where base <= sealedLimit {
-            let end = k + 1 < bases.count ? bases[k + 1] : sealedLimit + 1
-            guard end - 1 <= sealedLimit else { break }
-            // Look only at segments that can hold something to purge.
-            let (deletedRanges, catalogNow, horizon) = try locked { () -> ([ClosedRange<SequenceNumber>], ZoneCatalog, SequenceNumber) in
-                let h = horizonLocked
-                let ranges = catalog.tracks.compactMap { t -> ClosedRange<SequenceNumber>? in
-                    guard purgeDeletedZones, let d = t.deletedAt, d <= durableThrough, t.entryCount > 0 else { return nil }
-                    return t.incarnation...d
-                }
-                return (ranges, catalog, h)
+        let (deletedRanges, catalogNow, horizon) = try locked { () -> ([ClosedRange<SequenceNumber>], ZoneCatalog, SequenceNumber) in
+            let ranges = catalog.tracks.compactMap { t -> ClosedRange<SequenceNumber>? in
+                guard purgeDeletedZones, let d = t.deletedAt, d <= durableThrough, t.entryCount > 0 else { return nil }
+                return t.incarnation...d
             }
-            let asked = sorted.partitionPoint { $0 < base } < sorted.partitionPoint { $0 < end }
-            let holdsDeleted = deletedRanges.contains { $0.overlaps(base...(end - 1)) }
-            guard asked || holdsDeleted else { continue }
-            report.segmentsExamined += 1
-            let name = SegmentName(base: base).fileName
-            let segmentPath = path + "/" + name
-            let old = try readWhole(segmentPath)
-            let rewriter = SegmentRewriter(
-                name: name,
-                trackOf: { zone, seq in catalogNow.latest(zone, atOrBelow: seq) },
-                verdict: { seq, track in
-                    guard let track else { return .keep }
-                    let t = catalogNow.tracks[track]
-                    if purgeDeletedZones, let d = t.deletedAt, d <= horizon { return .purgeDeletedZone }
-                    guard purge.contains(seq) else { return .keep }
-                    return seq <= t.lowWaterMark ? .purge : .keptAboveMark
-                },
-                compress: options.compressBatches)
-            let rewrite = try rewriter.rewrite(old)
-            report.entriesKept += rewrite.kept
-            guard rewrite.changed else { continue }
-            // Write the rewrite under `.cleaned` and make it durable; only then may it become `.swap`.
-            let cleaned = segmentPath + CompactionFiles.cleaned
-            let swap = segmentPath + CompactionFiles.swap
-            do throws(JournalError) {
-                let file = try fs.openFile(cleaned, create: true, truncate: true)
+            return (ranges, catalog, horizonLocked)
+        }
+        var staged: [StagedRewrite] = []
+        do throws(JournalError) {
+            let bases = try StoreLayout.segmentPaths(path, fs: fs).compactMap { SegmentName(fileName: String($0.split(separator: "/").last!))?.base }
+            for (k, base) in bases.enumerated() where base <= sealedLimit {
+                let end = k + 1 < bases.count ? bases[k + 1] : sealedLimit + 1
+                guard end - 1 <= sealedLimit else { break }
+                // Look only at segments that can hold something to purge.
+                let asked = sorted.partitionPoint { $0 < base } < sorted.partitionPoint { $0 < end }
+                guard asked || deletedRanges.contains(where: { $0.overlaps(base...(end - 1)) }) else { continue }
+                report.segmentsExamined += 1
+                let name = SegmentName(base: base).fileName
+                let segmentPath = path + "/" + name
+                let old = try readWhole(segmentPath)
+                let rewrite = try SegmentRewriter(
+                    name: name,
+                    trackOf: { zone, seq in catalogNow.latest(zone, atOrBelow: seq) },
+                    verdict: { seq, track in
+                        guard let track else { return .keep }
+                        let t = catalogNow.tracks[track]
+                        if purgeDeletedZones, let d = t.deletedAt, d <= horizon { return .purgeDeletedZone }
+                        guard purge.contains(seq) else { return .keep }
+                        return seq <= t.lowWaterMark ? .purge : .keptAboveMark
+                    },
+                    compress: options.compressBatches).rewrite(old)
+                report.entriesKept += rewrite.kept
+                guard rewrite.changed else { continue }
+                staged.append(StagedRewrite(base: base, segmentPath: segmentPath, frames: rewrite.frames, entriesBefore: rewrite.entriesBefore))
+                let file = try fs.openFile(segmentPath + CompactionFiles.cleaned, create: true, truncate: true)
                 do throws(JournalError) {
                     try file.write(rewrite.bytes, at: 0)
                     try file.sync()
@@ -279,41 +287,35 @@ extension JournalStore {
                     file.close()
                     throw error
                 }
-                try fs.syncDirectory(path)
-                if !checkpointRemoved {
-                    // A checkpoint names frame offsets this swap changes: remove it first, so a
-                    // crash after the swap rebuilds the index rather than trusting stale offsets.
-                    try locked { () throws(JournalError) in
-                        if fs.kind(of: path + "/" + StoreLayout.indexFile) != .missing {
-                            try fs.remove(path + "/" + StoreLayout.indexFile)
-                            try fs.syncDirectory(path + "/" + StoreLayout.indexDirectory)
-                        }
-                        markCheckpointRemoved()
-                    }
-                    checkpointRemoved = true
-                }
-                try fs.rename(cleaned, swap)
-                try fs.syncDirectory(path)
-            } catch {
-                try? fs.remove(cleaned)
-                throw error
+                report.segmentsRewritten += 1
+                report.entriesPurged += rewrite.purged
+                report.deletedZoneEntriesPurged += rewrite.deletedZonePurged
+                report.bytesBefore += Int64(old.count)
+                report.bytesAfter += Int64(rewrite.bytes.count)
             }
-            try swapIn(swap, over: segmentPath, base: base, rewrite: rewrite)
-            report.segmentsRewritten += 1
-            report.entriesPurged += rewrite.purged
-            report.deletedZoneEntriesPurged += rewrite.deletedZonePurged
-            report.bytesBefore += Int64(old.count)
-            report.bytesAfter += Int64(rewrite.bytes.count)
+            if !staged.isEmpty { try fs.syncDirectory(path) }
+        } catch {
+            for s in staged { try? fs.remove(s.segmentPath + CompactionFiles.cleaned) }
+            throw error
         }
         // Entries asked for in the active segment were kept too.
         report.entriesKept += sorted.count - sorted.partitionPoint { $0 <= sealedLimit }
+        if !staged.isEmpty { try commit(staged) }
         return report
     }
 
-    /// Renames `.swap` over the segment and updates the zone index, once no feed read is between
-    /// choosing frame locations and reading them. A failure here stops the writer: whether the
-    /// rename happened is unknown, and reopening finishes the swap.
-    private func swapIn(_ swap: String, over segmentPath: String, base: SequenceNumber, rewrite: SegmentRewrite) throws(JournalError) {
+    struct StagedRewrite {
+        var base: SequenceNumber
+        var segmentPath: String
+        var frames: [(offset: Int64, touches: [FrameTouch])]
+        var entriesBefore: [Int: Int]
+    }
+
+    /// Swaps every staged rewrite in at once and updates the zone index, holding `cond` with no
+    /// feed read between choosing frame locations and reading them. Before the first `.swap` a
+    /// failure leaves the log as it was; after it the writer stops (what reached the disk is
+    /// unknown) and reopening rolls the run forward.
+    private func commit(_ staged: [StagedRewrite]) throws(JournalError) {
         cond.lock()
         defer { cond.unlock() }
         swapWaiting = true
@@ -322,14 +324,28 @@ extension JournalStore {
             swapWaiting = false
             cond.broadcast()
         }
-        do {
-            try fs.rename(swap, segmentPath)
+        do throws(JournalError) {
+            // A checkpoint names frame offsets the swap changes: remove it first, so a crash after
+            // the swap rebuilds the index rather than trusting stale offsets.
+            if fs.kind(of: path + "/" + StoreLayout.indexFile) != .missing {
+                try fs.remove(path + "/" + StoreLayout.indexFile)
+                try fs.syncDirectory(path + "/" + StoreLayout.indexDirectory)
+            }
+            markCheckpointRemoved()
+        } catch {
+            for s in staged { try? fs.remove(s.segmentPath + CompactionFiles.cleaned) }
+            throw error
+        }
+        do throws(JournalError) {
+            for s in staged { try fs.rename(s.segmentPath + CompactionFiles.cleaned, s.segmentPath + CompactionFiles.swap) }
+            try fs.syncDirectory(path)
+            for s in staged { try fs.rename(s.segmentPath + CompactionFiles.swap, s.segmentPath) }
             try fs.syncDirectory(path)
         } catch {
             if failure == nil { failure = error }
             throw error
         }
-        catalog.replaceSegment(base: base, frames: rewrite.frames, entriesBefore: rewrite.entriesBefore)
+        for s in staged { catalog.replaceSegment(base: s.base, frames: s.frames, entriesBefore: s.entriesBefore) }
     }
 
     private func readWhole(_ path: String) throws(JournalError) -> [UInt8] {

@@ -9,21 +9,25 @@ public struct ZoneCompaction: Sendable, Equatable {
     public var lowWaterMark: SequenceNumber
     /// Entries the list rules chose (finished lifecycles, superseded renames and recolours).
     public var chosen: Int
-    /// The snapshot and history written at this sequence, from which an expired client re-fetches.
+    /// The history and snapshot written at this sequence; the snapshot is what an expired client
+    /// re-fetches from.
     public var snapshotSequence: SequenceNumber
 }
 
 public struct ListCompactionReport: Sendable {
     public var zones: [ZoneCompaction] = []
+    /// The sequences the list rules chose, ascending (what a dry run would purge).
+    public var chosen: [SequenceNumber] = []
     public var storage = CompactionReport()
     /// Snapshot and history files removed: superseded ones, and those of deleted zones.
     public var filesRemoved = 0
 }
 
-/// The compactor (Spec/COMPACTION.md): per zone, it decides with `ListRetention` what may go,
-/// writes the history and a snapshot of what stays, raises the zone's low-water mark, then has
-/// the store rewrite its sealed segments. Each step is safe to crash after; running again
-/// finishes the job.
+/// The compactor (Spec/COMPACTION.md §1): per zone, it decides with `ListRetention` what may go
+/// and writes the history; it removes the zone's snapshots, raises its low-water mark, has the
+/// store rewrite the sealed segments in one atomic run, and writes a snapshot of what stays. A
+/// crash between any two steps leaves a store whose every view agrees with its log; running
+/// again finishes the job.
 public struct ListCompactor: Sendable {
     public let query: ListQuery
     public var retentionMillis: Int64 = ListRetention.defaultRetentionMillis
@@ -33,12 +37,20 @@ public struct ListCompactor: Sendable {
         self.retentionMillis = retentionMillis
     }
 
+    private struct Plan {
+        var zone: ZoneCompaction
+        var entries: [(SequenceNumber, JournalEntry)]
+        var chosen: [SequenceNumber]
+        var mark: SequenceNumber
+        var raise: Bool
+    }
+
     /// Compacts every live zone as of `now` (milliseconds since the epoch). `dryRun` decides and
     /// reports without writing anything.
     public func run(now: Int64, dryRun: Bool = false) throws(QueryError) -> ListCompactionReport {
         let store = query.store
         var report = ListCompactionReport()
-        var purge: [SequenceNumber] = []
+        var plans: [Plan] = []
         let sealed = store.sealedThrough
         for info in store.zones() where !info.isDeleted {
             // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
@@ -46,58 +58,78 @@ public struct ListCompactor: Sendable {
             if let floor = store.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
             let mark = min(max(info.lowWaterMark, limit), sealed)
             guard mark > 0 else { continue }
-            var entries: [(SequenceNumber, JournalEntry)] = []
             let read = try query.entries(info.name)
-            entries = read.entries
-            let chosen = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark).purgeable(entries)
+            let chosen = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark).purgeable(read.entries)
             guard !chosen.isEmpty else { continue }
-            let at = read.sequence
-            report.zones.append(ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
-                                               chosen: chosen.count, snapshotSequence: at))
-            purge += chosen
-            if dryRun { continue }
-            // The history first (it must hold every entry about to go), then the state that stays:
-            // the snapshot an expired client re-fetches from.
-            var (history, _) = try query.history(info.name)
-            var reducer = ListReducer(zone: info.name)
-            var k = 0
-            for (s, e) in entries {
-                _ = history.record(e)
-                if k < chosen.count && chosen[k] == s { k += 1; continue }
-                _ = reducer.apply(e)
-            }
-            try query.writeSnapshot(info.name, reducer: reducer, history: history, incarnation: info.incarnation, sequence: at)
-            if mark > info.lowWaterMark {
-                do { try store.setLowWaterMark(info.name, to: mark) } catch { throw .storage(error) }
+            plans.append(Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
+                                                   chosen: chosen.count, snapshotSequence: read.sequence),
+                              entries: read.entries, chosen: chosen, mark: mark, raise: mark > info.lowWaterMark))
+        }
+        report.zones = plans.map(\.zone)
+        report.chosen = plans.flatMap(\.chosen).sorted()
+        if dryRun { return report }
+        for plan in plans {
+            // 1. The history, holding every entry about to go (it may hold later ones too: the
+            // history is deduplicated by entry id, so replaying them again changes nothing).
+            let (history, _) = try query.history(plan.zone.zone)
+            try query.writeHistory(plan.zone.zone, history: history, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
+            // 2. No snapshot may outlive the entries it was made from: until step 5, the list is
+            // a replay of the log, compacted or not.
+            let stale = SnapshotDirectory.list(store: store.path, zone: plan.zone.zone, incarnation: plan.zone.incarnation, kind: .state, fs: query.fs)
+            do {
+                for f in stale { try query.fs.remove(f.path) }
+                if !stale.isEmpty { try query.fs.syncDirectory(store.path + "/" + SnapshotDirectory.name) }
+            } catch { throw .storage(error) }
+            report.filesRemoved += stale.count
+            // 3. Tokens below the mark expire from here on.
+            if plan.raise {
+                do { try store.setLowWaterMark(plan.zone.zone, to: plan.mark) } catch { throw .storage(error) }
             }
         }
-        if dryRun { return report }
-        do { report.storage = try store.compact(purging: purge) } catch { throw .storage(error) }
-        report.filesRemoved = removeSuperseded(report.zones)
+        // 4. One atomic rewrite for every zone.
+        do { report.storage = try store.compact(purging: report.chosen) } catch { throw .storage(error) }
+        // 5. The state that stays, for materialise and for expired clients to re-fetch from.
+        for plan in plans {
+            var reducer = ListReducer(zone: plan.zone.zone)
+            if report.storage.entriesKept == 0 {
+                // Exactly the chosen entries went: the compacted log through the snapshot's sequence.
+                var k = 0
+                for (s, e) in plan.entries {
+                    if k < plan.chosen.count && plan.chosen[k] == s { k += 1; continue }
+                    _ = reducer.apply(e)
+                }
+            } else {
+                reducer = try query.materialise(plan.zone.zone, at: .sequence(plan.zone.snapshotSequence)).reducer
+            }
+            try query.writeState(plan.zone.zone, reducer: reducer, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
+        }
+        report.filesRemoved += removeSuperseded()
         return report
     }
 
-    /// Removes snapshots older than the ones just written (they hold purged items), all but the two
-    /// newest histories of each zone, and the files of deleted zone incarnations.
-    private func removeSuperseded(_ done: [ZoneCompaction]) -> Int {
-        let store = query.store
+    private func remove(_ files: [SnapshotFile]) -> Int {
         var removed = 0
+        for f in files where (try? query.fs.remove(f.path)) != nil { removed += 1 }
+        if removed > 0 { try? query.fs.syncDirectory(query.store.path + "/" + SnapshotDirectory.name) }
+        return removed
+    }
+
+    /// All but each zone's two newest histories (the newest holds everything; the other is a
+    /// fallback), and every file of a deleted or superseded zone incarnation.
+    private func removeSuperseded() -> Int {
+        let store = query.store
         let live = Dictionary(store.zones().filter { !$0.isDeleted }.map { (SnapshotDirectory.zoneKey($0.name), $0.incarnation) },
                               uniquingKeysWith: { a, _ in a })
         var histories: [String: Int] = [:]
+        var doomed: [SnapshotFile] = []
         for file in SnapshotDirectory.list(store: store.path, fs: query.fs) {
-            var remove = live[file.zoneKey] != file.incarnation
-            if !remove, let z = done.first(where: { SnapshotDirectory.zoneKey($0.zone) == file.zoneKey }) {
-                switch file.kind {
-                case .state: remove = file.sequence < z.snapshotSequence
-                case .history:
-                    histories[file.zoneKey, default: 0] += 1
-                    remove = histories[file.zoneKey]! > 2
-                }
+            if live[file.zoneKey] != file.incarnation {
+                doomed.append(file)
+            } else if file.kind == .history {
+                histories[file.zoneKey, default: 0] += 1
+                if histories[file.zoneKey]! > 2 { doomed.append(file) }
             }
-            if remove, (try? query.fs.remove(file.path)) != nil { removed += 1 }
         }
-        if removed > 0 { try? query.fs.syncDirectory(store.path + "/" + SnapshotDirectory.name) }
-        return removed
+        return remove(doomed)
     }
 }

@@ -190,23 +190,41 @@ public struct ListQuery: Sendable {
     @discardableResult
     public func writeSnapshot(_ zone: String, reducer: ListReducer, history: ActivityLog, incarnation: SequenceNumber,
                               sequence: SequenceNumber) throws(QueryError) -> SnapshotReport {
+        // History first: a state snapshot is never newer than the history beside it.
+        let (histFile, histBytes) = try writeHistory(zone, history: history, incarnation: incarnation, sequence: sequence)
+        let (file, bytes, raw) = try writeState(zone, reducer: reducer, incarnation: incarnation, sequence: sequence)
+        return SnapshotReport(file: file, historyFile: histFile, entries: reducer.entryCount, fileBytes: bytes, rawBytes: raw,
+                              historyBytes: histBytes, digest: reducer.stateDigest())
+    }
+
+    /// Writes the zone's history through `sequence` (`.hist`, atomically): what survives compaction.
+    @discardableResult
+    public func writeHistory(_ zone: String, history: ActivityLog, incarnation: SequenceNumber,
+                             sequence: SequenceNumber) throws(QueryError) -> (SnapshotFile, Int) {
+        let bytes = ActivityLogCodec.encode(history)
+        let name = SnapshotDirectory.fileName(zone: zone, incarnation: incarnation, sequence: sequence, kind: .history)
+        do {
+            let path = try SnapshotDirectory.write(bytes, store: store.path, name: name, fs: fs)
+            return (SnapshotDirectory.parse(name, in: parentOf(path))!, bytes.count)
+        } catch {
+            throw .storage(error)
+        }
+    }
+
+    /// Writes the zone's state at `sequence` (`.snap`, atomically); returns its file, size and raw size.
+    @discardableResult
+    public func writeState(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber,
+                           sequence: SequenceNumber) throws(QueryError) -> (SnapshotFile, Int, Int) {
         let bytes = SnapshotCodec.encode(reducer: reducer, incarnation: incarnation, sequence: sequence)
-        let hist = ActivityLogCodec.encode(history)
         // The header records the decompressed length: no second, uncompressed encode to measure it.
         let raw: Int
         do { raw = try bytes.withUnsafeBytes { b throws(SnapshotError) in try SnapshotCodec.rawBodyLength(b) } } catch {
             preconditionFailure("a snapshot just encoded must have a readable header: \(error)")
         }
-        let snapName = SnapshotDirectory.fileName(zone: zone, incarnation: incarnation, sequence: sequence, kind: .state)
-        let histName = SnapshotDirectory.fileName(zone: zone, incarnation: incarnation, sequence: sequence, kind: .history)
+        let name = SnapshotDirectory.fileName(zone: zone, incarnation: incarnation, sequence: sequence, kind: .state)
         do {
-            // History first: a state snapshot is never newer than the history beside it.
-            let hp = try SnapshotDirectory.write(hist, store: store.path, name: histName, fs: fs)
-            let sp = try SnapshotDirectory.write(bytes, store: store.path, name: snapName, fs: fs)
-            return SnapshotReport(file: SnapshotDirectory.parse(snapName, in: parentOf(sp))!,
-                                  historyFile: SnapshotDirectory.parse(histName, in: parentOf(hp))!,
-                                  entries: reducer.entryCount, fileBytes: bytes.count, rawBytes: raw,
-                                  historyBytes: hist.count, digest: reducer.stateDigest())
+            let path = try SnapshotDirectory.write(bytes, store: store.path, name: name, fs: fs)
+            return (SnapshotDirectory.parse(name, in: parentOf(path))!, bytes.count, raw)
         } catch {
             throw .storage(error)
         }

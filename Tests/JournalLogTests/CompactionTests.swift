@@ -163,9 +163,30 @@ import Testing
         #expect(failures.all.isEmpty, "\(failures.all.prefix(3))")
     }
 
+    @Test func openRollsARunForwardOnceAnySwapExists() throws {
+        let fs = MemoryFileSystem()
+        try fs.createDirectory("/s")
+        for n in ["00000000000000000001.seg", "00000000000000000009.seg"] { fs.install("/s/" + n, bytes: [0]) }
+        fs.install("/s/00000000000000000001.seg.swap", bytes: [1])
+        fs.install("/s/00000000000000000009.seg.cleaned", bytes: [2])
+        try CompactionFiles.recover(store: "/s", fs: fs)
+        #expect(try fs.listDirectory("/s") == ["00000000000000000001.seg", "00000000000000000009.seg"])
+        #expect(fs.contents("/s/00000000000000000001.seg") == [1] && fs.contents("/s/00000000000000000009.seg") == [2])
+    }
+
+    @Test func openDiscardsARunThatNeverReachedASwap() throws {
+        let fs = MemoryFileSystem()
+        try fs.createDirectory("/s")
+        fs.install("/s/00000000000000000001.seg", bytes: [0])
+        fs.install("/s/00000000000000000001.seg.cleaned", bytes: [1])
+        try CompactionFiles.recover(store: "/s", fs: fs)
+        #expect(try fs.listDirectory("/s") == ["00000000000000000001.seg"])
+        #expect(fs.contents("/s/00000000000000000001.seg") == [0])
+    }
+
     /// Faults every I/O call a compaction makes, one per scenario, then loses power: the store
     /// reopens, no leftover `.cleaned` or `.swap` remains, every entry not asked to be purged is
-    /// there, and each purged segment is either wholly old or wholly new.
+    /// there, and the run took effect whole or not at all.
     @Test func aCrashAtAnyStepOfACompactionLosesNothingItShouldKeep() throws {
         var calls = 0
         do {
@@ -195,6 +216,9 @@ import Testing
                 let left = try Self.logEntries(store.path, fs: fs)
                 for (s, e) in all where !asked.contains(s) { #expect(left[s] == e, "call \(call): entry \(s) lost") }
                 for s in left.keys { #expect(all[s] != nil) }
+                // All or nothing: a run commits at its first `.swap`.
+                let gone = asked.filter { left[$0] == nil }.count
+                #expect(gone == 0 || gone == asked.count, "call \(call): \(gone) of \(asked.count) purged")
                 let (feed, _) = try Z.drain(reopened, "List-a", limit: 4)
                 #expect(feed.map(\.sequence) == left.filter { $0.value.zone == "List-a" }.keys.sorted(), "call \(call): feed differs from log")
                 try reopened.close()

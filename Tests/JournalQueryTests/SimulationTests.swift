@@ -5,9 +5,10 @@ import ListModel
 @testable import JournalQuery
 
 /// A seeded, deterministic simulation (issue 5): appends (single, batch, unsynced, retried),
-/// zone deletions and re-creations, snapshots and reopens, with I/O faults (EIO/ENOSPC on the
+/// zone deletions and re-creations, snapshots, compactions and reopens, with I/O faults (EIO/ENOSPC on the
 /// Nth call) and power losses (unsynced data dropped, torn or garbled) on the simulated disk.
-/// After every recovery: every acknowledged entry is in the log, each zone's feed is exactly its
+/// After every recovery and compaction: every acknowledged entry is in the log unless the
+/// compactor chose it, each zone's feed is exactly its
 /// current incarnation's entries, and its materialised state equals a full replay, with no
 /// damaged snapshot ever visible. A failing seed replays exactly.
 @Suite struct SimulationTests {
@@ -17,6 +18,8 @@ import ListModel
         var faults = 0
         var crashes = 0
         var snapshots = 0
+        var compactions = 0
+        var purged = 0
     }
 
     static func options(_ fs: MemoryFileSystem, _ rng: inout SplitMix64) -> StoreOptions {
@@ -46,11 +49,13 @@ import ListModel
         return (all, live.compactMapValues { $0 })
     }
 
-    static func check(_ store: JournalStore, _ fs: MemoryFileSystem, acked: [SequenceNumber: JournalEntry], seed: UInt64) throws {
+    static func check(_ store: JournalStore, _ fs: MemoryFileSystem, acked: [SequenceNumber: JournalEntry],
+                      purgeable: Set<SequenceNumber>, seed: UInt64) throws {
         let (all, live) = try expected(fs)
-        for (s, e) in acked {
+        for (s, e) in acked where !purgeable.contains(s) {
             #expect(all[s] == e, "seed \(seed): acknowledged sequence \(s) lost")
         }
+        for s in purgeable { if let e = all[s] { #expect(acked[s] == nil || acked[s] == e) } }
         let q = ListQuery(store: store, fs: fs)
         for (zone, entries) in live {
             let page = try store.changes(in: zone, since: nil, limit: 1_000_000)
@@ -73,6 +78,8 @@ import ListModel
         var acked: [SequenceNumber: JournalEntry] = [:]
         var n = 0
         var lastAcked: [(SequenceNumber, JournalEntry)] = []
+        // What a compaction chose (asked a dry run first, since a faulted run reports nothing).
+        var purgeable = Set<SequenceNumber>()
         func entry(_ zone: String) -> JournalEntry {
             n += 1
             let ops: [JournalCodec.Operation] = [
@@ -81,8 +88,9 @@ import ListModel
                 .delete(item: CompactID("item-\(max(1, n - 3))")!),
                 .rename(name: "List \(n)"),
             ]
+            // Ten minutes apart: adds form separate sibling runs, so finished items can be purged.
             return JournalEntry(id: CompactID("s\(seed)-e\(n)")!, zone: zone, author: ["alice", "bob"][Int(rng.next() % 2)],
-                                wallTime: 1_795_424_400_000 + Int64(n), clock: HybridTime(physicalMillis: 1_795_424_400_000 + UInt64(n), counter: 0),
+                                wallTime: 1_795_424_400_000 + Int64(n) * 600_000, clock: HybridTime(physicalMillis: 1_795_424_400_000 + UInt64(n) * 600_000, counter: 0),
                                 operation: ops[Int(rng.next() % UInt64(ops.count))])
         }
         func crashAndReopen() throws {
@@ -92,7 +100,7 @@ import ListModel
             fs.setFaults(.init())
             stats.crashes += 1
             store = try JournalStore.open("/d/s.wal", options: options)  // the default mode must open it
-            try check(store, fs, acked: acked, seed: seed)
+            try check(store, fs, acked: acked, purgeable: purgeable, seed: seed)
         }
         for _ in 0..<steps {
             if rng.next() % 8 == 0 {
@@ -102,7 +110,7 @@ import ListModel
             }
             let zone = zones[Int(rng.next() % UInt64(zones.count))]
             do {
-                switch rng.next() % 12 {
+                switch rng.next() % 13 {
                 case 0, 1, 2:
                     let e = entry(zone)
                     let s = try store.append(e, durability: .always)
@@ -116,7 +124,8 @@ import ListModel
                     try store.append(entry(zone), durability: Durability.none)
                 case 6:
                     // A retry of something acknowledged: same sequence, nothing new.
-                    if let (s, e) = lastAcked.last, store.zone(e.zone)?.isDeleted == false, store.zone(e.zone)?.incarnation ?? .max <= s {
+                    if let (s, e) = lastAcked.last, !purgeable.contains(s), store.zone(e.zone)?.isDeleted == false,
+                       store.zone(e.zone)?.incarnation ?? .max <= s {
                         #expect(try store.append(e) == s, "seed \(seed): retry of \(s)")
                     }
                 case 7:
@@ -126,6 +135,20 @@ import ListModel
                         _ = try ListQuery(store: store, fs: fs).writeSnapshot(zone)
                         stats.snapshots += 1
                     }
+                case 11:
+                    let compactor = ListCompactor(query: ListQuery(store: store, fs: fs))
+                    let now: Int64 = 1_795_424_400_000 + 30 * 86_400_000
+                    purgeable.formUnion(try compactor.run(now: now, dryRun: true).chosen)
+                    // Entries of deleted incarnations go whatever their age.
+                    for (s, e) in acked {
+                        if let z = store.zone(e.zone), s < z.incarnation || (z.deletedAt.map { s < $0 } ?? false) { purgeable.insert(s) }
+                    }
+                    let report = try compactor.run(now: now)
+                    stats.compactions += 1
+                    stats.purged += report.storage.entriesPurged + report.storage.deletedZoneEntriesPurged
+                    // The checks compare the feed with the log on disk: serve everything written.
+                    try store.sync()
+                    try check(store, fs, acked: acked, purgeable: purgeable, seed: seed)
                 case 10:
                     try store.close()
                     fs.setFaults(.init())
@@ -154,8 +177,11 @@ import ListModel
             total.faults += s.faults
             total.crashes += s.crashes
             total.snapshots += s.snapshots
+            total.compactions += s.compactions
+            total.purged += s.purged
         }
-        // The simulation must actually exercise faults, crashes and snapshots.
+        // The simulation must actually exercise faults, crashes, snapshots and compactions.
         #expect(total.faults > 300 && total.crashes > 600 && total.snapshots > 300)
+        #expect(total.compactions > 300 && total.purged > 50, "\(total.compactions) compactions purged \(total.purged)")
     }
 }
