@@ -37,6 +37,12 @@ struct Counts: Sendable {
 
     // 8. Materialising a list: entries in the zone (the snapshot runs use a tenth of it too).
     var materialiseEntries: Int
+
+    // 9. Compaction: list entries in the zone, repetitions (each on a fresh store and database,
+    // both built untimed), and the segment size that keeps most of the log sealed.
+    var compactionEntries: Int
+    var compactionRuns: Int
+    var compactionSegmentBytes: Int
 }
 
 enum Workloads {
@@ -55,7 +61,10 @@ enum Workloads {
         storeEntries: 1_000_000,
         feedHotEntries: 1_000_000,
         feedZones: 10_000,
-        materialiseEntries: 1_000_000
+        materialiseEntries: 1_000_000,
+        compactionEntries: 1_000_000,
+        compactionRuns: 3,
+        compactionSegmentBytes: 4 << 20
     )
 
     static let quick = Counts(
@@ -73,7 +82,10 @@ enum Workloads {
         storeEntries: 100_000,
         feedHotEntries: 100_000,
         feedZones: 10_000,
-        materialiseEntries: 100_000
+        materialiseEntries: 100_000,
+        compactionEntries: 100_000,
+        compactionRuns: 3,
+        compactionSegmentBytes: 1 << 20
     )
 }
 
@@ -89,6 +101,8 @@ enum Group: String, CaseIterable, Sendable {
     case feed = "change_feed"
     /// Materialising a list, snapshots, opening a zone from a snapshot.
     case materialise = "materialise"
+    /// The list compactor against SQLite DELETEs + checkpoint; opening from its snapshot.
+    case compaction = "compaction"
 
     static func parse(_ s: String) -> Group? {
         switch s {
@@ -99,6 +113,7 @@ enum Group: String, CaseIterable, Sendable {
         case "open_recovery", "open", "recovery", "store", "full_read", "read", "bytes_per_entry", "bytes": .store
         case "change_feed", "feed", "last_100_changes", "changed_zones": .feed
         case "materialise", "materialize", "reducer", "snapshot", "snapshots": .materialise
+        case "compaction", "compact", "compactor", "delete": .compaction
         default: nil
         }
     }

@@ -85,7 +85,7 @@ log("jlog-bench: \(quick ? "quick" : "full") run in \(workDir); groups: \(Group.
 
 let machine = MachineBench(counts: counts, dir: workDir, report: report)
 if only.contains(.machine) {
-    log("[1/7] machine limits")
+    log("[1/8] machine limits")
     machine.run()
 }
 
@@ -94,28 +94,32 @@ let batchPath = needsBatches ? probeBatchPath(dir: workDir) : .appendBatch
 let compare = CompareBench(counts: counts, dir: workDir, report: report, batchPath: batchPath,
                            jlOn: systems.contains("journallog"), sqOn: systems.contains("sqlite"))
 if only.contains(.buffered) {
-    log("[2/7] buffered append")
+    log("[2/8] buffered append")
     compare.buffered()
 }
 if only.contains(.durable) {
-    log("[3/7] durable single-entry commits")
+    log("[3/8] durable single-entry commits")
     compare.durable(limits: { (machine.fsyncAppend(), machine.fsyncPrezeroed()) })
 }
 if only.contains(.concurrent) {
-    log("[4/7] \(counts.concurrentThreads) concurrent durable appenders")
+    log("[4/8] \(counts.concurrentThreads) concurrent durable appenders")
     compare.concurrent()
 }
 if only.contains(.store) {
-    log("[5/7] open/recovery, full read and bytes per entry")
+    log("[5/8] open/recovery, full read and bytes per entry")
     compare.store()
 }
 if only.contains(.feed) {
-    log("[6/7] change feed: last 100 changes, changedZones")
+    log("[6/8] change feed: last 100 changes, changedZones")
     compare.feed()
 }
 if only.contains(.materialise) {
-    log("[7/7] materialising a list, snapshots")
+    log("[7/8] materialising a list, snapshots")
     compare.materialise()
+}
+if only.contains(.compaction) {
+    log("[8/8] compaction against DELETE + checkpoint, open from its snapshot")
+    compare.compaction()
 }
 
 report.emit(Measurement(name: "load_average", system: "machine", unit: "1-min load", runs: [loadAtStart, loadAverage()],

@@ -1,0 +1,250 @@
+import CSQLite
+import Foundation
+import JournalLog
+import JournalQuery
+import ListModel
+
+/// Compaction (issue: "compacting 1M entries, against the equivalent DELETEs followed by a
+/// checkpoint"): the list compactor on a one-zone store, against SQLite deleting the same entries
+/// in one transaction and checkpointing, interleaved run by run on fresh copies (both are
+/// destructive); then opening the zone from the snapshot the compactor wrote plus 1,000 new entries.
+extension CompareBench {
+    /// A one-zone store of `entries`, built with durability `.none` in batches, closed and reopened
+    /// with `.always` (as an application would find it). `segmentBytes` keeps most of it sealed.
+    private func buildListStore(_ p: String, _ entries: ArraySlice<JournalEntry>, segmentBytes: Int,
+                                each: (ClosedRange<SequenceNumber>, ArraySlice<JournalEntry>) -> Void = { _, _ in }) -> JournalStore {
+        var o = StoreOptions(durability: .none, segmentSize: segmentBytes)
+        do {
+            let s = try JournalStore.open(p, options: o)
+            try appendInBatches(s, entries, batchSize: counts.batchSize, each: each)
+            try s.close()
+            o.durability = .always
+            return try JournalStore.open(p, options: o)
+        } catch { fail("building the compaction store", error) }
+    }
+
+    /// The same history as rows, checkpointed into the main file.
+    private func buildListDB(_ p: String, _ w: ListWorkload) -> SQLiteDB {
+        do {
+            let d = try SQLiteDB.create(path: p, synchronous: "NORMAL")
+            try w.insert(into: d, batchSize: counts.batchSize)
+            try d.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+            return d
+        } catch { fail("building the compaction database", error) }
+    }
+
+    func compaction() {
+        let n = counts.compactionEntries, runs = counts.compactionRuns, segmentBytes = counts.compactionSegmentBytes
+        let zone = "List-db6a6e29", tailCount = 1_000
+        log("  compaction: generating \(n) + \(tailCount) list entries")
+        // The same history as `materialise` (same seed); the 1,000 entries after it are the tail
+        // appended once the compactor has run.
+        let all = ListWorkload.generate(n + tailCount, seed: 21, zone: zone)
+        var rows = all
+        rows.entries.removeLast(tailCount); rows.ids.removeLast(tailCount)
+        rows.items.removeLast(tailCount); rows.afters.removeLast(tailCount)
+        let history = all.entries[..<n], tail = Array(all.entries[n...])
+        // Every lifecycle finished in the history is older than the 14-day cutoff.
+        let nowMs = all.entries[n - 1].wallTime + 15 * 86_400_000
+
+        // What the rules purge, decided once on a reference store (the same on every fresh copy),
+        // with the breakdown of the compactor's parts. SQLite deletes the same entries: JournalLog
+        // sequence → workload index → SQLite rowid (index + 1).
+        log("  compaction: reference store, retention decision, breakdown")
+        let rp = path("compaction-ref.store")
+        var seqs: [SequenceNumber] = []
+        seqs.reserveCapacity(n)
+        let ref = buildListStore(rp, history, segmentBytes: segmentBytes) { range, _ in seqs.append(contentsOf: range) }
+        guard seqs.count == n, let info = ref.zone(zone) else {
+            fail("compaction", SQLiteError(code: 0, message: "the store took \(seqs.count) sequences for \(n) entries"))
+        }
+        let sealed = ref.sealedThrough
+        let mark = min(sealed, info.lastChange)
+        let sealedEntries = seqs.lazy.filter { $0 <= sealed }.count
+        let segmentFiles = directorySizes(rp, suffix: ".seg").files
+        var read: [(SequenceNumber, JournalEntry)] = []
+        let readMs = timed {
+            do { read = try ListQuery(store: ref).entries(zone).entries } catch { fail("ListQuery.entries", error) }
+        } * 1e3
+        var chosen: [SequenceNumber] = []
+        var purgeableMs: [Double] = []
+        for _ in 0..<runs {
+            purgeableMs.append(timed { chosen = ListRetention(now: nowMs, mark: mark).purgeable(read) } * 1e3)
+        }
+        read = []
+        var storeCompact = CompactionReport()
+        let storeCompactMs: Double
+        do {
+            try ref.setLowWaterMark(zone, to: mark)
+            storeCompactMs = try timed { storeCompact = try ref.compact(purging: chosen) } * 1e3
+            try ref.close()
+        } catch { fail("compact(purging:)", error) }
+        removeTree(rp)
+        // Rowids of the chosen entries: both lists ascend, so one merge walk.
+        var rowids: [Int64] = []
+        rowids.reserveCapacity(chosen.count)
+        var k = 0
+        for s in chosen {
+            while k < n && seqs[k] < s { k += 1 }
+            guard k < n, seqs[k] == s else { fail("compaction", SQLiteError(code: 0, message: "purged sequence \(s) is no entry")) }
+            rowids.append(Int64(k + 1))
+        }
+        log("  compaction: \(chosen.count) of \(n) entries to purge (\(sealedEntries) in sealed segments)")
+
+        var jl: [Double] = [], sq: [Double] = []
+        var jlReport: ListCompactionReport? = nil
+        var jlBefore: (size: Int64, allocated: Int64, files: Int) = (0, 0, 0), jlAfter = jlBefore
+        var snapBytes: Int64 = 0, histBytes: Int64 = 0
+        var kept: JournalStore? = nil, keptPath = ""
+        var sqDelete: [Double] = [], sqCheckpoint: [Double] = []
+        var sqBefore: Int64 = 0, sqAfter: Int64 = 0, walPeak: Int64 = 0, freePages: Int64 = 0, pageCount: Int64 = 0
+        var keptDB: SQLiteDB? = nil, keptDBPath = ""
+        for r in 0..<runs {
+            log("  compaction run \(r + 1)/\(runs)")
+            // A: JournalLog, a fresh store each run.
+            if jlOn {
+                let sp = path("compaction-\(r).store")
+                let s = buildListStore(sp, history, segmentBytes: segmentBytes)
+                jlBefore = directorySizes(sp, suffix: ".seg")
+                let t = timed {
+                    do { jlReport = try ListCompactor(query: ListQuery(store: s)).run(now: nowMs) } catch { fail("ListCompactor.run", error) }
+                }
+                jlAfter = directorySizes(sp, suffix: ".seg")
+                snapBytes = directorySizes(sp + "/" + SnapshotDirectory.name, suffix: ".snap").size
+                histBytes = directorySizes(sp + "/" + SnapshotDirectory.name, suffix: ".hist").size
+                if jlReport?.storage.entriesPurged != chosen.count || jlReport?.zones.first?.chosen != chosen.count {
+                    fail("ListCompactor.run", SQLiteError(code: 0, message: "purged \(jlReport?.storage.entriesPurged ?? 0), the reference chose \(chosen.count)"))
+                }
+                jl.append(t * 1e3)
+                if r == runs - 1 {
+                    kept = s
+                    keptPath = sp
+                } else {
+                    closeStore(s)
+                    removeTree(sp)
+                }
+            }
+
+            // B: SQLite, a fresh database each run: one transaction of prepared single-row
+            // DELETEs by rowid, then a checkpoint that truncates the WAL.
+            if sqOn {
+                let dp = path("compaction-\(r).sqlite")
+                let db = buildListDB(dp, rows)
+                sqBefore = fileSizes(dp).size + fileSizes(dp + "-wal").size
+                do {
+                    let del = try db.prepare("DELETE FROM journal WHERE seq = ?")
+                    let begin = try db.prepare("BEGIN"), commit = try db.prepare("COMMIT")
+                    var wal: Int64 = 0
+                    let td = timed {
+                        stepInsertless(db, begin)
+                        for id in rowids {
+                            sqlite3_bind_int64(del, 1, id)
+                            stepInsertless(db, del)
+                        }
+                        stepInsertless(db, commit)
+                    }
+                    wal = fileSizes(dp + "-wal").size
+                    let tc = try timed { try db.exec("PRAGMA wal_checkpoint(TRUNCATE)") }
+                    sqlite3_finalize(del); sqlite3_finalize(begin); sqlite3_finalize(commit)
+                    let left = try db.scalar("SELECT count(*) FROM journal")
+                    if left != Int64(n - rowids.count) {
+                        fail("sqlite delete", SQLiteError(code: 0, message: "\(left) rows left, expected \(n - rowids.count)"))
+                    }
+                    walPeak = wal
+                    freePages = try db.scalar("PRAGMA freelist_count")
+                    pageCount = try db.scalar("PRAGMA page_count")
+                    sqDelete.append(td * 1e3)
+                    sqCheckpoint.append(tc * 1e3)
+                    sq.append((td + tc) * 1e3)
+                } catch { fail("sqlite delete", error) }
+                sqAfter = fileSizes(dp).size + fileSizes(dp + "-wal").size
+                if r == runs - 1 {
+                    keptDB = db
+                    keptDBPath = dp
+                } else {
+                    db.close()
+                    removeDB(dp)
+                }
+            }
+        }
+
+        let mb = { (b: Int64) in JSON.n(Double(b) / 1e6) }
+        let params: [(String, JSON)] = [("entries", .i(n)), ("entries_purged", .i(chosen.count)),
+                                        ("purged_fraction", .n(Double(chosen.count) / Double(n))),
+                                        ("now", .s("last entry's wall time + 15 days (retention 14 days)"))]
+        let st = jlReport?.storage ?? storeCompact
+        let medianTotal = medianOf(jl)
+        let partsMs = readMs + medianOf(purgeableMs) + storeCompactMs
+        pair("compaction", unit: "ms", jl: jl, sq: sq, higherIsBetter: false, params: params,
+             jlExtra: [
+                ("what", .s("ListCompactor.run(now:): read the zone, ListRetention, history + snapshot, low-water mark, rewrite sealed segments (each .cleaned, fsync, .swap, rename)")),
+                ("segment_size", .i(segmentBytes)), ("segments", .i(segmentFiles)),
+                ("sealed_fraction", .n(Double(sealedEntries) / Double(n))), ("low_water_mark", .i(Int(mark))),
+                ("segments_examined", .i(st.segmentsExamined)), ("segments_rewritten", .i(st.segmentsRewritten)),
+                ("entries_purged_by_store", .i(st.entriesPurged)), ("entries_kept_above_mark", .i(st.entriesKept)),
+                ("bytes_before", .i(Int(jlBefore.size))), ("bytes_after", .i(Int(jlAfter.size))),
+                ("mb_before", mb(jlBefore.size)), ("mb_after", mb(jlAfter.size)),
+                ("rewritten_bytes_before", .i(Int(st.bytesBefore))), ("rewritten_bytes_after", .i(Int(st.bytesAfter))),
+                ("snapshot_bytes", .i(Int(snapBytes))), ("history_bytes", .i(Int(histBytes))),
+                ("breakdown_read_zone_ms", .n(readMs)),
+                ("breakdown_purgeable_ms", .n(medianOf(purgeableMs))), ("breakdown_purgeable_ms_runs", .a(purgeableMs.map { .n($0) })),
+                ("breakdown_store_compact_ms", .n(storeCompactMs)),
+                ("breakdown_rest_ms", .n(medianTotal - partsMs)),
+                ("breakdown_note", .s("one reference store: ListQuery.entries, ListRetention.purgeable, store.compact(purging:) alone (after setLowWaterMark); rest = median total − those (second replay for the history, reducer, snapshot + history encode and write, synced mark)")),
+             ],
+             sqExtra: [
+                ("what", .s("BEGIN; prepared DELETE FROM journal WHERE seq=? per purged rowid; COMMIT; PRAGMA wal_checkpoint(TRUNCATE)")),
+                ("config", .s("WAL, synchronous=NORMAL, default cache; the checkpoint syncs WAL and database")),
+                ("delete_ms", .n(medianOf(sqDelete))), ("delete_ms_runs", .a(sqDelete.map { .n($0) })),
+                ("checkpoint_ms", .n(medianOf(sqCheckpoint))), ("checkpoint_ms_runs", .a(sqCheckpoint.map { .n($0) })),
+                ("wal_bytes_before_checkpoint", .i(Int(walPeak))),
+                ("bytes_before", .i(Int(sqBefore))), ("bytes_after", .i(Int(sqAfter))),
+                ("mb_before", mb(sqBefore)), ("mb_after", mb(sqAfter)),
+                ("freelist_pages_after", .i(Int(freePages))), ("page_count_after", .i(Int(pageCount))),
+                ("note", .s("SQLite does not shrink the file without VACUUM: freed pages go to the freelist")),
+             ])
+
+        // SQLite's way to give the space back, once (not part of the pair).
+        if let db = keptDB {
+            var vacuumed: Int64 = 0
+            do {
+                let t = try timed {
+                    try db.exec("VACUUM")
+                    try db.exec("PRAGMA wal_checkpoint(TRUNCATE)")
+                } * 1e3
+                vacuumed = fileSizes(keptDBPath).size + fileSizes(keptDBPath + "-wal").size
+                report.emit(Measurement(name: "vacuum_after_delete", system: "sqlite", unit: "ms", runs: [t],
+                                        extra: [("entries_left", .i(n - rowids.count)), ("bytes_before", .i(Int(sqAfter))),
+                                                ("bytes_after", .i(Int(vacuumed))), ("mb_after", mb(vacuumed)),
+                                                ("what", .s("VACUUM + PRAGMA wal_checkpoint(TRUNCATE) after the DELETEs, one run"))]))
+            } catch { fail("sqlite vacuum", error) }
+            db.close()
+            removeDB(keptDBPath)
+        }
+
+        // Opening the zone after compaction: the compactor's snapshot plus 1,000 new entries.
+        guard let s = kept else { return }
+        do {
+            try s.append(batch: tail, durability: .always)
+            var open: [Double] = []
+            var m: MaterialisedList? = nil
+            for _ in 0..<counts.runs {
+                open.append(timed {
+                    do { m = try ListQuery(store: s).materialise(zone) } catch { fail("materialise", error) }
+                } * 1e3)
+            }
+            guard let m, let snap = m.snapshot, m.replayed == tailCount else {
+                fail("materialise", SQLiteError(code: 0, message: "did not start from the compactor's snapshot plus the tail"))
+            }
+            report.emit(Measurement(name: "open_with_snapshot_after_compaction", system: "journallog", unit: "ms", runs: open,
+                                    extra: [("history_entries", .i(n)), ("entries_purged", .i(chosen.count)),
+                                            ("tail_entries", .i(m.replayed)), ("snapshot_sequence", .i(Int(snap.sequence))),
+                                            ("snapshot_bytes", .i(Int(fileSizes(snap.path).size))),
+                                            ("visible_items", .i(m.state.items.count)),
+                                            ("what", .s("ListQuery.materialise after ListCompactor.run and 1,000 more entries of the workload"))],
+                                    goal: "< 20 ms", met: medianOf(open) < 20))
+            try s.close()
+        } catch { fail("open after compaction", error) }
+        removeTree(keptPath)
+    }
+}
