@@ -213,6 +213,17 @@ extension JournalStore {
     /// token to continue from. Costs O(entries returned): the zone index says where they are.
     public func changes(in zone: String, since token: FeedToken?, limit: Int = 1_000) throws(FeedError) -> ZoneChanges {
         precondition(limit >= 1, "a page holds at least one entry, so paging always makes progress")
+        // Frames that hold only zone records (repeated creates from another writer) can fill a
+        // window: read a wider one until the page holds an entry or reaches the end.
+        var slack = 9
+        while true {
+            let page = try changes(in: zone, since: token, limit: limit, frameSlack: slack)
+            if !(page.moreComing && page.entries.isEmpty) { return page }
+            slack = slack * 8 + limit
+        }
+    }
+
+    private func changes(in zone: String, since token: FeedToken?, limit: Int, frameSlack: Int) throws(FeedError) -> ZoneChanges {
         cond.lock()
         // A compaction swap is renaming a segment: its frame offsets are about to change.
         while swapWaiting { cond.wait() }
@@ -257,7 +268,7 @@ extension JournalStore {
         let start = max(0, next - 1)
         // `limit` frames hold at least `limit` entries, but for the few that hold only a zone
         // record (a create, or creates repeated by another writer): read a few more.
-        let end = min(t.frameSequences.partitionPoint { $0 <= h }, next + limit + 9)
+        let end = min(t.frameSequences.partitionPoint { $0 <= h }, next + limit + frameSlack)
         let locations = start < end ? Array(t.frameLocations[start..<end]) : []
         let reachedEnd = end == t.frameSequences.partitionPoint { $0 <= h }
         let segments = catalog.segments

@@ -7,7 +7,8 @@ public struct CompactionReport: Sendable, Equatable {
     public var entriesPurged = 0
     /// Entries removed because their zone incarnation was deleted.
     public var deletedZoneEntriesPurged = 0
-    /// Entries asked for but kept: above their zone's low-water mark, or in the active segment.
+    /// Entries asked for but kept: above their zone's low-water mark, in the active segment, or
+    /// the entry that started an implicitly created zone (its identity, never purged).
     public var entriesKept = 0
     /// Sizes of the rewritten segments before and after.
     public var bytesBefore: Int64 = 0
@@ -36,18 +37,28 @@ enum CompactionFiles {
     static func recover(store: String, fs: any FileSystem) throws(JournalError) {
         let names = try fs.listDirectory(store)
         let committed = names.contains { segment(of: $0, suffix: swap) != nil }
-        var changed = false
-        for name in names {
-            if let seg = segment(of: name, suffix: swap) ?? segment(of: name, suffix: cleaned) {
-                if committed {
-                    try fs.rename(store + "/" + name, store + "/" + seg)
-                } else {
-                    try fs.remove(store + "/" + name)
-                }
-                changed = true
-            }
+        let cleanedNames = names.filter { segment(of: $0, suffix: cleaned) != nil }
+        guard committed else {
+            for name in cleanedNames { try fs.remove(store + "/" + name) }
+            if !cleanedNames.isEmpty { try fs.syncDirectory(store) }
+            return
         }
-        if changed { try fs.syncDirectory(store) }
+        // Roll forward in the run's own two steps, so an open interrupted here leaves a `.swap`
+        // for the next one and never half a run: every `.cleaned` becomes `.swap` first.
+        for name in cleanedNames { try fs.rename(store + "/" + name, store + "/" + segment(of: name, suffix: cleaned)! + swap) }
+        if !cleanedNames.isEmpty { try fs.syncDirectory(store) }
+        for name in try fs.listDirectory(store) {
+            if let seg = segment(of: name, suffix: swap) { try fs.rename(store + "/" + name, store + "/" + seg) }
+        }
+        try fs.syncDirectory(store)
+    }
+
+    /// Removes what a failed run left (a run that failed before its commit point): a later run's
+    /// commit must never carry a stale `.cleaned` forward.
+    static func removeLeftovers(store: String, fs: any FileSystem) throws(JournalError) {
+        let leftovers = try fs.listDirectory(store).filter { segment(of: $0, suffix: cleaned) != nil }
+        for name in leftovers { try fs.remove(store + "/" + name) }
+        if !leftovers.isEmpty { try fs.syncDirectory(store) }
     }
 }
 
@@ -240,16 +251,18 @@ extension JournalStore {
             compactionRunning = false
             // The checkpoint was removed before the swap: take a new one at the next sync.
             forceCheckpoint()
+            cond.broadcast()
             cond.unlock()
         }
+        try CompactionFiles.removeLeftovers(store: path, fs: fs)
         var report = CompactionReport()
         let sealedLimit = sealedThrough
-        let (deletedRanges, catalogNow, horizon) = try locked { () -> ([ClosedRange<SequenceNumber>], ZoneCatalog, SequenceNumber) in
+        let (deletedRanges, catalogNow, durable) = try locked { () -> ([ClosedRange<SequenceNumber>], ZoneCatalog, SequenceNumber) in
             let ranges = catalog.tracks.compactMap { t -> ClosedRange<SequenceNumber>? in
                 guard purgeDeletedZones, let d = t.deletedAt, d <= durableThrough, t.entryCount > 0 else { return nil }
                 return t.incarnation...d
             }
-            return (ranges, catalog, horizonLocked)
+            return (ranges, catalog, durableThrough)
         }
         var staged: [StagedRewrite] = []
         do throws(JournalError) {
@@ -270,7 +283,11 @@ extension JournalStore {
                     verdict: { seq, track in
                         guard let track else { return .keep }
                         let t = catalogNow.tracks[track]
-                        if purgeDeletedZones, let d = t.deletedAt, d <= horizon { return .purgeDeletedZone }
+                        // The entry that started an implicit incarnation is its identity (TOKENS.md
+                        // §1): without it a rebuilt index would start the zone elsewhere.
+                        if t.isImplicit && seq == t.incarnation { return purge.contains(seq) ? .keptAboveMark : .keep }
+                        // Only a durable deletion: one that a crash could undo purges nothing.
+                        if purgeDeletedZones, let d = t.deletedAt, d <= durable { return .purgeDeletedZone }
                         guard purge.contains(seq) else { return .keep }
                         return seq <= t.lowWaterMark ? .purge : .keptAboveMark
                     },
@@ -325,6 +342,8 @@ extension JournalStore {
             cond.broadcast()
         }
         do throws(JournalError) {
+            // A store closing (it waits for this run) or failed takes no swap: the run is dropped.
+            try checkWritable()
             // A checkpoint names frame offsets the swap changes: remove it first, so a crash after
             // the swap rebuilds the index rather than trusting stale offsets.
             if fs.kind(of: path + "/" + StoreLayout.indexFile) != .missing {

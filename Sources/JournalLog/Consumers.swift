@@ -16,9 +16,18 @@ extension JournalStore {
     /// Every consumer, and the files that could not be read (each holds everything back).
     public func consumers() -> (consumers: [ConsumerState], problems: [String]) {
         let dir = path + "/" + JournalStore.consumersDirectory
-        guard fs.kind(of: dir) == .directory, let names = try? fs.listDirectory(dir) else { return ([], []) }
         var found: [ConsumerState] = []
         var problems: [String] = []
+        let names: [String]
+        switch fs.kind(of: dir) {
+        case .missing: return ([], [])
+        case .directory:
+            do { names = try fs.listDirectory(dir) } catch {
+                return ([], ["\(dir): unreadable (\(error)); it holds every zone back until it can be read"])
+            }
+        case .file, .other:
+            return ([], ["\(dir): not a directory; it holds every zone back until it is removed"])
+        }
         for name in names.sorted() where name.hasSuffix(".consumer") {
             let file = dir + "/" + name
             do {
@@ -98,6 +107,12 @@ extension JournalStore {
 
     private func writeConsumer(_ state: ConsumerState) throws(JournalError) {
         try locked { () throws(JournalError) in try checkWritable() }
+        // File names are a hash of the name: never overwrite another consumer's file.
+        let file = JournalStore.consumerPath(store: path, name: state.name)
+        if fs.kind(of: file) == .file, let bytes = try? AtomicFile.read(file, fs: fs, limit: ConsumerCodec.maxFileBytes),
+           let other = try? bytes.withUnsafeBytes({ b throws(CodecError) in try ConsumerCodec.decode(b) }), other.name != state.name {
+            throw JournalError.invalidEntry("consumer name \(state.name) collides with consumer \(other.name) (\(file)); choose another name")
+        }
         try AtomicFile.write(ConsumerCodec.encode(state), to: JournalStore.consumerPath(store: path, name: state.name), fs: fs)
     }
 }

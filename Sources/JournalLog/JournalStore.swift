@@ -773,6 +773,8 @@ public final class JournalStore: @unchecked Sendable {
         // Refuse new appends first, so nothing can be enqueued after the final sync below and
         // led onto a closed file.
         isClosed = true
+        // A compaction in flight drops its run at its commit point; the lock must outlive it.
+        while compactionRunning { cond.wait() }
         let ticket = enqueuedFrames
         cond.unlock()
         var syncError: JournalError? = nil

@@ -59,7 +59,7 @@ public struct ListCompactor: Sendable {
             let mark = min(max(info.lowWaterMark, limit), sealed)
             guard mark > 0 else { continue }
             let read = try query.entries(info.name)
-            let chosen = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark).purgeable(read.entries)
+            let chosen = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark, pinned: info.incarnation).purgeable(read.entries)
             guard !chosen.isEmpty else { continue }
             plans.append(Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
                                                    chosen: chosen.count, snapshotSequence: read.sequence),
@@ -69,9 +69,10 @@ public struct ListCompactor: Sendable {
         report.chosen = plans.flatMap(\.chosen).sorted()
         if dryRun { return report }
         for plan in plans {
-            // 1. The history, holding every entry about to go (it may hold later ones too: the
-            // history is deduplicated by entry id, so replaying them again changes nothing).
-            let (history, _) = try query.history(plan.zone.zone)
+            // 1. The history, holding every entry about to go: the stored one plus the entries
+            // after it, which are among those just read.
+            var (history, through, _) = try query.storedHistory(plan.zone.zone)
+            for (s, e) in plan.entries where s > through ?? 0 { _ = history.record(e) }
             try query.writeHistory(plan.zone.zone, history: history, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
             // 2. No snapshot may outlive the entries it was made from: until step 5, the list is
             // a replay of the log, compacted or not.
@@ -84,6 +85,26 @@ public struct ListCompactor: Sendable {
             // 3. Tokens below the mark expire from here on.
             if plan.raise {
                 do { try store.setLowWaterMark(plan.zone.zone, to: plan.mark) } catch { throw .storage(error) }
+            }
+        }
+        // Entries appended since the zones were read may name a chosen item (an unmark, a late
+        // add after it): such an item is no longer finished, or anchors something new. Keep it.
+        for k in plans.indices {
+            let tail = try replayTail(plans[k].zone.zone, after: plans[k].zone.snapshotSequence)
+            guard !tail.isEmpty else { continue }
+            var touched = Set<CompactID>()
+            for f in tail {
+                if let item = f.entry.operation.item { touched.insert(item) }
+                if case .add(_, _, let after?) = f.entry.operation { touched.insert(after) }
+            }
+            var itemOf: [SequenceNumber: CompactID] = [:]
+            for (s, e) in plans[k].entries { if let item = e.operation.item, touched.contains(item) { itemOf[s] = item } }
+            let before = plans[k].chosen.count
+            plans[k].chosen.removeAll { itemOf[$0] != nil }
+            if plans[k].chosen.count != before {
+                plans[k].zone.chosen = plans[k].chosen.count
+                report.zones[k] = plans[k].zone
+                report.chosen = plans.flatMap(\.chosen).sorted()
             }
         }
         // 4. One atomic rewrite for every zone.
@@ -107,6 +128,21 @@ public struct ListCompactor: Sendable {
         return report
     }
 
+    /// The zone's entries after `position`, through the feed.
+    private func replayTail(_ zone: String, after position: SequenceNumber) throws(QueryError) -> [FeedEntry] {
+        let store = query.store
+        var all: [FeedEntry] = []
+        do throws(FeedError) {
+            var token = try store.zoneToken(zone, position: position)
+            while true {
+                let page = try store.changes(in: zone, since: token, limit: 65_536)
+                all += page.entries
+                token = page.token
+                if !page.moreComing { return all }
+            }
+        } catch { throw .feed(error) }
+    }
+
     private func remove(_ files: [SnapshotFile]) -> Int {
         var removed = 0
         for f in files where (try? query.fs.remove(f.path)) != nil { removed += 1 }
@@ -118,12 +154,13 @@ public struct ListCompactor: Sendable {
     /// fallback), and every file of a deleted or superseded zone incarnation.
     private func removeSuperseded() -> Int {
         let store = query.store
-        let live = Dictionary(store.zones().filter { !$0.isDeleted }.map { (SnapshotDirectory.zoneKey($0.name), $0.incarnation) },
-                              uniquingKeysWith: { a, _ in a })
+        // Keyed by hash and incarnation: two live zones whose names' hashes collide keep their files.
+        var live: [String: Set<SequenceNumber>] = [:]
+        for z in store.zones() where !z.isDeleted { live[SnapshotDirectory.zoneKey(z.name), default: []].insert(z.incarnation) }
         var histories: [String: Int] = [:]
         var doomed: [SnapshotFile] = []
         for file in SnapshotDirectory.list(store: store.path, fs: query.fs) {
-            if live[file.zoneKey] != file.incarnation {
+            if live[file.zoneKey]?.contains(file.incarnation) != true {
                 doomed.append(file)
             } else if file.kind == .history {
                 histories[file.zoneKey, default: 0] += 1

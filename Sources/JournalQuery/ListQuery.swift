@@ -148,11 +148,17 @@ public struct ListQuery: Sendable {
     /// Every change to the zone with who, what and when: from the newest valid history file
     /// (which survives compaction) plus the entries after it.
     public func history(_ zone: String) throws(QueryError) -> (log: ActivityLog, warnings: [String]) {
+        var (log, through, warnings) = try storedHistory(zone)
+        _ = try replay(zone, after: through) { e in _ = log.record(e.entry) }
+        return (log, warnings)
+    }
+
+    /// The newest valid history file of the zone's live incarnation and the sequence it runs
+    /// through (nil: none; an empty history), without reading the log.
+    public func storedHistory(_ zone: String) throws(QueryError) -> (log: ActivityLog, through: SequenceNumber?, warnings: [String]) {
         guard let info = store.zone(zone) else { throw .feed(.zoneNotFound(zone)) }
         if let d = info.deletedAt { throw .feed(.zoneDeleted(zone: zone, at: d, reason: info.deletionReason ?? .deleted)) }
         var warnings: [String] = []
-        var log = ActivityLog(zone: zone)
-        var from: SequenceNumber? = nil
         for file in SnapshotDirectory.list(store: store.path, zone: zone, incarnation: info.incarnation, kind: .history, fs: fs) {
             do {
                 let bytes = try SnapshotDirectory.read(file.path, limit: ActivityLogCodec.maxBytes, fs: fs)
@@ -161,15 +167,12 @@ public struct ListQuery: Sendable {
                     warnings.append("\(file.name): names another zone; skipped")
                     continue
                 }
-                log = decoded
-                from = file.sequence
-                break
+                return (decoded, file.sequence, warnings)
             } catch {
                 warnings.append("\(file.name): damaged (\(error)); falling back")
             }
         }
-        _ = try replay(zone, after: from) { e in _ = log.record(e.entry) }
-        return (log, warnings)
+        return (ActivityLog(zone: zone), nil, warnings)
     }
 
     /// Every entry of the zone now, in order, and the position read to.

@@ -88,7 +88,7 @@ extension CompareBench {
         }
         log("  compaction: \(chosen.count) of \(n) entries to purge (\(sealedEntries) in sealed segments)")
 
-        var jl: [Double] = [], sq: [Double] = []
+        var jl: [Double] = [], sq: [Double] = [], jlRewrite: [Double] = []
         var jlReport: ListCompactionReport? = nil
         var jlBefore: (size: Int64, allocated: Int64, files: Int) = (0, 0, 0), jlAfter = jlBefore
         var snapBytes: Int64 = 0, histBytes: Int64 = 0
@@ -120,6 +120,24 @@ extension CompareBench {
                     closeStore(s)
                     removeTree(sp)
                 }
+            }
+
+            // A': JournalLog's storage step alone (the equivalent of SQLite's DELETEs): the same
+            // entries, given, on a fresh store whose mark is already raised.
+            if jlOn {
+                let sp = path("compaction-rewrite-\(r).store")
+                let s = buildListStore(sp, history, segmentBytes: segmentBytes)
+                do {
+                    try s.setLowWaterMark(zone, to: mark)
+                    var rep = CompactionReport()
+                    let t = try timed { rep = try s.compact(purging: chosen) }
+                    guard rep.entriesPurged == chosen.count else {
+                        fail("compact(purging:)", SQLiteError(code: 0, message: "purged \(rep.entriesPurged) of \(chosen.count)"))
+                    }
+                    jlRewrite.append(t * 1e3)
+                } catch { fail("compact(purging:)", error) }
+                closeStore(s)
+                removeTree(sp)
             }
 
             // B: SQLite, a fresh database each run: one transaction of prepared single-row
@@ -187,7 +205,7 @@ extension CompareBench {
                 ("breakdown_purgeable_ms", .n(purgeableMs)),
                 ("breakdown_store_compact_ms", .n(storeCompactMs)),
                 ("breakdown_rest_ms", .n(medianTotal - partsMs)),
-                ("breakdown_note", .s("one run each on a reference store: ListQuery.entries, ListRetention.purgeable, store.compact(purging:) alone (after setLowWaterMark); rest = median total − those (second replay for the history, reducer, snapshot + history encode and write, synced mark)")),
+                ("breakdown_note", .s("one run each on a reference store: ListQuery.entries, ListRetention.purgeable, store.compact(purging:) alone (after setLowWaterMark); rest = median total − those (history and snapshot encode and write, the reducer, the synced mark)")),
              ],
              sqExtra: [
                 ("what", .s("BEGIN; prepared DELETE FROM journal WHERE seq=? per purged rowid; COMMIT; PRAGMA wal_checkpoint(TRUNCATE)")),
@@ -200,6 +218,10 @@ extension CompareBench {
                 ("freelist_pages_after", .i(Int(freePages))), ("page_count_after", .i(Int(pageCount))),
                 ("note", .s("SQLite does not shrink the file without VACUUM: freed pages go to the freelist")),
              ])
+
+        pair("compaction_rewrite", unit: "ms", jl: jlRewrite, sq: sq, higherIsBetter: false, params: params,
+             jlExtra: [("what", .s("JournalStore.compact(purging:) with the chosen entries, mark already raised: rewrite the sealed segments (.cleaned, fsync, .swap, rename), one atomic run"))],
+             sqExtra: [("what", .s("the same DELETEs + wal_checkpoint(TRUNCATE) runs as the compaction pair"))])
 
         // SQLite's way to give the space back, once (not part of the pair).
         if let db = keptDB {

@@ -1,0 +1,86 @@
+import Testing
+import JournalLog
+import ListModel
+@testable import JournalQuery
+
+/// Regressions found by an independent review of the compactor (at 0b4a57c).
+@Suite struct CompactorRegressionTests {
+    typealias C = CompactorTests
+
+    /// R4 end to end: a list whose zone was started by its first add (the usual case). That add
+    /// is the zone's identity (its incarnation), so the rules never purge it, even when Milk was
+    /// bought long ago; another finished item goes. After a crash the index is rebuilt from the
+    /// log: the incarnation, the low-water mark, old tokens (expired, not invalid) and the history
+    /// are all as they were, and a second run keeps the history.
+    @Test func compactingTheFirstAddOfAListKeepsItsIdentityAndHistoryAcrossACrash() throws {
+        let fs = MemoryFileSystem()
+        let s = try ListQueryTests.store(fs)
+        try s.append(C.e("e1", .add(item: C.milk, text: "Milk", after: nil), 1))
+        try s.append(C.e("e2", .markOff(item: C.milk), 2))
+        try s.append(C.e("e3", .add(item: C.eggs, text: "Eggs", after: nil), 1_000))   // another run
+        try s.append(C.e("e4", .add(item: C.coffee, text: "Coffee", after: nil), 2_000, author: "bob"))
+        try s.append(C.e("e5", .markOff(item: C.coffee), 2_001))
+        try C.seal(s)
+        let incarnation = try #require(s.zone(C.zone)).incarnation
+        let token = try s.changes(in: C.zone, since: nil, limit: 1).token
+        let q = ListQuery(store: s, fs: fs)
+        let report = try ListCompactor(query: q).run(now: C.later)
+        #expect(report.storage.entriesPurged == 2)  // coffee; milk's lifecycle holds the identity
+        fs.crash(.dropUnsynced)
+        let reopened = try JournalStore.open(s.path, options: s.options)
+        let info = try #require(reopened.zone(C.zone))
+        #expect(info.incarnation == incarnation, "incarnation moved from \(incarnation) to \(info.incarnation)")
+        #expect(info.lowWaterMark > 0, "the low-water mark was lost")
+        var answer: FeedError?
+        do { _ = try reopened.changes(in: C.zone, since: token) } catch { answer = error }
+        guard case .tokenExpired? = answer else {
+            Issue.record("an old token should expire, got \(String(describing: answer))")
+            return
+        }
+        let q2 = ListQuery(store: reopened, fs: fs)
+        _ = try ListCompactor(query: q2).run(now: C.later)
+        #expect(try q2.history(C.zone).log.lastMarkOff(ofItemsMatching: "coffee")?.author == "alice")
+        #expect(try q2.history(C.zone).log.lastMarkOff(ofItemsMatching: "milk") != nil)
+    }
+}
+
+@Suite struct LateOperationTests {
+    typealias C = CompactorTests
+
+    /// R6, the documented limit (COMPACTION.md §2, "Late operations"): an unmark of an item purged
+    /// as bought dangles on a compacted replica, so the item stays gone there, deterministically,
+    /// while a replica that has not compacted shows it again. The retention is the bound on how
+    /// late such an operation may arrive for compaction to be invisible.
+    @Test func aLateUnmarkOfAPurgedItemDanglesOnACompactedReplica() throws {
+        let fs = MemoryFileSystem()
+        let s = try ListQueryTests.store(fs)
+        let history = [C.e("e0", .add(item: C.eggs, text: "Eggs", after: nil), 1), C.e("e1", .add(item: C.milk, text: "Milk", after: nil), 1_000),
+                       C.e("e2", .markOff(item: C.milk), 1_001)]
+        for x in history { try s.append(x) }
+        try C.seal(s)
+        let q = ListQuery(store: s, fs: fs)
+        let report = try ListCompactor(query: q).run(now: C.later)
+        #expect(report.storage.entriesPurged == 2)
+        let unmark = JournalEntry(id: CompactID("e3")!, zone: C.zone, author: "bob", wallTime: C.later,
+                                  clock: HybridTime(physicalMillis: UInt64(C.later), counter: 0), operation: .unmark(item: C.milk))
+        try s.append(unmark)
+        #expect(try q.materialise(C.zone).state.items.map(\.text) == ["Eggs"])
+        var other = ListReducer(zone: C.zone)
+        for x in history + [unmark] { _ = other.apply(x) }
+        #expect(other.state().items.map(\.text) == ["Milk", "Eggs"])
+    }
+
+    /// The compactor itself never purges an item that an entry appended after its read names: an
+    /// unmark written while it runs keeps Milk (here, before the run, in the tail it re-reads).
+    @Test func anItemNamedByAnEntryAfterTheReadIsKept() throws {
+        let fs = MemoryFileSystem()
+        let s = try ListQueryTests.store(fs)
+        for x in [C.e("e0", .add(item: C.eggs, text: "Eggs", after: nil), 1), C.e("e1", .add(item: C.milk, text: "Milk", after: nil), 1_000),
+                  C.e("e2", .markOff(item: C.milk), 1_001)] { try s.append(x) }
+        try C.seal(s)
+        try s.append(C.e("e3", .unmark(item: C.milk), 1_002))
+        let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: C.later)
+        #expect(report.storage.entriesPurged == 0)
+        #expect(try ListQuery(store: s, fs: fs).materialise(C.zone).state.items.map(\.text) == ["Milk", "Eggs"])
+    }
+}
