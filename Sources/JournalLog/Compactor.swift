@@ -167,7 +167,11 @@ struct SegmentRewriter {
                                 case .keep: keep.append((s, e))
                                 }
                             }
-                            guard let first = keep.first else { continue frames }
+                            guard let first = keep.first else {
+                                // Every entry goes: drop the frame, and go on after it.
+                                pos = range.upperBound + 4
+                                continue frames
+                            }
                             let t = touches(keep.map { ($0.0, $0.1.zone, 1) })
                             if keep.count == entries.count {
                                 emit(h.type, h.sequence, payload, touches: t, into: &out)

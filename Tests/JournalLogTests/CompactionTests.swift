@@ -55,6 +55,18 @@ import Testing
                 == all.keys.filter { !expectedGone.contains($0) }.sorted())
     }
 
+    @Test func aBatchWhoseEntriesAllGoIsDroppedAndTheRestOfTheSegmentKept() throws {
+        let (store, _, all) = try Self.filledStore(batches: true)
+        let sealed = store.sealedThrough
+        try store.setLowWaterMark("List-a", to: sealed)
+        try store.setLowWaterMark("List-b", to: sealed)
+        // Every entry of both zones in the sealed log: whole batches go, the frames after them stay readable.
+        let gone = Set(all.keys.filter { $0 <= sealed })
+        let report = try store.compact(purging: gone)
+        #expect(report.entriesPurged == gone.count)
+        #expect(try Self.logEntries(store.path, fs: store.options.fileSystem).keys.sorted() == all.keys.filter { !gone.contains($0) }.sorted())
+    }
+
     @Test func sequencesAreNeverRenumberedAndAppendsContinue() throws {
         let (store, options, all) = try Self.filledStore()
         try store.setLowWaterMark("List-b", to: store.sealedThrough)
