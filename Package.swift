@@ -61,6 +61,7 @@ let package = Package(
         .executableTarget(name: "FuzzChangeToken", dependencies: ["JournalLog"], path: "Fuzz/FuzzChangeToken"),
         .executableTarget(name: "FuzzZoneIndex", dependencies: ["JournalLog"], path: "Fuzz/FuzzZoneIndex"),
         .executableTarget(name: "FuzzSnapshot", dependencies: ["ListModel"], path: "Fuzz/FuzzSnapshot"),
+        .executableTarget(name: "FuzzConsumer", dependencies: ["JournalLog"], path: "Fuzz/FuzzConsumer"),
         .testTarget(
             name: "JournalLogTests",
             dependencies: ["JournalLog", .product(name: "PropertyBased", package: "swift-property-based")],

@@ -45,6 +45,12 @@ import Testing
         try put("FuzzBatch", "gaps", BatchCodec.encode(entries: Array(encoded.prefix(3)), sequenceDeltas: [0, 2, 5], compress: false))
         let header = SegmentHeader(storeID: (1, 2), baseSequence: 1, previousChain: 7, createdAt: 0)
         try put("FuzzSegmentHeader", "header", header.encoded())
+        let consumer = try SpecVectorTests.blocks("compaction.txt")[0]["consumer"].map(SpecVectorTests.bytes) ?? []
+        try put("FuzzConsumer", "vector", consumer)
+        try put("FuzzConsumer", "no-lease-two-zones", ConsumerCodec.encode(ConsumerState(name: "apply-queue", leaseUntil: nil, marks: [
+            ConsumerState.Mark(zone: "List-db6a6e29-weekly", incarnation: 1, position: 27),
+            ConsumerState.Mark(zone: "List-5c1f0a77-party", incarnation: 20, position: 26)])))
+        try put("FuzzConsumer", "no-marks", ConsumerCodec.encode(ConsumerState(name: "export", leaseUntil: 0)))
         let stores = SpecVectorTests.vectors.appendingPathComponent("stores")
         for store in ["clean.wal", "torn-tail.wal", "corrupt-sealed.wal"] {
             for seg in try StoreLayout.segmentPaths(stores.appendingPathComponent(store).path, fs: PosixFileSystem()) {
