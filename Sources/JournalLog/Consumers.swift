@@ -15,6 +15,12 @@ extension JournalStore {
 
     /// Every consumer, and the files that could not be read (each holds everything back).
     public func consumers() -> (consumers: [ConsumerState], problems: [String]) {
+        JournalStore.consumers(store: path, fs: fs)
+    }
+
+    /// The same without opening the store (no lock): for `jlog inspect` and `jlog consumers`.
+    /// A path that is not a directory, or has no `consumers/`, has none.
+    public static func consumers(store path: String, fs: any FileSystem = PosixFileSystem()) -> (consumers: [ConsumerState], problems: [String]) {
         let dir = path + "/" + JournalStore.consumersDirectory
         var found: [ConsumerState] = []
         var problems: [String] = []
@@ -37,13 +43,17 @@ extension JournalStore {
                 }
                 switch decoded {
                 case .success(let c): found.append(c)
-                case .failure(let e): problems.append("\(file): damaged (\(e)); it holds every zone back until removed (`jlog consumers --remove`)")
+                case .failure(let e): problems.append("\(file): damaged (\(e)); \(releaseHint(name))")
                 }
             } catch {
-                problems.append("\(file): unreadable (\(error)); it holds every zone back until removed")
+                problems.append("\(file): unreadable (\(error)); \(releaseHint(name))")
             }
         }
         return (found, problems)
+    }
+
+    private static func releaseHint(_ fileName: String) -> String {
+        "it holds every zone back until removed (`jlog consumers STORE --remove \(fileName)`)"
     }
 
     public func consumer(_ name: String) -> ConsumerState? {
@@ -83,10 +93,16 @@ extension JournalStore {
         try writeConsumer(state)
     }
 
+    /// Removes the consumer named `name`; or, when no consumer has that name and it is the file
+    /// name of a consumer file (`<key>.consumer`, as `problems` lists a damaged one), that file.
     public func removeConsumer(_ name: String) throws(JournalError) {
         consumerLock.lock()
         defer { consumerLock.unlock() }
-        let file = JournalStore.consumerPath(store: path, name: name)
+        var file = JournalStore.consumerPath(store: path, name: name)
+        if fs.kind(of: file) == .missing, let base = name.split(separator: "/").last, base.hasSuffix(".consumer"),
+           !base.hasPrefix(".") {
+            file = path + "/" + JournalStore.consumersDirectory + "/" + base
+        }
         guard fs.kind(of: file) != .missing else { throw JournalError.invalidEntry("no consumer named \(name)") }
         try fs.remove(file)
         try fs.syncDirectory(parentDirectory(file))

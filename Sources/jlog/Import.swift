@@ -17,10 +17,15 @@ struct Import: ParsableCommand {
     @Argument(help: "JSON Lines input; '-' or nothing reads stdin.") var file: String = "-"
     @Flag(help: "Sync each batch and print `acked <lastSeq>` once it is durable.") var sync = false
     @Option(help: "Entries per atomic batch.") var batchSize = 1000
+    @Option(help: ArgumentHelp("Seal a segment and start the next once it would pass this many bytes (a batch larger than this gets a segment of its own).", valueName: "bytes"))
+    var segmentSize = 64 << 20
 
     func validate() throws {
         guard batchSize >= 1 && batchSize <= Limits.maxBatchEntries else {
             throw ValidationError("--batch-size must be 1...\(Limits.maxBatchEntries)")
+        }
+        guard segmentSize >= 512 && segmentSize <= 1 << 31 else {
+            throw ValidationError("--segment-size must be 512...\(1 << 31) bytes")
         }
     }
 
@@ -42,6 +47,7 @@ struct Import: ParsableCommand {
         do {
             var options = StoreOptions()
             options.durability = sync ? .onBatch : .none
+            options.segmentSize = segmentSize
             store = try JournalStore.open(self.store, options: options)
         } catch {
             throw fail(error, path: self.store)

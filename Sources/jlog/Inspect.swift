@@ -84,6 +84,8 @@ struct Inspect: ParsableCommand {
         let logical = report.segments.reduce(Int64(0)) { $0 + $1.validEnd }
         let allocated = report.segments.reduce(Int64(0)) { $0 + $1.fileSize }
         let zones = stats.byZone.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+        let (consumers, consumerProblems) = JournalStore.consumers(store: path)
+        let now = nowMillis()
         if json {
             let obj: JSON = .object([
                 ("path", .string(path)),
@@ -113,6 +115,8 @@ struct Inspect: ParsableCommand {
                              ("incarnation", .uint(f.incarnation)), ("sequence", .uint(f.sequence)), ("bytes", .int(size)),
                              ("status", .string(status))])
                 })),
+                ("consumers", .array(consumers.map { consumerJSON($0, now: now) })),
+                ("consumerProblems", .array(consumerProblems.map { .string($0) })),
             ])
             print(obj.rendered)
         } else {
@@ -122,7 +126,8 @@ struct Inspect: ParsableCommand {
             print("segments        \(report.segments.count)")
             for s in report.segments.prefix(20) {
                 let range = s.firstSequence.map { "\($0)–\(s.lastSequence)" } ?? "empty"
-                print("  \(s.name)  \(range)  \(s.records) records  \(s.validEnd) bytes (\(s.fileSize) on disk)")
+                let compacted = s.header?.flags.contains(.compacted) == true ? "  compacted" : ""
+                print("  \(s.name)  \(range)  \(s.records) records  \(s.validEnd) bytes (\(s.fileSize) on disk)\(compacted)")
             }
             if report.segments.count > 20 { print("  … \(report.segments.count - 20) more (use --json for all)") }
             print("sequences       \(stats.firstSequence.map { "\($0)–\(stats.lastSequence)" } ?? "none")")
@@ -138,6 +143,8 @@ struct Inspect: ParsableCommand {
             let snaps = snapshotSummaries(path)
             print("snapshots       \(snaps.isEmpty ? "none (write one with `jlog snapshot`)" : String(snaps.count))")
             for (f, status, size) in snaps.prefix(20) { print("  \(f.name)  sequence \(f.sequence)  \(size) bytes  \(status)") }
+            print("consumers       \(consumers.count)\(consumerProblems.isEmpty ? "" : ", \(consumerProblems.count) damaged file(s)")")
+            for l in consumerLines(consumers, problems: consumerProblems, now: now) { print(l) }
         }
         if let p = report.problems.first { throw ExitCode(p.isTornTail ? Status.tornTail : Status.corruption) }
     }

@@ -62,7 +62,7 @@ struct Show: ParsableCommand {
         var state = m.state
         if hideDone {
             let now: Int64
-            if case .time(let t) = at { now = t } else { now = Int64(Date().timeIntervalSince1970 * 1000) }
+            if case .time(let t) = at { now = t } else { now = nowMillis() }
             state = state.hidingDone(now: now)
         }
         if json {

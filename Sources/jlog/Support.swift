@@ -78,3 +78,21 @@ func fail(_ error: any Error, path: String) -> ExitCode {
 func iso(_ millis: Int64) -> String { ISO8601Time.format(millis) }
 
 func entryJSON(_ e: JournalEntry) -> String { EntryJSON.format(e) }
+
+/// `--now 2026-12-31T00:00:00Z` or `--now 1798675200000` (milliseconds since the epoch).
+struct TimeArgument: ExpressibleByArgument {
+    var millis: Int64
+
+    init?(argument: String) {
+        if let ms = Int64(argument), ms >= 0 {
+            millis = ms
+        } else if let ms = ISO8601Time.parse(argument) {
+            millis = ms
+        } else {
+            return nil
+        }
+    }
+}
+
+/// The real clock, in milliseconds since the epoch.
+func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import JournalLog
+import JournalQuery
+
+struct Compact: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Purge what no reader needs any more: finished items and superseded renames older than the retention (Spec/COMPACTION.md).",
+        discussion: """
+        Per live zone, chooses the entries the list rules let go, writes the zone's history and a \
+        snapshot of what stays, raises its low-water mark (older tokens then get tokenExpired), then \
+        rewrites the sealed segments that hold purged entries or entries of deleted zones. The active \
+        segment is never rewritten, and nothing above an unexpired consumer's mark goes (`jlog consumers`). \
+        Opens the store as its writer, even with --dry-run. Safe to interrupt: running again finishes the job.
+        """)
+
+    @Argument(help: "The store directory.") var store: String
+    @Option(help: ArgumentHelp("Keep finished items, and renames and recolours since superseded, for this many days.", valueName: "days")) var retentionDays = 14
+    @Option(help: ArgumentHelp("Compact as of this time (ISO-8601 or milliseconds since the epoch) instead of the real clock.", valueName: "time")) var now: TimeArgument?
+    @Flag(help: "Decide and report, write nothing.") var dryRun = false
+    @Flag(help: "One JSON object: {\"zones\":[{zone,incarnation,chosen,lowWaterMark,snapshotSequence}],\"storage\":{…},…}.") var json = false
+
+    func validate() throws {
+        guard retentionDays >= 0 && retentionDays <= 100_000 else { throw ValidationError("--retention-days must be 0...100000") }
+    }
+
+    func run() throws {
+        let s = try openExisting(store)
+        defer { try? s.close() }
+        let at = now?.millis ?? nowMillis()
+        let retention = Int64(retentionDays) * 86_400_000
+        let problems = s.consumers().problems
+        for p in problems { printError("warning: consumer \(p)") }
+        let report: ListCompactionReport
+        do {
+            report = try ListCompactor(query: ListQuery(store: s), retentionMillis: retention).run(now: at, dryRun: dryRun)
+        } catch {
+            throw queryFailure(error, json: json, path: store)
+        }
+        let st = report.storage
+        if json {
+            print(JSON.object([
+                ("store", .string(store)),
+                ("now", .string(iso(at))),
+                ("retentionDays", .int(Int64(retentionDays))),
+                ("cutoff", .string(iso(at - retention))),
+                ("dryRun", .bool(dryRun)),
+                ("zones", .array(report.zones.map { z in
+                    .object([("zone", .string(z.zone)), ("incarnation", .uint(z.incarnation)), ("chosen", .int(Int64(z.chosen))),
+                             ("lowWaterMark", .uint(z.lowWaterMark)), ("snapshotSequence", .uint(z.snapshotSequence))])
+                })),
+                ("storage", dryRun ? .null : .object([
+                    ("segmentsExamined", .int(Int64(st.segmentsExamined))), ("segmentsRewritten", .int(Int64(st.segmentsRewritten))),
+                    ("entriesPurged", .int(Int64(st.entriesPurged))), ("deletedZoneEntriesPurged", .int(Int64(st.deletedZoneEntriesPurged))),
+                    ("entriesKept", .int(Int64(st.entriesKept))), ("bytesBefore", .int(st.bytesBefore)), ("bytesAfter", .int(st.bytesAfter)),
+                ])),
+                ("filesRemoved", .int(Int64(report.filesRemoved))),
+                ("consumerProblems", .array(problems.map { .string($0) })),
+            ]).rendered)
+            return
+        }
+        print("\(dryRun ? "dry run: " : "")compacting as of \(iso(at)), retention \(retentionDays) days (cutoff \(iso(at - retention)))")
+        if report.zones.isEmpty {
+            print("no zone has entries to purge (an entry goes once it is older than the cutoff, in a sealed segment, "
+                  + "and processed by every unexpired consumer)")
+        } else {
+            print("zone".padding(toLength: 32, withPad: " ", startingAt: 0) + "  chosen  low-water mark  snapshot at")
+            for z in report.zones {
+                print(z.zone.padding(toLength: 32, withPad: " ", startingAt: 0)
+                      + "  \(String(z.chosen).leftPad(6))  \(String(z.lowWaterMark).leftPad(14))  \(String(z.snapshotSequence).leftPad(11))")
+            }
+        }
+        if dryRun {
+            print("nothing was written; run without --dry-run to purge \(report.zones.reduce(0) { $0 + $1.chosen }) entries")
+            return
+        }
+        print("segments        \(st.segmentsExamined) examined, \(st.segmentsRewritten) rewritten")
+        print("entries         \(st.entriesPurged) purged, \(st.deletedZoneEntriesPurged) of deleted zones purged, \(st.entriesKept) kept (above a mark or in the active segment)")
+        print("bytes           \(st.bytesBefore) → \(st.bytesAfter) in the rewritten segments")
+        print("snapshot files  \(report.filesRemoved) removed (superseded, or of deleted zones)")
+    }
+}
