@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: builds jlog, imports a real shopping list journal into a fresh store, then
-# inspects, verifies and dumps it, and shows that a dump re-imports to the same entries.
+# inspects, verifies and dumps it, shows that a dump re-imports to the same entries, pages the
+# change feed, shows the list and its history, and compacts it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,8 +11,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 store="$work/list.wal"
 
-echo "== jlog import $store examples/weekly-shop.jsonl --sync"
-"$JLOG" import "$store" examples/weekly-shop.jsonl --sync
+# Small segments (512 bytes, batches of 4) so the 26 entries fill several: the compaction step at
+# the end rewrites sealed segments only, never the one being appended to.
+echo "== jlog import $store examples/weekly-shop.jsonl --sync --segment-size 512 --batch-size 4"
+"$JLOG" import "$store" examples/weekly-shop.jsonl --sync --segment-size 512 --batch-size 4
 echo
 echo "== jlog inspect $store"
 "$JLOG" inspect "$store"
@@ -73,6 +76,37 @@ set -e
 echo
 echo "== jlog inspect $store (now with snapshots)"
 "$JLOG" inspect "$store"
+echo
+echo "== compaction, as if run on 2026-12-31 (the demo's entries are from 2026-11-20 to 22, so older than"
+echo "   the 14-day retention): first a consumer, the upload queue, that has processed the list through 12"
+NOW=2026-12-31T00:00:00Z
+"$JLOG" consumers "$store" --register uploaded
+"$JLOG" consumers "$store" --advance uploaded --zone "$W" --to 12
+"$JLOG" compact "$store" --now "$NOW" --dry-run
+echo "-- it uploads the rest, then the list and the porridge oats' history before compacting"
+last=$("$JLOG" zones --json "$store" | python3 -c 'import json,sys; print([z for z in json.load(sys.stdin)["zones"] if z["name"] == sys.argv[1]][0]["lastChange"])' "$W")
+"$JLOG" consumers "$store" --advance uploaded --zone "$W" --to "$last"
+"$JLOG" show "$store" --zone "$W"
+"$JLOG" history "$store" --zone "$W" --text oats
+echo "== jlog compact $store --now $NOW"
+"$JLOG" compact "$store" --now "$NOW"
+echo "-- after: the porridge oats (marked off, nothing added after them) are gone from the list, still in the history"
+"$JLOG" show "$store" --zone "$W"
+"$JLOG" history "$store" --zone "$W" --text oats
+"$JLOG" show "$store" --zone "$W" --json | python3 -c '
+import json,sys; d=json.load(sys.stdin)
+assert "Porridge oats" not in [i["text"] for i in d["items"]], "compaction should have purged the porridge oats"'
+[ "$("$JLOG" history "$store" --zone "$W" --text oats --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["events"]))')" -eq 2 ] \
+  || { echo "the history should still hold the porridge oats' add and mark-off" >&2; exit 1; }
+echo "-- the first page's token is now below the low-water mark: tokenExpired (exit 5), re-fetch from the snapshot"
+set +e
+"$JLOG" changes "$store" --zone "$W" --since "$token" --json
+status=$?
+set -e
+[ "$status" -eq 5 ] || { echo "expected exit 5 (tokenExpired), got $status" >&2; exit 1; }
+echo "== jlog inspect $store (compacted segments, the consumer) and jlog verify"
+"$JLOG" inspect "$store"
+"$JLOG" verify "$store"
 echo
 echo "== a torn tail: append one more entry, zero the last 7 bytes of its record (a write cut short by"
 echo "   a crash), verify, then reopen: recovery cuts the torn record and keeps its bytes in torn/"

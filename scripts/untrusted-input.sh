@@ -2,7 +2,7 @@
 # Usage: scripts/untrusted-input.sh [ROUNDS=60] [JLOG=.build/debug/jlog]
 # Feeds jlog arbitrary bytes, as a user's diagnostic attachment might be: random files, damaged
 # copies of a real segment, random JSON Lines, and stores whose index, key or snapshots are
-# garbage. Every run must end with a clean error (exit 1-6), never a crash (a signal), a hang
+# garbage, and consumer files that are garbage or damaged. Every run must end with a clean error (exit 1-6), never a crash (a signal), a hang
 # (20 s) or memory beyond 1 GiB of address space per process (the Swift runtime reserves much of
 # that up front); inspect and verify may report the damage on stdout instead of an error.
 set -uo pipefail
@@ -34,6 +34,10 @@ check() {
 # A real store to damage.
 "$JLOG" import "$work/real.wal" examples/weekly-shop.jsonl >/dev/null 2>&1
 "$JLOG" snapshot "$work/real.wal" >/dev/null 2>&1
+"$JLOG" consumers "$work/real.wal" --register uploaded --lease-until 2030-01-01T00:00:00Z >/dev/null 2>&1
+"$JLOG" consumers "$work/real.wal" --advance uploaded --zone List-db6a6e29-weekly --to 12 >/dev/null 2>&1
+consumer="$(ls "$work"/real.wal/consumers/*.consumer | head -n 1)"
+csize=$(stat -c %s "$consumer")
 seg="$(ls "$work"/real.wal/*.seg | head -n 1)"
 size=$(stat -c %s "$seg")
 end=$("$JLOG" inspect --json "$work/real.wal" | python3 -c 'import json,sys; print(json.load(sys.stdin)["segments"][0]["bytes"])')
@@ -82,6 +86,30 @@ PY
   check 0 history "$work/d.wal" --zone List-db6a6e29-weekly
   check 0 inspect "$work/d.wal"
   check 1 changes "$work/d.wal" --zone List-db6a6e29-weekly --since "jlt2.$(head -c 58 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')"
+
+  # 5. Consumer files: the real one with bytes flipped or cut short, random bytes, one over the
+  #    64 MiB limit (sparse), one that is a directory. Each is reported; none may crash or hang.
+  rm -rf "$work/c.wal"; cp -r "$work/real.wal" "$work/c.wal"
+  cf="$work/c.wal/consumers/$(basename "$consumer")"
+  if [ $((i % 2)) -eq 0 ]; then
+    off=$(( RANDOM % csize ))
+    printf "\\x$(printf %02x $((RANDOM % 256)))" | dd of="$cf" bs=1 seek="$off" conv=notrunc status=none
+  else
+    head -c $(( RANDOM % csize )) "$consumer" > "$cf"
+  fi
+  head -c $(( RANDOM % 3000 )) /dev/urandom > "$work/c.wal/consumers/0123456789abcdef.consumer"
+  (printf 'JLCM\x01\x01x\x01\x80\x80\x40'; head -c $(( RANDOM % 100 )) /dev/urandom) > "$work/c.wal/consumers/00000000000000ff.consumer"
+  [ "$i" -eq 1 ] && truncate -s 70M "$work/c.wal/consumers/00000000000000aa.consumer"
+  [ "$i" -eq 2 ] && mkdir -p "$work/c.wal/consumers/00000000000000bb.consumer"
+  check 0 inspect "$work/c.wal"
+  check 0 inspect --json "$work/c.wal"
+  check 0 consumers "$work/c.wal"
+  check 0 consumers --json "$work/c.wal"
+  check 0 compact --dry-run "$work/c.wal" --now 2026-12-31T00:00:00Z
+  check 0 compact --dry-run --json "$work/c.wal"
+  check 0 consumers "$work/c.wal" --advance uploaded --zone List-db6a6e29-weekly --to 20
+  check 0 consumers "$work/c.wal" --remove 0123456789abcdef.consumer
+
   head -c 20 /dev/urandom > "$work/d.wal/KEY"
   check 1 zones "$work/d.wal"
 done
