@@ -26,14 +26,40 @@ enum ItemFlag {
     static let marked: UInt8 = 4
     /// That winner is a markOff (needs `marked`).
     static let markedOff: UInt8 = 8
+    /// The flags a snapshot stores (SNAPSHOT.md §3); the others are in memory only.
+    static let stored: UInt8 = 15
+    /// In memory only: the tombstone's delete entry is known (it is held in `markEntry`, which a
+    /// tombstone does not otherwise use). Not known for tombstones decoded from a snapshot.
+    static let deleteKnown: UInt8 = 16
+}
+
+/// One item record: plain data (no references), so records live in one contiguous array that
+/// costs no retain or release to copy, and an entry touches one or two cache lines of it.
+struct ItemRecord: Sendable {
+    var id: RID
+    var flags: UInt8 = 0
+    var addAuthor: Int32 = 0
+    var addClock: UInt64 = 0
+    var addEntry: RID = .none
+    /// Record number of the anchor, or -1 for the head.
+    var anchor: Int32 = -1
+    var addedAt: Int64 = 0
+    var markClock: UInt64 = 0
+    /// The winning markOff/unmark; on a tombstone, the delete that made it (`deleteKnown`).
+    var markEntry: RID = .none
+    var markAuthor: Int32 = 0
+    var markedAt: Int64 = 0
+
+    init(id: RID) { self.id = id }
 }
 
 /// Folds the entries of one zone, in any order and with duplicates, into a `ListState` that
 /// depends only on the set of distinct entries (Spec/MERGE.md). Pure: no I/O, no Foundation.
 ///
-/// Items live in parallel arrays indexed by a dense record number (struct of arrays), ids are
-/// interned once through `IDTable`, authors through a small table: applying an entry does two or
-/// three open-addressing probes and no allocation beyond amortised array growth.
+/// Items live in one array of plain records indexed by a dense record number; ids are plain
+/// 128-bit values (`RID`) found through an 8-byte-slot hash index (`ReducerIndex`), authors
+/// through a small table: applying an entry does one or two probes and no allocation beyond
+/// amortised array growth.
 /// Every operation is idempotent and order-independent (a join-semilattice), so duplicate
 /// detection only keeps `apply`'s return value and `entryCount` exact (MERGE.md §9). It costs no
 /// lookup for most entries: an entry that wins (a first add, a later mark or register value, a
@@ -48,64 +74,40 @@ public struct ListReducer: Sendable {
     /// Entries applied since this value was created or decoded.
     var applied = 0
     /// Ids of applied entries that the state does not hold as winners (in memory only).
-    var seen = IDTable()
+    var seen = ReducerSeenSet()
+    /// Text ids (item and entry) interned to numbers.
+    var textIDs = ReducerTextIDs()
     /// Item id → record number.
-    var index = IDTable()
+    var index = ReducerIndex()
 
     /// Interned authors, in first-seen order (their UTF-8 order is computed when needed).
     var authors: [String] = []
     var authorIndex: [ExactString: Int32] = [:]
 
-    // Item records, struct of arrays. A record exists for every item id an operation or an add's
-    // anchor names; records with flags 0 (anchors only) are not part of the state.
-    var ids: [CompactID] = []
-    var flags: [UInt8] = []
-    var addClock: [UInt64] = []
-    var addAuthor: [Int32] = []
-    var addEntry: [CompactID] = []
-    var addedAt: [Int64] = []
+    /// A record exists for every item id an operation or an add's anchor names; records with
+    /// flags 0 (anchors only) are not part of the state.
+    var records: [ItemRecord] = []
+    /// Each record's text (the winning add's; "" for tombstones), beside the plain records.
     var texts: [String] = []
-    /// Record number of the anchor, or -1 for the head.
-    var anchor: [Int32] = []
-    var markClock: [UInt64] = []
-    var markAuthor: [Int32] = []
-    var markEntry: [CompactID] = []
-    var markedAt: [Int64] = []
-    /// The delete that made each tombstone (in memory only, for duplicate detection; nil when
-    /// unknown, e.g. folded into a snapshot).
-    var deleteEntry: [CompactID?] = []
 
     var name: Register<String>?
     var colour: Register<String>?
     /// Participant → whether the latest join/leave was a join.
     var participants: [ExactString: Register<Bool>] = [:]
 
-    static let noID = CompactID(uuidHigh: 0, low: 0)
-
     public init(zone: String) { self.zone = zone }
 
     /// Reserves room for about `entries` more entries, to avoid rehashing during a bulk replay.
     public mutating func reserveCapacity(_ entries: Int) {
         seen.reserveCapacity(seen.count + entries / 4)
-        reserveItems(ids.count + entries / 2)
+        reserveItems(records.count + entries / 2)
     }
 
     /// Reserves room for `items` item records in total.
     mutating func reserveItems(_ items: Int) {
         index.reserveCapacity(items)
-        ids.reserveCapacity(items)
-        flags.reserveCapacity(items)
-        addClock.reserveCapacity(items)
-        addAuthor.reserveCapacity(items)
-        addEntry.reserveCapacity(items)
-        addedAt.reserveCapacity(items)
+        records.reserveCapacity(items)
         texts.reserveCapacity(items)
-        anchor.reserveCapacity(items)
-        markClock.reserveCapacity(items)
-        markAuthor.reserveCapacity(items)
-        markEntry.reserveCapacity(items)
-        markedAt.reserveCapacity(items)
-        deleteEntry.reserveCapacity(items)
     }
 
     /// How many distinct entries have been folded in (the store never holds two with one id).
@@ -115,14 +117,15 @@ public struct ListReducer: Sendable {
     /// or is a winner folded into a snapshot (a snapshot keeps only the count of its entries).
     /// O(items) when the id is not in `seen`: meant for single entries (shopping mode).
     public func contains(entry id: CompactID) -> Bool {
-        if seen.find(id) != nil { return true }
         if name?.key.entry == id || colour?.key.entry == id { return true }
         if participants.values.contains(where: { $0.key.entry == id }) { return true }
-        for i in ids.indices {
-            let f = flags[i]
-            if f & ItemFlag.added != 0, addEntry[i] == id { return true }
-            if f & ItemFlag.marked != 0, markEntry[i] == id { return true }
-            if f & ItemFlag.deleted != 0, deleteEntry[i] == id { return true }
+        // An id never interned is held by no record and is not in `seen`.
+        guard let e = textIDs.existing(id) else { return false }
+        if seen.contains(e) { return true }
+        for r in records {
+            if r.flags & ItemFlag.added != 0, r.addEntry == e { return true }
+            if r.flags & ItemFlag.marked != 0, r.markEntry == e { return true }
+            if r.flags & ItemFlag.deleteKnown != 0, r.markEntry == e { return true }
         }
         return false
     }
@@ -142,15 +145,15 @@ public struct ListReducer: Sendable {
         case .delete(let item):
             new = delete(slot(item), e)
         case .rename(let newName):
-            new = Self.offer(&name, &seen, ChangeKey(e), newName)
+            new = Self.offer(&name, &seen, &textIDs, ChangeKey(e), newName)
         case .recolour(let newColour):
-            new = Self.offer(&colour, &seen, ChangeKey(e), newColour)
+            new = Self.offer(&colour, &seen, &textIDs, ChangeKey(e), newColour)
         case .join(let p):
-            new = Self.offer(&participants[ExactString(p)], &seen, ChangeKey(e), true)
+            new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e), true)
         case .leave(let p):
-            new = Self.offer(&participants[ExactString(p)], &seen, ChangeKey(e), false)
+            new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e), false)
         case .opaque:
-            new = seen.insert(e.id)
+            new = seen.insert(textIDs.rid(e.id))
         }
         if new { applied += 1 }
         return new
@@ -168,109 +171,116 @@ public struct ListReducer: Sendable {
     @inline(__always)
     private mutating func add(_ i: Int, _ e: JournalEntry, _ text: String, _ after: CompactID?) -> Bool {
         let a = intern(e.author)
-        let f = flags[i]
-        if f & ItemFlag.added != 0 {
-            if addEntry[i] == e.id { return false }
+        let id = textIDs.rid(e.id)
+        var r = records[i]
+        if r.flags & ItemFlag.added != 0 {
+            if r.addEntry == id { return false }
             // A losing add: new unless seen before. (A winning one was never applied: the winner
             // only ever gets earlier.)
-            guard keyLess(e.clock.rawValue, a, e.id, addClock[i], addAuthor[i], addEntry[i]) else { return seen.insert(e.id) }
-            _ = seen.insert(addEntry[i])
+            guard keyLess(e.clock.rawValue, a, id, r.addClock, r.addAuthor, r.addEntry) else { return seen.insert(id) }
+            seen.add(r.addEntry)
         }
-        let anchorRecord = after.map { Int32(slot($0)) } ?? -1
-        flags[i] = f | ItemFlag.added
-        addClock[i] = e.clock.rawValue
-        addAuthor[i] = a
-        addEntry[i] = e.id
-        anchor[i] = anchorRecord
-        if f & ItemFlag.deleted == 0 {
+        r.anchor = after.map { Int32(slot($0)) } ?? -1
+        r.flags |= ItemFlag.added
+        r.addClock = e.clock.rawValue
+        r.addAuthor = a
+        r.addEntry = id
+        if r.flags & ItemFlag.deleted == 0 {
             texts[i] = text
-            addedAt[i] = e.wallTime
+            r.addedAt = e.wallTime
         }
+        records[i] = r
         return true
     }
 
     /// The last markOff or unmark wins; a tombstone keeps no mark (delete is final).
     @inline(__always)
     private mutating func mark(_ i: Int, _ e: JournalEntry, markedOff: Bool) -> Bool {
-        let f = flags[i]
-        guard f & ItemFlag.deleted == 0 else { return seen.insert(e.id) }
+        var r = records[i]
+        guard r.flags & ItemFlag.deleted == 0 else { return seen.insert(textIDs.rid(e.id)) }
         let a = intern(e.author)
-        if f & ItemFlag.marked != 0 {
-            if markEntry[i] == e.id { return false }
+        let id = textIDs.rid(e.id)
+        if r.flags & ItemFlag.marked != 0 {
+            if r.markEntry == id { return false }
             // The winner only ever gets later (a delete, which clears it, is final).
-            guard keyLess(markClock[i], markAuthor[i], markEntry[i], e.clock.rawValue, a, e.id) else { return seen.insert(e.id) }
-            _ = seen.insert(markEntry[i])
+            guard keyLess(r.markClock, r.markAuthor, r.markEntry, e.clock.rawValue, a, id) else { return seen.insert(id) }
+            seen.add(r.markEntry)
         }
-        flags[i] = (f | ItemFlag.marked) & ~ItemFlag.markedOff | (markedOff ? ItemFlag.markedOff : 0)
-        markClock[i] = e.clock.rawValue
-        markAuthor[i] = a
-        markEntry[i] = e.id
-        markedAt[i] = e.wallTime
+        r.flags = (r.flags | ItemFlag.marked) & ~ItemFlag.markedOff | (markedOff ? ItemFlag.markedOff : 0)
+        r.markClock = e.clock.rawValue
+        r.markAuthor = a
+        r.markEntry = id
+        r.markedAt = e.wallTime
+        records[i] = r
         return true
     }
 
     /// Delete is final: the record becomes a tombstone.
     @inline(__always)
     private mutating func delete(_ i: Int, _ e: JournalEntry) -> Bool {
-        let f = flags[i]
-        if f & ItemFlag.deleted != 0 {
-            if deleteEntry[i] == e.id { return false }
-            return seen.insert(e.id)
+        var r = records[i]
+        let id = textIDs.rid(e.id)
+        if r.flags & ItemFlag.deleted != 0 {
+            if r.flags & ItemFlag.deleteKnown != 0, r.markEntry == id { return false }
+            return seen.insert(id)
         }
-        if f & ItemFlag.marked != 0 { _ = seen.insert(markEntry[i]) }
-        flags[i] = (f | ItemFlag.deleted) & ~(ItemFlag.marked | ItemFlag.markedOff)
-        deleteEntry[i] = e.id
-        clearTombstone(i)
+        if r.flags & ItemFlag.marked != 0 { seen.add(r.markEntry) }
+        r.flags = (r.flags | ItemFlag.deleted | ItemFlag.deleteKnown) & ~(ItemFlag.marked | ItemFlag.markedOff)
+        Self.clearTombstone(&r)
+        r.markEntry = id
+        records[i] = r
+        texts[i] = ""
         return true
     }
 
     /// Drops what a tombstone no longer needs, so its fields depend only on the entry set.
     @inline(__always)
-    mutating func clearTombstone(_ i: Int) {
-        texts[i] = ""
-        addedAt[i] = 0
-        markClock[i] = 0
-        markAuthor[i] = 0
-        markEntry[i] = Self.noID
-        markedAt[i] = 0
+    static func clearTombstone(_ r: inout ItemRecord) {
+        r.addedAt = 0
+        r.markClock = 0
+        r.markAuthor = 0
+        r.markEntry = .none
+        r.markedAt = 0
     }
 
     /// Last writer wins. Returns whether the entry is new.
     @inline(__always)
-    private static func offer<V>(_ r: inout Register<V>?, _ seen: inout IDTable, _ key: ChangeKey, _ value: V) -> Bool {
+    private static func offer<V>(_ r: inout Register<V>?, _ seen: inout ReducerSeenSet, _ textIDs: inout ReducerTextIDs,
+                                 _ key: ChangeKey, _ value: V) -> Bool {
         guard let current = r else {
             r = Register(key: key, value: value)
             return true
         }
         if current.key.entry == key.entry { return false }
-        guard current.key < key else { return seen.insert(key.entry) }
-        _ = seen.insert(current.key.entry)
+        guard current.key < key else { return seen.insert(textIDs.rid(key.entry)) }
+        seen.add(textIDs.rid(current.key.entry))
         r = Register(key: key, value: value)
         return true
     }
 
     /// The record number for `id`, creating an empty record (flags 0) on first sight.
     @inline(__always)
-    mutating func slot(_ id: CompactID) -> Int {
-        let n = ids.count
-        let i = Int(index.findOrInsert(id, Int32(n)))
-        if i == n {
-            precondition(n < Int(Int32.max), "too many items for one reducer")
-            ids.append(id)
-            flags.append(0)
-            addClock.append(0)
-            addAuthor.append(0)
-            addEntry.append(Self.noID)
-            addedAt.append(0)
-            texts.append("")
-            anchor.append(-1)
-            markClock.append(0)
-            markAuthor.append(0)
-            markEntry.append(Self.noID)
-            markedAt.append(0)
-            deleteEntry.append(nil)
-        }
-        return i
+    mutating func slot(_ id: CompactID) -> Int { slot(textIDs.rid(id)) }
+
+    @inline(__always)
+    mutating func slot(_ id: RID) -> Int {
+        index.prepareInsert()
+        let h = index.hash(id)
+        let at = index.find(h) { records[Int($0)].id == id }
+        if at >= 0 { return at }
+        let n = records.count
+        precondition(n < Int(Int32.max), "too many items for one reducer")
+        index.insert(at: at, h, Int32(n))
+        records.append(ItemRecord(id: id))
+        texts.append("")
+        return n
+    }
+
+    /// The record number of `id`, if it has one.
+    func find(_ id: CompactID) -> Int? {
+        guard let r = textIDs.existing(id), index.count > 0 else { return nil }
+        let at = index.find(index.hash(r)) { records[Int($0)].id == r }
+        return at >= 0 ? at : nil
     }
 
     /// The author's interned number: a linear scan of the few recent authors, then a dictionary.
@@ -286,20 +296,22 @@ public struct ListReducer: Sendable {
 
     /// The change-key order (MERGE.md §2) on interned authors: bytes only compared on a clock tie.
     @inline(__always)
-    func keyLess(_ ca: UInt64, _ aa: Int32, _ ea: CompactID, _ cb: UInt64, _ ab: Int32, _ eb: CompactID) -> Bool {
+    func keyLess(_ ca: UInt64, _ aa: Int32, _ ea: RID, _ cb: UInt64, _ ab: Int32, _ eb: RID) -> Bool {
         if ca != cb { return ca < cb }
         if aa != ab { return utf8Less(authors[Int(aa)], authors[Int(ab)]) }
-        return ea < eb
+        return textIDs.less(ea, eb)
     }
 
     func addKey(_ i: Int) -> ChangeKey? {
-        guard flags[i] & ItemFlag.added != 0 else { return nil }
-        return ChangeKey(clock: HybridTime(rawValue: addClock[i]), author: authors[Int(addAuthor[i])], entry: addEntry[i])
+        let r = records[i]
+        guard r.flags & ItemFlag.added != 0 else { return nil }
+        return ChangeKey(clock: HybridTime(rawValue: r.addClock), author: authors[Int(r.addAuthor)], entry: textIDs.compact(r.addEntry))
     }
 
     func markKey(_ i: Int) -> ChangeKey? {
-        guard flags[i] & ItemFlag.marked != 0 else { return nil }
-        return ChangeKey(clock: HybridTime(rawValue: markClock[i]), author: authors[Int(markAuthor[i])], entry: markEntry[i])
+        let r = records[i]
+        guard r.flags & ItemFlag.marked != 0 else { return nil }
+        return ChangeKey(clock: HybridTime(rawValue: r.markClock), author: authors[Int(r.markAuthor)], entry: textIDs.compact(r.markEntry))
     }
 
     // MARK: Materialising
@@ -309,53 +321,80 @@ public struct ListReducer: Sendable {
         let order = linearOrder()
         var out: [ListItem] = []
         out.reserveCapacity(order.count)
-        for x in order {
-            let i = Int(x)
-            let f = flags[i]
-            guard f & ItemFlag.deleted == 0 else { continue }
-            let marked = f & ItemFlag.markedOff != 0
-            out.append(ListItem(id: ids[i], text: texts[i], state: marked ? .markedOff : .active, addedBy: authors[Int(addAuthor[i])],
-                                addedAt: addedAt[i], markedOffBy: marked ? authors[Int(markAuthor[i])] : nil,
-                                markedOffAt: marked ? markedAt[i] : nil))
+        forEachRecord(in: order, into: &out) { out, r, text in
+            guard r.flags & ItemFlag.deleted == 0 else { return }
+            let marked = r.flags & ItemFlag.markedOff != 0
+            out.append(ListItem(id: textIDs.compact(r.id), text: text, state: marked ? .markedOff : .active,
+                                addedBy: authors[Int(r.addAuthor)], addedAt: r.addedAt,
+                                markedOffBy: marked ? authors[Int(r.markAuthor)] : nil, markedOffAt: marked ? r.markedAt : nil))
         }
+        return ListState(name: name?.value ?? "", colour: colour?.value ?? "", items: out, participants: currentParticipants())
+    }
+
+    /// Calls `body` with `result` and each record in `order` and its text, copying them a chunk at a time
+    /// first: list order is not memory order, and a short loop of independent loads lets the
+    /// processor overlap the cache misses that one record at a time would wait for.
+    @inline(__always)
+    func forEachRecord<Result>(in order: [Int32], into result: inout Result, _ body: (inout Result, ItemRecord, String) -> Void) {
+        let chunk = 32
+        records.withUnsafeBufferPointer { rec in
+            texts.withUnsafeBufferPointer { texts in
+                order.withUnsafeBufferPointer { order in
+                    withUnsafeTemporaryAllocation(of: ItemRecord.self, capacity: chunk) { buf in
+                        withUnsafeTemporaryAllocation(of: String.self, capacity: chunk) { text in
+                            let base = buf.baseAddress!, textBase = text.baseAddress!
+                            var k = 0
+                            while k < order.count {
+                                let m = min(chunk, order.count - k)
+                                for j in 0..<m { (base + j).initialize(to: rec[Int(order[k + j])]) }
+                                // A tombstone's text is always "": no need to fetch it.
+                                for j in 0..<m {
+                                    (textBase + j).initialize(to: base[j].flags & ItemFlag.deleted == 0 ? texts[Int(order[k + j])] : "")
+                                }
+                                for j in 0..<m { body(&result, base[j], (textBase + j).move()) }
+                                k += m
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Participants whose latest entry is a join, sorted by UTF-8 bytes.
+    func currentParticipants() -> [String] {
         var people: [String] = []
         for (p, r) in participants where r.value { people.append(p.value) }
         people.sort(by: utf8Less)
-        return ListState(name: name?.value ?? "", colour: colour?.value ?? "", items: out, participants: people)
+        return people
     }
 
     /// `state().digest` (MERGE.md §8) straight from the records, without building the state:
-    /// snapshot encoding and decoding need only the digest, and open builds the state anyway.
+    /// snapshot encoding and decoding need only the digest.
     public func stateDigest() -> UInt64 {
-        let order = linearOrder()
-        var visible = 0
-        for x in order where flags[Int(x)] & ItemFlag.deleted == 0 { visible += 1 }
-        var w = ByteWriter(capacity: 64 + visible * 48)
-        w.u8(1)
-        w.string(name?.value ?? "")
-        w.string(colour?.value ?? "")
-        w.varint(UInt64(visible))
-        for x in order {
-            let i = Int(x)
-            let f = flags[i]
-            guard f & ItemFlag.deleted == 0 else { continue }
-            ids[i].encoded(into: &w)
-            w.string(texts[i])
-            let marked = f & ItemFlag.markedOff != 0
-            w.u8(marked ? ListItem.State.markedOff.rawValue : ListItem.State.active.rawValue)
-            w.string(authors[Int(addAuthor[i])])
-            w.zigzag(addedAt[i])
-            if marked {
-                w.string(authors[Int(markAuthor[i])])
-                w.zigzag(markedAt[i])
+        let (order, visible) = countedLinearOrder()
+        return ReducerDigest.hash { w in
+            w.u8(1)
+            w.string(name?.value ?? "")
+            w.string(colour?.value ?? "")
+            w.varint(UInt64(visible))
+            forEachRecord(in: order, into: &w) { w, r, text in
+                guard r.flags & ItemFlag.deleted == 0 else { return }
+                if r.id.text { w.id(textIDs.compact(r.id)) } else { w.uuid(r.id.high, r.id.low) }
+                w.string(text)
+                let marked = r.flags & ItemFlag.markedOff != 0
+                w.u8(marked ? ListItem.State.markedOff.rawValue : ListItem.State.active.rawValue)
+                w.string(authors[Int(r.addAuthor)])
+                w.zigzag(r.addedAt)
+                if marked {
+                    w.string(authors[Int(r.markAuthor)])
+                    w.zigzag(r.markedAt)
+                }
             }
+            let people = currentParticipants()
+            w.varint(UInt64(people.count))
+            for p in people { w.string(p) }
         }
-        var people: [String] = []
-        for (p, r) in participants where r.value { people.append(p.value) }
-        people.sort(by: utf8Less)
-        w.varint(UInt64(people.count))
-        for p in people { w.string(p) }
-        return SipHash24.hash(key: ListState.digestKey, w.bytes)
     }
 
     /// Two replicas' consecutive same-author siblings at most this far apart (physical ms) form
@@ -363,125 +402,183 @@ public struct ListReducer: Sendable {
     public static let runWindowMillis: UInt64 = 300_000
 
     /// Record numbers of every added record (tombstones included) in list order (MERGE.md §3).
-    /// Works on local copies of the arrays: closures that captured `self` copied the whole
-    /// reducer on every sort comparison.
-    func linearOrder() -> [Int32] {
-        let n = ids.count
-        let head = n, orphans = n + 1
+    func linearOrder() -> [Int32] { countedLinearOrder().order }
+
+    /// `linearOrder()` and how many of its records are visible (not tombstones), counted in the
+    /// same pass over the records rather than by a second one in list order.
+    func countedLinearOrder() -> (order: [Int32], visible: Int) {
         // Integer sort keys: hlc and the author's rank in UTF-8 order; the entry id breaks ties.
         var rank = [Int32](repeating: 0, count: authors.count)
         let authors = self.authors
         for (r, a) in authors.indices.sorted(by: { utf8Less(authors[$0], authors[$1]) }).enumerated() { rank[a] = Int32(r) }
-        let flags = self.flags, anchor = self.anchor, addAuthor = self.addAuthor
-        var authorRank = [Int32](repeating: 0, count: n)
+        return records.withUnsafeBufferPointer { rec in
+            rank.withUnsafeBufferPointer { rank in ReducerOrder(records: rec, rank: rank, textIDs: textIDs).run() }
+        }
+    }
+}
+
+/// The list order of MERGE.md §3 over a reducer's records: the tree of anchors in compressed
+/// sparse rows, each sibling group sorted (§3.2), then a depth-first pre-order walk from the
+/// head, then the orphans, then anything left (anchor cycles, §3.3).
+struct ReducerOrder {
+    let records: UnsafeBufferPointer<ItemRecord>
+    let rank: UnsafeBufferPointer<Int32>
+    let textIDs: ReducerTextIDs
+
+    /// A record's add key with its author ranked, for sorting without chasing records.
+    struct Key {
+        var clock: UInt64
+        var rank: Int32
+        var record: Int32
+    }
+
+    /// The change-key order (MERGE.md §2) of two added records. Equal keys (only from one entry
+    /// id reused for two adds) fall back to the record number.
+    @inline(__always)
+    func less(_ x: Key, _ y: Key) -> Bool {
+        if x.clock != y.clock { return x.clock < y.clock }
+        if x.rank != y.rank { return x.rank < y.rank }
+        let a = records[Int(x.record)].addEntry, b = records[Int(y.record)].addEntry
+        if a != b { return textIDs.less(a, b) }
+        return x.record < y.record
+    }
+
+    @inline(__always)
+    func key(_ i: Int32) -> Key {
+        let r = records[Int(i)]
+        return Key(clock: r.addClock, rank: rank[Int(r.addAuthor)], record: i)
+    }
+
+    func run() -> (order: [Int32], visible: Int) {
+        let n = records.count
+        let head = n, orphans = n + 1
         // Parent of each added record: its anchor when that was added, else the head or the orphan root.
         var parent = [Int32](repeating: -1, count: n)
         var childStart = [Int32](repeating: 0, count: n + 3)
-        var added = 0
-        for i in 0..<n where flags[i] & ItemFlag.added != 0 {
+        var added = 0, visible = 0
+        for i in 0..<n {
+            let r = records[i]
+            guard r.flags & ItemFlag.added != 0 else { continue }
             added += 1
-            authorRank[i] = rank[Int(addAuthor[i])]
+            if r.flags & ItemFlag.deleted == 0 { visible += 1 }
             var p = head
-            let a = Int(anchor[i])
-            if a >= 0 { p = flags[a] & ItemFlag.added != 0 ? a : orphans }
+            let a = Int(r.anchor)
+            if a >= 0 { p = records[a].flags & ItemFlag.added != 0 ? a : orphans }
             parent[i] = Int32(p)
             childStart[p + 1] += 1
         }
-        // Children in one flat array (compressed sparse rows).
         for k in 1..<(n + 3) { childStart[k] += childStart[k - 1] }
-        var children = [Int32](repeating: 0, count: added)
-        var fill = childStart
-        for i in 0..<n where parent[i] >= 0 {
-            let p = Int(parent[i])
-            children[Int(fill[p])] = Int32(i)
-            fill[p] += 1
+        // Children's sort keys in one flat array, in record order: one pass over the records, so
+        // sorting a sibling group never goes back to them.
+        // Every slot is written exactly once (the counts above), so it need not be zeroed first.
+        var keys = [Key](unsafeUninitializedCapacity: added) { buffer, count in
+            var fill = childStart
+            for i in 0..<n where parent[i] >= 0 {
+                let p = Int(parent[i])
+                (buffer.baseAddress! + Int(fill[p])).initialize(to: key(Int32(i)))
+                fill[p] += 1
+            }
+            count = added
         }
-        let entry = addEntry
-        let author = authorRank
-        return addClock.withUnsafeBufferPointer { clock in
-            author.withUnsafeBufferPointer { author in
-                entry.withUnsafeBufferPointer { entry in
-                    children.withUnsafeMutableBufferPointer { c in
-                        Self.order(n: n, added: added, clock: clock, author: author, entry: entry, parent: parent,
-                                   childStart: childStart, children: c)
-                    }
+        var runs: [(top: Key, start: Int, end: Int)] = []
+        var scratch: [Key] = []
+        keys.withUnsafeMutableBufferPointer { c in
+            for p in 0...orphans {
+                let lo = Int(childStart[p]), hi = Int(childStart[p + 1])
+                guard hi - lo > 1 else { continue }
+                var group = UnsafeMutableBufferPointer(rebasing: c[lo..<hi])
+                if p == orphans {
+                    // Orphans: oldest first.
+                    group.sort(by: less)
+                } else {
+                    sortSiblings(&group, &runs, &scratch)
                 }
+            }
+        }
+        runs = []
+        scratch = []
+        let children = keys.map(\.record)
+        keys = []
+        return (walk(n: n, added: added, parent: parent, childStart: childStart, children: children), visible)
+    }
+
+    /// Orders one sibling group (MERGE.md §3.2): each author's siblings split into runs
+    /// (consecutive in change order, at most `runWindowMillis` apart); runs newest first by their
+    /// newest member; within a run, newest first.
+    func sortSiblings(_ keys: inout UnsafeMutableBufferPointer<Key>, _ runs: inout [(top: Key, start: Int, end: Int)],
+                      _ scratch: inout [Key]) {
+        // By author, then change key; equal keys keep ascending record numbers in the output.
+        keys.sort { x, y in
+            if x.rank != y.rank { return x.rank < y.rank }
+            if x.clock != y.clock { return x.clock < y.clock }
+            let a = records[Int(x.record)].addEntry, b = records[Int(y.record)].addEntry
+            if a != b { return textIDs.less(a, b) }
+            return x.record > y.record
+        }
+        runs.removeAll(keepingCapacity: true)
+        var start = 0
+        for k in 0..<keys.count {
+            let ends = k == keys.count - 1 || keys[k].rank != keys[k + 1].rank
+                || (keys[k + 1].clock >> 16) - (keys[k].clock >> 16) > ListReducer.runWindowMillis
+            if ends {
+                runs.append((keys[k], start, k))
+                start = k + 1
+            }
+        }
+        if runs.count > 1 { runs.sort { less($1.top, $0.top) } }
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: keys)
+        var out = 0
+        for run in runs {
+            for m in stride(from: run.end, through: run.start, by: -1) {
+                keys[out] = scratch[m]
+                out += 1
             }
         }
     }
 
-    /// Sorts each sibling group (MERGE.md §3.2) and walks the tree in pre-order (§3.1, §3.3).
-    private static func order(n: Int, added: Int, clock: UnsafeBufferPointer<UInt64>, author: UnsafeBufferPointer<Int32>,
-                              entry: UnsafeBufferPointer<CompactID>, parent: [Int32], childStart: [Int32],
-                              children c: UnsafeMutableBufferPointer<Int32>) -> [Int32] {
-        let head = n, orphans = n + 1
-        /// The change-key order of two added records (MERGE.md §2).
-        @inline(__always) func less(_ a: Int32, _ b: Int32) -> Bool {
-            let x = Int(a), y = Int(b)
-            if clock[x] != clock[y] { return clock[x] < clock[y] }
-            if author[x] != author[y] { return author[x] < author[y] }
-            return entry[x] < entry[y]
-        }
-        var runs: [(top: Int32, member: Int32)] = []
-        for p in 0...orphans {
-            let lo = Int(childStart[p]), hi = Int(childStart[p + 1])
-            guard hi - lo > 1 else { continue }
-            var group = UnsafeMutableBufferPointer(rebasing: c[lo..<hi])
-            if p == orphans {
-                group.sort(by: less)
-                continue
-            }
-            // Siblings: each author's siblings split into runs (consecutive in change order, at
-            // most `runWindowMillis` apart); runs newest first by their newest member; within a
-            // run, newest first.
-            group.sort { a, b in author[Int(a)] != author[Int(b)] ? author[Int(a)] < author[Int(b)] : less(a, b) }
-            runs.removeAll(keepingCapacity: true)
-            var start = 0
-            for k in 0..<group.count {
-                let ends = k == group.count - 1
-                    || author[Int(group[k])] != author[Int(group[k + 1])]
-                    || (clock[Int(group[k + 1])] >> 16) - (clock[Int(group[k])] >> 16) > runWindowMillis
-                if ends {
-                    for m in start...k { runs.append((group[k], group[m])) }
-                    start = k + 1
-                }
-            }
-            runs.sort { x, y in x.top != y.top ? less(y.top, x.top) : less(y.member, x.member) }
-            for k in 0..<group.count { group[k] = runs[k].member }
-        }
-        // Depth-first pre-order from the head, then the orphans, then anything left (anchor cycles).
+    /// Depth-first pre-order from the head, then the orphans, then anything left (anchor cycles).
+    func walk(n: Int, added: Int, parent: [Int32], childStart: [Int32], children: [Int32]) -> [Int32] {
         var order: [Int32] = []
         order.reserveCapacity(added)
         var visited = [Bool](repeating: false, count: n)
         var stack: [Int32] = []
-        func walk(_ root: Int, _ order: inout [Int32], _ visited: inout [Bool], _ stack: inout [Int32]) {
-            if root < n {
-                guard !visited[root] else { return }
-                stack.append(Int32(root))
-            } else {
-                for k in stride(from: Int(childStart[root + 1]) - 1, through: Int(childStart[root]), by: -1) {
-                    stack.append(c[k])
+        childStart.withUnsafeBufferPointer { start in
+            children.withUnsafeBufferPointer { children in
+                visited.withUnsafeMutableBufferPointer { visited in
+                    Self.walk(from: n, n, start, children, visited, &stack, &order)
+                    Self.walk(from: n + 1, n, start, children, visited, &stack, &order)
+                    if order.count < added {
+                        var rest = (0..<n).filter { parent[$0] >= 0 && !visited[$0] }.map { key(Int32($0)) }
+                        rest.sort(by: less)
+                        for k in rest { Self.walk(from: Int(k.record), n, start, children, visited, &stack, &order) }
+                    }
                 }
             }
-            while let x = stack.popLast() {
-                let xi = Int(x)
-                if visited[xi] { continue }
-                visited[xi] = true
-                order.append(x)
-                for k in stride(from: Int(childStart[xi + 1]) - 1, through: Int(childStart[xi]), by: -1) where !visited[Int(c[k])] {
-                    stack.append(c[k])
-                }
-            }
-        }
-        walk(head, &order, &visited, &stack)
-        walk(orphans, &order, &visited, &stack)
-        if order.count < added {
-            var rest = (0..<n).filter { parent[$0] >= 0 && !visited[$0] }.map { Int32($0) }
-            rest.sort(by: less)
-            for i in rest { walk(Int(i), &order, &visited, &stack) }
         }
         assert(order.count == added, "every added record is placed exactly once")
         return order
+    }
+
+    /// Appends the unvisited part of `root`'s subtree in pre-order (`root` ≥ `n`: the head's or
+    /// the orphans' children, not the root itself).
+    private static func walk(from root: Int, _ n: Int, _ start: UnsafeBufferPointer<Int32>, _ children: UnsafeBufferPointer<Int32>,
+                             _ visited: UnsafeMutableBufferPointer<Bool>, _ stack: inout [Int32], _ order: inout [Int32]) {
+        if root < n {
+            guard !visited[root] else { return }
+            stack.append(Int32(root))
+        } else {
+            for k in stride(from: Int(start[root + 1]) - 1, through: Int(start[root]), by: -1) { stack.append(children[k]) }
+        }
+        while let x = stack.popLast() {
+            let xi = Int(x)
+            if visited[xi] { continue }
+            visited[xi] = true
+            order.append(x)
+            for k in stride(from: Int(start[xi + 1]) - 1, through: Int(start[xi]), by: -1) where !visited[Int(children[k])] {
+                stack.append(children[k])
+            }
+        }
     }
 }
 
@@ -491,15 +588,15 @@ extension ListReducer: Equatable {
     public static func == (a: ListReducer, b: ListReducer) -> Bool {
         guard sameUTF8(a.zone, b.zone), a.entryCount == b.entryCount, a.name == b.name, a.colour == b.colour,
               a.participants == b.participants else { return false }
-        func records(_ r: ListReducer) -> Int { r.flags.reduce(0) { $0 + ($1 != 0 ? 1 : 0) } }
+        func records(_ r: ListReducer) -> Int { r.records.reduce(0) { $0 + ($1.flags != 0 ? 1 : 0) } }
         guard records(a) == records(b) else { return false }
-        for i in a.ids.indices where a.flags[i] != 0 {
-            guard let jj = b.index.find(a.ids[i]) else { return false }
-            let j = Int(jj)
-            guard a.flags[i] == b.flags[j], a.addKey(i) == b.addKey(j), a.markKey(i) == b.markKey(j),
-                  sameUTF8(a.texts[i], b.texts[j]), a.addedAt[i] == b.addedAt[j], a.markedAt[i] == b.markedAt[j] else { return false }
-            let x = a.anchor[i], y = b.anchor[j]
-            guard (x < 0) == (y < 0), x < 0 || a.ids[Int(x)] == b.ids[Int(y)] else { return false }
+        for i in a.records.indices where a.records[i].flags != 0 {
+            guard let j = b.find(a.textIDs.compact(a.records[i].id)) else { return false }
+            let x = a.records[i], y = b.records[j]
+            guard x.flags & ItemFlag.stored == y.flags & ItemFlag.stored, a.addKey(i) == b.addKey(j), a.markKey(i) == b.markKey(j),
+                  sameUTF8(a.texts[i], b.texts[j]), x.addedAt == y.addedAt, x.markedAt == y.markedAt else { return false }
+            guard (x.anchor < 0) == (y.anchor < 0),
+                  x.anchor < 0 || a.textIDs.compact(a.records[Int(x.anchor)].id) == b.textIDs.compact(b.records[Int(y.anchor)].id) else { return false }
         }
         return true
     }
@@ -524,23 +621,24 @@ func sameUTF8(_ a: String, _ b: String) -> Bool {
     return x.elementsEqual(y)
 }
 
-/// `records` sorted by their ids' order (MERGE.md §2): UUIDs by their integer halves without
-/// going through `CompactID.<`, text ids by `<`, then the two runs merged.
-func sortedByID(_ records: [Int], _ ids: [CompactID]) -> [Int] {
+/// `records` sorted by their ids' order (MERGE.md §2): UUIDs by their integer halves, text ids
+/// by `<`, then the two runs merged.
+func sortedByID(_ records: [Int], _ recs: [ItemRecord], _ textIDs: ReducerTextIDs) -> [Int] {
     var uuids: [(high: UInt64, low: UInt64, record: Int)] = []
     uuids.reserveCapacity(records.count)
     var texts: [Int] = []
     for i in records {
-        if let (h, l) = ids[i].uuidHalves { uuids.append((h, l, i)) } else { texts.append(i) }
+        let id = recs[i].id
+        if id.text { texts.append(i) } else { uuids.append((id.high, id.low, i)) }
     }
     uuids.sort { $0.high != $1.high ? $0.high < $1.high : $0.low < $1.low }
     if texts.isEmpty { return uuids.map(\.record) }
-    texts.sort { ids[$0] < ids[$1] }
+    texts.sort { textIDs.less(recs[$0].id, recs[$1].id) }
     var out: [Int] = []
     out.reserveCapacity(records.count)
     var u = 0, t = 0
     while u < uuids.count || t < texts.count {
-        if t == texts.count || (u < uuids.count && ids[uuids[u].record] < ids[texts[t]]) {
+        if t == texts.count || (u < uuids.count && textIDs.less(recs[uuids[u].record].id, recs[texts[t]].id)) {
             out.append(uuids[u].record)
             u += 1
         } else {

@@ -52,8 +52,27 @@ public struct ListState: Hashable, Sendable {
 
     /// A 64-bit digest of the canonical encoding of the visible state (MERGE.md §8): two replicas
     /// agree on it exactly when they show the same list.
+    /// Hashed as the encoding is produced (`ReducerDigest`), without building it.
     public var digest: UInt64 {
-        SipHash24.hash(key: ListState.digestKey, canonicalBytes())
+        ReducerDigest.hash { w in
+            w.u8(1)
+            w.string(name)
+            w.string(colour)
+            w.varint(UInt64(items.count))
+            for item in items {
+                w.id(item.id)
+                w.string(item.text)
+                w.u8(item.state.rawValue)
+                w.string(item.addedBy)
+                w.zigzag(item.addedAt)
+                if item.state == .markedOff {
+                    w.string(item.markedOffBy ?? "")
+                    w.zigzag(item.markedOffAt ?? 0)
+                }
+            }
+            w.varint(UInt64(participants.count))
+            for p in participants { w.string(p) }
+        }
     }
 
     /// The canonical encoding that `digest` hashes.

@@ -108,10 +108,9 @@ public enum SnapshotCodec {
         note(r.name?.key)
         note(r.colour?.key)
         for p in r.participants.values { note(p.key) }
-        for i in r.ids.indices {
-            let f = r.flags[i]
-            if f & ItemFlag.added != 0 { used[Int(r.addAuthor[i])] = true }
-            if f & ItemFlag.marked != 0 { used[Int(r.markAuthor[i])] = true }
+        for rec in r.records {
+            if rec.flags & ItemFlag.added != 0 { used[Int(rec.addAuthor)] = true }
+            if rec.flags & ItemFlag.marked != 0 { used[Int(rec.markAuthor)] = true }
         }
         for (k, a) in r.authors.enumerated() where used[k] { authorIndex[ExactString(a)] = 0 }
         let authors = authorIndex.keys.map(\.value).sorted(by: utf8Less)
@@ -122,7 +121,7 @@ public enum SnapshotCodec {
         // List order first (tombstones included), so a decoded reducer's records are laid out the way
         // `state()` walks them; then the records known only from dangling operations, by id.
         let records = r.linearOrder().map { Int($0) }
-            + sortedByID(r.ids.indices.filter { r.flags[$0] != 0 && r.flags[$0] & ItemFlag.added == 0 }, r.ids)
+            + sortedByID(r.records.indices.filter { r.records[$0].flags != 0 && r.records[$0].flags & ItemFlag.added == 0 }, r.records, r.textIDs)
         var w = ByteWriter(capacity: 64 + records.count * 80)
         func key(_ k: ChangeKey) {
             w.varint(k.clock.rawValue)
@@ -150,31 +149,32 @@ public enum SnapshotCodec {
         }
         w.varint(UInt64(records.count))
         for i in records {
-            let f = r.flags[i]
+            let rec = r.records[i]
+            let f = rec.flags & ItemFlag.stored
             assert(f & ItemFlag.deleted == 0 || f & (ItemFlag.marked | ItemFlag.markedOff) == 0, "a tombstone keeps no mark")
-            r.ids[i].encoded(into: &w)
+            r.textIDs.encode(rec.id, into: &w)
             w.u8(f)
             if f & ItemFlag.added != 0 {
-                w.varint(r.addClock[i])
-                w.varint(out[Int(r.addAuthor[i])])
-                r.addEntry[i].encoded(into: &w)
+                w.varint(rec.addClock)
+                w.varint(out[Int(rec.addAuthor)])
+                r.textIDs.encode(rec.addEntry, into: &w)
                 if f & ItemFlag.deleted == 0 {
-                    w.zigzag(r.addedAt[i])
+                    w.zigzag(rec.addedAt)
                     w.string(r.texts[i])
                 }
-                let a = Int(r.anchor[i])
+                let a = Int(rec.anchor)
                 if a >= 0 {
                     w.u8(1)
-                    r.ids[a].encoded(into: &w)
+                    r.textIDs.encode(r.records[a].id, into: &w)
                 } else {
                     w.u8(0)
                 }
             }
             if f & ItemFlag.marked != 0 {
-                w.varint(r.markClock[i])
-                w.varint(out[Int(r.markAuthor[i])])
-                r.markEntry[i].encoded(into: &w)
-                w.zigzag(r.markedAt[i])
+                w.varint(rec.markClock)
+                w.varint(out[Int(rec.markAuthor)])
+                r.textIDs.encode(rec.markEntry, into: &w)
+                w.zigzag(rec.markedAt)
             }
         }
         return w.bytes
@@ -270,7 +270,24 @@ public enum SnapshotCodec {
         return (header, bodyStart, Int(bodyLength))
     }
 
+    /// Decodes a body (SNAPSHOT.md §3). Records are read straight into the reducer's array and
+    /// the id index is built in one pass at the end; anchors are resolved on the way through the
+    /// path of the pre-order the writer used, falling back to the index. Any failure (malformed
+    /// bytes, a repeated id) is reported by decoding again record by record, exactly as the
+    /// format describes, so the error names the first fault in the body.
     static func decodeBody(_ r: inout ByteReader, zone: String) throws(CodecError) -> ListReducer {
+        let start = r
+        do throws(CodecError) {
+            return try decodeBody(&r, zone: zone, bulk: true)
+        } catch {
+            r = start
+            return try decodeBody(&r, zone: zone, bulk: false)
+        }
+    }
+
+    /// `bulk`: build the index at the end (fast; any repeated id is only noticed there);
+    /// otherwise look every id up as it is read (slow; the first fault is the one reported).
+    private static func decodeBody(_ r: inout ByteReader, zone: String, bulk: Bool) throws(CodecError) -> ListReducer {
         var out = ListReducer(zone: zone)
         let authors = try ActivityLogCodec.decodeAuthors(&r)
         // Strictly increasing, so interning numbers them 0, 1, 2, … like the body does.
@@ -294,6 +311,17 @@ public enum SnapshotCodec {
             default: throw CodecError(.invalidValue(field: field + " flag"), at: at)
             }
         }
+        /// An id as `CompactID.decoded` reads it, UUIDs without building a `CompactID`.
+        func rid(_ r: inout ByteReader, _ field: String) throws(CodecError) -> RID {
+            let at = r.offset
+            if try r.u8() == 1 {
+                let raw = try r.bytes(16)
+                return RID(high: UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)),
+                           low: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)), text: false)
+            }
+            r.offset = at
+            return out.textIDs.rid(try CompactID.decoded(&r, field: field))
+        }
         let countAt = r.offset
         let entryCount = try r.varint()
         guard entryCount < 1 << 62 else { throw CodecError(.invalidValue(field: "entry count"), at: countAt) }
@@ -314,12 +342,16 @@ public enum SnapshotCodec {
         }
         // The smallest record is a 3-byte text id and its flags.
         let itemCount = try ActivityLogCodec.count(&r, "items", minBytes: 4)
-        // Bounded up front (a record takes ~160 bytes in memory, its encoding as little as 4):
+        // Bounded up front (a record takes ~130 bytes in memory, its encoding as little as 4):
         // hostile counts grow the arrays as records actually decode.
         out.reserveItems(min(itemCount, 1 << 18))
+        // Bulk: the pre-order path from the head to the last record read (record numbers), where
+        // a record's anchor almost always is; anchors not found there are looked up at the end.
+        var path: [Int32] = []
+        var unresolved: [(record: Int32, anchor: RID)] = []
         for _ in 0..<itemCount {
             let at = r.offset
-            let id = try CompactID.decoded(&r, field: "item")
+            let id = try rid(&r, "item")
             let flagsAt = r.offset
             let f = try r.u8()
             // A record always holds something; markedOff needs marked; a tombstone keeps no mark.
@@ -327,33 +359,64 @@ public enum SnapshotCodec {
                   f & ItemFlag.deleted == 0 || f & (ItemFlag.marked | ItemFlag.markedOff) == 0 else {
                 throw CodecError(.invalidValue(field: "item flags"), at: flagsAt)
             }
-            // The record is new, or so far only an anchor (flags 0); a repeated id is refused.
-            let i = out.slot(id)
-            guard out.flags[i] == 0 else { throw CodecError(.invalidValue(field: "repeated item"), at: at) }
-            out.flags[i] = f
+            // Bulk: a new record (a repeated id fails the index build). Otherwise the record is
+            // new, or so far only an anchor (flags 0); a repeated id is refused.
+            let i = bulk ? out.records.count : out.slot(id)
+            if bulk {
+                out.records.append(ItemRecord(id: id))
+                out.texts.append("")
+            } else {
+                guard out.records[i].flags == 0 else { throw CodecError(.invalidValue(field: "repeated item"), at: at) }
+            }
+            var rec = out.records[i]
+            rec.flags = f
             if f & ItemFlag.added != 0 {
-                out.addClock[i] = try ActivityLogCodec.clockValue(&r).rawValue
-                out.addAuthor[i] = try author(&r)
-                out.addEntry[i] = try CompactID.decoded(&r, field: "entry")
+                rec.addClock = try ActivityLogCodec.clockValue(&r).rawValue
+                rec.addAuthor = try author(&r)
+                rec.addEntry = try rid(&r, "entry")
                 if f & ItemFlag.deleted == 0 {
-                    out.addedAt[i] = try r.zigzag()
+                    rec.addedAt = try r.zigzag()
                     out.texts[i] = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
                 }
                 let anchorAt = r.offset
                 switch try r.u8() {
-                case 0: break
-                case 1: out.anchor[i] = Int32(out.slot(try CompactID.decoded(&r, field: "anchor")))
+                case 0:
+                    path.removeAll(keepingCapacity: true)
+                case 1:
+                    let a = try rid(&r, "anchor")
+                    if !bulk {
+                        out.records[i] = rec
+                        rec.anchor = Int32(out.slot(a))
+                    } else if let k = path.lastIndex(where: { out.records[Int($0)].id == a }) {
+                        rec.anchor = path[k]
+                        path.removeSubrange((k + 1)...)
+                    } else {
+                        unresolved.append((Int32(i), a))
+                        path.removeAll(keepingCapacity: true)
+                    }
                 default: throw CodecError(.invalidValue(field: "anchor flag"), at: anchorAt)
                 }
+                // Keep the path short: a long one is searched in vain for orphans' anchors.
+                if path.count >= 64 { path.removeFirst(32) }
+                path.append(Int32(i))
             }
             if f & ItemFlag.marked != 0 {
-                out.markClock[i] = try ActivityLogCodec.clockValue(&r).rawValue
-                out.markAuthor[i] = try author(&r)
-                out.markEntry[i] = try CompactID.decoded(&r, field: "entry")
-                out.markedAt[i] = try r.zigzag()
+                rec.markClock = try ActivityLogCodec.clockValue(&r).rawValue
+                rec.markAuthor = try author(&r)
+                rec.markEntry = try rid(&r, "entry")
+                rec.markedAt = try r.zigzag()
             }
+            out.records[i] = rec
         }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        if bulk {
+            let hashes = out.records.map { out.index.hash($0.id) }
+            let records = out.records
+            if out.index.build(hashes, { records[Int($0)].id == records[Int($1)].id }) != nil {
+                throw CodecError(.invalidValue(field: "repeated item"), at: r.offset)
+            }
+            for (i, a) in unresolved { out.records[Int(i)].anchor = Int32(out.slot(a)) }
+        }
         return out
     }
 }
