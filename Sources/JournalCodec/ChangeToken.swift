@@ -1,39 +1,51 @@
 /// SipHash-2-4 (Aumasson & Bernstein): a keyed 64-bit MAC, so a client cannot forge or alter
 /// a change token without the store's key.
 public struct SipHash24 {
-    public static func hash(key: (UInt64, UInt64), _ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        var v0: UInt64 = 0x736f_6d65_7073_6575 ^ key.0
-        var v1: UInt64 = 0x646f_7261_6e64_6f6d ^ key.1
-        var v2: UInt64 = 0x6c79_6765_6e65_7261 ^ key.0
-        var v3: UInt64 = 0x7465_6462_7974_6573 ^ key.1
-        @inline(__always) func round() {
+    /// The four-word state, for callers that feed words incrementally (the state digest).
+    public struct State {
+        public var v0, v1, v2, v3: UInt64
+
+        @inlinable public init(key: (UInt64, UInt64)) {
+            v0 = 0x736f_6d65_7073_6575 ^ key.0
+            v1 = 0x646f_7261_6e64_6f6d ^ key.1
+            v2 = 0x6c79_6765_6e65_7261 ^ key.0
+            v3 = 0x7465_6462_7974_6573 ^ key.1
+        }
+
+        @inlinable @inline(__always) mutating func round() {
             v0 = v0 &+ v1; v1 = v1.rotl(13); v1 ^= v0; v0 = v0.rotl(32)
             v2 = v2 &+ v3; v3 = v3.rotl(16); v3 ^= v2
             v0 = v0 &+ v3; v3 = v3.rotl(21); v3 ^= v0
             v2 = v2 &+ v1; v1 = v1.rotl(17); v1 ^= v2; v2 = v2.rotl(32)
         }
-        let n = bytes.count
-        var i = 0
-        while i + 8 <= n {
-            let m = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self).littleEndian
+
+        /// One 8-byte message word (little-endian), two compression rounds.
+        @inlinable @inline(__always) public mutating func absorb(_ m: UInt64) {
             v3 ^= m
             round(); round()
             v0 ^= m
+        }
+
+        /// The last word: the remaining `tail` bytes (fewer than 8) and the total length `n`.
+        @inlinable public mutating func finish(tail: UnsafeRawBufferPointer, length n: Int) -> UInt64 {
+            var last = UInt64(n & 0xFF) << 56
+            for (i, b) in tail.enumerated() { last |= UInt64(b) << (8 * UInt64(i)) }
+            absorb(last)
+            v2 ^= 0xFF
+            round(); round(); round(); round()
+            return v0 ^ v1 ^ v2 ^ v3
+        }
+    }
+
+    public static func hash(key: (UInt64, UInt64), _ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        var state = State(key: key)
+        let n = bytes.count
+        var i = 0
+        while i + 8 <= n {
+            state.absorb(bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self).littleEndian)
             i += 8
         }
-        var last = UInt64(n & 0xFF) << 56
-        var shift: UInt64 = 0
-        while i < n {
-            last |= UInt64(bytes[i]) << shift
-            shift += 8
-            i += 1
-        }
-        v3 ^= last
-        round(); round()
-        v0 ^= last
-        v2 ^= 0xFF
-        round(); round(); round(); round()
-        return v0 ^ v1 ^ v2 ^ v3
+        return state.finish(tail: UnsafeRawBufferPointer(rebasing: bytes[i...]), length: n)
     }
 
     public static func hash(key: (UInt64, UInt64), _ bytes: [UInt8]) -> UInt64 {
@@ -42,7 +54,7 @@ public struct SipHash24 {
 }
 
 extension UInt64 {
-    @inline(__always) func rotl(_ k: UInt64) -> UInt64 { (self << k) | (self >> (64 - k)) }
+    @inlinable @inline(__always) func rotl(_ k: UInt64) -> UInt64 { (self << k) | (self >> (64 - k)) }
 }
 
 /// An opaque position in a store's change feed, bound to the store and (for zone tokens) to one

@@ -54,36 +54,23 @@ public struct ListState: Hashable, Sendable {
     /// agree on it exactly when they show the same list.
     /// Hashed as the encoding is produced (`ReducerDigest`), without building it.
     public var digest: UInt64 {
-        ReducerDigest.hash { w in
-            w.u8(1)
-            w.string(name)
-            w.string(colour)
-            w.varint(UInt64(items.count))
-            for item in items {
-                w.id(item.id)
-                w.string(item.text)
-                w.u8(item.state.rawValue)
-                w.string(item.addedBy)
-                w.zigzag(item.addedAt)
-                if item.state == .markedOff {
-                    w.string(item.markedOffBy ?? "")
-                    w.zigzag(item.markedOffAt ?? 0)
-                }
-            }
-            w.varint(UInt64(participants.count))
-            for p in participants { w.string(p) }
-        }
+        ReducerDigest.hash { encodeCanonical(into: &$0) }
     }
 
     /// The canonical encoding that `digest` hashes.
     public func canonicalBytes() -> [UInt8] {
         var w = ByteWriter(capacity: 64 + items.count * 48)
+        encodeCanonical(into: &w)
+        return w.bytes
+    }
+
+    private func encodeCanonical<W: CanonicalSink>(into w: inout W) {
         w.u8(1)
         w.string(name)
         w.string(colour)
         w.varint(UInt64(items.count))
         for item in items {
-            item.id.encoded(into: &w)
+            w.id(item.id)
             w.string(item.text)
             w.u8(item.state.rawValue)
             w.string(item.addedBy)
@@ -95,6 +82,5 @@ public struct ListState: Hashable, Sendable {
         }
         w.varint(UInt64(participants.count))
         for p in participants { w.string(p) }
-        return w.bytes
     }
 }

@@ -4,8 +4,8 @@ import JournalCodec
 /// hashed as its canonical bytes are produced, so the megabytes of a large list's encoding are
 /// never held (nor written and read back) at once. Gives exactly `SipHash24.hash` of the
 /// concatenated bytes.
-struct ReducerDigest {
-    private var v0, v1, v2, v3: UInt64
+struct ReducerDigest: CanonicalSink {
+    private var state: SipHash24.State
     private let buffer: UnsafeMutablePointer<UInt8>
     private var used = 0
     private var total = 0
@@ -21,19 +21,8 @@ struct ReducerDigest {
     }
 
     private init(key: (UInt64, UInt64), buffer: UnsafeMutablePointer<UInt8>) {
-        v0 = 0x736f_6d65_7073_6575 ^ key.0
-        v1 = 0x646f_7261_6e64_6f6d ^ key.1
-        v2 = 0x6c79_6765_6e65_7261 ^ key.0
-        v3 = 0x7465_6462_7974_6573 ^ key.1
+        state = SipHash24.State(key: key)
         self.buffer = buffer
-    }
-
-    @inline(__always)
-    private mutating func round() {
-        v0 = v0 &+ v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32)
-        v2 = v2 &+ v3; v3 = rotl(v3, 16); v3 ^= v2
-        v0 = v0 &+ v3; v3 = rotl(v3, 21); v3 ^= v0
-        v2 = v2 &+ v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32)
     }
 
     /// Hashes every whole 8-byte word buffered and keeps the rest.
@@ -41,10 +30,7 @@ struct ReducerDigest {
         let words = used / 8
         var i = 0
         while i < words {
-            let m = UnsafeRawPointer(buffer).loadUnaligned(fromByteOffset: i * 8, as: UInt64.self).littleEndian
-            v3 ^= m
-            round(); round()
-            v0 ^= m
+            state.absorb(UnsafeRawPointer(buffer).loadUnaligned(fromByteOffset: i * 8, as: UInt64.self).littleEndian)
             i += 1
         }
         let rest = used - words * 8
@@ -61,15 +47,7 @@ struct ReducerDigest {
 
     private mutating func finish() -> UInt64 {
         compress()
-        let n = total + used
-        var last = UInt64(n & 0xFF) << 56
-        for i in 0..<used { last |= UInt64(buffer[i]) << (8 * UInt64(i)) }
-        v3 ^= last
-        round(); round()
-        v0 ^= last
-        v2 ^= 0xFF
-        round(); round(); round(); round()
-        return v0 ^ v1 ^ v2 ^ v3
+        return state.finish(tail: UnsafeRawBufferPointer(start: buffer, count: used), length: total + used)
     }
 
     @inline(__always)
@@ -134,5 +112,15 @@ struct ReducerDigest {
     }
 }
 
-@inline(__always)
-private func rotl(_ x: UInt64, _ k: UInt64) -> UInt64 { x << k | x >> (64 - k) }
+/// Where the canonical state encoding (MERGE.md §8) goes: bytes, or straight into the digest.
+protocol CanonicalSink {
+    mutating func u8(_ v: UInt8)
+    mutating func varint(_ v: UInt64)
+    mutating func zigzag(_ v: Int64)
+    mutating func string(_ s: String)
+    mutating func id(_ id: CompactID)
+}
+
+extension ByteWriter: CanonicalSink {
+    mutating func id(_ id: CompactID) { id.encoded(into: &self) }
+}
