@@ -120,6 +120,7 @@ if only.contains(.materialise) {
 if only.contains(.compaction) {
     log("[8/8] compaction against DELETE + checkpoint, open from its snapshot")
     compare.compaction()
+    compare.lifecycleOpen()
 }
 
 report.emit(Measurement(name: "load_average", system: "machine", unit: "1-min load", runs: [loadAtStart, loadAverage()],
