@@ -44,33 +44,39 @@ public enum TextMatch: Sendable {
 /// The history of one zone: every interpreted change (opaque kinds are not), deduplicated by
 /// entry id and ordered by (hlc, author, id). Answers "who deleted the milk?", "when did we last
 /// buy coffee?" and "what happened to this item?". Pure function of the set of entries recorded.
+///
+/// Storage (ActivityLogStorage.swift): events in one array in recording order, found by entry id
+/// through an `IDMap`; items (every item an event names) in another, each with its winning add's
+/// text; authors interned by their exact bytes. Ordering happens only when asked for, by sorting
+/// indices on a precomputed (clock, author rank) key.
 public struct ActivityLog: Sendable, Equatable {
     public let zone: String
-    /// Events by entry id; item events keep no text (it lives in `itemTexts`).
-    var events: [CompactID: ActivityEvent] = [:]
-    /// Each item's text from its winning add (lowest key, as in the reducer).
-    var itemTexts: [CompactID: Register<String>] = [:]
+    /// Events in recording (or decoding) order; item events keep no text (it lives in `itemTable`).
+    var stored: [StoredEvent] = []
+    /// Entry id → index in `stored`.
+    var eventIndex = IDMap<Int32>()
+    /// Every item an event is about: its id and its text from its winning add (lowest key, as
+    /// in the reducer), if an add is known.
+    var itemTable: [HistoryItem] = []
+    /// Item id → index in `itemTable`.
+    var itemIndex = IDMap<Int32>()
+    /// How many items have a text.
+    var textCount = 0
+    /// Every author seen, each once by its exact bytes (possibly some no longer used).
+    var authors = AuthorTable()
 
     public init(zone: String) { self.zone = zone }
 
-    public var count: Int { events.count }
+    public var count: Int { stored.count }
 
     /// Records one entry. Returns false for duplicates, other zones and opaque kinds.
     @discardableResult
     public mutating func record(_ e: JournalEntry) -> Bool {
-        guard e.zone.utf8.elementsEqual(zone.utf8), events[e.id] == nil else { return false }
+        guard e.zone.utf8.elementsEqual(zone.utf8) else { return false }
         let kind: ActivityKind
-        var item: CompactID? = nil, text: String? = nil
+        var item: CompactID? = nil, text: String? = nil, addText: String? = nil
         switch e.operation {
-        case .add(let i, let t, _):
-            kind = .added
-            item = i
-            let key = ChangeKey(e)
-            if let r = itemTexts[i] {
-                if key < r.key { itemTexts[i] = Register(key: key, value: t) }
-            } else {
-                itemTexts[i] = Register(key: key, value: t)
-            }
+        case .add(let i, let t, _): kind = .added; item = i; addText = t
         case .markOff(let i): kind = .markedOff; item = i
         case .unmark(let i): kind = .unmarked; item = i
         case .delete(let i): kind = .deleted; item = i
@@ -80,8 +86,16 @@ public struct ActivityLog: Sendable, Equatable {
         case .leave(let p): kind = .left; text = p
         case .opaque: return false
         }
-        events[e.id] = ActivityEvent(entryID: e.id, kind: kind, author: e.author, wallTime: e.wallTime, clock: e.clock,
-                                     item: item, text: text)
+        let n = Int32(stored.count)
+        guard eventIndex.findOrInsert(e.id, n) == n else { return false }
+        let author = authors.intern(e.author)
+        var slot: Int32 = -1
+        if let item {
+            slot = internItem(item)
+            if let t = addText { offerText(slot, ChangeKey(e), author, t) }
+        }
+        stored.append(StoredEvent(entryID: e.id, clock: e.clock.rawValue, wallTime: e.wallTime, author: author,
+                                  item: slot, kind: kind, text: text))
         return true
     }
 
@@ -93,25 +107,30 @@ public struct ActivityLog: Sendable, Equatable {
     }
 
     /// The item's text from its winning add, if an add is known.
-    public func text(of item: CompactID) -> String? { itemTexts[item]?.value }
+    public func text(of item: CompactID) -> String? {
+        guard let s = itemIndex[item] else { return nil }
+        return itemTable[Int(s)].text?.value
+    }
 
     /// Every event in (hlc, author, id) order, item events with their item's text.
     public func allEvents() -> [ActivityEvent] {
-        events.values.map(resolved).sorted { $0.key < $1.key }
+        sortedIndices(Array(0..<Int32(stored.count))).map { resolved(Int($0)) }
     }
 
     /// "What happened to this item?": its events in clock order.
     public func events(forItem item: CompactID) -> [ActivityEvent] {
-        events.values.filter { $0.item == item }.map(resolved).sorted { $0.key < $1.key }
+        guard let slot = itemIndex[item] else { return [] }
+        return inOrder { $0.item == slot }
     }
 
     /// Items whose text matches `text`, ignoring case.
     public func items(matching text: String, _ match: TextMatch = .exact) -> Set<CompactID> {
         let needle = text.lowercased()
         var out: Set<CompactID> = []
-        for (id, r) in itemTexts {
+        for it in itemTable {
+            guard let r = it.text else { continue }
             let t = r.value.lowercased()
-            if match == .exact ? t == needle : t.contains(needle) { out.insert(id) }
+            if match == .exact ? t == needle : t.contains(needle) { out.insert(it.id) }
         }
         return out
     }
@@ -133,19 +152,37 @@ public struct ActivityLog: Sendable, Equatable {
 
     /// Joins and leaves, in clock order.
     public func participantEvents() -> [ActivityEvent] {
-        events.values.filter { $0.kind == .joined || $0.kind == .left }.sorted { $0.key < $1.key }
+        inOrder { $0.kind == .joined || $0.kind == .left }
     }
 
-    private func events(of items: Set<CompactID>, kind: ActivityKind) -> [ActivityEvent] {
-        guard !items.isEmpty else { return [] }
-        return events.values.filter { $0.kind == kind && items.contains($0.item!) }.map(resolved).sorted { $0.key < $1.key }
+    private func events(of matching: Set<CompactID>, kind: ActivityKind) -> [ActivityEvent] {
+        guard !matching.isEmpty else { return [] }
+        var slots = [Bool](repeating: false, count: itemTable.count)
+        for id in matching { if let s = itemIndex[id] { slots[Int(s)] = true } }
+        return inOrder { $0.kind == kind && $0.item >= 0 && slots[Int($0.item)] }
     }
 
-    private func resolved(_ e: ActivityEvent) -> ActivityEvent {
-        guard let item = e.item else { return e }
-        var e = e
-        e.text = itemTexts[item]?.value
-        return e
+    /// The events passing `include`, resolved, in (hlc, author, id) order.
+    private func inOrder(_ include: (StoredEvent) -> Bool) -> [ActivityEvent] {
+        var picked: [Int32] = []
+        stored.withUnsafeBufferPointer { p in
+            for i in p.indices where include(p[i]) { picked.append(Int32(i)) }
+        }
+        return sortedIndices(picked).map { resolved(Int($0)) }
+    }
+
+    /// Equal iff the same zone, the same events by entry id and the same item texts: what the
+    /// dictionaries this storage replaced compared, whatever the order of recording.
+    public static func == (a: ActivityLog, b: ActivityLog) -> Bool {
+        guard a.zone == b.zone, a.stored.count == b.stored.count, a.textCount == b.textCount else { return false }
+        for i in a.stored.indices {
+            guard let j = b.eventIndex[a.stored[i].entryID], a.event(i) == b.event(Int(j)) else { return false }
+        }
+        for it in a.itemTable {
+            guard let t = it.text else { continue }
+            guard let s = b.itemIndex[it.id], let u = b.itemTable[Int(s)].text, u == t else { return false }
+        }
+        return true
     }
 }
 
@@ -171,49 +208,59 @@ public enum ActivityLogCodec {
     public static let maxBytes = 256 << 20
 
     public static func encode(_ log: ActivityLog) -> [UInt8] {
-        let events = log.events.values.sorted { $0.key < $1.key }
-        var authorSet: Set<ExactString> = []
-        for e in events { authorSet.insert(ExactString(e.author)) }
-        for r in log.itemTexts.values { authorSet.insert(ExactString(r.key.author)) }
-        let authors = authorSet.map(\.value).sorted(by: utf8Less)
-        var authorIndex: [ExactString: Int] = [:]
-        for (i, a) in authors.enumerated() { authorIndex[ExactString(a)] = i }
-        var itemSet = Set(log.itemTexts.keys)
-        for e in events { if let i = e.item { itemSet.insert(i) } }
-        let itemIDs = itemSet.sorted()
-        var itemIndex: [CompactID: Int] = [:]
-        for (i, id) in itemIDs.enumerated() { itemIndex[id] = i }
+        let stored = log.stored, items = log.itemTable
+        // Authors: those an event or an item text names, by UTF-8 bytes.
+        var used = [Bool](repeating: false, count: log.authors.count)
+        stored.withUnsafeBufferPointer { p in for i in p.indices { used[Int(p[i].author)] = true } }
+        for it in items where it.textAuthor >= 0 { used[Int(it.textAuthor)] = true }
+        let byBytes = log.authors.byteOrder()
+        var authorRank = [Int32](repeating: -1, count: log.authors.count)
+        var authors: [String] = []
+        for a in byBytes where used[Int(a)] {
+            authorRank[Int(a)] = Int32(authors.count)
+            authors.append(log.authors.strings[Int(a)])
+        }
+        let order = log.sortedIndices(Array(0..<Int32(stored.count)), rank: authorRank)
+        // Items: every one an event names (or with a text), by id.
+        let itemOrder = log.sortedItems()
+        var itemRank = [Int32](repeating: -1, count: items.count)
+        for (r, s) in itemOrder.enumerated() { itemRank[Int(s)] = Int32(r) }
 
-        var w = ByteWriter(capacity: 64 + events.count * 32)
+        var w = ByteWriter(capacity: 64 + stored.count * 32)
         w.append(contentsOf: magic)
         w.u8(major)
         w.u8(minor)
         w.string(log.zone)
         w.varint(UInt64(authors.count))
         for a in authors { w.string(a) }
-        w.varint(UInt64(itemIDs.count))
-        for id in itemIDs {
-            id.encoded(into: &w)
-            if let r = log.itemTexts[id] {
+        w.varint(UInt64(itemOrder.count))
+        for s in itemOrder {
+            let it = items[Int(s)]
+            it.id.encoded(into: &w)
+            if let r = it.text {
                 w.u8(1)
                 w.varint(r.key.clock.rawValue)
-                w.varint(UInt64(authorIndex[ExactString(r.key.author)]!))
+                w.varint(UInt64(authorRank[Int(it.textAuthor)]))
                 r.key.entry.encoded(into: &w)
                 w.string(r.value)
             } else {
                 w.u8(0)
             }
         }
-        w.varint(UInt64(events.count))
+        w.varint(UInt64(stored.count))
         var previous: UInt64 = 0
-        for e in events {
-            w.u8(e.kind.rawValue)
-            e.entryID.encoded(into: &w)
-            w.varint(UInt64(authorIndex[ExactString(e.author)]!))
-            w.varint(e.clock.rawValue - previous)
-            previous = e.clock.rawValue
-            w.zigzag(e.wallTime &- Int64(bitPattern: e.clock.physicalMillis))
-            if let item = e.item { w.varint(UInt64(itemIndex[item]!)) } else { w.string(e.text ?? "") }
+        stored.withUnsafeBufferPointer { p in
+            for i in order {
+                let i = Int(i)
+                w.u8(p[i].kind.rawValue)
+                p[i].entryID.encoded(into: &w)
+                w.varint(UInt64(authorRank[Int(p[i].author)]))
+                let clock = p[i].clock
+                w.varint(clock - previous)
+                previous = clock
+                w.zigzag(p[i].wallTime &- Int64(bitPattern: clock >> 16))
+                if p[i].item >= 0 { w.varint(UInt64(itemRank[Int(p[i].item)])) } else { w.string(p[i].text ?? "") }
+            }
         }
         w.u32(CRC32C.checksum(w.bytes))
         return w.bytes
@@ -244,64 +291,87 @@ public enum ActivityLogCodec {
     private static func decodeBody(_ r: inout ByteReader) throws(CodecError) -> ActivityLog {
         var log = ActivityLog(zone: try r.string("zone", limit: Limits.maxZoneBytes))
         let authors = try decodeAuthors(&r)
-        func author(_ r: inout ByteReader) throws(CodecError) -> String {
+        // Strictly increasing by bytes, so index order is byte order.
+        log.authors = AuthorTable(sortedUnique: authors)
+        func author(_ r: inout ByteReader) throws(CodecError) -> Int32 {
             let at = r.offset
             let i = try r.varint()
             guard i < UInt64(authors.count) else { throw CodecError(.invalidValue(field: "author index"), at: at) }
-            return authors[Int(i)]
+            return Int32(i)
         }
         let itemCount = try count(&r, "items", minBytes: 3)
         var items: [CompactID] = []
         items.reserveCapacity(itemCount)
+        // Index in log.itemTable of each listed item; an item without text that no event names is
+        // dropped, as it always was.
+        var slots: [Int32] = []
+        slots.reserveCapacity(itemCount)
         for _ in 0..<itemCount {
             let at = r.offset
             let id = try CompactID.decoded(&r, field: "item")
             if let last = items.last, !(last < id) { throw CodecError(.invalidValue(field: "item order"), at: at) }
             items.append(id)
             switch try r.u8() {
-            case 0: break
+            case 0: slots.append(-1)
             case 1:
                 let clock = try clockValue(&r)
                 let a = try author(&r)
                 let entry = try CompactID.decoded(&r, field: "entry")
                 let text = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
-                log.itemTexts[id] = Register(key: ChangeKey(clock: clock, author: a, entry: entry), value: text)
+                let s = log.internItem(id)
+                log.offerText(s, ChangeKey(clock: clock, author: authors[Int(a)], entry: entry), a, text)
+                slots.append(s)
             default: throw CodecError(.invalidValue(field: "text flag"), at: r.offset - 1)
             }
         }
         let eventCount = try count(&r, "events", minBytes: 5)
-        log.events.reserveCapacity(eventCount)
+        log.stored.reserveCapacity(eventCount)
+        log.eventIndex.reserveCapacity(eventCount)
         var previous: UInt64 = 0
-        var previousKey: ChangeKey? = nil
+        var previousAuthor: Int32 = 0
+        var previousEntry: CompactID? = nil
         for _ in 0..<eventCount {
             let at = r.offset
             guard let kind = ActivityKind(rawValue: try r.u8()) else { throw CodecError(.invalidValue(field: "event kind"), at: at) }
             let entryID = try CompactID.decoded(&r, field: "entry")
             let a = try author(&r)
             let deltaAt = r.offset
-            let (raw, overflow) = previous.addingReportingOverflow(try r.varint())
+            let delta = try r.varint()
+            let (raw, overflow) = previous.addingReportingOverflow(delta)
             guard !overflow, raw >> 16 < 1 << 48 else { throw CodecError(.invalidValue(field: "clock"), at: deltaAt) }
-            previous = raw
-            let clock = HybridTime(rawValue: raw)
             let wallAt = r.offset
-            let (wall, wallOverflow) = Int64(bitPattern: clock.physicalMillis).addingReportingOverflow(try r.zigzag())
+            let (wall, wallOverflow) = Int64(bitPattern: raw >> 16).addingReportingOverflow(try r.zigzag())
             guard !wallOverflow else { throw CodecError(.invalidValue(field: "wallTime"), at: wallAt) }
-            var item: CompactID? = nil, text: String? = nil
+            var slot: Int32 = -1, text: String? = nil
             if kind.isItemEvent {
                 let ia = r.offset
                 let i = try r.varint()
                 guard i < UInt64(items.count) else { throw CodecError(.invalidValue(field: "item index"), at: ia) }
-                item = items[Int(i)]
+                slot = slots[Int(i)]
+                if slot < 0 {
+                    slot = log.internItem(items[Int(i)])
+                    slots[Int(i)] = slot
+                }
             } else {
                 let limit = kind == .joined || kind == .left ? Limits.maxAuthorBytes : Limits.maxTextBytes
                 text = try r.string("text", limit: limit, allowEmpty: kind == .renamed || kind == .recoloured)
             }
-            let e = ActivityEvent(entryID: entryID, kind: kind, author: a, wallTime: wall, clock: clock, item: item, text: text)
-            // Strictly increasing keys: canonical, and no entry id twice.
-            if let p = previousKey, !(p < e.key) { throw CodecError(.invalidValue(field: "event order"), at: at) }
-            guard log.events[entryID] == nil else { throw CodecError(.invalidValue(field: "duplicate entry"), at: at) }
-            previousKey = e.key
-            log.events[entryID] = e
+            // Strictly increasing keys (clock, author bytes = author index, entry): canonical,
+            // and no entry id twice.
+            if let p = previousEntry {
+                let increasing = previous != raw ? previous < raw
+                    : previousAuthor != a ? previousAuthor < a : p < entryID
+                if !increasing { throw CodecError(.invalidValue(field: "event order"), at: at) }
+            }
+            let n = Int32(log.stored.count)
+            guard log.eventIndex.findOrInsert(entryID, n) == n else {
+                throw CodecError(.invalidValue(field: "duplicate entry"), at: at)
+            }
+            previous = raw
+            previousAuthor = a
+            previousEntry = entryID
+            log.stored.append(StoredEvent(entryID: entryID, clock: raw, wallTime: wall, author: a, item: slot,
+                                          kind: kind, text: text))
         }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
         return log
