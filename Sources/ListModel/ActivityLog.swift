@@ -72,7 +72,7 @@ public struct ActivityLog: Sendable, Equatable {
     /// Records one entry. Returns false for duplicates, other zones and opaque kinds.
     @discardableResult
     public mutating func record(_ e: JournalEntry) -> Bool {
-        guard e.zone.utf8.elementsEqual(zone.utf8) else { return false }
+        guard sameBytes(e.zone, zone) else { return false }
         let kind: ActivityKind
         var item: CompactID? = nil, text: String? = nil, addText: String? = nil
         switch e.operation {

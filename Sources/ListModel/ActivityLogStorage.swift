@@ -68,14 +68,15 @@ struct AuthorTable: Sendable {
     }
 }
 
+/// Whether two strings have the same UTF-8 bytes, without copying either (native strings, small
+/// or not, are contiguous; anything else takes the generic path).
 @inline(__always)
-private func sameBytes(_ a: String, _ b: String) -> Bool {
-    var a = a, b = b
-    return a.withUTF8 { x in
-        b.withUTF8 { y in
-            x.count == y.count && x.elementsEqual(y)
-        }
+func sameBytes(_ a: String, _ b: String) -> Bool {
+    let fast = a.utf8.withContiguousStorageIfAvailable { x in
+        b.utf8.withContiguousStorageIfAvailable { y in x.count == y.count && x.elementsEqual(y) }
     }
+    if let fast, let fast { return fast }
+    return a.utf8.elementsEqual(b.utf8)
 }
 
 extension ActivityLog {
