@@ -244,17 +244,7 @@ extension CompareBench {
         // Opening the zone after compaction: the compactor's snapshot plus 1,000 new entries.
         guard let s = kept else { return }
         do {
-            try s.append(batch: tail, durability: .always)
-            var open: [Double] = []
-            var m: MaterialisedList? = nil
-            for _ in 0..<counts.runs {
-                open.append(timed {
-                    do { m = try ListQuery(store: s).materialise(zone) } catch { fail("materialise", error) }
-                } * 1e3)
-            }
-            guard let m, let snap = m.snapshot, m.replayed == tailCount else {
-                fail("materialise", SQLiteError(code: 0, message: "did not start from the compactor's snapshot plus the tail"))
-            }
+            let (open, m, snap) = try openAfterTail(s, zone: zone, tail: tail)
             report.emit(Measurement(name: "open_with_snapshot_after_compaction", system: "journallog", unit: "ms", runs: open,
                                     extra: [("history_entries", .i(n)), ("entries_purged", .i(chosen.count)),
                                             ("tail_entries", .i(m.replayed)), ("snapshot_sequence", .i(Int(snap.sequence))),
@@ -311,6 +301,23 @@ struct LifecycleWorkload {
 }
 
 extension CompareBench {
+    /// Appends `tail`, then times `materialise`, which must start from a snapshot and replay
+    /// exactly the tail.
+    func openAfterTail(_ s: JournalStore, zone: String, tail: [JournalEntry]) throws -> ([Double], MaterialisedList, SnapshotFile) {
+        try s.append(batch: tail, durability: .always)
+        var open: [Double] = []
+        var m: MaterialisedList? = nil
+        for _ in 0..<counts.runs {
+            open.append(timed {
+                do { m = try ListQuery(store: s).materialise(zone) } catch { fail("materialise", error) }
+            } * 1e3)
+        }
+        guard let m, let snap = m.snapshot, m.replayed == tail.count else {
+            fail("materialise", SQLiteError(code: 0, message: "did not start from a snapshot plus the \(tail.count)-entry tail"))
+        }
+        return (open, m, snap)
+    }
+
     /// Opening a list from a snapshot plus 1,000 entries, after a long history, with and without
     /// compaction: the "< 20 ms whatever the history's length" on a list whose items get
     /// bought (the compactor keeps the state to what is open plus the last two weeks).
@@ -324,13 +331,8 @@ extension CompareBench {
         if !jlOn { lines = [] }
         for (name, compact) in lines {
             let p = path("lifecycle-\(compact).store")
-            var o = StoreOptions(durability: .none, segmentSize: counts.compactionSegmentBytes)
             do {
-                let s0 = try JournalStore.open(p, options: o)
-                try appendInBatches(s0, history, batchSize: counts.batchSize)
-                try s0.close()
-                o.durability = .always
-                let s = try JournalStore.open(p, options: o)
+                let s = buildListStore(p, history, segmentBytes: counts.compactionSegmentBytes)
                 let q = ListQuery(store: s)
                 var purged = 0
                 if compact {
@@ -338,17 +340,7 @@ extension CompareBench {
                 } else {
                     _ = try q.writeSnapshot(zone)
                 }
-                try s.append(batch: tail, durability: .always)
-                var open: [Double] = []
-                var m: MaterialisedList? = nil
-                for _ in 0..<counts.runs {
-                    open.append(timed {
-                        do { m = try ListQuery(store: s).materialise(zone) } catch { fail("materialise", error) }
-                    } * 1e3)
-                }
-                guard let m, let snap = m.snapshot, m.replayed == tailCount else {
-                    fail("materialise", SQLiteError(code: 0, message: "did not start from a snapshot plus the tail"))
-                }
+                let (open, m, snap) = try openAfterTail(s, zone: zone, tail: tail)
                 let span = Double(all[n - 1].wallTime - all[0].wallTime) / 86_400_000
                 report.emit(Measurement(name: name, system: "journallog", unit: "ms", runs: open,
                                         extra: [("history_entries", .i(n)), ("history_days", .n(span)), ("entries_purged", .i(purged)),
