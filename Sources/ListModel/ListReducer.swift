@@ -113,6 +113,10 @@ public struct ListReducer: Sendable {
     /// How many distinct entries have been folded in (the store never holds two with one id).
     public var entryCount: Int { folded + applied }
 
+    /// Item records held: visible items, tombstones, and ids known only as anchors or from
+    /// dangling operations. What a snapshot's size and its decoding time follow.
+    public var recordCount: Int { records.count }
+
     /// Whether the entry with this id has been applied since this reducer was created or decoded,
     /// or is a winner folded into a snapshot (a snapshot keeps only the count of its entries).
     /// O(items) when the id is not in `seen`: meant for single entries (shopping mode).

@@ -324,28 +324,33 @@ extension CompareBench {
     func lifecycleOpen() {
         let n = counts.compactionEntries, zone = "List-family", tailCount = 1_000
         log("  lifecycle: generating \(n) + \(tailCount) entries of a family list")
-        let all = LifecycleWorkload.generate(n + tailCount, seed: 33, zone: zone).entries
-        let history = all[..<n], tail = Array(all[n...])
-        let now = all[n - 1].wallTime
-        var lines: [(String, Bool)] = [("open_with_snapshot_lifecycle_uncompacted", false), ("open_with_snapshot_lifecycle_compacted", true)]
+        // Compacted at three history lengths (the goal: the same cost whatever the length), and
+        // the longest never compacted.
+        var lines: [(String, Int, Bool)] = [("open_with_snapshot_lifecycle_uncompacted", n, false)]
+        for size in [n / 20, n / 5, n] { lines.append(("open_with_snapshot_lifecycle_compacted", size, true)) }
         if !jlOn { lines = [] }
-        for (name, compact) in lines {
-            let p = path("lifecycle-\(compact).store")
+        for (name, size, compact) in lines {
+            let all = LifecycleWorkload.generate(size + tailCount, seed: 33, zone: zone).entries
+            let history = all[..<size], tail = Array(all[size...])
+            let now = all[size - 1].wallTime
+            let p = path("lifecycle-\(compact)-\(size).store")
             do {
                 let s = buildListStore(p, history, segmentBytes: counts.compactionSegmentBytes)
                 let q = ListQuery(store: s)
                 var purged = 0
                 if compact {
                     purged = try ListCompactor(query: q).run(now: now).storage.entriesPurged
+                    // A history shorter than the retention has nothing to purge and gets no snapshot from it.
+                    if purged == 0 { _ = try q.writeSnapshot(zone) }
                 } else {
                     _ = try q.writeSnapshot(zone)
                 }
                 let (open, m, snap) = try openAfterTail(s, zone: zone, tail: tail)
-                let span = Double(all[n - 1].wallTime - all[0].wallTime) / 86_400_000
+                let span = Double(all[size - 1].wallTime - all[0].wallTime) / 86_400_000
                 report.emit(Measurement(name: name, system: "journallog", unit: "ms", runs: open,
-                                        extra: [("history_entries", .i(n)), ("history_days", .n(span)), ("entries_purged", .i(purged)),
+                                        extra: [("history_entries", .i(size)), ("history_days", .n(span)), ("entries_purged", .i(purged)),
                                                 ("tail_entries", .i(m.replayed)), ("snapshot_bytes", .i(Int(fileSizes(snap.path).size))),
-                                                ("visible_items", .i(m.state.items.count)),
+                                                ("snapshot_records", .i(m.reducer.recordCount)), ("visible_items", .i(m.state.items.count)),
                                                 ("what", .s(compact
                                                     ? "a family list (items bought or deleted within days), compacted as of its last entry (14-day retention), then materialise from the compactor's snapshot + 1,000 entries"
                                                     : "the same list, never compacted: materialise from a snapshot at its last entry + 1,000 entries"))],

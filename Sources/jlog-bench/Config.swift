@@ -101,8 +101,12 @@ enum Group: String, CaseIterable, Sendable {
     case feed = "change_feed"
     /// Materialising a list, snapshots, opening a zone from a snapshot.
     case materialise = "materialise"
+    /// Only the reducer-alone line of `materialise`, for profiling it.
+    case reducer = "reducer"
     /// The list compactor against SQLite DELETEs + checkpoint; opening from its snapshot.
     case compaction = "compaction"
+    /// Only the family-list opens of `compaction` (at three history lengths), for profiling them.
+    case lifecycleOpen = "lifecycle_open"
 
     static func parse(_ s: String) -> Group? {
         switch s {
@@ -112,8 +116,10 @@ enum Group: String, CaseIterable, Sendable {
         case "concurrent_durable", "concurrent": .concurrent
         case "open_recovery", "open", "recovery", "store", "full_read", "read", "bytes_per_entry", "bytes": .store
         case "change_feed", "feed", "last_100_changes", "changed_zones": .feed
-        case "materialise", "materialize", "reducer", "snapshot", "snapshots": .materialise
+        case "materialise", "materialize", "snapshot", "snapshots": .materialise
+        case "reducer", "reducer_apply": .reducer
         case "compaction", "compact", "compactor", "delete": .compaction
+        case "lifecycle_open", "lifecycle": .lifecycleOpen
         default: nil
         }
     }

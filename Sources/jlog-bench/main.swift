@@ -117,9 +117,16 @@ if only.contains(.materialise) {
     log("[7/8] materialising a list, snapshots")
     compare.materialise()
 }
+if only.contains(.reducer) && !only.contains(.materialise) {
+    log("[7/8] the reducer alone")
+    compare.reducer(ListWorkload.generate(counts.materialiseEntries, seed: 21, zone: "List-db6a6e29"), zone: "List-db6a6e29")
+}
 if only.contains(.compaction) {
     log("[8/8] compaction against DELETE + checkpoint, open from its snapshot")
     compare.compaction()
+}
+if only.contains(.compaction) || only.contains(.lifecycleOpen) {
+    log("[8/8] opening a family list from a snapshot at three history lengths")
     compare.lifecycleOpen()
 }
 
