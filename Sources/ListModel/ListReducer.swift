@@ -512,12 +512,34 @@ struct ReducerOrder {
     func sortSiblings(_ keys: inout UnsafeMutableBufferPointer<Key>, _ runs: inout [(top: Key, start: Int, end: Int)],
                       _ scratch: inout [Key]) {
         // By author, then change key; equal keys keep ascending record numbers in the output.
-        keys.sort { x, y in
-            if x.rank != y.rank { return x.rank < y.rank }
+        let byKey = { (x: Key, y: Key) -> Bool in
             if x.clock != y.clock { return x.clock < y.clock }
             let a = records[Int(x.record)].addEntry, b = records[Int(y.record)].addEntry
             if a != b { return textIDs.less(a, b) }
             return x.record > y.record
+        }
+        if keys.count >= 32 && rank.count <= keys.count {
+            // A large group: bucket by author first (stable, linear), then sort each author's
+            // siblings. Records arrive in change order (a replay) or in list order (a decoded
+            // snapshot, each author's siblings newest first), so each author's slice is one or
+            // two sorted runs and the merge sort finishes in linear time; sorting the interleaved
+            // authors together would find no runs.
+            var start = [Int](repeating: 0, count: rank.count + 1)
+            for k in keys { start[Int(k.rank) + 1] += 1 }
+            for a in 0..<rank.count { start[a + 1] += start[a] }
+            scratch.removeAll(keepingCapacity: true)
+            scratch.append(contentsOf: keys)
+            var fill = start
+            for k in scratch {
+                keys[fill[Int(k.rank)]] = k
+                fill[Int(k.rank)] += 1
+            }
+            for a in 0..<rank.count where start[a + 1] - start[a] > 1 {
+                var slice = UnsafeMutableBufferPointer(rebasing: keys[start[a]..<start[a + 1]])
+                slice.sort(by: byKey)
+            }
+        } else {
+            keys.sort { x, y in x.rank != y.rank ? x.rank < y.rank : byKey(x, y) }
         }
         runs.removeAll(keepingCapacity: true)
         var start = 0
