@@ -35,11 +35,11 @@ extension CompareBench {
 
     func compaction() {
         let n = counts.compactionEntries, runs = counts.compactionRuns, segmentBytes = counts.compactionSegmentBytes
-        let zone = "List-db6a6e29", tailCount = 1_000
+        let zone = ListWorkload.zone, tailCount = 1_000
         log("  compaction: generating \(n) + \(tailCount) list entries")
         // The same history as `materialise` (same seed); the 1,000 entries after it are the tail
         // appended once the compactor has run.
-        let all = ListWorkload.generate(n + tailCount, seed: 21, zone: zone)
+        let all = ListWorkload.generate(n + tailCount, seed: ListWorkload.seed, zone: zone)
         var rows = all
         rows.entries.removeLast(tailCount); rows.ids.removeLast(tailCount)
         rows.items.removeLast(tailCount); rows.afters.removeLast(tailCount)
@@ -324,13 +324,15 @@ extension CompareBench {
     func lifecycleOpen() {
         let n = counts.compactionEntries, zone = "List-family", tailCount = 1_000
         log("  lifecycle: generating \(n) + \(tailCount) entries of a family list")
+        // The generator is sequential, so every shorter history and its tail are a prefix of this.
+        let longest = LifecycleWorkload.generate(n + tailCount, seed: 33, zone: zone).entries
         // Compacted at three history lengths (the goal: the same cost whatever the length), and
         // the longest never compacted.
         var lines: [(String, Int, Bool)] = [("open_with_snapshot_lifecycle_uncompacted", n, false)]
         for size in [n / 20, n / 5, n] { lines.append(("open_with_snapshot_lifecycle_compacted", size, true)) }
         if !jlOn { lines = [] }
         for (name, size, compact) in lines {
-            let all = LifecycleWorkload.generate(size + tailCount, seed: 33, zone: zone).entries
+            let all = longest[..<(size + tailCount)]
             let history = all[..<size], tail = Array(all[size...])
             let now = all[size - 1].wallTime
             let p = path("lifecycle-\(compact)-\(size).store")

@@ -7,6 +7,11 @@ import ListModel
 /// A shopping-list history for one zone: adds placed after recent items, mark-offs, deletes,
 /// renames and recolours, with UUID ids so SQLite stores them as 16-byte blobs.
 struct ListWorkload {
+    /// The zone and seed of the one-zone list history that `materialise`, `reducer` and
+    /// `compaction` share.
+    static let zone = "List-db6a6e29"
+    static let seed: UInt64 = 21
+
     var entries: [JournalEntry] = []
     var ids: [(UInt64, UInt64)] = []
     var items: [(UInt64, UInt64)] = []
@@ -128,9 +133,9 @@ extension CompareBench {
     /// size, time and LZ4 ratio; opening a zone from a snapshot plus a 1,000-entry tail.
     func materialise() {
         let n = counts.materialiseEntries
-        let zone = "List-db6a6e29"
+        let zone = ListWorkload.zone
         log("  materialise: generating \(n) list entries")
-        let w = ListWorkload.generate(n, seed: 21, zone: zone)
+        let w = ListWorkload.generate(n, seed: ListWorkload.seed, zone: zone)
         let digest = reducer(w, zone: zone)
         // End to end: JournalLog reads through the feed; SQLite reads the zone's rows in order.
         let sp = path("list.store"), dp = path("list.sqlite")

@@ -119,7 +119,7 @@ if only.contains(.materialise) {
 }
 if only.contains(.reducer) && !only.contains(.materialise) {
     log("[7/8] the reducer alone")
-    compare.reducer(ListWorkload.generate(counts.materialiseEntries, seed: 21, zone: "List-db6a6e29"), zone: "List-db6a6e29")
+    compare.reducer(ListWorkload.generate(counts.materialiseEntries, seed: ListWorkload.seed, zone: ListWorkload.zone), zone: ListWorkload.zone)
 }
 if only.contains(.compaction) {
     log("[8/8] compaction against DELETE + checkpoint, open from its snapshot")
