@@ -266,6 +266,11 @@ public enum EntryJSON {
         case .markOff(let item), .unmark(let item), .delete(let item):
             put(#","item":"#, &out)
             appendID(item, to: &out)
+        case .place(let item, let after):
+            put(#","item":"#, &out)
+            appendID(item, to: &out)
+            put(#","after":"#, &out)
+            if let after { appendID(after, to: &out) } else { put("null", &out) }
         case .rename(let text), .recolour(let text), .join(let text), .leave(let text):
             put(#","text":"#, &out)
             appendString(text, to: &out)
@@ -829,6 +834,7 @@ extension EntryJSON {
             case (8, 0x7275_6F6C_6F63_6572): return Int(Operation.Kind.recolour.rawValue)
             case (4, 0x6E69_6F6A): return Int(Operation.Kind.join.rawValue)
             case (5, 0x65_7661_656C): return Int(Operation.Kind.leave.rawValue)
+            case (5, 0x65_6361_6C70): return Int(Operation.Kind.place.rawValue)
             default: break
             }
             guard u.count == 6, u[0] == 0x6F, u[1] == 0x70, u[2] == 0x30, u[3] == 0x78,
@@ -836,7 +842,7 @@ extension EntryJSON {
             return 0x100 | Int(hi << 4 | lo)
         }
         guard match >= 0 else {
-            throw EntryJSONError(message: "unknown op \(quoted(string(opValue))) (expected add, markOff, unmark, delete, rename, recolour, join, leave or op0x80…op0xff)",
+            throw EntryJSONError(message: "unknown op \(quoted(string(opValue))) (expected add, markOff, unmark, delete, rename, recolour, join, leave, place or op0x80…op0xff)",
                                  column: f.op.column)
         }
         let kindByte = UInt8(truncatingIfNeeded: match)
@@ -848,11 +854,11 @@ extension EntryJSON {
         let takesItem: Bool, takesText: Bool
         switch kind {
         case .add: (takesItem, takesText) = (true, true)
-        case .markOff, .unmark, .delete: (takesItem, takesText) = (true, false)
+        case .markOff, .unmark, .delete, .place: (takesItem, takesText) = (true, false)
         case .rename, .recolour, .join, .leave: (takesItem, takesText) = (false, true)
         case nil: (takesItem, takesText) = (false, false)
         }
-        let takesAfter = kind == .add, takesBody = kind == nil
+        let takesAfter = kind == .add || kind == .place, takesBody = kind == nil
         func forbid(_ key: Key, unless applies: Bool) throws(EntryJSONError) {
             guard !applies, !f[key].value.isAbsent else { return }
             throw EntryJSONError(message: "\"\(key.name)\" does not apply to op \"\(opName)\"", column: f[key].keyColumn)
@@ -878,19 +884,23 @@ extension EntryJSON {
             clock = t
         }
 
+        func after() throws(EntryJSONError) -> CompactID? {
+            switch f.after.value {
+            case .absent, .null: return nil
+            case .raw, .decoded: return try compactID(.after, f.after.value)
+            default:
+                throw EntryJSONError(message: "\"after\" must be an item id or null, not \(f.after.value.typeName)", column: f.after.column)
+            }
+        }
         let operation: Operation
         switch kind {
         case .add:
             let item = try compactID(.item, try requireString(.item, " (required for op \"add\")"))
             let text = string(try requireString(.text, " (the item text, required for op \"add\")"))
-            var after: CompactID? = nil
-            switch f.after.value {
-            case .absent, .null: break
-            case .raw, .decoded: after = try compactID(.after, f.after.value)
-            default:
-                throw EntryJSONError(message: "\"after\" must be an item id or null, not \(f.after.value.typeName)", column: f.after.column)
-            }
-            operation = .add(item: item, text: text, after: after)
+            operation = .add(item: item, text: text, after: try after())
+        case .place:
+            let item = try compactID(.item, try requireString(.item, " (required for op \"place\")"))
+            operation = .place(item: item, after: try after())
         case .markOff, .unmark, .delete:
             let item = try compactID(.item, try requireString(.item, " (required for op \"\(opName)\")"))
             operation = kind == .markOff ? .markOff(item: item) : kind == .unmark ? .unmark(item: item) : .delete(item: item)

@@ -36,11 +36,16 @@ public enum Operation: Hashable, Sendable {
     case join(participant: String)
     /// A participant leaves the list. Stores of minor version ≥ 1 only.
     case leave(participant: String)
+    /// Written only by the compactor, in place of entries it purges: `item` sits in the list's
+    /// tree after `after` with this entry's change key, whatever its add says, so an item keeps
+    /// its exact place when the finished items it followed are purged (MERGE.md §3.4). Stores of
+    /// minor version ≥ 2 only.
+    case place(item: CompactID, after: CompactID?)
     /// A kind this version does not interpret (high bit set), kept byte for byte.
     case opaque(kind: UInt8, body: [UInt8])
 
     public enum Kind: UInt8, CaseIterable, Sendable {
-        case add = 1, markOff = 2, unmark = 3, delete = 4, rename = 5, recolour = 6, join = 7, leave = 8
+        case add = 1, markOff = 2, unmark = 3, delete = 4, rename = 5, recolour = 6, join = 7, leave = 8, place = 9
         public var name: String {
             switch self {
             case .add: "add"
@@ -51,6 +56,7 @@ public enum Operation: Hashable, Sendable {
             case .recolour: "recolour"
             case .join: "join"
             case .leave: "leave"
+            case .place: "place"
             }
         }
         public init?(name: String) {
@@ -69,6 +75,7 @@ public enum Operation: Hashable, Sendable {
         case .recolour: Kind.recolour.rawValue
         case .join: Kind.join.rawValue
         case .leave: Kind.leave.rawValue
+        case .place: Kind.place.rawValue
         case .opaque(let k, _): k
         }
     }
@@ -81,7 +88,7 @@ public enum Operation: Hashable, Sendable {
 
     public var item: CompactID? {
         switch self {
-        case .add(let i, _, _), .markOff(let i), .unmark(let i), .delete(let i): i
+        case .add(let i, _, _), .markOff(let i), .unmark(let i), .delete(let i), .place(let i, _): i
         default: nil
         }
     }
@@ -116,19 +123,35 @@ public enum EntryCodec {
         switch e.operation {
         case .add(let item, let text, let after):
             item.encode(into: &w)
-            if let after {
-                w.u8(1)
-                after.encode(into: &w)
-            } else {
-                w.u8(0)
-            }
+            encodeAfter(after, into: &w)
             w.string(text)
+        case .place(let item, let after):
+            item.encode(into: &w)
+            encodeAfter(after, into: &w)
         case .markOff(let item), .unmark(let item), .delete(let item):
             item.encode(into: &w)
         case .rename(let text), .recolour(let text), .join(let text), .leave(let text):
             w.string(text)
         case .opaque(_, let body):
             w.append(contentsOf: body)
+        }
+    }
+
+    private static func encodeAfter(_ after: CompactID?, into w: inout ByteWriter) {
+        if let after {
+            w.u8(1)
+            after.encode(into: &w)
+        } else {
+            w.u8(0)
+        }
+    }
+
+    private static func decodeAfter(_ r: inout ByteReader) throws(CodecError) -> CompactID? {
+        let flagAt = r.offset
+        switch try r.u8() {
+        case 0: return nil
+        case 1: return try CompactID.decode(&r, field: "after")
+        default: throw CodecError(.invalidValue(field: "after flag"), at: flagAt)
         }
     }
 
@@ -207,13 +230,7 @@ public enum EntryCodec {
         switch Operation.Kind(rawValue: kind) {
         case .add:
             let item = try CompactID.decode(&r, field: "item")
-            let flagAt = r.offset
-            let after: CompactID?
-            switch try r.u8() {
-            case 0: after = nil
-            case 1: after = try CompactID.decode(&r, field: "after")
-            default: throw CodecError(.invalidValue(field: "after flag"), at: flagAt)
-            }
+            let after = try decodeAfter(&r)
             let text = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
             op = .add(item: item, text: text, after: after)
         case .markOff: op = .markOff(item: try CompactID.decode(&r, field: "item"))
@@ -223,6 +240,9 @@ public enum EntryCodec {
         case .recolour: op = .recolour(colour: try r.string("colour", limit: Limits.maxTextBytes, allowEmpty: true))
         case .join: op = .join(participant: try r.string("participant", limit: Limits.maxAuthorBytes))
         case .leave: op = .leave(participant: try r.string("participant", limit: Limits.maxAuthorBytes))
+        case .place:
+            let item = try CompactID.decode(&r, field: "item")
+            op = .place(item: item, after: try decodeAfter(&r))
         case nil:
             guard kind & 0x80 != 0 else { throw CodecError(.unknownOperation(kind), at: kindAt) }
             op = .opaque(kind: kind, body: Array(try r.bytes(r.remaining)))

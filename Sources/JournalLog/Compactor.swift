@@ -1,14 +1,17 @@
 /// What one `compact` call did.
 public struct CompactionReport: Sendable, Equatable {
-    /// Sealed segments read, and the ones rewritten (those that held something to purge).
+    /// Sealed segments read, and the ones rewritten (those that held something to purge or replace).
     public var segmentsExamined = 0
     public var segmentsRewritten = 0
     /// Entries removed because they were asked for and lay at or below their zone's low-water mark.
     public var entriesPurged = 0
     /// Entries removed because their zone incarnation was deleted.
     public var deletedZoneEntriesPurged = 0
-    /// Entries asked for but kept: above their zone's low-water mark, in the active segment, or
-    /// the entry that started an implicitly created zone (its identity, never purged).
+    /// Entries written in place of the stored ones at the same sequences.
+    public var entriesReplaced = 0
+    /// Entries asked for (purge or replacement) but kept as stored: above their zone's low-water
+    /// mark, in the active segment, or the entry that started an implicitly created zone (its
+    /// identity, never purged or replaced).
     public var entriesKept = 0
     /// Sizes of the rewritten segments before and after.
     public var bytesBefore: Int64 = 0
@@ -62,34 +65,49 @@ enum CompactionFiles {
     }
 }
 
-/// A sealed segment rewritten without the purged entries, ready to be swapped in.
+/// A sealed segment rewritten without the purged entries and with the replaced ones, ready to be
+/// swapped in.
 struct SegmentRewrite {
     var bytes: [UInt8] = []
     var purged = 0
     var deletedZonePurged = 0
+    var replaced = 0
     var kept = 0
+    /// Sequences asked to be replaced that hold an entry here (whatever the verdict): the run
+    /// refuses a replacement with nothing to replace.
+    var replacementsFound: [SequenceNumber] = []
     /// The new frames and the zone incarnations each touches, for the zone index.
     var frames: [(offset: Int64, touches: [FrameTouch])] = []
     /// Entries per zone incarnation (track) the segment held before.
     var entriesBefore: [Int: Int] = [:]
-    var changed: Bool { purged + deletedZonePurged > 0 }
+    var changed: Bool { purged + deletedZonePurged + replaced > 0 }
 }
 
 /// Rewrites one sealed segment (FORMAT.md §5.5): the same header (flagged `compacted`), the kept
 /// records re-chained with their sequences unchanged, and a closing `seal` that carries the
 /// original end chain and last sequence, so the next segment still links and numbering goes on.
 struct SegmentRewriter {
-    enum Verdict { case keep, purge, purgeDeletedZone, keptAboveMark }
+    /// `replace` writes `replacements[sequence]` instead of the stored entry.
+    enum Verdict { case keep, purge, purgeDeletedZone, keptAboveMark, replace }
+
+    /// The minor version that defines `place`, the kind replacements are written for: a segment
+    /// holding a replaced entry is stamped at least this (FORMAT.md §1, §9.4).
+    static let replacementMinor: UInt16 = 2
 
     let name: String
     /// Which incarnation (track) a zone's record at a sequence belongs to.
     let trackOf: (String, SequenceNumber) -> Int?
     let verdict: (SequenceNumber, Int?) -> Verdict
     let compress: Bool
+    /// Entries to write in place of the stored ones; each must have the stored entry's id and zone.
+    var replacements: [SequenceNumber: JournalEntry] = [:]
 
     func rewrite(_ old: [UInt8]) throws(JournalError) -> SegmentRewrite {
         func damaged(_ offset: Int, _ seq: SequenceNumber, _ p: Corruption.Problem) -> JournalError {
             .corruption(Corruption(segment: name, offset: Int64(offset), lastGoodSequence: seq, problem: p, isTornTail: false))
+        }
+        func tooLarge(_ seq: SequenceNumber, _ bytes: Int) -> JournalError {
+            .invalidEntry("replacing in the frame at sequence \(seq) makes it \(bytes) bytes, over the \(Limits.maxPayloadBytes)-byte frame limit; use a smaller replacement (nothing was compacted)")
         }
         let headerResult: Result<SegmentHeader, SegmentHeader.DecodeError> = old.withUnsafeBytes { b in
             do throws(SegmentHeader.DecodeError) { return .success(try SegmentHeader.decode(b)) } catch { return .failure(error) }
@@ -114,6 +132,13 @@ struct SegmentRewriter {
             let at = Int64(out.bytes.count)
             outChain = Frame.append(type: type, sequence: seq, payload: payload, chain: outChain, to: &out.bytes)
             if !touches.isEmpty { out.frames.append((at, touches)) }
+        }
+        /// A replacement for another entry than the stored one is the caller's bug: the run stops.
+        func mismatch(_ seq: SequenceNumber, _ stored: JournalEntry) -> JournalError? {
+            guard let r = replacements[seq] else { return nil }
+            out.replacementsFound.append(seq)
+            guard r.id != stored.id || r.zone != stored.zone else { return nil }
+            return .invalidEntry("the replacement for sequence \(seq) has id \(r.id) in zone \(r.zone), but the stored entry has id \(stored.id) in zone \(stored.zone); a replacement keeps the id and zone of the entry it replaces (nothing was compacted)")
         }
         func touches(_ records: [(SequenceNumber, String, entries: Int)]) -> [FrameTouch] {
             var result: [FrameTouch] = []
@@ -143,11 +168,18 @@ struct SegmentRewriter {
                         case .entry:
                             let e = try EntryCodec.decode(payload)
                             lastSequence = h.sequence
+                            if let m = mismatch(h.sequence, e) { return m }
                             let t = trackOf(e.zone, h.sequence)
                             if let t { out.entriesBefore[t, default: 0] += 1 }
                             switch verdict(h.sequence, t) {
                             case .purge: out.purged += 1
                             case .purgeDeletedZone: out.deletedZonePurged += 1
+                            case .replace where replacements[h.sequence] != nil:
+                                let bytes = EntryCodec.encode(replacements[h.sequence]!)
+                                guard bytes.count <= Limits.maxPayloadBytes else { return tooLarge(h.sequence, bytes.count) }
+                                out.replaced += 1
+                                bytes.withUnsafeBytes { emit(h.type, h.sequence, $0, touches: touches([(h.sequence, e.zone, 1)]), into: &out) }
+                                lastKept = h.sequence
                             case let v:
                                 if case .keptAboveMark = v { out.kept += 1 }
                                 emit(h.type, h.sequence, payload, touches: touches([(h.sequence, e.zone, 1)]), into: &out)
@@ -157,14 +189,20 @@ struct SegmentRewriter {
                             let entries = try BatchCodec.decode(payload, firstSequence: h.sequence)
                             lastSequence = entries.last?.0 ?? h.sequence
                             var keep: [(SequenceNumber, JournalEntry)] = []
+                            var replacedHere = false
                             for (s, e) in entries {
+                                if let m = mismatch(s, e) { return m }
                                 let t = trackOf(e.zone, s)
                                 if let t { out.entriesBefore[t, default: 0] += 1 }
                                 switch verdict(s, t) {
                                 case .purge: out.purged += 1
                                 case .purgeDeletedZone: out.deletedZonePurged += 1
                                 case .keptAboveMark: out.kept += 1; keep.append((s, e))
-                                case .keep: keep.append((s, e))
+                                case .replace where replacements[s] != nil:
+                                    out.replaced += 1
+                                    replacedHere = true
+                                    keep.append((s, replacements[s]!))
+                                case .keep, .replace: keep.append((s, e))
                                 }
                             }
                             guard let first = keep.first else {
@@ -173,12 +211,20 @@ struct SegmentRewriter {
                                 continue frames
                             }
                             let t = touches(keep.map { ($0.0, $0.1.zone, 1) })
-                            if keep.count == entries.count {
+                            if keep.count == entries.count && !replacedHere {
                                 emit(h.type, h.sequence, payload, touches: t, into: &out)
                             } else {
                                 var deltas: [UInt64] = [0]
                                 for i in 1..<keep.count { deltas.append(keep[i].0 - keep[i - 1].0) }
                                 let rebuilt = BatchCodec.encode(entries: keep.map { EntryCodec.encode($0.1) }, sequenceDeltas: deltas, compress: compress)
+                                if replacedHere {
+                                    // A larger replacement can outgrow the frame; purges only shrink it.
+                                    // The body before compression must fit too, as for an append.
+                                    let raw = rebuilt.withUnsafeBytes { (try? BatchCodec.summary($0))?.rawLength } ?? rebuilt.count
+                                    guard raw + 32 <= Limits.maxPayloadBytes, rebuilt.count <= Limits.maxPayloadBytes else {
+                                        return tooLarge(h.sequence, max(raw + 32, rebuilt.count))
+                                    }
+                                }
                                 rebuilt.withUnsafeBytes { emit(h.type, first.0, $0, touches: t, into: &out) }
                             }
                             lastKept = keep.last!.0
@@ -220,6 +266,12 @@ struct SegmentRewriter {
         if let failure { throw failure }
         let seal = SealCodec.encode(endChain: endChain, lastSequence: lastSequence)
         seal.withUnsafeBytes { emit(RecordType.seal.rawValue, lastKept, $0, touches: [], into: &out) }
+        if out.replaced > 0 && header.minor < Self.replacementMinor {
+            // A replacement may be a `place` entry; frames chain from `previousChain`, not from
+            // the header, so only the header (and its CRC) changes.
+            header.minor = Self.replacementMinor
+            out.bytes.replaceSubrange(0..<SegmentHeader.size, with: header.encoded())
+        }
         return out
     }
 }
@@ -240,11 +292,26 @@ extension JournalStore {
     /// open finishes a run that reached its first `.swap`, and discards one that did not. Appends
     /// go on meanwhile; feed reads pause only for the renames.
     ///
-    /// Which entries to purge is the caller's policy (the list model's lifecycles, for example):
-    /// the store only guarantees that nothing above a zone's mark is ever removed.
-    public func compact(purging: some Sequence<SequenceNumber>, purgeDeletedZones: Bool = true) throws(JournalError) -> CompactionReport {
+    /// `replacing` writes each entry at its sequence instead of the stored one (the list rules
+    /// write `place` entries this way, COMPACTION.md §2), under the same rules as a purge: only at
+    /// or below the zone's mark, and never the entry that started an implicit zone; otherwise the
+    /// stored entry is kept and counted in `entriesKept`. A replacement must name a stored entry
+    /// with its id and zone, and no sequence may be both purged and replaced: those are caller
+    /// bugs, thrown as `invalidEntry` before anything changes.
+    ///
+    /// Which entries to purge or replace is the caller's policy (the list model's lifecycles, for
+    /// example): the store only guarantees that nothing above a zone's mark is ever changed.
+    public func compact(purging: some Sequence<SequenceNumber>, replacing: [SequenceNumber: JournalEntry] = [:],
+                        purgeDeletedZones: Bool = true) throws(JournalError) -> CompactionReport {
         let purge = Set(purging)
-        let sorted = purge.sorted()
+        if let both = replacing.keys.filter(purge.contains).min() {
+            throw JournalError.invalidEntry("sequence \(both) is asked to be both purged and replaced; pass it in one of `purging` or `replacing` (nothing was compacted)")
+        }
+        for (seq, e) in replacing {
+            if let why = EntryCodec.validate(e) { throw JournalError.invalidEntry("the replacement for sequence \(seq): \(why) (nothing was compacted)") }
+        }
+        // Every sequence asked for, purged or replaced: only segments holding one are read.
+        let sorted = (purge.union(replacing.keys)).sorted()
         try locked { () throws(JournalError) in
             try checkWritable()
             guard !compactionRunning else { throw JournalError.invalidEntry("a compaction is already running on this store") }
@@ -269,12 +336,13 @@ extension JournalStore {
             return (ranges, catalog, durableThrough)
         }
         var staged: [StagedRewrite] = []
+        var found: Set<SequenceNumber> = []
         do throws(JournalError) {
             let bases = try StoreLayout.segmentPaths(path, fs: fs).compactMap { SegmentName(fileName: String($0.split(separator: "/").last!))?.base }
             for (k, base) in bases.enumerated() where base <= sealedLimit {
                 let end = k + 1 < bases.count ? bases[k + 1] : sealedLimit + 1
                 guard end - 1 <= sealedLimit else { break }
-                // Look only at segments that can hold something to purge.
+                // Look only at segments that can hold something to purge or replace.
                 let asked = sorted.partitionPoint { $0 < base } < sorted.partitionPoint { $0 < end }
                 guard asked || deletedRanges.contains(where: { $0.overlaps(base...(end - 1)) }) else { continue }
                 report.segmentsExamined += 1
@@ -289,14 +357,19 @@ extension JournalStore {
                         let t = catalogNow.tracks[track]
                         // The entry that started an implicit incarnation is its identity (TOKENS.md
                         // §1): without it a rebuilt index would start the zone elsewhere.
-                        if t.isImplicit && seq == t.incarnation { return purge.contains(seq) ? .keptAboveMark : .keep }
+                        if t.isImplicit && seq == t.incarnation {
+                            return purge.contains(seq) || replacing[seq] != nil ? .keptAboveMark : .keep
+                        }
                         // Only a durable deletion: one that a crash could undo purges nothing.
                         if purgeDeletedZones, let d = t.deletedAt, d <= durable { return .purgeDeletedZone }
-                        guard purge.contains(seq) else { return .keep }
-                        return seq <= t.lowWaterMark ? .purge : .keptAboveMark
+                        if purge.contains(seq) { return seq <= t.lowWaterMark ? .purge : .keptAboveMark }
+                        guard replacing[seq] != nil else { return .keep }
+                        return seq <= t.lowWaterMark ? .replace : .keptAboveMark
                     },
-                    compress: options.compressBatches).rewrite(old)
+                    compress: options.compressBatches,
+                    replacements: replacing).rewrite(old)
                 report.entriesKept += rewrite.kept
+                found.formUnion(rewrite.replacementsFound)
                 guard rewrite.changed else { continue }
                 staged.append(StagedRewrite(base: base, segmentPath: segmentPath, frames: rewrite.frames, entriesBefore: rewrite.entriesBefore))
                 let file = try fs.openFile(segmentPath + CompactionFiles.cleaned, create: true, truncate: true)
@@ -310,16 +383,22 @@ extension JournalStore {
                 }
                 report.segmentsRewritten += 1
                 report.entriesPurged += rewrite.purged
+                report.entriesReplaced += rewrite.replaced
                 report.deletedZoneEntriesPurged += rewrite.deletedZonePurged
                 report.bytesBefore += Int64(old.count)
                 report.bytesAfter += Int64(rewrite.bytes.count)
+            }
+            // A replacement with no stored entry to replace (a zone record's sequence, one purged
+            // before, or none in a sealed segment) is a caller bug, as a mismatched id is.
+            if let missing = replacing.keys.filter({ $0 <= sealedLimit && !found.contains($0) }).min() {
+                throw JournalError.invalidEntry("no stored entry at sequence \(missing) to replace; replace only entries read from the store (nothing was compacted)")
             }
             if !staged.isEmpty { try fs.syncDirectory(path) }
         } catch {
             for s in staged { try? fs.remove(s.segmentPath + CompactionFiles.cleaned) }
             throw error
         }
-        // Entries asked for in the active segment were kept too.
+        // Entries asked for (purged or replaced) in the active segment were kept too.
         report.entriesKept += sorted.count - sorted.partitionPoint { $0 <= sealedLimit }
         if !staged.isEmpty { try commit(staged) }
         return report

@@ -69,7 +69,8 @@ public struct ActivityLog: Sendable, Equatable {
 
     public var count: Int { stored.count }
 
-    /// Records one entry. Returns false for duplicates, other zones and opaque kinds.
+    /// Records one entry. Returns false for duplicates, other zones, opaque kinds and `place`
+    /// (the compactor's, standing in for an add the history already holds).
     @discardableResult
     public mutating func record(_ e: JournalEntry) -> Bool {
         guard sameBytes(e.zone, zone) else { return false }
@@ -84,7 +85,7 @@ public struct ActivityLog: Sendable, Equatable {
         case .recolour(let t): kind = .recoloured; text = t
         case .join(let p): kind = .joined; text = p
         case .leave(let p): kind = .left; text = p
-        case .opaque: return false
+        case .opaque, .place: return false
         }
         let n = Int32(stored.count)
         guard eventIndex.findOrInsert(e.id, n) == n else { return false }

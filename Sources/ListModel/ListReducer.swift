@@ -26,11 +26,17 @@ enum ItemFlag {
     static let marked: UInt8 = 4
     /// That winner is a markOff (needs `marked`).
     static let markedOff: UInt8 = 8
+    /// A `place` entry has arrived (MERGE.md §3.4): the item sits in the tree by that entry's
+    /// anchor and key (held in `ListReducer.placements`), whatever its add says. Visible only
+    /// with an add and no delete.
+    static let placed: UInt8 = 16
+    /// In the tree: placed, or added.
+    static let inTree: UInt8 = added | placed
     /// The flags a snapshot stores (SNAPSHOT.md §3); the others are in memory only.
-    static let stored: UInt8 = 15
+    static let stored: UInt8 = 31
     /// In memory only: the tombstone's delete entry is known (it is held in `markEntry`, which a
     /// tombstone does not otherwise use). Not known for tombstones decoded from a snapshot.
-    static let deleteKnown: UInt8 = 16
+    static let deleteKnown: UInt8 = 32
 }
 
 /// One item record: plain data (no references), so records live in one contiguous array that
@@ -41,7 +47,8 @@ struct ItemRecord: Sendable {
     var addAuthor: Int32 = 0
     var addClock: UInt64 = 0
     var addEntry: RID = .none
-    /// Record number of the anchor, or -1 for the head.
+    /// Record number of the anchor in the tree (the placement's when placed, else the winning
+    /// add's), or -1 for the head.
     var anchor: Int32 = -1
     var addedAt: Int64 = 0
     var markClock: UInt64 = 0
@@ -51,6 +58,14 @@ struct ItemRecord: Sendable {
     var markedAt: Int64 = 0
 
     init(id: RID) { self.id = id }
+}
+
+/// The winning (least) `place` entry's key of a placed record: rare (only the compactor writes
+/// them), so it lives beside the records rather than in each.
+struct Placement: Sendable, Equatable {
+    var clock: UInt64
+    var author: Int32
+    var entry: RID
 }
 
 /// Folds the entries of one zone, in any order and with duplicates, into a `ListState` that
@@ -89,6 +104,8 @@ public struct ListReducer: Sendable {
     var records: [ItemRecord] = []
     /// Each record's text (the winning add's; "" for tombstones), beside the plain records.
     var texts: [String] = []
+    /// Record number → its winning `place` key, for records flagged `placed`.
+    var placements: [Int32: Placement] = [:]
 
     var name: Register<String>?
     var colour: Register<String>?
@@ -126,6 +143,7 @@ public struct ListReducer: Sendable {
         // An id never interned is held by no record and is not in `seen`.
         guard let e = textIDs.existing(id) else { return false }
         if seen.contains(e) { return true }
+        if placements.values.contains(where: { $0.entry == e }) { return true }
         for r in records {
             if r.flags & ItemFlag.added != 0, r.addEntry == e { return true }
             if r.flags & ItemFlag.marked != 0, r.markEntry == e { return true }
@@ -156,6 +174,8 @@ public struct ListReducer: Sendable {
             new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e), true)
         case .leave(let p):
             new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e), false)
+        case .place(let item, let after):
+            new = place(slot(item), e, after)
         case .opaque:
             new = seen.insert(textIDs.rid(e.id))
         }
@@ -184,7 +204,8 @@ public struct ListReducer: Sendable {
             guard keyLess(e.clock.rawValue, a, id, r.addClock, r.addAuthor, r.addEntry) else { return seen.insert(id) }
             seen.add(r.addEntry)
         }
-        r.anchor = after.map { Int32(slot($0)) } ?? -1
+        // A placement fixes the place for good (MERGE.md §3.4): the add's anchor no longer matters.
+        if r.flags & ItemFlag.placed == 0 { r.anchor = after.map { Int32(slot($0)) } ?? -1 }
         r.flags |= ItemFlag.added
         r.addClock = e.clock.rawValue
         r.addAuthor = a
@@ -194,6 +215,23 @@ public struct ListReducer: Sendable {
             r.addedAt = e.wallTime
         }
         records[i] = r
+        return true
+    }
+
+    /// The least `place` wins (MERGE.md §3.4) and fixes the record's place in the tree.
+    @inline(__always)
+    private mutating func place(_ i: Int, _ e: JournalEntry, _ after: CompactID?) -> Bool {
+        let a = intern(e.author)
+        let id = textIDs.rid(e.id)
+        if let p = placements[Int32(i)] {
+            if p.entry == id { return false }
+            guard keyLess(e.clock.rawValue, a, id, p.clock, p.author, p.entry) else { return seen.insert(id) }
+            seen.add(p.entry)
+        }
+        placements[Int32(i)] = Placement(clock: e.clock.rawValue, author: a, entry: id)
+        let anchor = after.map { Int32(slot($0)) } ?? -1
+        records[i].anchor = anchor
+        records[i].flags |= ItemFlag.placed
         return true
     }
 
@@ -312,6 +350,11 @@ public struct ListReducer: Sendable {
         return ChangeKey(clock: HybridTime(rawValue: r.addClock), author: authors[Int(r.addAuthor)], entry: textIDs.compact(r.addEntry))
     }
 
+    func placeKey(_ i: Int) -> ChangeKey? {
+        guard records[i].flags & ItemFlag.placed != 0, let p = placements[Int32(i)] else { return nil }
+        return ChangeKey(clock: HybridTime(rawValue: p.clock), author: authors[Int(p.author)], entry: textIDs.compact(p.entry))
+    }
+
     func markKey(_ i: Int) -> ChangeKey? {
         let r = records[i]
         guard r.flags & ItemFlag.marked != 0 else { return nil }
@@ -326,7 +369,7 @@ public struct ListReducer: Sendable {
         var out: [ListItem] = []
         out.reserveCapacity(order.count)
         forEachRecord(in: order, into: &out) { out, r, text in
-            guard r.flags & ItemFlag.deleted == 0 else { return }
+            guard r.flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added else { return }
             let marked = r.flags & ItemFlag.markedOff != 0
             out.append(ListItem(id: textIDs.compact(r.id), text: text, state: marked ? .markedOff : .active,
                                 addedBy: authors[Int(r.addAuthor)], addedAt: r.addedAt,
@@ -351,9 +394,10 @@ public struct ListReducer: Sendable {
                             while k < order.count {
                                 let m = min(chunk, order.count - k)
                                 for j in 0..<m { (base + j).initialize(to: rec[Int(order[k + j])]) }
-                                // A tombstone's text is always "": no need to fetch it.
+                                // Only a visible record's text is ever used: no need to fetch the others.
                                 for j in 0..<m {
-                                    (textBase + j).initialize(to: base[j].flags & ItemFlag.deleted == 0 ? texts[Int(order[k + j])] : "")
+                                    (textBase + j).initialize(to: base[j].flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added
+                                                                  ? texts[Int(order[k + j])] : "")
                                 }
                                 for j in 0..<m { body(&result, base[j], (textBase + j).move()) }
                                 k += m
@@ -383,7 +427,7 @@ public struct ListReducer: Sendable {
             w.string(colour?.value ?? "")
             w.varint(UInt64(visible))
             forEachRecord(in: order, into: &w) { w, r, text in
-                guard r.flags & ItemFlag.deleted == 0 else { return }
+                guard r.flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added else { return }
                 if r.id.text { w.id(textIDs.compact(r.id)) } else { w.uuid(r.id.high, r.id.low) }
                 w.string(text)
                 let marked = r.flags & ItemFlag.markedOff != 0
@@ -405,7 +449,8 @@ public struct ListReducer: Sendable {
     /// one run, kept together (MERGE.md §3.2).
     public static let runWindowMillis: UInt64 = 300_000
 
-    /// Record numbers of every added record (tombstones included) in list order (MERGE.md §3).
+    /// Record numbers of every record in the tree (added or placed, tombstones included) in list
+    /// order (MERGE.md §3).
     func linearOrder() -> [Int32] { countedLinearOrder().order }
 
     /// `linearOrder()` and how many of its records are visible (not tombstones), counted in the
@@ -416,7 +461,7 @@ public struct ListReducer: Sendable {
         let authors = self.authors
         for (r, a) in authors.indices.sorted(by: { utf8Less(authors[$0], authors[$1]) }).enumerated() { rank[a] = Int32(r) }
         return records.withUnsafeBufferPointer { rec in
-            rank.withUnsafeBufferPointer { rank in ReducerOrder(records: rec, rank: rank, textIDs: textIDs).run() }
+            rank.withUnsafeBufferPointer { rank in ReducerOrder(records: rec, rank: rank, textIDs: textIDs, placements: placements).run() }
         }
     }
 }
@@ -428,8 +473,10 @@ struct ReducerOrder {
     let records: UnsafeBufferPointer<ItemRecord>
     let rank: UnsafeBufferPointer<Int32>
     let textIDs: ReducerTextIDs
+    let placements: [Int32: Placement]
 
-    /// A record's add key with its author ranked, for sorting without chasing records.
+    /// A record's key in the tree (its placement's when placed, else its winning add's) with its
+    /// author ranked, for sorting without chasing records.
     struct Key {
         var clock: UInt64
         var rank: Int32
@@ -442,7 +489,7 @@ struct ReducerOrder {
     func less(_ x: Key, _ y: Key) -> Bool {
         if x.clock != y.clock { return x.clock < y.clock }
         if x.rank != y.rank { return x.rank < y.rank }
-        let a = records[Int(x.record)].addEntry, b = records[Int(y.record)].addEntry
+        let a = entry(x.record), b = entry(y.record)
         if a != b { return textIDs.less(a, b) }
         return x.record < y.record
     }
@@ -450,7 +497,16 @@ struct ReducerOrder {
     @inline(__always)
     func key(_ i: Int32) -> Key {
         let r = records[Int(i)]
+        if r.flags & ItemFlag.placed != 0, let p = placements[i] { return Key(clock: p.clock, rank: rank[Int(p.author)], record: i) }
         return Key(clock: r.addClock, rank: rank[Int(r.addAuthor)], record: i)
+    }
+
+    /// The entry id of a record's key in the tree.
+    @inline(__always)
+    func entry(_ i: Int32) -> RID {
+        let r = records[Int(i)]
+        if r.flags & ItemFlag.placed != 0, let p = placements[i] { return p.entry }
+        return r.addEntry
     }
 
     func run() -> (order: [Int32], visible: Int) {
@@ -462,12 +518,12 @@ struct ReducerOrder {
         var added = 0, visible = 0
         for i in 0..<n {
             let r = records[i]
-            guard r.flags & ItemFlag.added != 0 else { continue }
+            guard r.flags & ItemFlag.inTree != 0 else { continue }
             added += 1
-            if r.flags & ItemFlag.deleted == 0 { visible += 1 }
+            if r.flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added { visible += 1 }
             var p = head
             let a = Int(r.anchor)
-            if a >= 0 { p = records[a].flags & ItemFlag.added != 0 ? a : orphans }
+            if a >= 0 { p = records[a].flags & ItemFlag.inTree != 0 ? a : orphans }
             parent[i] = Int32(p)
             childStart[p + 1] += 1
         }
@@ -514,7 +570,7 @@ struct ReducerOrder {
         // By author, then change key; equal keys keep ascending record numbers in the output.
         let byKey = { (x: Key, y: Key) -> Bool in
             if x.clock != y.clock { return x.clock < y.clock }
-            let a = records[Int(x.record)].addEntry, b = records[Int(y.record)].addEntry
+            let a = entry(x.record), b = entry(y.record)
             if a != b { return textIDs.less(a, b) }
             return x.record > y.record
         }
@@ -620,6 +676,7 @@ extension ListReducer: Equatable {
             guard let j = b.find(a.textIDs.compact(a.records[i].id)) else { return false }
             let x = a.records[i], y = b.records[j]
             guard x.flags & ItemFlag.stored == y.flags & ItemFlag.stored, a.addKey(i) == b.addKey(j), a.markKey(i) == b.markKey(j),
+                  a.placeKey(i) == b.placeKey(j),
                   sameUTF8(a.texts[i], b.texts[j]), x.addedAt == y.addedAt, x.markedAt == y.markedAt else { return false }
             guard (x.anchor < 0) == (y.anchor < 0),
                   x.anchor < 0 || a.textIDs.compact(a.records[Int(x.anchor)].id) == b.textIDs.compact(b.records[Int(y.anchor)].id) else { return false }

@@ -12,7 +12,8 @@ import JournalCodec
 ///   every item that stays keeps its place, on every replica, compacted or not;
 /// - **superseded renames and recolours**: every old one except the winner (MERGE.md §4).
 ///
-/// Joins, leaves, opaque kinds and dangling operations (no add) are always kept.
+/// Joins, leaves, opaque kinds, places (MERGE.md §3.4) and dangling operations (no add) are
+/// always kept.
 public struct ListRetention: Sendable {
     /// Fourteen days: lifecycles finished for longer than this are purged.
     public static let defaultRetentionMillis: Int64 = 14 * 24 * 60 * 60 * 1000
@@ -79,7 +80,7 @@ public struct ListRetention: Sendable {
                 let key = ChangeKey(e)
                 if recolour.map({ $0.key < key }) ?? true { recolour = (key, seq) }
                 if isOld(seq, e) { oldRecolours.append(seq) }
-            case .join, .leave, .opaque:
+            case .join, .leave, .opaque, .place:
                 continue
             }
         }

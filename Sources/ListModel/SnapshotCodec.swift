@@ -54,7 +54,7 @@ public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
 /// only on the set of entries folded in, not on their arrival order.
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
-    public static let major: UInt16 = 2
+    public static let major: UInt16 = 3
     public static let minor: UInt16 = 0
     /// Flag bit 0: the body is LZ4-compressed.
     public static let flagLZ4: UInt32 = 1
@@ -112,16 +112,18 @@ public enum SnapshotCodec {
             if rec.flags & ItemFlag.added != 0 { used[Int(rec.addAuthor)] = true }
             if rec.flags & ItemFlag.marked != 0 { used[Int(rec.markAuthor)] = true }
         }
+        for p in r.placements.values { used[Int(p.author)] = true }
         for (k, a) in r.authors.enumerated() where used[k] { authorIndex[ExactString(a)] = 0 }
         let authors = authorIndex.keys.map(\.value).sorted(by: utf8Less)
         for (i, a) in authors.enumerated() { authorIndex[ExactString(a)] = UInt64(i) }
         // Interned author number → output index.
         let out = r.authors.map { authorIndex[ExactString($0)] ?? 0 }
 
-        // List order first (tombstones included), so a decoded reducer's records are laid out the way
-        // `state()` walks them; then the records known only from dangling operations, by id.
+        // The tree in list order first (tombstones and placements included), so a decoded reducer's
+        // records are laid out the way `state()` walks them; then the records known only from
+        // dangling operations, by id.
         let records = r.linearOrder().map { Int($0) }
-            + sortedByID(r.records.indices.filter { r.records[$0].flags != 0 && r.records[$0].flags & ItemFlag.added == 0 }, r.records, r.textIDs)
+            + sortedByID(r.records.indices.filter { r.records[$0].flags != 0 && r.records[$0].flags & ItemFlag.inTree == 0 }, r.records, r.textIDs)
         var w = ByteWriter(capacity: 64 + records.count * 80)
         func key(_ k: ChangeKey) {
             w.varint(k.clock.rawValue)
@@ -162,6 +164,8 @@ public enum SnapshotCodec {
                     w.zigzag(rec.addedAt)
                     w.string(r.texts[i])
                 }
+            }
+            if f & ItemFlag.inTree != 0 {
                 let a = Int(rec.anchor)
                 if a >= 0 {
                     w.u8(1)
@@ -169,6 +173,12 @@ public enum SnapshotCodec {
                 } else {
                     w.u8(0)
                 }
+            }
+            if f & ItemFlag.placed != 0 {
+                let p = r.placements[Int32(i)]!
+                w.varint(p.clock)
+                w.varint(out[Int(p.author)])
+                r.textIDs.encode(p.entry, into: &w)
             }
             if f & ItemFlag.marked != 0 {
                 w.varint(rec.markClock)
@@ -355,7 +365,7 @@ public enum SnapshotCodec {
             let flagsAt = r.offset
             let f = try r.u8()
             // A record always holds something; markedOff needs marked; a tombstone keeps no mark.
-            guard f != 0, f & ~15 == 0, f & 12 != ItemFlag.markedOff,
+            guard f != 0, f & ~ItemFlag.stored == 0, f & 12 != ItemFlag.markedOff,
                   f & ItemFlag.deleted == 0 || f & (ItemFlag.marked | ItemFlag.markedOff) == 0 else {
                 throw CodecError(.invalidValue(field: "item flags"), at: flagsAt)
             }
@@ -378,6 +388,8 @@ public enum SnapshotCodec {
                     rec.addedAt = try r.zigzag()
                     out.texts[i] = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
                 }
+            }
+            if f & ItemFlag.inTree != 0 {
                 let anchorAt = r.offset
                 switch try r.u8() {
                 case 0:
@@ -399,6 +411,11 @@ public enum SnapshotCodec {
                 // Keep the path short: a long one is searched in vain for orphans' anchors.
                 if path.count >= 64 { path.removeFirst(32) }
                 path.append(Int32(i))
+            }
+            if f & ItemFlag.placed != 0 {
+                let clock = try ActivityLogCodec.clockValue(&r).rawValue
+                let a = try author(&r)
+                out.placements[Int32(i)] = Placement(clock: clock, author: a, entry: try rid(&r, "entry"))
             }
             if f & ItemFlag.marked != 0 {
                 rec.markClock = try ActivityLogCodec.clockValue(&r).rawValue

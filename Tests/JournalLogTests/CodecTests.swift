@@ -155,7 +155,7 @@ fileprivate extension Result {
         }
     }
 
-    @Test(arguments: [UInt8(0x00), 0x09, 0x10, 0x7F])
+    @Test(arguments: [UInt8(0x00), 0x0A, 0x10, 0x7F])
     func unknownNonSkippableOperationKindIsRejected(kind: UInt8) {
         // An opaque entry with an empty body ends with its kind byte.
         var bytes = EntryCodec.encode(Self.entry(.opaque(kind: 0x81, body: [])))

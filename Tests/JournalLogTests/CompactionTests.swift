@@ -3,7 +3,7 @@ import Testing
 @testable import JournalLog
 
 /// The storage half of compaction (Spec/FORMAT.md §5.5 and §9.4): sealed segments rewritten
-/// without purged entries, crash-safely, with sequences unchanged.
+/// without purged entries and with replaced ones, crash-safely, with sequences unchanged.
 @Suite struct CompactionTests {
     typealias Z = ZoneFeedTests
 
@@ -200,17 +200,253 @@ import Testing
         #expect(fs.contents("/s/00000000000000000001.seg") == [0])
     }
 
+    // MARK: Replacements (FORMAT.md §9.4 step 2)
+
+    /// `e` rewritten as the compactor's `place` for its item: same id, zone, author and clocks.
+    static func place(_ e: JournalEntry, after: String? = "anchor") -> JournalEntry {
+        var p = e
+        p.operation = .place(item: e.operation.item!, after: after.map { CompactID($0)! })
+        return p
+    }
+
+    /// The sequences of each multi-entry `batch` frame in the log, in order.
+    static func batchFrames(_ path: String, fs: any FileSystem) throws -> [[SequenceNumber]] {
+        var batches: [[SequenceNumber]] = []
+        _ = try LogReader.scanRecords(path, mode: .strict, fs: fs) { r in
+            var seqs: [SequenceNumber] = []
+            for case .entry(let s, _) in try LogReader.decode(r) { seqs.append(s) }
+            if seqs.count > 1 { batches.append(seqs) }
+        }
+        return batches
+    }
+
+    /// Every file of the store and its bytes: "changes nothing" means this is equal.
+    static func files(_ path: String, fs: MemoryFileSystem) throws -> [String: [UInt8]] {
+        var all: [String: [UInt8]] = [:]
+        for name in try fs.listDirectory(path) where fs.kind(of: path + "/" + name) == .file { all[name] = fs.contents(path + "/" + name) }
+        return all
+    }
+
+    @Test func aReplacedEntryReadsBackAsTheReplacementAtTheSameSequenceAfterReopen() throws {
+        let (store, options, all) = try Self.filledStore()
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let target = try #require(all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.keys.sorted().dropFirst(3).first)
+        let replacement = Self.place(all[target]!)
+        let before = try ["List-a", "List-b"].map { try Z.drain(store, $0, limit: 7).0 }
+        let report = try store.compact(purging: [], replacing: [target: replacement])
+        #expect(report.entriesReplaced == 1 && report.entriesPurged == 0 && report.entriesKept == 0)
+        let next = store.nextSequence
+        try store.close()
+        let reopened = try JournalStore.open(store.path, options: options)
+        #expect(reopened.nextSequence == next)
+        var expected = all
+        expected[target] = replacement
+        #expect(try Self.logEntries(store.path, fs: options.fileSystem) == expected)
+        // The change feed: the same sequences, only the replaced entry differs.
+        let feedA = try Z.drain(reopened, "List-a", limit: 7).0
+        #expect(feedA.map(\.sequence) == before[0].map(\.sequence))
+        #expect(feedA.map(\.entry) == before[0].map { $0.sequence == target ? replacement : $0.entry })
+        #expect(try Z.drain(reopened, "List-b", limit: 7).0 == before[1])
+    }
+
+    @Test func aSegmentThatNeedsOnlyAReplacementIsStillRewritten() throws {
+        let (store, _, all) = try Self.filledStore()
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let target = try #require(all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.keys.min())
+        let report = try store.compact(purging: [], replacing: [target: Self.place(all[target]!)])
+        #expect(report.segmentsExamined == 1 && report.segmentsRewritten == 1)
+        #expect(report.entriesReplaced == 1 && report.entriesPurged == 0 && report.deletedZoneEntriesPurged == 0)
+        let scan = try LogReader.scanRecords(store.path, mode: .strict, fs: store.options.fileSystem) { _ in }
+        let rewritten = scan.segments.filter { $0.header?.flags.contains(.compacted) == true }
+        #expect(rewritten.count == 1 && rewritten[0].sealed)
+        #expect(try #require(rewritten[0].firstSequence) <= target && target <= rewritten[0].lastSequence)
+    }
+
+    @Test func aReplacementInsideABatchKeepsTheBatchsOtherEntries() throws {
+        let (store, options, all) = try Self.filledStore(batches: true)
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let batchesBefore = try Self.batchFrames(store.path, fs: options.fileSystem)
+        let batch = try #require(batchesBefore.first { $0.last! <= store.sealedThrough && $0.count >= 3 })
+        // One in the middle of the batch, so entries on both sides must survive the re-encoding.
+        let target = try #require(batch.dropFirst().dropLast().first { all[$0]!.zone == "List-a" })
+        let replacement = Self.place(all[target]!, after: nil)
+        let report = try store.compact(purging: [], replacing: [target: replacement])
+        #expect(report.entriesReplaced == 1)
+        let left = try Self.logEntries(store.path, fs: options.fileSystem)
+        #expect(left[target] == replacement)
+        for s in batch where s != target { #expect(left[s] == all[s], "batch entry \(s) changed") }
+        #expect(left.count == all.count)
+        // Still one batch frame with the same sequences.
+        #expect(try Self.batchFrames(store.path, fs: options.fileSystem) == batchesBefore)
+    }
+
+    @Test func aReplacementAboveTheLowWaterMarkIsKeptLikeAPurgeAboveIt() throws {
+        let fs = MemoryFileSystem()
+        let (store, _, all) = try Self.filledStore(fs)
+        let mark: SequenceNumber = 20
+        try store.setLowWaterMark("List-a", to: mark)
+        let above = all.filter { $0.value.zone == "List-a" && $0.key > mark && $0.key <= store.sealedThrough }.keys.sorted()
+        #expect(above.count >= 2)
+        let filesBefore = try Self.files(store.path, fs: fs)
+        let report = try store.compact(purging: [above[0]], replacing: [above[1]: Self.place(all[above[1]]!)])
+        // Both are counted as kept, and nothing is rewritten.
+        #expect(report.entriesKept == 2)
+        #expect(report.entriesReplaced == 0 && report.entriesPurged == 0 && report.segmentsRewritten == 0)
+        #expect(try Self.logEntries(store.path, fs: fs) == all)
+        #expect(try Self.files(store.path, fs: fs) == filesBefore)
+    }
+
+    @Test func aReplacementInTheActiveSegmentIsKept() throws {
+        let (store, _) = try Z.memoryStore()
+        let s = try store.append(Z.entry(1))
+        try store.setLowWaterMark("List-a", to: s)
+        let report = try store.compact(purging: [], replacing: [s: Self.place(Z.entry(1))])
+        #expect(report.entriesKept == 1 && report.entriesReplaced == 0 && report.segmentsRewritten == 0)
+        #expect(try Z.drain(store, "List-a", limit: 10).0.map(\.entry) == [Z.entry(1)])
+    }
+
+    @Test func theEntryThatStartedAnImplicitZoneIsNeverReplaced() throws {
+        let (store, _) = try Z.memoryStore(segmentSize: 1_024)
+        let first = try store.append(Z.entry(0, zone: "List-x"))
+        let second = try store.append(Z.entry(1, zone: "List-x"))
+        var n = 100
+        while store.sealedThrough < second { try store.append(Z.entry(n, zone: "List-y")); n += 1 }
+        try store.setLowWaterMark("List-x", to: second)
+        let report = try store.compact(purging: [], replacing: [first: Self.place(Z.entry(0, zone: "List-x")),
+                                                                second: Self.place(Z.entry(1, zone: "List-x"))])
+        #expect(report.entriesKept == 1 && report.entriesReplaced == 1)
+        let left = try Self.logEntries(store.path, fs: store.options.fileSystem)
+        #expect(left[first] == Z.entry(0, zone: "List-x"))
+        #expect(left[second] == Self.place(Z.entry(1, zone: "List-x")))
+    }
+
+    @Test func aReplacementWithAnotherIdOrZoneIsRejectedAndChangesNothing() throws {
+        let fs = MemoryFileSystem()
+        let (store, _, all) = try Self.filledStore(fs)
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        try store.setLowWaterMark("List-b", to: store.sealedThrough)
+        let sealedA = all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.keys.sorted()
+        // A valid replacement in the first segment and a bad one in a later segment: the valid
+        // one's staged rewrite must not survive the refusal.
+        let good = sealedA.first!, bad = sealedA.last!
+        var wrongID = Self.place(all[bad]!)
+        wrongID.id = CompactID("someone-else")!
+        var wrongZone = Self.place(all[bad]!)
+        wrongZone.zone = "List-b"
+        let filesBefore = try Self.files(store.path, fs: fs)
+        for wrong in [wrongID, wrongZone] {
+            let error = #expect(throws: JournalError.self) {
+                _ = try store.compact(purging: [], replacing: [good: Self.place(all[good]!), bad: wrong])
+            }
+            guard case .invalidEntry(let why) = error else { Issue.record("expected invalidEntry, got \(String(describing: error))"); continue }
+            #expect(why.contains("sequence \(bad)") && why.contains("keeps the id and zone"), "\(why)")
+            #expect(try Self.logEntries(store.path, fs: fs) == all)
+            #expect(try Self.files(store.path, fs: fs) == filesBefore)
+        }
+        // The store is still usable: the refusal did not stop the writer.
+        #expect(try store.compact(purging: [], replacing: [good: Self.place(all[good]!)]).entriesReplaced == 1)
+    }
+
+    @Test func aSequenceBothPurgedAndReplacedIsRejected() throws {
+        let fs = MemoryFileSystem()
+        let (store, _, all) = try Self.filledStore(fs)
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let s = try #require(all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.keys.min())
+        let filesBefore = try Self.files(store.path, fs: fs)
+        let error = #expect(throws: JournalError.self) { _ = try store.compact(purging: [s], replacing: [s: Self.place(all[s]!)]) }
+        guard case .invalidEntry(let why) = error else { Issue.record("expected invalidEntry, got \(String(describing: error))"); return }
+        #expect(why.contains("both purged and replaced"))
+        #expect(try Self.files(store.path, fs: fs) == filesBefore)
+    }
+
+    @Test func aReplacementWithNoStoredEntryToReplaceIsRejected() throws {
+        let fs = MemoryFileSystem()
+        let (store, _, all) = try Self.filledStore(fs)
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let sealedA = all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.keys.sorted()
+        _ = try store.compact(purging: [sealedA[0]])
+        let filesBefore = try Self.files(store.path, fs: fs)
+        // A purged entry, and the sequence of a `zoneCreate` record (1: List-a's creation).
+        for s in [sealedA[0], 1] {
+            let error = #expect(throws: JournalError.self) {
+                _ = try store.compact(purging: [], replacing: [s: Self.place(all[sealedA[1]]!), sealedA[1]: Self.place(all[sealedA[1]]!)])
+            }
+            guard case .invalidEntry(let why) = error else { Issue.record("expected invalidEntry, got \(String(describing: error))"); continue }
+            #expect(why.contains("no stored entry at sequence \(s)"), "\(why)")
+            #expect(try Self.files(store.path, fs: fs) == filesBefore)
+        }
+    }
+
+    @Test func aSegmentRewrittenWithAPlaceEntryIsStampedMinorTwoAndTheStoreReopensAndVerifies() throws {
+        let fs = MemoryFileSystem()
+        let (store, options, all) = try Self.filledStore(fs)
+        try store.close()
+        // Stamp every segment minor 1, as a store written before `place` existed.
+        let segments = try StoreLayout.segmentPaths(store.path, fs: fs)
+        for p in segments {
+            var bytes = try #require(fs.contents(p))
+            var header = try bytes.withUnsafeBytes { try SegmentHeader.decode($0) }
+            header.minor = 1
+            bytes.replaceSubrange(0..<SegmentHeader.size, with: header.encoded())
+            fs.install(p, bytes: bytes)
+        }
+        let reopened = try JournalStore.open(store.path, options: options)
+        try reopened.setLowWaterMark("List-a", to: reopened.sealedThrough)
+        let target = try #require(all.filter { $0.value.zone == "List-a" && $0.key <= reopened.sealedThrough }.keys.min())
+        let replacement = Self.place(all[target]!)
+        #expect(try reopened.compact(purging: [], replacing: [target: replacement]).segmentsRewritten == 1)
+        try reopened.close()
+        let scan = try LogReader.scanRecords(store.path, mode: .strict, fs: fs) { _ in }
+        #expect(scan.isClean)
+        for s in scan.segments {
+            let holdsTarget = s.firstSequence.map { $0 <= target && target <= s.lastSequence } ?? false
+            #expect(s.header?.minor == (holdsTarget ? 2 : 1), "\(s.name)")
+        }
+        let again = try JournalStore.open(store.path, options: StoreOptions(recovery: .strict).with(fs: fs, preallocate: false))
+        #expect(again.recovery.problem == nil)
+        #expect(try Z.drain(again, "List-a", limit: 50).0.first { $0.sequence == target }?.entry == replacement)
+    }
+
+    @Test func theIndexCheckpointAfterAReplacementHasTheNewOffsets() throws {
+        let (store, options, all) = try Self.filledStore()
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        // Replacements shorter than the adds they replace: every later frame of their segments moves.
+        let targets = all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough && $0.key % 4 == 0 }
+        _ = try store.compact(purging: [], replacing: targets.mapValues { Self.place($0) })
+        try store.close()
+        let reopened = try JournalStore.open(store.path, options: options)
+        #expect(reopened.recovery.indexSource == .checkpoint)
+        for zone in ["List-a", "List-b"] {
+            let (feed, _) = try Z.drain(reopened, zone, limit: 5)
+            #expect(feed.map(\.sequence) == all.filter { $0.value.zone == zone }.keys.sorted())
+            for f in feed { #expect(f.entry == (targets[f.sequence].map { Self.place($0) } ?? all[f.sequence]!)) }
+        }
+    }
+
     /// Faults every I/O call a compaction makes, one per scenario, then loses power: the store
-    /// reopens, no leftover `.cleaned` or `.swap` remains, every entry not asked to be purged is
-    /// there, and the run took effect whole or not at all.
-    @Test func aCrashAtAnyStepOfACompactionLosesNothingItShouldKeep() throws {
+    /// reopens, no leftover `.cleaned` or `.swap` remains, every entry not asked to be purged or
+    /// replaced is there, every replaced sequence holds the old entry or the new one, and the run
+    /// (purges and replacements alike) took effect whole or not at all. Without replacements the
+    /// run purges every sealed entry of the zone; with them, it purges some and replaces others,
+    /// in entry and batch frames.
+    @Test(arguments: [false, true])
+    func aCrashAtAnyStepOfACompactionAppliesAllOrNothing(replacing: Bool) throws {
+        func plan(_ store: JournalStore, _ all: [SequenceNumber: JournalEntry]) -> (Set<SequenceNumber>, [SequenceNumber: JournalEntry]) {
+            let sealedA = all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.keys.sorted()
+            guard replacing else { return (Set(sealedA), [:]) }
+            let purge = Set(sealedA.enumerated().filter { $0.offset % 3 == 0 }.map(\.element))
+            let replace = Dictionary(uniqueKeysWithValues: sealedA.enumerated().filter { $0.offset % 3 == 1 }.map { ($0.element, Self.place(all[$0.element]!)) })
+            return (purge, replace)
+        }
         var calls = 0
         do {
             let fs = MemoryFileSystem()
             let (store, _, all) = try Self.filledStore(fs, batches: true)
             try store.setLowWaterMark("List-a", to: store.sealedThrough)
+            let (purge, replace) = plan(store, all)
             fs.setFaults(MemoryFileSystem.FaultPlan())
-            _ = try store.compact(purging: all.filter { $0.value.zone == "List-a" }.map(\.key))
+            let report = try store.compact(purging: purge, replacing: replace)
+            #expect(report.entriesReplaced == replace.count && report.entriesPurged == purge.count)
             calls = fs.mutatingCalls
         }
         #expect(calls > 10)
@@ -220,9 +456,9 @@ import Testing
                 let fs = MemoryFileSystem()
                 let (store, options, all) = try Self.filledStore(fs, batches: true)
                 try store.setLowWaterMark("List-a", to: store.sealedThrough)
-                let asked = Set(all.filter { $0.value.zone == "List-a" && $0.key <= store.sealedThrough }.map(\.key))
+                let (purge, replace) = plan(store, all)
                 fs.setFaults(MemoryFileSystem.FaultPlan(failOnCall: call))
-                _ = try? store.compact(purging: asked)
+                _ = try? store.compact(purging: purge, replacing: replace)
                 fs.crash(mode)
                 fs.setFaults(MemoryFileSystem.FaultPlan())
                 let reopened = try JournalStore.open(store.path, options: options)
@@ -230,13 +466,17 @@ import Testing
                 let names = try fs.listDirectory(store.path)
                 #expect(!names.contains { $0.hasSuffix(".cleaned") || $0.hasSuffix(".swap") }, "call \(call): \(names)")
                 let left = try Self.logEntries(store.path, fs: fs)
-                for (s, e) in all where !asked.contains(s) { #expect(left[s] == e, "call \(call): entry \(s) lost") }
+                for (s, e) in all where purge.contains(s) == false && replace[s] == nil { #expect(left[s] == e, "call \(call): entry \(s) changed") }
+                for (s, new) in replace { #expect(left[s] == all[s] || left[s] == new, "call \(call): entry \(s) is neither old nor new") }
                 for s in left.keys { #expect(all[s] != nil) }
-                // All or nothing: a run commits at its first `.swap`.
-                let gone = asked.filter { left[$0] == nil }.count
-                #expect(gone == 0 || gone == asked.count, "call \(call): \(gone) of \(asked.count) purged")
+                // All or nothing, across purges and replacements alike.
+                let gone = purge.filter { left[$0] == nil }.count
+                let replaced = replace.filter { left[$0.key] == $0.value }.count
+                #expect((gone == 0 && replaced == 0) || (gone == purge.count && replaced == replace.count),
+                        "call \(call): \(gone) of \(purge.count) purged, \(replaced) of \(replace.count) replaced")
                 let (feed, _) = try Z.drain(reopened, "List-a", limit: 4)
                 #expect(feed.map(\.sequence) == left.filter { $0.value.zone == "List-a" }.keys.sorted(), "call \(call): feed differs from log")
+                #expect(feed.allSatisfy { left[$0.sequence] == $0.entry }, "call \(call): feed entries differ from log")
                 try reopened.close()
             }
         }
@@ -276,10 +516,12 @@ final class ManagedErrors: @unchecked Sendable {
                      operation: i % 2 == 0 ? .markOff(item: CompactID("milk")!) : .add(item: CompactID("milk")!, text: "Milk", after: nil))
     }
 
-    /// A segment: entry 1, a batch of 2–4, a low-water mark (zone incarnation 1, mark 3).
+    /// A segment: entry 1, a batch of 2–4, a low-water mark (zone incarnation 1, mark 3). Minor 1,
+    /// pinned so the vector does not move with `currentMinor`; a rewrite that only purges keeps it.
     static func segment() -> [UInt8] {
         let storeID: (UInt64, UInt64) = (1, 2)
-        var bytes = SegmentHeader(storeID: storeID, baseSequence: 1, previousChain: SegmentHeader.firstChain(storeID: storeID), createdAt: 0).encoded()
+        var bytes = SegmentHeader(storeID: storeID, baseSequence: 1, previousChain: SegmentHeader.firstChain(storeID: storeID), createdAt: 0,
+                                  minor: 1).encoded()
         var chain = SegmentHeader.firstChain(storeID: storeID)
         chain = Frame.append(type: RecordType.entry.rawValue, sequence: 1, payload: EntryCodec.encode(sample(1)), chain: chain, to: &bytes)
         chain = Frame.append(type: RecordType.batch.rawValue, sequence: 2, payload: BatchCodec.encode(journalEntries: (2...4).map(sample), compress: false),

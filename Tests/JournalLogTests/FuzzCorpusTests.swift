@@ -39,6 +39,9 @@ import Testing
             try put("FuzzJSONLine", "line-\(i)", Array(line.utf8))
             try put("FuzzEntry", "entry-\(i)", EntryCodec.encode(entries[i]))
         }
+        for (i, line) in SpecVectorTests.placeLines.enumerated() {
+            try put("FuzzEntry", "entry-place-\(i)", EntryCodec.encode(try SpecVectorTests.entry(line)))
+        }
         let encoded = entries.map(EntryCodec.encode)
         try put("FuzzBatch", "plain", BatchCodec.encode(entries: encoded, compress: false))
         try put("FuzzBatch", "lz4", BatchCodec.encode(entries: Array(repeating: encoded, count: 4).flatMap { $0 }, compress: true))

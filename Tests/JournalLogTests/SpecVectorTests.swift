@@ -59,6 +59,13 @@ import Testing
         #"{"id":"e9","zone":"List-db6a6e29","op":"leave","text":"bob","by":"bob","at":"2026-11-22T19:00:00.000Z","hlc":"1795374000000:2"}"#,
     ]
 
+    /// The compactor's `place` (kind 9, segment minor ≥ 2), after an item and at the head: in
+    /// entries.txt only, like the participant lines.
+    static let placeLines = [
+        #"{"id":"e2","zone":"List-db6a6e29","op":"place","item":"3b0c5d2e-1f4a-4b6c-9d8e-7f6a5b4c3d2e","after":"milk","by":"bob","at":"2026-11-22T09:00:01.250Z","hlc":"1795338001250:3"}"#,
+        #"{"id":"0f8e2c1a-9b7d-4e21-8c3f-5a6b7c8d9e0f","zone":"List-db6a6e29","op":"place","item":"3b0c5d2e-1f4a-4b6c-9d8e-7f6a5b4c3d2e","after":null,"by":"alice","at":"2026-11-22T09:00:00.000Z","hlc":"1795338000000:0"}"#,
+    ]
+
     static func entry(_ line: String) throws -> JournalEntry {
         let p = try EntryJSON.parse(line: line)
         return JournalEntry(id: p.id!, zone: p.zone, author: p.author, wallTime: p.wallTime, clock: p.clock!, operation: p.operation)
@@ -81,10 +88,10 @@ import Testing
     @Test func entryEncodingVectorsMatch() throws {
         if Self.writing {
             try Self.write("entries.txt", header: "JournalEntry encodings (FORMAT.md §6): the entry as a JSON line (§7), then its bytes.",
-                           blocks: try (Self.sampleLines + Self.participantLines).map { [("json", $0), ("hex", Self.hex(EntryCodec.encode(try Self.entry($0))))] })
+                           blocks: try (Self.sampleLines + Self.participantLines + Self.placeLines).map { [("json", $0), ("hex", Self.hex(EntryCodec.encode(try Self.entry($0))))] })
         }
         let blocks = try Self.blocks("entries.txt")
-        #expect(blocks.count == Self.sampleLines.count + Self.participantLines.count)
+        #expect(blocks.count == Self.sampleLines.count + Self.participantLines.count + Self.placeLines.count)
         for b in blocks {
             let e = try Self.entry(b["json"]!)
             #expect(Self.hex(EntryCodec.encode(e)) == b["hex"]!)

@@ -141,10 +141,10 @@ import Testing
 
     @Test func decodeRejectsUnknownMajor() {
         var bytes = Self.snapshot(sevenEntryExample)
-        bytes[8] = 1 // version 1 stored every entry id; a version-2 reader refuses it
-        #expect(throws: SnapshotError.unsupportedMajor(1)) { try SnapshotCodec.decode(bytes) }
-        bytes[8] = 3
-        #expect(throws: SnapshotError.unsupportedMajor(3)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 2 // version 2 had no placements (bit 4 of an item's flags); a version-3 reader refuses it
+        #expect(throws: SnapshotError.unsupportedMajor(2)) { try SnapshotCodec.decode(bytes) }
+        bytes[8] = 4
+        #expect(throws: SnapshotError.unsupportedMajor(4)) { try SnapshotCodec.decode(bytes) }
     }
 
     /// A header claiming a huge body is refused before anything that size is allocated.
