@@ -7,8 +7,11 @@ public struct ZoneCompaction: Sendable, Equatable {
     public var incarnation: SequenceNumber
     /// The zone's low-water mark after the run: tokens below it get `tokenExpired`.
     public var lowWaterMark: SequenceNumber
-    /// Entries the list rules chose (finished lifecycles, superseded renames and recolours).
+    /// Entries the list rules chose to remove (finished lifecycles, superseded renames and recolours).
     public var chosen: Int
+    /// Entries the list rules chose to replace by a `place` (the placements of finished items
+    /// that anchor items that stay, COMPACTION.md §2).
+    public var rewritten: Int = 0
     /// The history and snapshot written at this sequence; the snapshot is what an expired client
     /// re-fetches from.
     public var snapshotSequence: SequenceNumber
@@ -16,8 +19,10 @@ public struct ZoneCompaction: Sendable, Equatable {
 
 public struct ListCompactionReport: Sendable {
     public var zones: [ZoneCompaction] = []
-    /// The sequences the list rules chose, ascending (what a dry run would purge).
+    /// The sequences the list rules chose to remove, ascending (what a dry run would purge).
     public var chosen: [SequenceNumber] = []
+    /// The sequences the list rules chose to replace by a `place`, ascending.
+    public var rewritten: [SequenceNumber] = []
     public var storage = CompactionReport()
     /// Snapshot and history files removed: superseded ones, and those of deleted zones.
     public var filesRemoved = 0
@@ -40,7 +45,8 @@ public struct ListCompactor: Sendable {
     private struct Plan {
         var zone: ZoneCompaction
         var entries: [(SequenceNumber, JournalEntry)]
-        var chosen: [SequenceNumber]
+        var retention: ListRetention
+        var plan: RetentionPlan
         var mark: SequenceNumber
         var raise: Bool
     }
@@ -59,14 +65,19 @@ public struct ListCompactor: Sendable {
             let mark = min(max(info.lowWaterMark, limit), sealed)
             guard mark > 0 else { continue }
             let read = try query.entries(info.name)
-            let chosen = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark, pinned: info.incarnation).purgeable(read.entries)
+            let retention = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark, pinned: info.incarnation)
+            let chosen = retention.plan(read.entries)
             guard !chosen.isEmpty else { continue }
             plans.append(Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
-                                                   chosen: chosen.count, snapshotSequence: read.sequence),
-                              entries: read.entries, chosen: chosen, mark: mark, raise: mark > info.lowWaterMark))
+                                                   chosen: chosen.purge.count, rewritten: chosen.rewrite.count, snapshotSequence: read.sequence),
+                              entries: read.entries, retention: retention, plan: chosen, mark: mark, raise: mark > info.lowWaterMark))
         }
-        report.zones = plans.map(\.zone)
-        report.chosen = plans.flatMap(\.chosen).sorted()
+        func summarise() {
+            report.zones = plans.map(\.zone)
+            report.chosen = plans.flatMap(\.plan.purge).sorted()
+            report.rewritten = plans.flatMap { $0.plan.rewrite.map(\.sequence) }.sorted()
+        }
+        summarise()
         if dryRun { return report }
         for plan in plans {
             // 1. The history, holding every entry about to go: the stored one plus the entries
@@ -88,35 +99,40 @@ public struct ListCompactor: Sendable {
             }
         }
         // Entries appended since the zones were read may name a chosen item (an unmark, a late
-        // add after it): such an item is no longer finished, or anchors something new. Keep it.
+        // add after it): such an item is no longer finished, or anchors something new. Decide
+        // again with them: they are above the mark, so they stay, and so does what they name.
+        // (The history holds every entry through the snapshot's sequence already.)
         for k in plans.indices {
             let tail = try replayTail(plans[k].zone.zone, after: plans[k].zone.snapshotSequence)
             guard !tail.isEmpty else { continue }
-            var touched = Set<CompactID>()
-            for f in tail {
-                if let item = f.entry.operation.item { touched.insert(item) }
-                if case .add(_, _, let after?) = f.entry.operation { touched.insert(after) }
-            }
-            var itemOf: [SequenceNumber: CompactID] = [:]
-            for (s, e) in plans[k].entries { if let item = e.operation.item, touched.contains(item) { itemOf[s] = item } }
-            let before = plans[k].chosen.count
-            plans[k].chosen.removeAll { itemOf[$0] != nil }
-            if plans[k].chosen.count != before {
-                plans[k].zone.chosen = plans[k].chosen.count
-                report.zones[k] = plans[k].zone
-                report.chosen = plans.flatMap(\.chosen).sorted()
-            }
+            // Only what names an item: a later rename changes nothing chosen here.
+            let named = tail.filter { $0.entry.operation.item != nil }.map { ($0.sequence, $0.entry) }
+            guard !named.isEmpty else { continue }
+            let again = plans[k].retention.plan(plans[k].entries + named)
+            guard again != plans[k].plan else { continue }
+            plans[k].plan = again
+            plans[k].zone.chosen = again.purge.count
+            plans[k].zone.rewritten = again.rewrite.count
         }
+        summarise()
         // 4. One atomic rewrite for every zone.
-        do { report.storage = try store.compact(purging: report.chosen) } catch { throw .storage(error) }
+        let replacing = Dictionary(uniqueKeysWithValues: plans.flatMap { $0.plan.rewrite.map { ($0.sequence, $0.entry) } })
+        do { report.storage = try store.compact(purging: report.chosen, replacing: replacing) } catch { throw .storage(error) }
         // 5. The state that stays, for materialise and for expired clients to re-fetch from.
         for plan in plans {
             var reducer = ListReducer(zone: plan.zone.zone)
             if report.storage.entriesKept == 0 {
-                // Exactly the chosen entries went: the compacted log through the snapshot's sequence.
-                var k = 0
+                // Exactly the chosen entries went and the rewrites were written: the compacted log
+                // through the snapshot's sequence.
+                let purge = plan.plan.purge, rewrite = plan.plan.rewrite
+                var k = 0, w = 0
                 for (s, e) in plan.entries {
-                    if k < plan.chosen.count && plan.chosen[k] == s { k += 1; continue }
+                    if k < purge.count && purge[k] == s { k += 1; continue }
+                    if w < rewrite.count && rewrite[w].sequence == s {
+                        _ = reducer.apply(rewrite[w].entry)
+                        w += 1
+                        continue
+                    }
                     _ = reducer.apply(e)
                 }
             } else {

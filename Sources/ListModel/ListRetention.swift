@@ -1,19 +1,51 @@
 import JournalCodec
 
-/// Which entries of a list's journal the compactor may purge (Spec/COMPACTION.md §2). Pure: the
-/// query layer reads the entries, this decides, and the store removes them.
+/// What the compactor does to one zone's journal (Spec/COMPACTION.md §2): entries to remove, and
+/// entries to write in place of others (a `place`, keeping the replaced entry's id, author, clocks
+/// and sequence).
+public struct RetentionPlan: Sendable, Equatable {
+    public struct Rewrite: Sendable, Equatable {
+        public var sequence: SequenceNumber
+        public var entry: JournalEntry
+
+        public init(sequence: SequenceNumber, entry: JournalEntry) {
+            self.sequence = sequence
+            self.entry = entry
+        }
+    }
+
+    /// Ascending.
+    public var purge: [SequenceNumber] = []
+    /// Ascending by sequence; none is also in `purge`.
+    public var rewrite: [Rewrite] = []
+
+    public var isEmpty: Bool { purge.isEmpty && rewrite.isEmpty }
+
+    public init(purge: [SequenceNumber] = [], rewrite: [Rewrite] = []) {
+        self.purge = purge
+        self.rewrite = rewrite
+    }
+}
+
+/// Which entries of a list's journal the compactor may purge or replace (Spec/COMPACTION.md §2).
+/// Pure: the query layer reads the entries, this decides, and the store rewrites them.
 ///
 /// An entry is *old* when its time (the later of its wall time and its hybrid clock) is before the
-/// cutoff and its sequence is at or below the mark. Purged are:
-/// - **finished lifecycles**: every entry about an item (its adds, mark-offs, unmarks, deletes),
-///   when the item has an add and is deleted or marked off (by the winning mark, MERGE.md §5),
-///   all of those entries are old, no item that stays anchors after it, and every item of its
-///   sibling run (MERGE.md §3.2) goes too. Only whole subtrees and whole runs leave the tree, so
-///   every item that stays keeps its place, on every replica, compacted or not;
-/// - **superseded renames and recolours**: every old one except the winner (MERGE.md §4).
+/// cutoff and its sequence is at or below the mark. An item is *finished* when it has an add and
+/// is deleted or marked off (by the winning mark, MERGE.md §5), or when it is only a placement
+/// (a `place` and no add, left by an earlier run). Every finished item whose entries are all old
+/// leaves the list:
+/// - **whole**, with every entry about it, when every item added after it and every item of its
+///   sibling run (MERGE.md §3.2) goes whole too;
+/// - otherwise as a **placement**: one `place` entry (written over its winning add, or its
+///   existing place) keeps its anchor and key, so the items after it and its run keep their exact
+///   place (MERGE.md §3.4), and its other entries go. A placement with exactly one item after it
+///   folds into that item: the item gets the placement's anchor and key, so a chain of finished
+///   anchors costs nothing, and what stays is bounded by the items that stay visible.
 ///
-/// Joins, leaves, opaque kinds, places (MERGE.md §3.4) and dangling operations (no add) are
-/// always kept.
+/// Superseded renames and recolours go too (every old one except the winner, MERGE.md §4). Joins,
+/// leaves, opaque kinds, dangling operations (no add and no place), anchor cycles and anything
+/// not old always stay.
 public struct ListRetention: Sendable {
     /// Fourteen days: lifecycles finished for longer than this are purged.
     public static let defaultRetentionMillis: Int64 = 14 * 24 * 60 * 60 * 1000
@@ -41,28 +73,66 @@ public struct ListRetention: Sendable {
         seq <= mark && seq != pinned && max(e.wallTime, Int64(clamping: e.clock.physicalMillis)) < cutoff
     }
 
-    /// The sequences to purge, ascending. `entries` are one zone incarnation's, each once.
-    public func purgeable<S: Sequence>(_ entries: S) -> [SequenceNumber] where S.Element == (SequenceNumber, JournalEntry) {
+    /// The plan for one zone incarnation's entries, each once. Deciding can reveal more to do (an
+    /// item that gets a place no longer anchors by its adds, so an anchor may now fold or go), so
+    /// the rules are applied again to their own result until nothing changes: running the
+    /// compactor again on the compacted journal finds nothing more.
+    public func plan(_ entries: [(SequenceNumber, JournalEntry)]) -> RetentionPlan {
+        var current = entries
+        var purged = Set<SequenceNumber>()
+        var written: [SequenceNumber: JournalEntry] = [:]
+        for _ in 0..<Self.maxPasses {
+            let step = planOnce(current)
+            if step.isEmpty { break }
+            let gone = Set(step.purge)
+            purged.formUnion(gone)
+            var replaced: [SequenceNumber: JournalEntry] = [:]
+            for w in step.rewrite { replaced[w.sequence] = w.entry }
+            written.merge(replaced) { $1 }
+            current = current.compactMap { s, e in gone.contains(s) ? nil : (s, replaced[s] ?? e) }
+        }
+        var out = RetentionPlan(purge: purged.sorted())
+        for (s, e) in entries where !purged.contains(s) {
+            if let w = written[s], w != e { out.rewrite.append(.init(sequence: s, entry: w)) }
+        }
+        return out
+    }
+
+    /// Passes of the rules at most: each settles what the last one's places revealed, which is
+    /// rare and shallow; a bound keeps a hostile journal from taking long.
+    static let maxPasses = 8
+
+    func planOnce(_ entries: [(SequenceNumber, JournalEntry)]) -> RetentionPlan {
         var t = ItemTable()
         var rename: (key: ChangeKey, seq: SequenceNumber)?
         var recolour: (key: ChangeKey, seq: SequenceNumber)?
         var oldRenames: [SequenceNumber] = []
         var oldRecolours: [SequenceNumber] = []
-        for (seq, e) in entries {
+        for (k, (seq, e)) in entries.enumerated() {
             switch e.operation {
             case .add(let item, _, let after):
                 let i = t.index(item)
-                t.record(i, seq, old: isOld(seq, e))
+                t.record(i, k, old: isOld(seq, e))
                 t.hasAdd[i] = true
                 let key = ChangeKey(e)
                 if t.firstKey[i].map({ key < $0 }) ?? true {
                     t.firstKey[i] = key
                     t.firstAfter[i] = after
+                    t.firstEntry[i] = Int32(k)
                 }
-                if let after, after != item { t.anchors.append((Int32(i), after)) }
+                if let after, after != item { t.addAnchors.append((Int32(i), after)) }
+            case .place(let item, let after):
+                let i = t.index(item)
+                t.record(i, k, old: isOld(seq, e))
+                let key = ChangeKey(e)
+                if t.placeKey[i].map({ key < $0 }) ?? true {
+                    t.placeKey[i] = key
+                    t.placeAfter[i] = after
+                    t.placeEntry[i] = Int32(k)
+                }
             case .markOff(let item), .unmark(let item):
                 let i = t.index(item)
-                t.record(i, seq, old: isOld(seq, e))
+                t.record(i, k, old: isOld(seq, e))
                 let key = ChangeKey(e)
                 if t.markKey[i].map({ $0 < key }) ?? true {
                     t.markKey[i] = key
@@ -70,7 +140,7 @@ public struct ListRetention: Sendable {
                 }
             case .delete(let item):
                 let i = t.index(item)
-                t.record(i, seq, old: isOld(seq, e))
+                t.record(i, k, old: isOld(seq, e))
                 t.deleted[i] = true
             case .rename:
                 let key = ChangeKey(e)
@@ -80,14 +150,15 @@ public struct ListRetention: Sendable {
                 let key = ChangeKey(e)
                 if recolour.map({ $0.key < key }) ?? true { recolour = (key, seq) }
                 if isOld(seq, e) { oldRecolours.append(seq) }
-            case .join, .leave, .opaque, .place:
+            case .join, .leave, .opaque:
                 continue
             }
         }
-        var result = t.purgeable()
-        result += oldRenames.filter { $0 != rename?.seq }
-        result += oldRecolours.filter { $0 != recolour?.seq }
-        return result.sorted()
+        var result = t.plan(entries)
+        result.purge += oldRenames.filter { $0 != rename?.seq }
+        result.purge += oldRecolours.filter { $0 != recolour?.seq }
+        result.purge.sort()
+        return result
     }
 }
 
@@ -100,15 +171,25 @@ private struct ItemTable {
     var allOld: [Bool] = []
     var markedOff: [Bool] = []
     var markKey: [ChangeKey?] = []
-    /// The winning (first) add: it fixes the anchor and the run (MERGE.md §5, §3.2).
+    /// The winning (first) add: it fixes the anchor and the run unless a place does (MERGE.md §5, §3.2).
     var firstKey: [ChangeKey?] = []
     var firstAfter: [CompactID?] = []
-    /// Each item's entries as a linked list through `entrySeq`/`entryNext`.
+    /// Index (into the entries planned) of the winning add, or -1.
     var firstEntry: [Int32] = []
-    var entrySeq: [SequenceNumber] = []
+    /// The winning (least) place, which fixes the anchor and the key in the tree (MERGE.md §3.4).
+    var placeKey: [ChangeKey?] = []
+    var placeAfter: [CompactID?] = []
+    var placeEntry: [Int32] = []
+    /// Each item's entries (indices into the entries planned) as a linked list through
+    /// `entryIndex`/`entryNext`.
+    var entryHead: [Int32] = []
+    var entryIndex: [Int32] = []
     var entryNext: [Int32] = []
-    /// (child, anchor) for every add with an anchor: a child whose any add names an anchor keeps it.
-    var anchors: [(Int32, CompactID)] = []
+    var entryOld: [Bool] = []
+    var ids: [CompactID] = []
+    /// (child, anchor) for every add with an anchor: a child whose any add names an anchor keeps
+    /// it, unless a place fixes the child's anchor.
+    var addAnchors: [(Int32, CompactID)] = []
 
     var count: Int { hasAdd.count }
 
@@ -116,6 +197,7 @@ private struct ItemTable {
         let n = Int32(count)
         let i = index.findOrInsert(id, n)
         if i == n {
+            ids.append(id)
             hasAdd.append(false)
             deleted.append(false)
             allOld.append(true)
@@ -124,28 +206,51 @@ private struct ItemTable {
             firstKey.append(nil)
             firstAfter.append(nil)
             firstEntry.append(-1)
+            placeKey.append(nil)
+            placeAfter.append(nil)
+            placeEntry.append(-1)
+            entryHead.append(-1)
         }
         return Int(i)
     }
 
-    mutating func record(_ i: Int, _ seq: SequenceNumber, old: Bool) {
-        entrySeq.append(seq)
-        entryNext.append(firstEntry[i])
-        firstEntry[i] = Int32(entrySeq.count - 1)
+    mutating func record(_ i: Int, _ k: Int, old: Bool) {
+        entryIndex.append(Int32(k))
+        entryNext.append(entryHead[i])
+        entryOld.append(old)
+        entryHead[i] = Int32(entryIndex.count - 1)
         if !old { allOld[i] = false }
     }
 
-    /// The entries of every item that goes with its whole subtree and its whole run.
-    func purgeable() -> [SequenceNumber] {
+    func inTree(_ i: Int) -> Bool { hasAdd[i] || placeKey[i] != nil }
+    /// The item's anchor and key in the tree: its winning place's, else its winning add's.
+    func treeAfter(_ i: Int) -> CompactID? { placeKey[i] != nil ? placeAfter[i] : firstAfter[i] }
+    func treeKey(_ i: Int) -> ChangeKey? { placeKey[i] ?? firstKey[i] }
+    /// The entry that holds the item's key in the tree: where its placement is written.
+    func treeEntry(_ i: Int) -> Int { Int(placeKey[i] != nil ? placeEntry[i] : firstEntry[i]) }
+    /// The item's parent in the tree (record number), or -1 for the head or an orphan.
+    func treeParent(_ i: Int) -> Int {
+        guard let after = treeAfter(i), let a = index[after], inTree(Int(a)) else { return -1 }
+        return Int(a)
+    }
+
+    func plan(_ entries: [(SequenceNumber, JournalEntry)]) -> RetentionPlan {
         let n = count
-        // Children and parents (CSR) from every add's anchor that is an item here.
+        // Children and parents (CSR): a placed item's place anchor, every other item's every add's
+        // anchor, when that anchor is an item here.
         var childCount = [Int32](repeating: 0, count: n + 1)
         var parentCount = [Int32](repeating: 0, count: n + 1)
         var edges: [(child: Int32, parent: Int32)] = []
-        edges.reserveCapacity(anchors.count)
-        for (c, a) in anchors {
+        edges.reserveCapacity(addAnchors.count)
+        for (c, a) in addAnchors where placeKey[Int(c)] == nil {
             guard let p = index[a] else { continue }
             edges.append((c, p))
+        }
+        for c in 0..<n where placeKey[c] != nil {
+            guard let after = placeAfter[c], let p = index[after], Int(p) != c else { continue }
+            edges.append((Int32(c), p))
+        }
+        for (c, p) in edges {
             childCount[Int(p) + 1] += 1
             parentCount[Int(c) + 1] += 1
         }
@@ -158,8 +263,32 @@ private struct ItemTable {
             parents[Int(pFill[Int(c)])] = p; pFill[Int(c)] += 1
         }
 
-        // Decide children first (iteratively: runs of adds make deep trees); an anchor cycle
-        // keeps every item on it.
+        // Items whose tree parents lead to the head or the orphans (not into an anchor cycle,
+        // MERGE.md §3.3): only those may leave.
+        var rooted = [UInt8](repeating: 0, count: n)  // 0 unknown, 1 on the walk, 2 rooted, 3 not
+        var walk: [Int] = []
+        for i in 0..<n where rooted[i] == 0 && inTree(i) {
+            var v = i
+            var verdict: UInt8 = 2
+            while true {
+                if rooted[v] >= 2 { verdict = rooted[v]; break }
+                if rooted[v] == 1 { verdict = 3; break }
+                rooted[v] = 1
+                walk.append(v)
+                let p = treeParent(v)
+                if p < 0 { verdict = 2; break }
+                v = p
+            }
+            for w in walk { rooted[w] = verdict }
+            walk.removeAll(keepingCapacity: true)
+        }
+        var leaves = [Bool](repeating: false, count: n)
+        for i in 0..<n where rooted[i] == 2 && allOld[i] {
+            leaves[i] = placeKey[i] != nil && !hasAdd[i] || hasAdd[i] && (deleted[i] || markedOff[i])
+        }
+
+        // Whole: decide children first (iteratively: runs of adds make deep trees); an item
+        // whose child is still on the path (a cycle through add anchors) stays.
         var goes = [Bool](repeating: false, count: n)
         var state = [UInt8](repeating: 0, count: n)  // 0 new, 1 on the path, 2 decided
         var stack: [(Int32, Int32)] = []
@@ -179,11 +308,10 @@ private struct ItemTable {
                 }
                 stack.removeLast()
                 state[vi] = 2
-                var ok = hasAdd[vi] && (deleted[vi] || markedOff[vi]) && allOld[vi]
+                var ok = leaves[vi]
                 if ok {
                     for k in Int(childCount[vi])..<Int(childCount[vi + 1]) {
                         let c = Int(children[k])
-                        // A child still on the path closes a cycle: keep.
                         if state[c] != 2 || !goes[c] { ok = false; break }
                     }
                 }
@@ -192,16 +320,17 @@ private struct ItemTable {
         }
 
         // Sibling runs (MERGE.md §3.2) as the reducer forms them: per anchor and author, in
-        // change order, split where consecutive adds are more than the run window apart. An
-        // orphan (its anchor never added) is placed by its own key, in no run.
+        // change order, split where consecutive members are more than the run window apart. An
+        // orphan (its anchor not in the tree) is placed by its own key, in no run.
         var authors: [ExactString: Int32] = [:]
         var members: [(anchor: Int32, author: Int32, key: ChangeKey, item: Int32)] = []
         for i in 0..<n {
-            guard let key = firstKey[i] else { continue }
+            guard let key = treeKey(i) else { continue }
             var anchor: Int32 = -1
-            if let after = firstAfter[i] {
-                guard let a = index[after], hasAdd[Int(a)] else { continue }
-                anchor = a
+            if treeAfter(i) != nil {
+                let p = treeParent(i)
+                guard p >= 0 else { continue }
+                anchor = Int32(p)
             }
             let author = authors[ExactString(key.author), default: Int32(authors.count)]
             authors[ExactString(key.author)] = author
@@ -222,7 +351,7 @@ private struct ItemTable {
         }
         runStart.append(Int32(members.count))
 
-        // An item goes only with its whole run: a run with a member that stays keeps every
+        // An item goes whole only with its whole run: a run with a member that stays keeps every
         // member, and an item that stays keeps its anchors (ancestors). Propagate to a fixpoint.
         var work: [Int32] = []
         for r in 0..<(runStart.count - 1) {
@@ -250,14 +379,86 @@ private struct ItemTable {
             }
         }
 
-        var result: [SequenceNumber] = []
-        for i in 0..<n where goes[i] {
-            var e = firstEntry[i]
+        // The rest of the leaving items become placements. One whose only remaining child sits
+        // under it in the tree folds into that child.
+        let placement = (0..<n).map { leaves[$0] && !goes[$0] }
+        var folds = [Bool](repeating: false, count: n)
+        for v in 0..<n where placement[v] {
+            var only = -1, count = 0
+            for k in Int(childCount[v])..<Int(childCount[v + 1]) where !goes[Int(children[k])] {
+                count += 1
+                only = Int(children[k])
+            }
+            guard count == 1, treeParent(only) == v else { continue }
+            // The child's own places go (the folded one replaces them): only when they are old.
+            var placesOld = true
+            var e = entryHead[only]
             while e >= 0 {
-                result.append(entrySeq[Int(e)])
+                if case .place = entries[Int(entryIndex[Int(e)])].1.operation, !entryOld[Int(e)] { placesOld = false }
+                e = entryNext[Int(e)]
+            }
+            folds[v] = placesOld
+        }
+
+        var out = RetentionPlan()
+        func purgeAll(_ i: Int, except keep: Int = -1) {
+            var e = entryHead[i]
+            while e >= 0 {
+                let k = Int(entryIndex[Int(e)])
+                if k != keep { out.purge.append(entries[k].0) }
                 e = entryNext[Int(e)]
             }
         }
-        return result
+        func place(_ item: Int, at k: Int, after: CompactID?) {
+            let (seq, old) = entries[k]
+            let op = Operation.place(item: ids[item], after: after)
+            guard old.operation != op else { return }
+            var e = old
+            e.operation = op
+            out.rewrite.append(.init(sequence: seq, entry: e))
+        }
+        for i in 0..<n {
+            if goes[i] {
+                purgeAll(i)
+                continue
+            }
+            guard inTree(i), !(placement[i] && folds[i]) else {
+                if placement[i] && folds[i] {
+                    // Folded into its child: its key entry becomes the child's place (written
+                    // below, from the child), unless a folded parent's does.
+                    let p = treeParent(i)
+                    let keepsKey = !(p >= 0 && placement[p] && folds[p])
+                    purgeAll(i, except: keepsKey ? treeEntry(i) : -1)
+                }
+                continue
+            }
+            // The top of the folded chain above `i`, if any.
+            var top = i
+            while true {
+                let p = treeParent(top)
+                guard p >= 0, placement[p], folds[p] else { break }
+                top = p
+            }
+            if top != i {
+                // `i` takes the chain's place: its own places go (a placement's every entry).
+                if placement[i] {
+                    purgeAll(i)
+                } else {
+                    var e = entryHead[i]
+                    while e >= 0 {
+                        let k = Int(entryIndex[Int(e)])
+                        if case .place = entries[k].1.operation { out.purge.append(entries[k].0) }
+                        e = entryNext[Int(e)]
+                    }
+                }
+                place(i, at: treeEntry(top), after: treeAfter(top))
+            } else if placement[i] {
+                let k = treeEntry(i)
+                purgeAll(i, except: k)
+                place(i, at: k, after: treeAfter(i))
+            }
+        }
+        out.rewrite.sort { $0.sequence < $1.sequence }
+        return out
     }
 }

@@ -66,14 +66,16 @@ extension CompareBench {
         let readMs = timed {
             do { read = try ListQuery(store: ref).entries(zone).entries } catch { fail("ListQuery.entries", error) }
         } * 1e3
-        var chosen: [SequenceNumber] = []
-        let purgeableMs = timed { chosen = ListRetention(now: nowMs, mark: mark).purgeable(read) } * 1e3
+        var plan = RetentionPlan()
+        let purgeableMs = timed { plan = ListRetention(now: nowMs, mark: mark).plan(read) } * 1e3
+        let chosen = plan.purge
+        let replacing = Dictionary(uniqueKeysWithValues: plan.rewrite.map { ($0.sequence, $0.entry) })
         read = []
         var storeCompact = CompactionReport()
         let storeCompactMs: Double
         do {
             try ref.setLowWaterMark(zone, to: mark)
-            storeCompactMs = try timed { storeCompact = try ref.compact(purging: chosen) } * 1e3
+            storeCompactMs = try timed { storeCompact = try ref.compact(purging: chosen, replacing: replacing) } * 1e3
             try ref.close()
         } catch { fail("compact(purging:)", error) }
         removeTree(rp)
@@ -86,7 +88,7 @@ extension CompareBench {
             guard k < n, seqs[k] == s else { fail("compaction", SQLiteError(code: 0, message: "purged sequence \(s) is no entry")) }
             rowids.append(Int64(k + 1))
         }
-        log("  compaction: \(chosen.count) of \(n) entries to purge (\(sealedEntries) in sealed segments)")
+        log("  compaction: \(chosen.count) of \(n) entries to purge, \(plan.rewrite.count) to replace by placements (\(sealedEntries) in sealed segments)")
 
         var jl: [Double] = [], sq: [Double] = [], jlRewrite: [Double] = []
         var jlReport: ListCompactionReport? = nil
@@ -205,7 +207,7 @@ extension CompareBench {
                 ("breakdown_purgeable_ms", .n(purgeableMs)),
                 ("breakdown_store_compact_ms", .n(storeCompactMs)),
                 ("breakdown_rest_ms", .n(medianTotal - partsMs)),
-                ("breakdown_note", .s("one run each on a reference store: ListQuery.entries, ListRetention.purgeable, store.compact(purging:) alone (after setLowWaterMark); rest = median total − those (history and snapshot encode and write, the reducer, the synced mark)")),
+                ("breakdown_note", .s("one run each on a reference store: ListQuery.entries, ListRetention.plan, store.compact(purging:replacing:) alone (after setLowWaterMark); rest = median total − those (history and snapshot encode and write, the reducer, the synced mark)")),
              ],
              sqExtra: [
                 ("what", .s("BEGIN; prepared DELETE FROM journal WHERE seq=? per purged rowid; COMMIT; PRAGMA wal_checkpoint(TRUNCATE)")),

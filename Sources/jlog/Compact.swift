@@ -18,7 +18,7 @@ struct Compact: ParsableCommand {
     @Option(help: ArgumentHelp("Keep finished items, and renames and recolours since superseded, for this many days.", valueName: "days")) var retentionDays = 14
     @Option(help: ArgumentHelp("Compact as of this time (ISO-8601 or milliseconds since the epoch) instead of the real clock.", valueName: "time")) var now: TimeArgument?
     @Flag(help: "Decide and report, write nothing.") var dryRun = false
-    @Flag(help: "One JSON object: {\"zones\":[{zone,incarnation,chosen,lowWaterMark,snapshotSequence}],\"storage\":{…},…}.") var json = false
+    @Flag(help: "One JSON object: {\"zones\":[{zone,incarnation,chosen,rewritten,lowWaterMark,snapshotSequence}],\"storage\":{…},…}.") var json = false
 
     func validate() throws {
         guard retentionDays >= 0 && retentionDays <= 100_000 else { throw ValidationError("--retention-days must be 0...100000") }
@@ -47,11 +47,13 @@ struct Compact: ParsableCommand {
                 ("dryRun", .bool(dryRun)),
                 ("zones", .array(report.zones.map { z in
                     .object([("zone", .string(z.zone)), ("incarnation", .uint(z.incarnation)), ("chosen", .int(Int64(z.chosen))),
+                             ("rewritten", .int(Int64(z.rewritten))),
                              ("lowWaterMark", .uint(z.lowWaterMark)), ("snapshotSequence", .uint(z.snapshotSequence))])
                 })),
                 ("storage", dryRun ? .null : .object([
                     ("segmentsExamined", .int(Int64(st.segmentsExamined))), ("segmentsRewritten", .int(Int64(st.segmentsRewritten))),
-                    ("entriesPurged", .int(Int64(st.entriesPurged))), ("deletedZoneEntriesPurged", .int(Int64(st.deletedZoneEntriesPurged))),
+                    ("entriesPurged", .int(Int64(st.entriesPurged))), ("entriesReplaced", .int(Int64(st.entriesReplaced))),
+                    ("deletedZoneEntriesPurged", .int(Int64(st.deletedZoneEntriesPurged))),
                     ("entriesKept", .int(Int64(st.entriesKept))), ("bytesBefore", .int(st.bytesBefore)), ("bytesAfter", .int(st.bytesAfter)),
                 ])),
                 ("filesRemoved", .int(Int64(report.filesRemoved))),
@@ -64,18 +66,19 @@ struct Compact: ParsableCommand {
             print("no zone has entries to purge (an entry goes once it is older than the cutoff, in a sealed segment, "
                   + "and processed by every unexpired consumer)")
         } else {
-            print("zone".padding(toLength: 32, withPad: " ", startingAt: 0) + "  chosen  low-water mark  snapshot at")
+            print("zone".padding(toLength: 32, withPad: " ", startingAt: 0) + "  chosen  placed  low-water mark  snapshot at")
             for z in report.zones {
                 print(z.zone.padding(toLength: 32, withPad: " ", startingAt: 0)
-                      + "  \(String(z.chosen).leftPad(6))  \(String(z.lowWaterMark).leftPad(14))  \(String(z.snapshotSequence).leftPad(11))")
+                      + "  \(String(z.chosen).leftPad(6))  \(String(z.rewritten).leftPad(6))  \(String(z.lowWaterMark).leftPad(14))  \(String(z.snapshotSequence).leftPad(11))")
             }
         }
         if dryRun {
-            print("nothing was written; run without --dry-run to purge \(report.zones.reduce(0) { $0 + $1.chosen }) entries")
+            print("nothing was written; run without --dry-run to purge \(report.zones.reduce(0) { $0 + $1.chosen }) entries "
+                  + "and replace \(report.zones.reduce(0) { $0 + $1.rewritten }) by placements")
             return
         }
         print("segments        \(st.segmentsExamined) examined, \(st.segmentsRewritten) rewritten")
-        print("entries         \(st.entriesPurged) purged, \(st.deletedZoneEntriesPurged) of deleted zones purged, \(st.entriesKept) kept (above a mark or in the active segment)")
+        print("entries         \(st.entriesPurged) purged, \(st.entriesReplaced) replaced by placements, \(st.deletedZoneEntriesPurged) of deleted zones purged, \(st.entriesKept) kept (above a mark or in the active segment)")
         print("bytes           \(st.bytesBefore) → \(st.bytesAfter) in the rewritten segments")
         print("snapshot files  \(report.filesRemoved) removed (superseded, or of deleted zones)")
     }

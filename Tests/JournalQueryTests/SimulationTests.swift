@@ -50,12 +50,16 @@ import ListModel
     }
 
     static func check(_ store: JournalStore, _ fs: MemoryFileSystem, acked: [SequenceNumber: JournalEntry],
-                      purgeable: Set<SequenceNumber>, seed: UInt64) throws {
+                      purgeable: Set<SequenceNumber>, placed: Set<SequenceNumber>, seed: UInt64) throws {
         let (all, live) = try expected(fs)
         for (s, e) in acked where !purgeable.contains(s) {
+            if placed.contains(s), let p = all[s], case .place = p.operation {
+                #expect(p.id == e.id && p.zone == e.zone && p.clock == e.clock, "seed \(seed): placement at \(s) keeps the entry's id")
+                continue
+            }
             #expect(all[s] == e, "seed \(seed): acknowledged sequence \(s) lost")
         }
-        for s in purgeable { if let e = all[s] { #expect(acked[s] == nil || acked[s] == e) } }
+        for s in purgeable { if let e = all[s] { #expect(acked[s] == nil || acked[s] == e || placed.contains(s)) } }
         let q = ListQuery(store: store, fs: fs)
         for (zone, entries) in live {
             let page = try store.changes(in: zone, since: nil, limit: 1_000_000)
@@ -80,6 +84,8 @@ import ListModel
         var lastAcked: [(SequenceNumber, JournalEntry)] = []
         // What a compaction chose (asked a dry run first, since a faulted run reports nothing).
         var purgeable = Set<SequenceNumber>()
+        // What a compaction chose to replace by a `place` (same id, same sequence).
+        var placed = Set<SequenceNumber>()
         func entry(_ zone: String) -> JournalEntry {
             n += 1
             let ops: [JournalCodec.Operation] = [
@@ -100,7 +106,7 @@ import ListModel
             fs.setFaults(.init())
             stats.crashes += 1
             store = try JournalStore.open("/d/s.wal", options: options)  // the default mode must open it
-            try check(store, fs, acked: acked, purgeable: purgeable, seed: seed)
+            try check(store, fs, acked: acked, purgeable: purgeable, placed: placed, seed: seed)
         }
         for _ in 0..<steps {
             if rng.next() % 8 == 0 {
@@ -138,7 +144,9 @@ import ListModel
                 case 11:
                     let compactor = ListCompactor(query: ListQuery(store: store, fs: fs))
                     let now: Int64 = 1_795_424_400_000 + 30 * 86_400_000
-                    purgeable.formUnion(try compactor.run(now: now, dryRun: true).chosen)
+                    let dry = try compactor.run(now: now, dryRun: true)
+                    purgeable.formUnion(dry.chosen)
+                    placed.formUnion(dry.rewritten)
                     // Entries of deleted incarnations go whatever their age.
                     for (s, e) in acked {
                         if let z = store.zone(e.zone), s < z.incarnation || (z.deletedAt.map { s < $0 } ?? false) { purgeable.insert(s) }
@@ -148,7 +156,7 @@ import ListModel
                     stats.purged += report.storage.entriesPurged + report.storage.deletedZoneEntriesPurged
                     // The checks compare the feed with the log on disk: serve everything written.
                     try store.sync()
-                    try check(store, fs, acked: acked, purgeable: purgeable, seed: seed)
+                    try check(store, fs, acked: acked, purgeable: purgeable, placed: placed, seed: seed)
                 case 10:
                     try store.close()
                     fs.setFaults(.init())

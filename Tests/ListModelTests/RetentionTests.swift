@@ -13,8 +13,32 @@ import Testing
     }
 
     static func purged(_ entries: [JournalEntry], _ r: ListRetention = all) -> Set<String> {
-        let seqs = Set(r.purgeable(numbered(entries)))
+        let seqs = Set(r.plan(numbered(entries)).purge)
         return Set(numbered(entries).filter { seqs.contains($0.0) }.map { $0.1.id.description })
+    }
+
+    /// Entry id → the operation written over it.
+    static func rewritten(_ entries: [JournalEntry], _ r: ListRetention = all) -> [String: JournalCodec.Operation] {
+        var out: [String: JournalCodec.Operation] = [:]
+        for w in r.plan(numbered(entries)).rewrite { out[w.entry.id.description] = w.entry.operation }
+        return out
+    }
+
+    /// The journal after the plan: purged entries gone, rewritten ones replaced, sequences kept.
+    static func compacted(_ entries: [(SequenceNumber, JournalEntry)], _ r: ListRetention = all) -> [(SequenceNumber, JournalEntry)] {
+        let plan = r.plan(entries)
+        let gone = Set(plan.purge)
+        var replaced: [SequenceNumber: JournalEntry] = [:]
+        for w in plan.rewrite {
+            #expect(!gone.contains(w.sequence), "a sequence is either purged or rewritten")
+            replaced[w.sequence] = w.entry
+        }
+        return entries.filter { !gone.contains($0.0) }.map { s, e in
+            guard let w = replaced[s] else { return (s, e) }
+            #expect(w.id == e.id && w.zone == e.zone && w.author == e.author && w.clock == e.clock && w.wallTime == e.wallTime,
+                    "a rewrite keeps everything but the operation")
+            return (s, w)
+        }
     }
 
     @Test func anAddThenAMarkOffIsPurged() {
@@ -44,18 +68,73 @@ import Testing
         #expect(Self.purged(e, ListRetention(cutoff: Int64(t0) + 1 << 40, mark: 1)).isEmpty)
     }
 
-    @Test func aFinishedItemThatAnchorsAnActiveItemStays() {
+    @Test func aFinishedItemThatAnchorsOneItemFoldsIntoIt() {
+        // Milk leaves; eggs takes milk's place: milk's add becomes eggs' placement.
         let e = [add("a", "milk", "Milk", at: 0), add("b", "eggs", "Eggs", after: "milk", at: 1), change("c", .delete(item: id("milk")), at: 2)]
-        #expect(Self.purged(e).isEmpty)
+        #expect(Self.purged(e) == ["c"])
+        #expect(Self.rewritten(e) == ["a": .place(item: id("eggs"), after: nil)])
+        #expect(replay(Self.compacted(Self.numbered(e)).map(\.1)).state().items.map(\.text) == ["Eggs"])
     }
 
-    @Test func aFinishedItemInARunWithAnActiveItemStays() {
-        // alice adds both at the head a minute apart: one run, which keeps milk's place above tea.
+    @Test func aChainOfFinishedAnchorsFoldsIntoTheItemThatStays() {
+        // tea, then milk, bread, jam each after the previous; all but jam bought.
+        var e = [add("t", "tea", "Tea", at: 0), add("a", "milk", "Milk", after: "tea", at: 1), add("b", "bread", "Bread", after: "milk", at: 2),
+                 add("c", "jam", "Jam", after: "bread", at: 3)]
+        e += [change("d", .markOff(item: id("tea")), at: 4), change("f", .markOff(item: id("milk")), at: 5),
+              change("g", .delete(item: id("bread")), at: 6)]
+        #expect(Self.purged(e) == ["a", "b", "d", "f", "g"])
+        #expect(Self.rewritten(e) == ["t": .place(item: id("jam"), after: nil)])
+        let kept = Self.compacted(Self.numbered(e)).map(\.1)
+        #expect(replay(kept).state().items.map(\.text) == ["Jam"])
+        #expect(replay(kept).recordCount == 1)
+    }
+
+    @Test func aFinishedItemThatAnchorsTwoItemsStaysAsAPlacement() {
+        let e = [add("a", "milk", "Milk", at: 0), add("b", "eggs", "Eggs", after: "milk", at: 1), add("c", "jam", "Jam", after: "milk", at: 600_000),
+                 change("d", .markOff(item: id("milk")), at: 600_001)]
+        #expect(Self.purged(e) == ["d"])
+        #expect(Self.rewritten(e) == ["a": .place(item: id("milk"), after: nil)])
+        #expect(replay(Self.compacted(Self.numbered(e)).map(\.1)).state().items.map(\.text) == ["Jam", "Eggs"])
+    }
+
+    @Test func aFinishedItemInARunWithAnActiveItemLeavesItsPlacement() {
+        // alice adds both at the head a minute apart: one run; milk's placement keeps the run's key.
         let e = [add("a", "tea", "Tea", at: 0), add("b", "milk", "Milk", at: 60_000), change("c", .markOff(item: id("milk")), at: 70_000)]
-        #expect(Self.purged(e).isEmpty)
+        #expect(Self.purged(e) == ["c"])
+        #expect(Self.rewritten(e) == ["b": .place(item: id("milk"), after: nil)])
         // Ten minutes apart they are two runs: milk goes alone.
         let apart = [add("a", "tea", "Tea", at: 0), add("b", "milk", "Milk", at: 600_000), change("c", .markOff(item: id("milk")), at: 610_000)]
         #expect(Self.purged(apart) == ["b", "c"])
+        #expect(Self.rewritten(apart).isEmpty)
+    }
+
+    @Test func aPlacementGoesWithTheLastItemAfterIt() {
+        let e = [add("a", "milk", "Milk", at: 0), add("b", "eggs", "Eggs", after: "milk", at: 1), change("c", .delete(item: id("milk")), at: 2)]
+        // The first run folds milk into eggs; once eggs is bought too, its placement goes with it.
+        var log = Self.compacted(Self.numbered(e))
+        log.append((4, change("d", .markOff(item: id("eggs")), at: 3)))
+        #expect(Self.all.plan(log) == RetentionPlan(purge: [1, 2, 4]))
+    }
+
+    /// COMPACTION.md §2's worked example: the chain Milk → Bread folds into Eggs.
+    @Test func theWorkedExampleOfTheSpec() {
+        let e = sevenEntryExample + [
+            add("e8", "tea", "Tea", at: 7_000), change("e9", .rename(name: "Weekend Shopping"), by: "bob", at: 8_000),
+            add("e10", "coffee", "Coffee", after: "tea", at: 9_000), change("e11", .markOff(item: id("coffee")), at: 10_000),
+            add("e12", "jam", "Jam", by: "bob", at: 11_000), change("e13", .delete(item: id("jam")), by: "bob", at: 12_000),
+        ]
+        #expect(Self.purged(e) == ["e2", "e3", "e6", "e7", "e10", "e11", "e12", "e13"])
+        #expect(Self.rewritten(e) == ["e1": .place(item: id("eggs"), after: nil)])
+        let state = replay(Self.compacted(Self.numbered(e)).map(\.1)).state()
+        #expect(state.items.map(\.text) == ["Tea", "Eggs"])
+        #expect(state.name == "Weekend Shopping" && state.colour == "yellow")
+    }
+
+    @Test func aSecondRunFindsNothingMore() {
+        let e = [add("t", "tea", "Tea", at: 0), add("a", "milk", "Milk", after: "tea", at: 1), add("b", "eggs", "Eggs", after: "milk", at: 2),
+                 add("c", "jam", "Jam", after: "milk", at: 3), change("d", .markOff(item: id("tea")), at: 4), change("f", .markOff(item: id("milk")), at: 5)]
+        #expect(!Self.all.plan(Self.numbered(e)).isEmpty)
+        #expect(Self.all.plan(Self.compacted(Self.numbered(e))).isEmpty)
     }
 
     @Test func aFinishedSubtreeGoesWhole() {
@@ -87,18 +166,35 @@ import Testing
         #expect(Self.purged(e).isEmpty)
     }
 
-    /// Purging removes only finished items; every item that stays keeps its state and its order.
-    @Test func purgingKeepsTheOrderAndStateOfEveryItemThatStays() async {
-        await propertyCheck(count: 80, input: Gen.int(in: 0...Int.max), Gen.int(in: 1...120)) { seed, n in
-            let entries = randomEntries(seed: UInt64(seed), count: n)
-            let before = replay(entries).state()
-            let gone = Set(Self.all.purgeable(Self.numbered(entries)))
-            let kept = Self.numbered(entries).filter { !gone.contains($0.0) }.map(\.1)
-            let after = replay(kept).state()
+    /// Compaction removes only finished items; every item that stays keeps its state and its
+    /// order, and a second run finds nothing more.
+    @Test func compactingKeepsTheOrderAndStateOfEveryItemThatStays() async {
+        await propertyCheck(count: 120, input: Gen.int(in: 0...Int.max), Gen.int(in: 1...120)) { seed, n in
+            let entries = Self.numbered(randomEntries(seed: UInt64(seed), count: n))
+            let before = replay(entries.map(\.1)).state()
+            let log = Self.compacted(entries)
+            let after = replay(log.map(\.1)).state()
             let removed = Set(before.items.map(\.id)).subtracting(after.items.map(\.id))
             #expect(after.items == before.items.filter { !removed.contains($0.id) })
             #expect(before.items.filter { removed.contains($0.id) }.allSatisfy { $0.state == .markedOff })
             #expect(after.name == before.name && after.colour == before.colour && after.participants == before.participants)
+            #expect(Self.all.plan(log).isEmpty, "seed \(seed), \(n) entries: a second run changes nothing")
         }
+    }
+
+    /// However long the history, what a compacted list keeps follows the items that stay: the
+    /// finished items they were added after fold away.
+    @Test func compactedRecordsFollowTheItemsThatStay() {
+        // A family list: every item is added after the previous one and bought, one stays open.
+        var e: [JournalEntry] = []
+        var previous: String? = nil
+        for k in 0..<500 {
+            e.append(add("a\(k)", "i\(k)", "Item \(k)", after: previous, at: UInt64(k) * 1_000))
+            if k < 499 { e.append(change("m\(k)", .markOff(item: id("i\(k)")), at: UInt64(k) * 1_000 + 500)) }
+            previous = "i\(k)"
+        }
+        let kept = Self.compacted(Self.numbered(e)).map(\.1)
+        #expect(kept.count == 2)
+        #expect(replay(kept).state().items.map(\.text) == ["Item 499"])
     }
 }

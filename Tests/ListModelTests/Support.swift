@@ -67,7 +67,10 @@ func randomEntries(seed: UInt64, count: Int) -> [JournalEntry] {
         case 8: op = .rename(name: "name \(g.next() % 5)")
         case 9: op = .recolour(colour: ["yellow", "red", "grün"][Int(g.next() % 3)])
         case 10: op = g.next() % 2 == 0 ? .join(participant: authors[Int(g.next() % 4)]) : .leave(participant: authors[Int(g.next() % 4)])
-        default: op = .opaque(kind: 0x81, body: [UInt8(truncatingIfNeeded: n)])
+        default:
+            // Only the compactor writes places, but the merge rules hold for any set of entries.
+            op = g.next() % 2 == 0 ? .opaque(kind: 0x81, body: [UInt8(truncatingIfNeeded: n)])
+                : .place(item: someItem(), after: g.next() % 3 == 0 ? nil : someItem())
         }
         let eid = g.next() % 2 == 0 ? CompactID.random(using: &g) : id("e\(n)")
         out.append(JournalEntry(id: eid, zone: zone, author: by, wallTime: Int64(t0 + ms), clock: HybridTime(physicalMillis: t0 + ms, counter: counter),
