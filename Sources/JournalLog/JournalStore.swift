@@ -523,6 +523,55 @@ public final class JournalStore: @unchecked Sendable {
         try commit(ticket: ticket, sync: true)
     }
 
+    /// Seals the segment appends go to and starts an empty one, so that everything appended so far
+    /// lies in sealed segments, which a compaction may rewrite (FORMAT.md §3.2). Without it, old
+    /// entries in a large, slowly filling segment would wait for it to fill. Does nothing when the
+    /// active segment holds no sequence. Returns `sealedThrough`.
+    @discardableResult
+    public func sealActiveSegment() throws(JournalError) -> SequenceNumber {
+        // Appends may race the roll: write out what is queued, then roll only with nothing queued.
+        for _ in 0..<8 {
+            try sync()
+            cond.lock()
+            while leaderActive && failure == nil { cond.wait() }
+            if let failure {
+                cond.unlock()
+                throw JournalError.writerFailed(failure.description)
+            }
+            guard !isClosed else {
+                cond.unlock()
+                throw JournalError.closed
+            }
+            guard pendingFrames.isEmpty, writtenFrames == enqueuedFrames, durableFrames == enqueuedFrames else {
+                cond.unlock()
+                continue
+            }
+            let base = lastAssigned + 1
+            guard base > active.name.base else {
+                cond.unlock()
+                return base - 1
+            }
+            leaderActive = true
+            let seed = chain
+            cond.unlock()
+            var ioError: JournalError? = nil
+            do { try roll(base: base, previousChain: seed) } catch { ioError = error }
+            cond.lock()
+            leaderActive = false
+            if let ioError {
+                failure = ioError
+                cond.broadcast()
+                cond.unlock()
+                throw ioError
+            }
+            activeBase = base
+            cond.broadcast()
+            cond.unlock()
+            return base - 1
+        }
+        return sealedThrough
+    }
+
     /// Under `cond`: frames the payload, chaining its CRC; returns the last sequence it takes.
     /// `touches` say which zone incarnations the frame holds records of, for the index.
     /// The frame's ticket is `enqueuedFrames` right after the call.

@@ -57,14 +57,28 @@ public struct ListCompactor: Sendable {
         let store = query.store
         var report = ListCompactionReport()
         var plans: [Plan] = []
-        let sealed = store.sealedThrough
-        for info in store.zones() where !info.isDeleted {
+        let cutoff = now - retentionMillis
+        var reads: [(info: ZoneInfo, read: (entries: [(SequenceNumber, JournalEntry)], sequence: SequenceNumber))] = []
+        for info in store.zones() where !info.isDeleted { reads.append((info, try query.entries(info.name))) }
+        // Entries old enough to go that still sit in the active segment would wait for it to fill
+        // (a segment can span months of a family's list): seal it first. A dry run assumes it.
+        var sealed = store.sealedThrough
+        let waiting = reads.contains { _, read in
+            read.entries.contains { s, e in s > sealed && max(e.wallTime, Int64(clamping: e.clock.physicalMillis)) < cutoff }
+        }
+        if waiting {
+            if dryRun {
+                sealed = store.nextSequence - 1
+            } else {
+                do { sealed = try store.sealActiveSegment() } catch { throw .storage(error) }
+            }
+        }
+        for (info, read) in reads {
             // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
             var limit = min(sealed, info.lastChange)
             if let floor = store.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
             let mark = min(max(info.lowWaterMark, limit), sealed)
             guard mark > 0 else { continue }
-            let read = try query.entries(info.name)
             let retention = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark, pinned: info.incarnation)
             let chosen = retention.plan(read.entries)
             guard !chosen.isEmpty else { continue }

@@ -200,6 +200,47 @@ import Testing
         #expect(fs.contents("/s/00000000000000000001.seg") == [0])
     }
 
+    // MARK: Sealing the active segment (FORMAT.md §3.2)
+
+    @Test func sealingTheActiveSegmentPutsEverythingAppendedInSealedSegments() throws {
+        let fs = MemoryFileSystem()
+        let (store, options) = try Z.memoryStore(fs, segmentSize: 1 << 20)
+        for n in 0..<5 { try store.append(Z.entry(n, zone: "List-a")) }
+        #expect(store.sealedThrough == 0)
+        #expect(try store.sealActiveSegment() == 5)
+        #expect(store.sealedThrough == 5)
+        // Appends go on in the new segment, numbering unchanged.
+        #expect(try store.append(Z.entry(5, zone: "List-a")) == 6)
+        try store.close()
+        let reopened = try JournalStore.open(store.path, options: options)
+        #expect(reopened.recovery.problem == nil && reopened.sealedThrough == 5 && reopened.nextSequence == 7)
+        #expect(try Self.logEntries(store.path, fs: fs).keys.sorted() == Array(1...6))
+        try reopened.close()
+    }
+
+    @Test func sealingAnActiveSegmentThatHoldsNoSequenceDoesNothing() throws {
+        let fs = MemoryFileSystem()
+        let (store, _) = try Z.memoryStore(fs, segmentSize: 1 << 20)
+        try store.append(Z.entry(0, zone: "List-a"))
+        try store.sealActiveSegment()
+        let segments = try fs.listDirectory(store.path).filter { $0.hasSuffix(".seg") }
+        #expect(try store.sealActiveSegment() == 1)
+        #expect(try fs.listDirectory(store.path).filter { $0.hasSuffix(".seg") } == segments)
+        try store.close()
+    }
+
+    @Test func aPowerLossRightAfterSealingLosesNothing() throws {
+        let fs = MemoryFileSystem()
+        let (store, options) = try Z.memoryStore(fs, segmentSize: 1 << 20)
+        for n in 0..<3 { try store.append(Z.entry(n, zone: "List-a")) }
+        try store.sealActiveSegment()
+        fs.crash(.dropUnsynced)
+        let reopened = try JournalStore.open(store.path, options: options)
+        #expect(reopened.recovery.problem == nil && reopened.nextSequence == 4)
+        #expect(try reopened.append(Z.entry(3, zone: "List-a")) == 4)
+        try reopened.close()
+    }
+
     // MARK: Replacements (FORMAT.md §9.4 step 2)
 
     /// `e` rewritten as the compactor's `place` for its item: same id, zone, author and clocks.
