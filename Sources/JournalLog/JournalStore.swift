@@ -297,12 +297,21 @@ public final class JournalStore: @unchecked Sendable {
         return durableThrough
     }
 
+    /// Why an application may not append `e`, or nil. A `place` is the compactor's (FORMAT.md
+    /// §6): appended, it would land in a minor-1 segment that a 1.1 reader calls corrupt.
+    static func refusal(_ e: JournalEntry) -> String? {
+        if case .place = e.operation {
+            return "place entries are written only by the compactor (FORMAT.md §6); leave them out of what you append or import"
+        }
+        return EntryCodec.validate(e)
+    }
+
     /// Appends one entry and returns its sequence once it is acknowledged under `durability`.
     /// An entry whose id its zone already holds is not stored again: the append returns the
     /// sequence it was stored at, once that is acknowledged (an upload retry is normal).
     @discardableResult
     public func append(_ entry: JournalEntry, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
-        if let why = EntryCodec.validate(entry) { throw JournalError.invalidEntry(why) }
+        if let why = Self.refusal(entry) { throw JournalError.invalidEntry(why) }
         let payload = EntryCodec.encode(entry)
         let mode = durability ?? options.durability
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
@@ -344,7 +353,7 @@ public final class JournalStore: @unchecked Sendable {
             throw JournalError.invalidEntry("a batch holds at most \(Limits.maxBatchEntries) entries")
         }
         for e in batch {
-            if let why = EntryCodec.validate(e) { throw JournalError.invalidEntry(why) }
+            if let why = Self.refusal(e) { throw JournalError.invalidEntry(why) }
         }
         var fresh = batch
         while true {
@@ -504,6 +513,7 @@ public final class JournalStore: @unchecked Sendable {
                 }
             } catch { throw JournalError.invalidEntry("the payload does not decode as a type-0x\(String(type, radix: 16)) record: \(error)") }
             for case .entry(_, let e) in events {
+                if case .place = e.operation, let why = Self.refusal(e) { throw JournalError.invalidEntry(why) }
                 if let t = catalog.live(e.zone), catalog.ids[t] == nil { try loadIDs(t) }
             }
             let (touches, marks) = catalog.prepare(events)

@@ -99,8 +99,9 @@ public struct ListRetention: Sendable {
     }
 
     /// Passes of the rules at most: each settles what the last one's places revealed, which is
-    /// rare and shallow; a bound keeps a hostile journal from taking long.
-    static let maxPasses = 8
+    /// rare and shallow (one more level per pass, only where an item was re-added after another
+    /// anchor); the bound keeps a hostile journal from taking long, and the next run goes on.
+    static let maxPasses = 64
 
     func planOnce(_ entries: [(SequenceNumber, JournalEntry)]) -> RetentionPlan {
         var t = ItemTable()

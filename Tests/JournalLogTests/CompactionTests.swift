@@ -200,6 +200,21 @@ import Testing
         #expect(fs.contents("/s/00000000000000000001.seg") == [0])
     }
 
+    /// Only the compactor writes `place` (FORMAT.md §6): appended, it would sit in a minor-1
+    /// segment that a 1.1 reader calls corrupt.
+    @Test func appendingAPlaceEntryIsRefused() throws {
+        let fs = MemoryFileSystem()
+        let (store, _) = try Z.memoryStore(fs, segmentSize: 1 << 20)
+        let place = Self.place(Z.entry(0, zone: "List-a"))
+        #expect(throws: JournalError.self) { try store.append(place) }
+        #expect(throws: JournalError.self) { try store.append(batch: [Z.entry(1, zone: "List-a"), place]) }
+        #expect(throws: JournalError.self) {
+            try store.appendRecord(type: RecordType.entry.rawValue, payload: EntryCodec.encode(place), consuming: 1)
+        }
+        #expect(store.nextSequence == 1)
+        try store.close()
+    }
+
     // MARK: Sealing the active segment (FORMAT.md §3.2)
 
     @Test func sealingTheActiveSegmentPutsEverythingAppendedInSealedSegments() throws {
