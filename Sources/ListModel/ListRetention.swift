@@ -223,6 +223,17 @@ private struct ItemTable {
         if !old { allOld[i] = false }
     }
 
+    /// Item `i`'s entries, as indices into the entries planned, with whether each is old.
+    func entryList(of i: Int) -> [(index: Int, old: Bool)] {
+        var out: [(index: Int, old: Bool)] = []
+        var e = entryHead[i]
+        while e >= 0 {
+            out.append((Int(entryIndex[Int(e)]), entryOld[Int(e)]))
+            e = entryNext[Int(e)]
+        }
+        return out
+    }
+
     func inTree(_ i: Int) -> Bool { hasAdd[i] || placeKey[i] != nil }
     /// The item's anchor and key in the tree: its winning place's, else its winning add's.
     func treeAfter(_ i: Int) -> CompactID? { placeKey[i] != nil ? placeAfter[i] : firstAfter[i] }
@@ -392,23 +403,15 @@ private struct ItemTable {
             }
             guard count == 1, treeParent(only) == v else { continue }
             // The child's own places go (the folded one replaces them): only when they are old.
-            var placesOld = true
-            var e = entryHead[only]
-            while e >= 0 {
-                if case .place = entries[Int(entryIndex[Int(e)])].1.operation, !entryOld[Int(e)] { placesOld = false }
-                e = entryNext[Int(e)]
+            folds[v] = entryList(of: only).allSatisfy { k, old in
+                if case .place = entries[k].1.operation { return old }
+                return true
             }
-            folds[v] = placesOld
         }
 
         var out = RetentionPlan()
         func purgeAll(_ i: Int, except keep: Int = -1) {
-            var e = entryHead[i]
-            while e >= 0 {
-                let k = Int(entryIndex[Int(e)])
-                if k != keep { out.purge.append(entries[k].0) }
-                e = entryNext[Int(e)]
-            }
+            for (k, _) in entryList(of: i) where k != keep { out.purge.append(entries[k].0) }
         }
         func place(_ item: Int, at k: Int, after: CompactID?) {
             let (seq, old) = entries[k]
@@ -442,15 +445,9 @@ private struct ItemTable {
             }
             if top != i {
                 // `i` takes the chain's place: its own places go (a placement's every entry).
-                if placement[i] {
-                    purgeAll(i)
-                } else {
-                    var e = entryHead[i]
-                    while e >= 0 {
-                        let k = Int(entryIndex[Int(e)])
-                        if case .place = entries[k].1.operation { out.purge.append(entries[k].0) }
-                        e = entryNext[Int(e)]
-                    }
+                for (k, _) in entryList(of: i) {
+                    if placement[i] { out.purge.append(entries[k].0); continue }
+                    if case .place = entries[k].1.operation { out.purge.append(entries[k].0) }
                 }
                 place(i, at: treeEntry(top), after: treeAfter(top))
             } else if placement[i] {

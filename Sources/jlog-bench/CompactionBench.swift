@@ -82,23 +82,20 @@ extension CompareBench {
             try ref.close()
         } catch { fail("compact(purging:)", error) }
         removeTree(rp)
-        // Rowids of the chosen entries: both lists ascend, so one merge walk.
-        var rowids: [Int64] = []
-        rowids.reserveCapacity(chosen.count)
-        var k = 0
-        for s in chosen {
-            while k < n && seqs[k] < s { k += 1 }
-            guard k < n, seqs[k] == s else { fail("compaction", SQLiteError(code: 0, message: "purged sequence \(s) is no entry")) }
-            rowids.append(Int64(k + 1))
+        // SQLite rowids of ascending sequences (sequence → workload index → rowid): one merge walk.
+        func rowidsOf(_ sequences: [SequenceNumber], _ what: String) -> [Int64] {
+            var out: [Int64] = []
+            out.reserveCapacity(sequences.count)
+            var k = 0
+            for s in sequences {
+                while k < n && seqs[k] < s { k += 1 }
+                guard k < n, seqs[k] == s else { fail("compaction", SQLiteError(code: 0, message: "\(what) sequence \(s) is no entry")) }
+                out.append(Int64(k + 1))
+            }
+            return out
         }
-        // Rowids of the placements, the same way.
-        var placeRows: [(Int64, JournalEntry)] = []
-        k = 0
-        for w in plan.rewrite {
-            while k < n && seqs[k] < w.sequence { k += 1 }
-            guard k < n, seqs[k] == w.sequence else { fail("compaction", SQLiteError(code: 0, message: "replaced sequence \(w.sequence) is no entry")) }
-            placeRows.append((Int64(k + 1), w.entry))
-        }
+        let rowids = rowidsOf(chosen, "purged")
+        let placeRows = Array(zip(rowidsOf(plan.rewrite.map(\.sequence), "replaced"), plan.rewrite.map(\.entry)))
         log("  compaction: \(chosen.count) of \(n) entries to purge, \(plan.rewrite.count) to replace by placements (\(sealedEntries) in sealed segments)")
 
         var jl: [Double] = [], sq: [Double] = [], jlRewrite: [Double] = []
