@@ -301,8 +301,14 @@ extension JournalStore {
     ///
     /// Which entries to purge or replace is the caller's policy (the list model's lifecycles, for
     /// example): the store only guarantees that nothing above a zone's mark is ever changed.
+    ///
+    /// A policy decided from entries read through some sequence can be undone by one appended
+    /// after it (an unmark of an item it chose). `unchangedAfter` maps a zone to the sequence it
+    /// was read through; if any entry of that zone was enqueued after it, the run throws
+    /// `compactionConflict` at its commit point, under the lock appends take, and changes nothing.
     public func compact(purging: some Sequence<SequenceNumber>, replacing: [SequenceNumber: JournalEntry] = [:],
-                        purgeDeletedZones: Bool = true) throws(JournalError) -> CompactionReport {
+                        purgeDeletedZones: Bool = true,
+                        unchangedAfter: [String: SequenceNumber] = [:]) throws(JournalError) -> CompactionReport {
         let purge = Set(purging)
         if let both = replacing.keys.filter(purge.contains).min() {
             throw JournalError.invalidEntry("sequence \(both) is asked to be both purged and replaced; pass it in one of `purging` or `replacing` (nothing was compacted)")
@@ -400,7 +406,7 @@ extension JournalStore {
         }
         // Entries asked for (purged or replaced) in the active segment were kept too.
         report.entriesKept += sorted.count - sorted.partitionPoint { $0 <= sealedLimit }
-        if !staged.isEmpty { try commit(staged) }
+        if !staged.isEmpty { try commit(staged, unchangedAfter: unchangedAfter) }
         return report
     }
 
@@ -415,7 +421,7 @@ extension JournalStore {
     /// feed read between choosing frame locations and reading them. Before the first `.swap` a
     /// failure leaves the log as it was; after it the writer stops (what reached the disk is
     /// unknown) and reopening rolls the run forward.
-    private func commit(_ staged: [StagedRewrite]) throws(JournalError) {
+    private func commit(_ staged: [StagedRewrite], unchangedAfter: [String: SequenceNumber]) throws(JournalError) {
         cond.lock()
         defer { cond.unlock() }
         swapWaiting = true
@@ -427,6 +433,11 @@ extension JournalStore {
         do throws(JournalError) {
             // A store closing (it waits for this run) or failed takes no swap: the run is dropped.
             try checkWritable()
+            for (zone, through) in unchangedAfter.sorted(by: { $0.key < $1.key }) {
+                guard let t = catalog.latest(zone) else { continue }
+                let last = max(catalog.tracks[t].lastSequence, t < lastEnqueued.count ? lastEnqueued[t] : 0)
+                if last > through { throw JournalError.compactionConflict(zone: zone, appended: last, readThrough: through) }
+            }
             // A checkpoint names frame offsets the swap changes: remove it first, so a crash after
             // the swap rebuilds the index rather than trusting stale offsets.
             if fs.kind(of: path + "/" + StoreLayout.indexFile) != .missing {

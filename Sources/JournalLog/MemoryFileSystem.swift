@@ -131,8 +131,17 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         locks.removeAll()
     }
 
+    /// Called with the path before every `openFile`, outside the file system's lock: lets a test
+    /// act at an exact moment of a run (an append while a compaction opens its `.cleaned` files).
+    public var openHook: (@Sendable (String) -> Void)? {
+        get { mutex.lock(); defer { mutex.unlock() }; return hook }
+        set { mutex.lock(); defer { mutex.unlock() }; hook = newValue }
+    }
+    private var hook: (@Sendable (String) -> Void)?
+
     public func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile {
-        try withLock { () throws(JournalError) -> any StorageFile in
+        openHook?(path)
+        return try withLock { () throws(JournalError) -> any StorageFile in
             if let n = files[path] {
                 if truncate { n.data = [] }
                 return MemoryFile(fs: self, node: n, path: path)

@@ -37,6 +37,10 @@ public struct ListCompactor: Sendable {
     public let query: ListQuery
     public var retentionMillis: Int64 = ListRetention.defaultRetentionMillis
 
+    /// Rewrites tried before a zone that keeps changing under the run is reported as a
+    /// `compactionConflict` (nothing purged; the next run finishes the job).
+    public static let maxAttempts = 4
+
     public init(query: ListQuery, retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
         self.query = query
         self.retentionMillis = retentionMillis
@@ -115,23 +119,39 @@ public struct ListCompactor: Sendable {
         // Entries appended since the zones were read may name a chosen item (an unmark, a late
         // add after it): such an item is no longer finished, or anchors something new. Decide
         // again with them: they are above the mark, so they stay, and so does what they name.
-        // (The history holds every entry through the snapshot's sequence already.)
-        for k in plans.indices {
-            let tail = try replayTail(plans[k].zone.zone, after: plans[k].zone.snapshotSequence)
-            guard !tail.isEmpty else { continue }
-            // Only what names an item: a later rename changes nothing chosen here.
-            let named = tail.filter { $0.entry.operation.item != nil }.map { ($0.sequence, $0.entry) }
-            guard !named.isEmpty else { continue }
-            let again = plans[k].retention.plan(plans[k].entries + named)
-            guard again != plans[k].plan else { continue }
-            plans[k].plan = again
-            plans[k].zone.chosen = again.purge.count
-            plans[k].zone.rewritten = again.rewrite.count
+        // (The history holds every entry through the snapshot's sequence already.) One appended
+        // after this re-read makes the store refuse the rewrite at its commit point; then read
+        // and decide again.
+        var attempt = 1
+        while true {
+            var readThrough: [String: SequenceNumber] = [:]
+            for k in plans.indices {
+                let tail = try replayTail(plans[k].zone.zone, after: plans[k].zone.snapshotSequence)
+                readThrough[plans[k].zone.zone] = tail.last?.sequence ?? plans[k].zone.snapshotSequence
+                // Only what names an item: a later rename changes nothing chosen here.
+                let named = tail.filter { $0.entry.operation.item != nil }.map { ($0.sequence, $0.entry) }
+                guard !named.isEmpty else { continue }
+                let again = plans[k].retention.plan(plans[k].entries + named)
+                guard again != plans[k].plan else { continue }
+                plans[k].plan = again
+                plans[k].zone.chosen = again.purge.count
+                plans[k].zone.rewritten = again.rewrite.count
+            }
+            summarise()
+            // 4. One atomic rewrite for every zone.
+            let replacing = Dictionary(uniqueKeysWithValues: plans.flatMap { $0.plan.rewrite.map { ($0.sequence, $0.entry) } })
+            do {
+                report.storage = try store.compact(purging: report.chosen, replacing: replacing, unchangedAfter: readThrough)
+                break
+            } catch .compactionConflict where attempt < Self.maxAttempts {
+                attempt += 1
+                // What was appended meanwhile may not be durable yet, and the feed serves only
+                // what is: make it so before reading again.
+                do { try store.sync() } catch { throw .storage(error) }
+            } catch {
+                throw .storage(error)
+            }
         }
-        summarise()
-        // 4. One atomic rewrite for every zone.
-        let replacing = Dictionary(uniqueKeysWithValues: plans.flatMap { $0.plan.rewrite.map { ($0.sequence, $0.entry) } })
-        do { report.storage = try store.compact(purging: report.chosen, replacing: replacing) } catch { throw .storage(error) }
         // 5. The state that stays, for materialise and for expired clients to re-fetch from.
         for plan in plans {
             var reducer = ListReducer(zone: plan.zone.zone)

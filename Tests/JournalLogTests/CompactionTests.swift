@@ -55,6 +55,39 @@ import Testing
                 == all.keys.filter { !expectedGone.contains($0) }.sorted())
     }
 
+    /// A caller decides what to purge from entries read through some sequence: an entry the zone
+    /// gains after that (an unmark of a chosen item) is refused at the commit point, and the log
+    /// is left exactly as it was.
+    @Test func aRewriteIsRefusedWhenItsZoneGainedAnEntryAfterTheRead() throws {
+        let (store, _, all) = try Self.filledStore()
+        try store.setLowWaterMark("List-a", to: 20)
+        let asked = all.filter { $0.value.zone == "List-a" && $0.key <= 20 }.map(\.key)
+        let readThrough = try #require(store.zone("List-a")).lastChange
+        let late = try store.append(Z.entry(900, zone: "List-a"))
+        let before = try Self.logEntries(store.path, fs: store.options.fileSystem)
+        var refused: JournalError?
+        do { _ = try store.compact(purging: asked, unchangedAfter: ["List-a": readThrough]) } catch { refused = error }
+        guard case .compactionConflict(let zone, let appended, let through)? = refused else {
+            Issue.record("expected compactionConflict, got \(String(describing: refused))")
+            return
+        }
+        #expect(zone == "List-a" && appended == late && through == readThrough)
+        #expect(refused!.description.contains("run the compaction again"))
+        #expect(try Self.logEntries(store.path, fs: store.options.fileSystem) == before)
+        #expect(store.options.fileSystem.kind(of: store.path + "/" + SegmentName(base: 1).fileName + CompactionFiles.cleaned) == .missing)
+    }
+
+    /// Only the zones named are checked: another zone's appends do not refuse the rewrite.
+    @Test func anEntryInAnotherZoneDoesNotRefuseTheRewrite() throws {
+        let (store, _, all) = try Self.filledStore()
+        try store.setLowWaterMark("List-a", to: 20)
+        let asked = all.filter { $0.value.zone == "List-a" && $0.key <= 20 }.map(\.key)
+        let readThrough = try #require(store.zone("List-a")).lastChange
+        try store.append(Z.entry(900, zone: "List-b"))
+        let report = try store.compact(purging: asked, unchangedAfter: ["List-a": readThrough])
+        #expect(report.entriesPurged == asked.count)
+    }
+
     @Test func aBatchWhoseEntriesAllGoIsDroppedAndTheRestOfTheSegmentKept() throws {
         let (store, _, all) = try Self.filledStore(batches: true)
         let sealed = store.sealedThrough

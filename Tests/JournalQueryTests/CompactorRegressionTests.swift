@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import JournalLog
 import ListModel
@@ -73,14 +74,68 @@ import ListModel
     /// The compactor itself never purges an item that an entry appended after its read names: an
     /// unmark written while it runs keeps Milk (here, before the run, in the tail it re-reads).
     @Test func anItemNamedByAnEntryAfterTheReadIsKept() throws {
-        let fs = MemoryFileSystem()
-        let s = try ListQueryTests.store(fs)
-        for x in [C.e("e0", .add(item: C.eggs, text: "Eggs", after: nil), 1), C.e("e1", .add(item: C.milk, text: "Milk", after: nil), 1_000),
-                  C.e("e2", .markOff(item: C.milk), 1_001)] { try s.append(x) }
-        try C.seal(s)
+        let (s, fs) = try Self.eggsAndBoughtMilk()
         try s.append(C.e("e3", .unmark(item: C.milk), 1_002))
         let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: C.later)
         #expect(report.storage.entriesPurged == 0)
         #expect(try ListQuery(store: s, fs: fs).materialise(C.zone).state.items.map(\.text) == ["Milk", "Eggs"])
     }
+
+    /// Eggs, and Milk added and marked off, all old and in sealed segments.
+    static func eggsAndBoughtMilk() throws -> (JournalStore, MemoryFileSystem) {
+        let fs = MemoryFileSystem()
+        let s = try ListQueryTests.store(fs)
+        for x in [C.e("e0", .add(item: C.eggs, text: "Eggs", after: nil), 1), C.e("e1", .add(item: C.milk, text: "Milk", after: nil), 1_000),
+                  C.e("e2", .markOff(item: C.milk), 1_001)] { try s.append(x) }
+        try C.seal(s)
+        return (s, fs)
+    }
+
+    /// The window after the compactor's last re-read: an unmark appended while the store writes
+    /// the rewrite makes it refuse the commit; the compactor reads again and keeps Milk.
+    @Test func anUnmarkAppendedDuringTheRewriteKeepsTheItem() throws {
+        let (s, fs) = try Self.eggsAndBoughtMilk()
+        let calls = Counter()
+        fs.openHook = { path in
+            guard path.hasSuffix(".seg.cleaned"), calls.next() == 1 else { return }
+            _ = try? s.append(C.e("e3", .unmark(item: C.milk), 1_002))
+        }
+        let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: C.later)
+        fs.openHook = nil
+        #expect(!report.chosen.contains(2) && !report.chosen.contains(3), "Milk's add and mark-off stay")
+        let state = try ListQuery(store: s, fs: fs).materialise(C.zone).state
+        #expect(state.items.map(\.text) == ["Milk", "Eggs"])
+        #expect(state.items.first?.state == .active)
+    }
+
+    /// A zone that changes under every attempt ends the run with the store's conflict, which says
+    /// what to do, and nothing purged.
+    @Test func aZoneThatKeepsChangingEndsTheRunWithAConflict() throws {
+        let (s, fs) = try Self.eggsAndBoughtMilk()
+        let calls = Counter()
+        fs.openHook = { path in
+            guard path.hasSuffix(".seg.cleaned") else { return }
+            let n = calls.next()
+            _ = try? s.append(C.e("late-\(n)", .add(item: CompactID("bread-\(n)")!, text: "Bread", after: nil), 1_002))
+        }
+        var thrown: QueryError?
+        do { _ = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: C.later) } catch { thrown = error }
+        fs.openHook = nil
+        guard case .storage(.compactionConflict)? = thrown else {
+            Issue.record("expected a compaction conflict, got \(String(describing: thrown))")
+            return
+        }
+        #expect(calls.value == ListCompactor.maxAttempts)
+        #expect("\(thrown!)".contains("run the compaction again"))
+        #expect(try ListQuery(store: s, fs: fs).materialise(C.zone).state.items.map(\.text).contains("Milk"))
+    }
+}
+
+/// A thread-safe counter for hooks.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+    /// Counts one more and returns the new count.
+    func next() -> Int { lock.lock(); defer { lock.unlock() }; n += 1; return n }
 }
