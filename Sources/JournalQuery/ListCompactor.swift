@@ -17,8 +17,22 @@ public struct ZoneCompaction: Sendable, Equatable {
     public var snapshotSequence: SequenceNumber
 }
 
+/// Why a live zone had nothing to compact: what an operator waits for, or fixes.
+public enum CompactionSkip: Sendable, Equatable {
+    /// Every entry is newer than the cutoff.
+    case nothingOlderThanCutoff
+    /// Entries older than the cutoff lie above the mark unexpired consumers hold the zone at
+    /// (`jlog consumers`): they go once those consumers advance or their leases expire.
+    case heldByConsumers(at: SequenceNumber)
+    /// Entries older than the cutoff lie below the mark, but none is a finished item or a
+    /// superseded rename or recolour.
+    case nothingFinished
+}
+
 public struct ListCompactionReport: Sendable {
     public var zones: [ZoneCompaction] = []
+    /// Live zones with nothing to compact, and why, in name order.
+    public var skipped: [(zone: String, reason: CompactionSkip)] = []
     /// The sequences the list rules chose to remove, ascending (what a dry run would purge).
     public var chosen: [SequenceNumber] = []
     /// The sequences the list rules chose to replace by a `place`, ascending.
@@ -82,14 +96,17 @@ public struct ListCompactor: Sendable {
             var limit = min(sealed, info.lastChange)
             if let floor = store.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
             let mark = min(max(info.lowWaterMark, limit), sealed)
-            guard mark > 0 else { continue }
             let retention = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark, pinned: info.incarnation)
-            let chosen = retention.plan(read.entries)
-            guard !chosen.isEmpty else { continue }
+            let chosen = mark > 0 ? retention.plan(read.entries) : RetentionPlan()
+            guard !chosen.isEmpty else {
+                report.skipped.append((info.name, Self.whySkipped(read.entries, cutoff: cutoff, mark: mark, unheld: min(sealed, info.lastChange))))
+                continue
+            }
             plans.append(Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
                                                    chosen: chosen.purge.count, rewritten: chosen.rewrite.count, snapshotSequence: read.sequence),
                               entries: read.entries, retention: retention, plan: chosen, mark: mark, raise: mark > info.lowWaterMark))
         }
+        report.skipped.sort { $0.zone < $1.zone }
         func summarise() {
             report.zones = plans.map(\.zone)
             report.chosen = plans.flatMap(\.plan.purge).sorted()
@@ -176,6 +193,17 @@ public struct ListCompactor: Sendable {
         }
         report.filesRemoved += removeSuperseded()
         return report
+    }
+
+    /// Why a zone's plan came out empty: no entry old enough; old entries only above the mark,
+    /// which consumers held below where it could otherwise have gone (`unheld`); or old entries
+    /// below the mark that the rules keep.
+    static func whySkipped(_ entries: [(SequenceNumber, JournalEntry)], cutoff: Int64, mark: SequenceNumber,
+                           unheld: SequenceNumber) -> CompactionSkip {
+        let old = entries.filter { _, e in max(e.wallTime, Int64(clamping: e.clock.physicalMillis)) < cutoff }
+        guard !old.isEmpty else { return .nothingOlderThanCutoff }
+        if mark < unheld, old.contains(where: { s, _ in s > mark && s <= unheld }) { return .heldByConsumers(at: mark) }
+        return .nothingFinished
     }
 
     /// The zone's entries after `position`, through the feed.

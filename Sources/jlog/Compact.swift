@@ -11,6 +11,8 @@ struct Compact: ParsableCommand {
         snapshot of what stays, raises its low-water mark (older tokens then get tokenExpired), then \
         rewrites the sealed segments that hold purged entries or entries of deleted zones. The active \
         segment is never rewritten, and nothing above an unexpired consumer's mark goes (`jlog consumers`). \
+        Each live zone with nothing to compact is listed with the reason: every entry newer than the cutoff, \
+        older entries held back by consumers, or no finished item. \
         Opens the store as its writer, even with --dry-run. Safe to interrupt: running again finishes the job.
         """)
 
@@ -56,6 +58,11 @@ struct Compact: ParsableCommand {
                     ("deletedZoneEntriesPurged", .int(Int64(st.deletedZoneEntriesPurged))),
                     ("entriesKept", .int(Int64(st.entriesKept))), ("bytesBefore", .int(st.bytesBefore)), ("bytesAfter", .int(st.bytesAfter)),
                 ])),
+                ("skipped", .array(report.skipped.map { z in
+                    var fields: [(String, JSON)] = [("zone", .string(z.zone)), ("reason", .string(z.reason.code))]
+                    if case .heldByConsumers(let at) = z.reason { fields.append(("mark", .uint(at))) }
+                    return .object(fields)
+                })),
                 ("filesRemoved", .int(Int64(report.filesRemoved))),
                 ("consumerProblems", .array(problems.map { .string($0) })),
             ]).rendered)
@@ -72,6 +79,9 @@ struct Compact: ParsableCommand {
                       + "  \(String(z.chosen).leftPad(6))  \(String(z.rewritten).leftPad(6))  \(String(z.lowWaterMark).leftPad(14))  \(String(z.snapshotSequence).leftPad(11))")
             }
         }
+        for z in report.skipped {
+            print("skipped \(z.zone): \(z.reason.explanation)")
+        }
         if dryRun {
             print("nothing was written; run without --dry-run to purge \(report.zones.reduce(0) { $0 + $1.chosen }) entries "
                   + "and replace \(report.zones.reduce(0) { $0 + $1.rewritten }) by placements")
@@ -81,5 +91,26 @@ struct Compact: ParsableCommand {
         print("entries         \(st.entriesPurged) purged, \(st.entriesReplaced) replaced by placements, \(st.deletedZoneEntriesPurged) of deleted zones purged, \(st.entriesKept) kept (above a mark or in the active segment)")
         print("bytes           \(st.bytesBefore) → \(st.bytesAfter) in the rewritten segments")
         print("snapshot files  \(report.filesRemoved) removed (superseded, or of deleted zones)")
+    }
+}
+
+extension CompactionSkip {
+    /// The JSON `reason`.
+    var code: String {
+        switch self {
+        case .nothingOlderThanCutoff: "nothingOlderThanCutoff"
+        case .heldByConsumers: "heldByConsumers"
+        case .nothingFinished: "nothingFinished"
+        }
+    }
+
+    /// What it means, and what to do about it.
+    var explanation: String {
+        switch self {
+        case .nothingOlderThanCutoff: "every entry is newer than the cutoff"
+        case .heldByConsumers(let at):
+            "older entries lie above sequence \(at), where unexpired consumers hold the zone; they go once the consumers advance or their leases expire (`jlog consumers`)"
+        case .nothingFinished: "no item older than the cutoff is finished (marked off or deleted), and no rename or recolour is superseded"
+        }
     }
 }

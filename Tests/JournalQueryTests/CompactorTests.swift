@@ -74,6 +74,32 @@ import ListModel
         #expect(try q.entries(Self.zone).entries.count == 13)
     }
 
+    static func skip(_ report: ListCompactionReport, _ zone: String) -> CompactionSkip? {
+        report.skipped.first { $0.zone == zone }?.reason
+    }
+
+    @Test func aZoneWhoseEntriesAreAllNewerThanTheCutoffIsSkippedAsSuch() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: Int64(Self.t0) + Self.day)
+        #expect(Self.skip(report, Self.zone) == .nothingOlderThanCutoff)
+    }
+
+    @Test func aZoneHeldBackByAConsumerIsSkippedWithTheMarkItIsHeldAt() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        try s.registerConsumer("uploader", leaseUntil: nil)
+        let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: Self.later)
+        #expect(report.zones.isEmpty)
+        #expect(Self.skip(report, Self.zone) == .heldByConsumers(at: 0))
+    }
+
+    @Test func aZoneWithNoFinishedItemIsSkippedAsSuch() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        // The filler zone that sealed the segments only ever adds.
+        let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: Self.later)
+        #expect(Self.skip(report, "Filler") == .nothingFinished)
+        #expect(Self.skip(report, Self.zone) == nil)
+    }
+
     /// Old entries in a segment that is still being filled would wait for it to fill (a segment
     /// can span months of one family's list): the compactor seals it first.
     @Test func oldEntriesInTheActiveSegmentAreSealedAndCompacted() throws {
