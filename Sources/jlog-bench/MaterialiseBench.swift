@@ -247,26 +247,10 @@ extension CompareBench {
             stateMs.append(s * 1e3)
             reduce.append(Double(n) / (a + s))
         }
-        // The machine's limit for this access pattern: one hash-map upsert per entry, keyed by
-        // its item (a standard Dictionary, capacity reserved). Any reducer that finds an item's
-        // record by hashing its id pays at least this.
-        var floorMs: [Double] = []
-        var floorCount = 0
-        for _ in 0..<counts.runs {
-            var seen: [UInt64: Int32] = [:]
-            floorMs.append(timed {
-                seen.reserveCapacity(n / 2)
-                for e in w.entries {
-                    if let (h, l) = e.operation.item?.uuidHalves { seen[h ^ l, default: 0] &+= 1 }
-                }
-            } * 1e3)
-            floorCount = seen.count
-        }
         report.emit(Measurement(name: "reducer_apply", system: "journallog", unit: "entries/s", runs: reduce,
                                 extra: [("entries", .i(n)), ("digest", .s(String(digest, radix: 16))),
                                         ("apply_ms", .n(medianOf(applyMs))), ("state_ms", .n(medianOf(stateMs))),
-                                        ("digest_ms_untimed", .n(medianOf(digestMs))),
-                                        ("hash_map_floor_ms", .n(medianOf(floorMs))), ("hash_map_floor_keys", .i(floorCount))],
+                                        ("digest_ms_untimed", .n(medianOf(digestMs)))],
                                 goal: "≥ 5M entries/s", met: medianOf(reduce) >= 5e6))
 
         return digest
