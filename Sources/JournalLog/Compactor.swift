@@ -18,6 +18,18 @@ public struct CompactionReport: Sendable, Equatable {
     public var bytesAfter: Int64 = 0
 
     public init() {}
+
+    /// Adds another run's counts (a compactor that rewrites in several runs reports their sum).
+    public mutating func add(_ other: CompactionReport) {
+        segmentsExamined += other.segmentsExamined
+        segmentsRewritten += other.segmentsRewritten
+        entriesPurged += other.entriesPurged
+        deletedZoneEntriesPurged += other.deletedZoneEntriesPurged
+        entriesReplaced += other.entriesReplaced
+        entriesKept += other.entriesKept
+        bytesBefore += other.bytesBefore
+        bytesAfter += other.bytesAfter
+    }
 }
 
 /// The compactor's file names (Spec/FORMAT.md §9.4). Every rewrite of a run is written and synced

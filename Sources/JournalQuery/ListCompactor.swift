@@ -55,6 +55,11 @@ public struct ListCompactor: Sendable {
     /// `compactionConflict` (nothing purged; the next run finishes the job).
     public static let maxAttempts = 4
 
+    /// Entries read and held at once: zones are planned and compacted in groups of about this
+    /// many entries, each group one atomic rewrite, so memory follows the group, not the store.
+    /// (A zone is never split: one larger than this is a group of its own.)
+    public var maxEntriesPerGroup = 1_000_000
+
     public init(query: ListQuery, retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
         self.query = query
         self.retentionMillis = retentionMillis
@@ -74,15 +79,15 @@ public struct ListCompactor: Sendable {
     public func run(now: Int64, dryRun: Bool = false) throws(QueryError) -> ListCompactionReport {
         let store = query.store
         var report = ListCompactionReport()
-        var plans: [Plan] = []
         let cutoff = now - retentionMillis
-        var reads: [(info: ZoneInfo, read: (entries: [(SequenceNumber, JournalEntry)], sequence: SequenceNumber))] = []
-        for info in store.zones() where !info.isDeleted { reads.append((info, try query.entries(info.name))) }
+        let zones = store.zones().filter { !$0.isDeleted }
         // Entries old enough to go that still sit in the active segment would wait for it to fill
         // (a segment can span months of a family's list): seal it first. A dry run assumes it.
+        // Only the active segment's entries are read for this.
         var sealed = store.sealedThrough
-        let waiting = reads.contains { _, read in
-            read.entries.contains { s, e in s > sealed && max(e.wallTime, Int64(clamping: e.clock.physicalMillis)) < cutoff }
+        var waiting = false
+        for info in zones where !waiting && info.lastChange > sealed {
+            waiting = try replayTail(info.name, after: max(sealed, info.lowWaterMark)).contains { Self.isOld($0.entry, cutoff: cutoff) }
         }
         if waiting {
             if dryRun {
@@ -91,7 +96,12 @@ public struct ListCompactor: Sendable {
                 do { sealed = try store.sealActiveSegment() } catch { throw .storage(error) }
             }
         }
-        for (info, read) in reads {
+        // Zones are read, planned and compacted a group at a time, so what is held in memory
+        // follows the group, not the store.
+        var group: [Plan] = []
+        var held = 0
+        for info in zones {
+            let read = try query.entries(info.name)
             // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
             var limit = min(sealed, info.lastChange)
             if let floor = store.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
@@ -102,18 +112,40 @@ public struct ListCompactor: Sendable {
                 report.skipped.append((info.name, Self.whySkipped(read.entries, cutoff: cutoff, mark: mark, unheld: min(sealed, info.lastChange))))
                 continue
             }
-            plans.append(Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
+            group.append(Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
                                                    chosen: chosen.purge.count, rewritten: chosen.rewrite.count, snapshotSequence: read.sequence),
                               entries: read.entries, retention: retention, plan: chosen, mark: mark, raise: mark > info.lowWaterMark))
+            held += read.entries.count
+            if held >= maxEntriesPerGroup {
+                try compact(&group, dryRun: dryRun, into: &report)
+                group = []
+                held = 0
+            }
         }
+        if !group.isEmpty || report.zones.isEmpty { try compact(&group, dryRun: dryRun, into: &report) }
         report.skipped.sort { $0.zone < $1.zone }
-        func summarise() {
-            report.zones = plans.map(\.zone)
-            report.chosen = plans.flatMap(\.plan.purge).sorted()
-            report.rewritten = plans.flatMap { $0.plan.rewrite.map(\.sequence) }.sorted()
+        report.chosen.sort()
+        report.rewritten.sort()
+        if !dryRun { report.filesRemoved += removeSuperseded() }
+        return report
+    }
+
+    /// An entry's time is the later of its wall time and its hybrid clock (COMPACTION.md §2).
+    static func isOld(_ e: JournalEntry, cutoff: Int64) -> Bool {
+        max(e.wallTime, Int64(clamping: e.clock.physicalMillis)) < cutoff
+    }
+
+    /// Steps 3 to 7 of COMPACTION.md §1 for one group of planned zones, with one atomic rewrite;
+    /// a dry run only reports the plans. An empty group still has the store drop the entries of
+    /// deleted zones.
+    private func compact(_ plans: inout [Plan], dryRun: Bool, into report: inout ListCompactionReport) throws(QueryError) {
+        let store = query.store
+        defer {
+            report.zones += plans.map(\.zone)
+            report.chosen += plans.flatMap(\.plan.purge)
+            report.rewritten += plans.flatMap { $0.plan.rewrite.map(\.sequence) }
         }
-        summarise()
-        if dryRun { return report }
+        if dryRun { return }
         for plan in plans {
             // 1. The history, holding every entry about to go: the stored one plus the entries
             // after it, which are among those just read.
@@ -140,6 +172,7 @@ public struct ListCompactor: Sendable {
         // after this re-read makes the store refuse the rewrite at its commit point; then read
         // and decide again.
         var attempt = 1
+        var storage = CompactionReport()
         while true {
             var readThrough: [String: SequenceNumber] = [:]
             for k in plans.indices {
@@ -154,11 +187,10 @@ public struct ListCompactor: Sendable {
                 plans[k].zone.chosen = again.purge.count
                 plans[k].zone.rewritten = again.rewrite.count
             }
-            summarise()
-            // 4. One atomic rewrite for every zone.
+            // 4. One atomic rewrite for every zone of the group.
             let replacing = Dictionary(uniqueKeysWithValues: plans.flatMap { $0.plan.rewrite.map { ($0.sequence, $0.entry) } })
             do {
-                report.storage = try store.compact(purging: report.chosen, replacing: replacing, unchangedAfter: readThrough)
+                storage = try store.compact(purging: plans.flatMap(\.plan.purge).sorted(), replacing: replacing, unchangedAfter: readThrough)
                 break
             } catch .compactionConflict where attempt < Self.maxAttempts {
                 attempt += 1
@@ -169,10 +201,11 @@ public struct ListCompactor: Sendable {
                 throw .storage(error)
             }
         }
+        report.storage.add(storage)
         // 5. The state that stays, for materialise and for expired clients to re-fetch from.
         for plan in plans {
             var reducer = ListReducer(zone: plan.zone.zone)
-            if report.storage.entriesKept == 0 {
+            if storage.entriesKept == 0 {
                 // Exactly the chosen entries went and the rewrites were written: the compacted log
                 // through the snapshot's sequence.
                 let purge = plan.plan.purge, rewrite = plan.plan.rewrite
@@ -191,8 +224,6 @@ public struct ListCompactor: Sendable {
             }
             try query.writeState(plan.zone.zone, reducer: reducer, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
         }
-        report.filesRemoved += removeSuperseded()
-        return report
     }
 
     /// Why a zone's plan came out empty: no entry old enough; old entries only above the mark,
@@ -200,7 +231,7 @@ public struct ListCompactor: Sendable {
     /// below the mark that the rules keep.
     static func whySkipped(_ entries: [(SequenceNumber, JournalEntry)], cutoff: Int64, mark: SequenceNumber,
                            unheld: SequenceNumber) -> CompactionSkip {
-        let old = entries.filter { _, e in max(e.wallTime, Int64(clamping: e.clock.physicalMillis)) < cutoff }
+        let old = entries.filter { isOld($1, cutoff: cutoff) }
         guard !old.isEmpty else { return .nothingOlderThanCutoff }
         if mark < unheld, old.contains(where: { s, _ in s > mark && s <= unheld }) { return .heldByConsumers(at: mark) }
         return .nothingFinished

@@ -74,6 +74,40 @@ import ListModel
         #expect(try q.entries(Self.zone).entries.count == 13)
     }
 
+    /// Zones are compacted a group at a time, so memory follows the group: one zone per group
+    /// ends where one group for every zone does.
+    @Test func compactingZonesInGroupsEndsWhereOneGroupDoes() throws {
+        let zones = ["List-x", "List-y", "List-z"]
+        func store() throws -> (JournalStore, MemoryFileSystem) {
+            let fs = MemoryFileSystem()
+            let s = try ListQueryTests.store(fs)
+            for (k, zone) in zones.enumerated() {
+                let t = UInt64(k * 100)
+                for x in [Self.e("\(zone)-1", .add(item: Self.milk, text: "Milk", after: nil), t + 1, zone: zone),
+                          Self.e("\(zone)-2", .add(item: Self.tea, text: "Tea", after: Self.milk), t + 2, zone: zone),
+                          Self.e("\(zone)-3", .markOff(item: Self.tea), t + 3, zone: zone),
+                          Self.e("\(zone)-4", .add(item: Self.coffee, text: "Coffee", after: nil), t + 4, zone: zone),
+                          Self.e("\(zone)-5", .delete(item: Self.coffee), t + 5, zone: zone)] { try s.append(x) }
+            }
+            try Self.seal(s)
+            return (s, fs)
+        }
+        let (a, fa) = try store(), (b, fb) = try store()
+        let one = try ListCompactor(query: ListQuery(store: a, fs: fa)).run(now: Self.later)
+        var grouped = ListCompactor(query: ListQuery(store: b, fs: fb))
+        grouped.maxEntriesPerGroup = 1
+        let many = try grouped.run(now: Self.later)
+        #expect(one.chosen == many.chosen && one.rewritten == many.rewritten)
+        #expect(one.zones == many.zones && one.zones.count == 3)
+        #expect(many.storage.entriesPurged == one.storage.entriesPurged && one.storage.entriesPurged > 0)
+        #expect(many.storage.entriesReplaced == one.storage.entriesReplaced)
+        #expect(many.storage.segmentsExamined > one.storage.segmentsExamined, "three groups, three rewrites of the shared segments")
+        for zone in zones {
+            #expect(try ListQuery(store: a, fs: fa).materialise(zone).state == ListQuery(store: b, fs: fb).materialise(zone).state)
+            #expect(try ListQuery(store: b, fs: fb).materialise(zone).state.items.map(\.text) == ["Milk"])
+        }
+    }
+
     static func skip(_ report: ListCompactionReport, _ zone: String) -> CompactionSkip? {
         report.skipped.first { $0.zone == zone }?.reason
     }

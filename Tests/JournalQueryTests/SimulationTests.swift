@@ -144,6 +144,9 @@ import ListModel
                 case 11:
                     let compactor = ListCompactor(query: ListQuery(store: store, fs: fs))
                     let now: Int64 = 1_795_424_400_000 + 30 * 86_400_000
+                    // The feed serves durable entries; a run that seals syncs, so make the dry run
+                    // read what the run will.
+                    try store.sync()
                     let dry = try compactor.run(now: now, dryRun: true)
                     purgeable.formUnion(dry.chosen)
                     placed.formUnion(dry.rewritten)
