@@ -19,7 +19,8 @@ public struct CompactionReport: Sendable, Equatable {
 
     public init() {}
 
-    /// Adds another run's counts (a compactor that rewrites in several runs reports their sum).
+    /// Adds another run's counts (a compactor that rewrites in several runs reports their sum;
+    /// a segment rewritten by two runs then counts twice).
     public mutating func add(_ other: CompactionReport) {
         segmentsExamined += other.segmentsExamined
         segmentsRewritten += other.segmentsRewritten
@@ -316,8 +317,10 @@ extension JournalStore {
     ///
     /// A policy decided from entries read through some sequence can be undone by one appended
     /// after it (an unmark of an item it chose). `unchangedAfter` maps a zone to the sequence it
-    /// was read through; if any entry of that zone was enqueued after it, the run throws
-    /// `compactionConflict` at its commit point, under the lock appends take, and changes nothing.
+    /// was read through; if an entry of that zone was enqueued after it, or a new incarnation of
+    /// the zone started after it, the run throws `compactionConflict` at its commit point, under
+    /// the lock appends take, and changes nothing. Zone records alone (a repeated create, a
+    /// delete) are not a change.
     public func compact(purging: some Sequence<SequenceNumber>, replacing: [SequenceNumber: JournalEntry] = [:],
                         purgeDeletedZones: Bool = true,
                         unchangedAfter: [String: SequenceNumber] = [:]) throws(JournalError) -> CompactionReport {
@@ -447,7 +450,9 @@ extension JournalStore {
             try checkWritable()
             for (zone, through) in unchangedAfter.sorted(by: { $0.key < $1.key }) {
                 guard let t = catalog.latest(zone) else { continue }
-                let last = max(catalog.tracks[t].lastSequence, t < lastEnqueued.count ? lastEnqueued[t] : 0)
+                // A newer incarnation (deleted and created again) counts as a change; a deletion
+                // alone does not (the zone's entries are purged with it anyway).
+                let last = max(catalog.tracks[t].incarnation, t < lastEnqueued.count ? lastEnqueued[t] : 0)
                 if last > through { throw JournalError.compactionConflict(zone: zone, appended: last, readThrough: through) }
             }
             // A checkpoint names frame offsets the swap changes: remove it first, so a crash after

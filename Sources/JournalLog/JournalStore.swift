@@ -155,8 +155,9 @@ public final class JournalStore: @unchecked Sendable {
     private var syncRequestedFrames = 0
     /// Marks written but not yet durable; applied by the next sync round.
     private var pendingMarks: [LowWater] = []
-    /// By zone incarnation (track index): the last sequence enqueued for it, written yet or not
-    /// (the catalog learns of a frame only once it is written). A compaction's commit checks it.
+    /// By zone incarnation (track index): the last sequence of an entry enqueued for it, written
+    /// yet or not (the catalog learns of a frame only once it is written); zone records do not
+    /// count. A compaction's commit checks it.
     var lastEnqueued: [SequenceNumber] = []
     private var leaderActive = false
     var failure: JournalError?
@@ -589,7 +590,7 @@ public final class JournalStore: @unchecked Sendable {
     /// `touches` say which zone incarnations the frame holds records of, for the index.
     /// The frame's ticket is `enqueuedFrames` right after the call.
     func enqueueLocked(type: UInt8, payload: [UInt8], count: Int, touches: [FrameTouch], lowWater: LowWater? = nil) -> SequenceNumber {
-        for t in touches where t.track >= 0 {
+        for t in touches where t.track >= 0 && t.entries > 0 {
             if t.track >= lastEnqueued.count { lastEnqueued += repeatElement(0, count: t.track + 1 - lastEnqueued.count) }
             lastEnqueued[t.track] = max(lastEnqueued[t.track], t.lastSequence)
         }

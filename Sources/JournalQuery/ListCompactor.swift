@@ -27,6 +27,10 @@ public enum CompactionSkip: Sendable, Equatable {
     /// Entries older than the cutoff lie below the mark, but none is a finished item or a
     /// superseded rename or recolour.
     case nothingFinished
+    /// It gained entries while every one of `ListCompactor.maxAttempts` rewrites was being
+    /// written, so none committed: its history, raised mark and a snapshot of its unchanged log
+    /// are left, and the next run finishes the job.
+    case keptChanging
 }
 
 public struct ListCompactionReport: Sendable {
@@ -51,8 +55,8 @@ public struct ListCompactor: Sendable {
     public let query: ListQuery
     public var retentionMillis: Int64 = ListRetention.defaultRetentionMillis
 
-    /// Rewrites tried before a zone that keeps changing under the run is reported as a
-    /// `compactionConflict` (nothing purged; the next run finishes the job).
+    /// Rewrites tried before a zone that keeps changing under the run is left out of it
+    /// (`CompactionSkip.keptChanging`; the next run finishes the job).
     public static let maxAttempts = 4
 
     /// Entries read and held at once: zones are planned and compacted in groups of about this
@@ -87,7 +91,7 @@ public struct ListCompactor: Sendable {
         var sealed = store.sealedThrough
         var waiting = false
         for info in zones where !waiting && info.lastChange > sealed {
-            waiting = try replayTail(info.name, after: max(sealed, info.lowWaterMark)).contains { Self.isOld($0.entry, cutoff: cutoff) }
+            waiting = try liveTail(info.name, after: max(sealed, info.lowWaterMark))?.contains { Self.isOld($0.entry, cutoff: cutoff) } ?? false
         }
         if waiting {
             if dryRun {
@@ -100,16 +104,24 @@ public struct ListCompactor: Sendable {
         // follows the group, not the store.
         var group: [Plan] = []
         var held = 0
-        for info in zones {
-            let read = try query.entries(info.name)
+        for listed in zones {
+            // A zone deleted (or deleted and created again) since the list was taken is not
+            // compacted: its entries go with its deletion.
+            guard let info = store.zone(listed.name), !info.isDeleted, info.incarnation == listed.incarnation else { continue }
+            let read: (entries: [(SequenceNumber, JournalEntry)], sequence: SequenceNumber)
+            do { read = try query.entries(info.name) } catch { if Self.isGone(error) { continue } else { throw error } }
             // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
-            var limit = min(sealed, info.lastChange)
+            let unheld = min(sealed, info.lastChange)
+            var limit = unheld
             if let floor = store.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
             let mark = min(max(info.lowWaterMark, limit), sealed)
             let retention = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark, pinned: info.incarnation)
             let chosen = mark > 0 ? retention.plan(read.entries) : RetentionPlan()
             guard !chosen.isEmpty else {
-                report.skipped.append((info.name, Self.whySkipped(read.entries, cutoff: cutoff, mark: mark, unheld: min(sealed, info.lastChange))))
+                // Held back by consumers only if, without them, something would go.
+                let held = mark < unheld && !ListRetention(now: now, retentionMillis: retentionMillis, mark: unheld, pinned: info.incarnation)
+                    .plan(read.entries).isEmpty
+                report.skipped.append((info.name, Self.whySkipped(read.entries, cutoff: cutoff, heldAt: held ? mark : nil)))
                 continue
             }
             group.append(Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
@@ -140,12 +152,10 @@ public struct ListCompactor: Sendable {
     /// deleted zones.
     private func compact(_ plans: inout [Plan], dryRun: Bool, into report: inout ListCompactionReport) throws(QueryError) {
         let store = query.store
-        defer {
-            report.zones += plans.map(\.zone)
-            report.chosen += plans.flatMap(\.plan.purge)
-            report.rewritten += plans.flatMap { $0.plan.rewrite.map(\.sequence) }
+        if dryRun {
+            record(plans, into: &report)
+            return
         }
-        if dryRun { return }
         for plan in plans {
             // 1. The history, holding every entry about to go: the stored one plus the entries
             // after it, which are among those just read.
@@ -170,13 +180,17 @@ public struct ListCompactor: Sendable {
         // again with them: they are above the mark, so they stay, and so does what they name.
         // (The history holds every entry through the snapshot's sequence already.) One appended
         // after this re-read makes the store refuse the rewrite at its commit point; then read
-        // and decide again.
-        var attempt = 1
+        // and decide again. A zone refused `maxAttempts` times leaves the group.
+        var refusals: [String: Int] = [:]
         var storage = CompactionReport()
         while true {
             var readThrough: [String: SequenceNumber] = [:]
+            var gone: Set<String> = []
             for k in plans.indices {
-                let tail = try replayTail(plans[k].zone.zone, after: plans[k].zone.snapshotSequence)
+                guard let tail = try liveTail(plans[k].zone.zone, after: plans[k].zone.snapshotSequence, incarnation: plans[k].zone.incarnation) else {
+                    gone.insert(plans[k].zone.zone)  // deleted meanwhile: its entries go with it
+                    continue
+                }
                 readThrough[plans[k].zone.zone] = tail.last?.sequence ?? plans[k].zone.snapshotSequence
                 // Only what names an item: a later rename changes nothing chosen here.
                 let named = tail.filter { $0.entry.operation.item != nil }.map { ($0.sequence, $0.entry) }
@@ -187,13 +201,22 @@ public struct ListCompactor: Sendable {
                 plans[k].zone.chosen = again.purge.count
                 plans[k].zone.rewritten = again.rewrite.count
             }
+            plans.removeAll { gone.contains($0.zone.zone) }
             // 4. One atomic rewrite for every zone of the group.
             let replacing = Dictionary(uniqueKeysWithValues: plans.flatMap { $0.plan.rewrite.map { ($0.sequence, $0.entry) } })
             do {
                 storage = try store.compact(purging: plans.flatMap(\.plan.purge).sorted(), replacing: replacing, unchangedAfter: readThrough)
                 break
-            } catch .compactionConflict where attempt < Self.maxAttempts {
-                attempt += 1
+            } catch .compactionConflict(let zone, _, _) {
+                refusals[zone, default: 0] += 1
+                if refusals[zone]! >= Self.maxAttempts, let k = plans.firstIndex(where: { $0.zone.zone == zone }) {
+                    // Nothing of it was rewritten: a snapshot of its log as it stands, for the
+                    // clients whose tokens the raised mark expired.
+                    let left = plans.remove(at: k)
+                    let reducer = try query.materialise(zone, at: .sequence(left.zone.snapshotSequence)).reducer
+                    try query.writeState(zone, reducer: reducer, incarnation: left.zone.incarnation, sequence: left.zone.snapshotSequence)
+                    report.skipped.append((zone, .keptChanging))
+                }
                 // What was appended meanwhile may not be durable yet, and the feed serves only
                 // what is: make it so before reading again.
                 do { try store.sync() } catch { throw .storage(error) }
@@ -224,16 +247,34 @@ public struct ListCompactor: Sendable {
             }
             try query.writeState(plan.zone.zone, reducer: reducer, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
         }
+        record(plans, into: &report)
     }
 
-    /// Why a zone's plan came out empty: no entry old enough; old entries only above the mark,
-    /// which consumers held below where it could otherwise have gone (`unheld`); or old entries
-    /// below the mark that the rules keep.
-    static func whySkipped(_ entries: [(SequenceNumber, JournalEntry)], cutoff: Int64, mark: SequenceNumber,
-                           unheld: SequenceNumber) -> CompactionSkip {
-        let old = entries.filter { isOld($1, cutoff: cutoff) }
-        guard !old.isEmpty else { return .nothingOlderThanCutoff }
-        if mark < unheld, old.contains(where: { s, _ in s > mark && s <= unheld }) { return .heldByConsumers(at: mark) }
+    private func record(_ plans: [Plan], into report: inout ListCompactionReport) {
+        report.zones += plans.map(\.zone)
+        report.chosen += plans.flatMap(\.plan.purge)
+        report.rewritten += plans.flatMap { $0.plan.rewrite.map(\.sequence) }
+    }
+
+    /// Whether the error says the zone is gone (deleted, or never there).
+    static func isGone(_ error: QueryError) -> Bool {
+        if case .feed(.zoneDeleted) = error { return true }
+        if case .feed(.zoneNotFound) = error { return true }
+        return false
+    }
+
+    /// The zone's entries after `position`, or nil when the zone is gone or is no longer
+    /// `incarnation` (when given).
+    private func liveTail(_ zone: String, after position: SequenceNumber, incarnation: SequenceNumber? = nil) throws(QueryError) -> [FeedEntry]? {
+        if let incarnation, query.store.zone(zone)?.incarnation != incarnation { return nil }
+        do { return try replayTail(zone, after: position) } catch { if Self.isGone(error) { return nil } else { throw error } }
+    }
+
+    /// Why a zone's plan came out empty: no entry old enough; consumers holding it at `heldAt`
+    /// (given when, without them, something would go); or old entries the rules keep.
+    static func whySkipped(_ entries: [(SequenceNumber, JournalEntry)], cutoff: Int64, heldAt: SequenceNumber?) -> CompactionSkip {
+        guard entries.contains(where: { isOld($1, cutoff: cutoff) }) else { return .nothingOlderThanCutoff }
+        if let heldAt { return .heldByConsumers(at: heldAt) }
         return .nothingFinished
     }
 

@@ -12,7 +12,8 @@ struct Compact: ParsableCommand {
         rewrites the sealed segments that hold purged entries or entries of deleted zones. The active \
         segment is never rewritten, and nothing above an unexpired consumer's mark goes (`jlog consumers`). \
         Each live zone with nothing to compact is listed with the reason: every entry newer than the cutoff, \
-        older entries held back by consumers, or no finished item. \
+        older entries held back by consumers, no finished item, or (exit status 1) entries kept arriving \
+        during every rewrite. \
         Opens the store as its writer, even with --dry-run. Safe to interrupt: running again finishes the job.
         """)
 
@@ -40,6 +41,8 @@ struct Compact: ParsableCommand {
             throw queryFailure(error, json: json, path: store)
         }
         let st = report.storage
+        // A zone that kept changing was left out: the run did not finish the job.
+        let incomplete = report.skipped.contains { $0.reason == .keptChanging }
         if json {
             print(JSON.object([
                 ("store", .string(store)),
@@ -66,6 +69,7 @@ struct Compact: ParsableCommand {
                 ("filesRemoved", .int(Int64(report.filesRemoved))),
                 ("consumerProblems", .array(problems.map { .string($0) })),
             ]).rendered)
+            if incomplete { throw ExitCode(1) }
             return
         }
         print("\(dryRun ? "dry run: " : "")compacting as of \(iso(at)), retention \(retentionDays) days (cutoff \(iso(at - retention)))")
@@ -91,6 +95,7 @@ struct Compact: ParsableCommand {
         print("entries         \(st.entriesPurged) purged, \(st.entriesReplaced) replaced by placements, \(st.deletedZoneEntriesPurged) of deleted zones purged, \(st.entriesKept) kept (above a mark or in the active segment)")
         print("bytes           \(st.bytesBefore) → \(st.bytesAfter) in the rewritten segments")
         print("snapshot files  \(report.filesRemoved) removed (superseded, or of deleted zones)")
+        if incomplete { throw ExitCode(1) }
     }
 }
 
@@ -101,6 +106,7 @@ extension CompactionSkip {
         case .nothingOlderThanCutoff: "nothingOlderThanCutoff"
         case .heldByConsumers: "heldByConsumers"
         case .nothingFinished: "nothingFinished"
+        case .keptChanging: "keptChanging"
         }
     }
 
@@ -111,6 +117,8 @@ extension CompactionSkip {
         case .heldByConsumers(let at):
             "older entries lie above sequence \(at), where unexpired consumers hold the zone; they go once the consumers advance or their leases expire (`jlog consumers`)"
         case .nothingFinished: "no item older than the cutoff is finished (marked off or deleted), and no rename or recolour is superseded"
+        case .keptChanging:
+            "it gained entries during every one of \(ListCompactor.maxAttempts) rewrites, so nothing of it was purged; run `jlog compact` again when it is quieter"
         }
     }
 }

@@ -126,6 +126,15 @@ import ListModel
         #expect(Self.skip(report, Self.zone) == .heldByConsumers(at: 0))
     }
 
+    /// A consumer at 0 holds every zone, but one with nothing finished would keep its entries
+    /// anyway: that, not the consumer, is the reason given.
+    @Test func aZoneWithNothingFinishedIsNotReportedAsHeldByAConsumer() throws {
+        let (s, fs) = try Self.sevenEntryStore()
+        try s.registerConsumer("uploader", leaseUntil: nil)
+        let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: Self.later)
+        #expect(Self.skip(report, "Filler") == .nothingFinished)
+    }
+
     @Test func aZoneWithNoFinishedItemIsSkippedAsSuch() throws {
         let (s, fs) = try Self.sevenEntryStore()
         // The filler zone that sealed the segments only ever adds.
