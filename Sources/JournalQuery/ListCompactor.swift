@@ -207,8 +207,13 @@ public struct ListCompactor: Sendable {
             do {
                 storage = try store.compact(purging: plans.flatMap(\.plan.purge).sorted(), replacing: replacing, unchangedAfter: readThrough)
                 break
-            } catch .compactionConflict(let zone, _, _) {
+            } catch .compactionConflict(let zone, let at, let through) {
                 refusals[zone, default: 0] += 1
+                // Each refusal names a zone of the group, and a zone leaves it after
+                // `maxAttempts`: this bound is never reached unless that breaks.
+                guard refusals.values.reduce(0, +) <= Self.maxAttempts * (plans.count + refusals.count) else {
+                    throw .storage(.compactionConflict(zone: zone, appended: at, readThrough: through))
+                }
                 if refusals[zone]! >= Self.maxAttempts, let k = plans.firstIndex(where: { $0.zone.zone == zone }) {
                     // Nothing of it was rewritten: a snapshot of its log as it stands, for the
                     // clients whose tokens the raised mark expired.
