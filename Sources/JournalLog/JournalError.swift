@@ -24,7 +24,8 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
     /// The store's token key file is damaged: tokens cannot be checked.
     case storeKeyDamaged(path: String)
     /// A compaction was planned from a zone read through `readThrough`, and an entry at
-    /// `appended` joined the zone before the rewrite could commit: nothing was compacted.
+    /// `appended` joined the zone (or a new incarnation of it started there) before the rewrite
+    /// could commit: nothing was compacted.
     case compactionConflict(zone: String, appended: SequenceNumber, readThrough: SequenceNumber)
 
     public var description: String {
@@ -45,7 +46,7 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
         case .zoneNotFound(let z): return "no zone named \(z) (list the zones with `jlog zones`)"
         case .storeKeyDamaged(let p): return "the token key \(p) is damaged; restore it from a backup, or delete it to issue a new key (every client then re-fetches from scratch)"
         case .compactionConflict(let z, let at, let through):
-            return "zone \(z) gained an entry at sequence \(at) after the compaction read it through \(through); nothing was compacted: run the compaction again"
+            return "zone \(z) changed at sequence \(at) after the compaction read it through \(through); nothing was compacted: run the compaction again"
         }
     }
 }
