@@ -23,6 +23,14 @@ struct Compact: ParsableCommand {
     @Flag(help: "Decide and report, write nothing.") var dryRun = false
     @Flag(help: "One JSON object: {\"zones\":[{zone,incarnation,chosen,rewritten,lowWaterMark,snapshotSequence}],\"storage\":{…},…}.") var json = false
 
+    /// Skipped zones listed one by one up to this many; past it, counted by reason.
+    static let skippedListed = 20
+
+    /// A reason's explanation without its zone-specific mark.
+    static func generic(_ explanation: String) -> String {
+        explanation.replacingOccurrences(of: #"above sequence \d+, where"#, with: "above the marks where", options: .regularExpression)
+    }
+
     func validate() throws {
         guard retentionDays >= 0 && retentionDays <= 100_000 else { throw ValidationError("--retention-days must be 0...100000") }
     }
@@ -83,8 +91,19 @@ struct Compact: ParsableCommand {
                       + "  \(String(z.chosen).leftPad(6))  \(String(z.rewritten).leftPad(6))  \(String(z.lowWaterMark).leftPad(14))  \(String(z.snapshotSequence).leftPad(11))")
             }
         }
-        for z in report.skipped {
-            print("skipped \(z.zone): \(z.reason.explanation)")
+        // A store of many lists skips most of them on most runs: past a screenful, count them by
+        // reason, but always name a zone that needs running again.
+        if report.skipped.count <= Self.skippedListed {
+            for z in report.skipped { print("skipped \(z.zone): \(z.reason.explanation)") }
+        } else {
+            var byReason: [String: (count: Int, explanation: String)] = [:]
+            for z in report.skipped where z.reason != .keptChanging {
+                byReason[z.reason.code, default: (0, z.reason.explanation)].count += 1
+            }
+            for (_, r) in byReason.sorted(by: { $0.key < $1.key }) {
+                print("skipped \(r.count) zone\(r.count == 1 ? "" : "s"): \(Self.generic(r.explanation)) (`--json` lists them)")
+            }
+            for z in report.skipped where z.reason == .keptChanging { print("skipped \(z.zone): \(z.reason.explanation)") }
         }
         if dryRun {
             print("nothing was written; run without --dry-run to purge \(report.zones.reduce(0) { $0 + $1.chosen }) entries "
