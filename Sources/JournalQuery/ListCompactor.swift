@@ -119,9 +119,9 @@ public struct ListCompactor: Sendable {
             let chosen = mark > 0 ? retention.plan(read.entries) : RetentionPlan()
             guard !chosen.isEmpty else {
                 // Held back by consumers only if, without them, something would go.
-                let held = mark < unheld && !ListRetention(now: now, retentionMillis: retentionMillis, mark: unheld, pinned: info.incarnation)
+                let heldBack = mark < unheld && !ListRetention(now: now, retentionMillis: retentionMillis, mark: unheld, pinned: info.incarnation)
                     .plan(read.entries).isEmpty
-                report.skipped.append((info.name, Self.whySkipped(read.entries, cutoff: cutoff, heldAt: held ? mark : nil)))
+                report.skipped.append((info.name, Self.whySkipped(read.entries, cutoff: cutoff, heldAt: heldBack ? mark : nil)))
                 continue
             }
             group.append(Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
@@ -182,6 +182,9 @@ public struct ListCompactor: Sendable {
         // after this re-read makes the store refuse the rewrite at its commit point; then read
         // and decide again. A zone refused `maxAttempts` times leaves the group.
         var refusals: [String: Int] = [:]
+        // Each refusal names a zone of the group, and a zone leaves it after `maxAttempts`: this
+        // bound is never reached unless that breaks, but the loop cannot spin.
+        let maxRefusals = Self.maxAttempts * max(plans.count, 1)
         var storage = CompactionReport()
         while true {
             var readThrough: [String: SequenceNumber] = [:]
@@ -209,9 +212,7 @@ public struct ListCompactor: Sendable {
                 break
             } catch .compactionConflict(let zone, let at, let through) {
                 refusals[zone, default: 0] += 1
-                // Each refusal names a zone of the group, and a zone leaves it after
-                // `maxAttempts`: this bound is never reached unless that breaks.
-                guard refusals.values.reduce(0, +) <= Self.maxAttempts * (plans.count + refusals.count) else {
+                guard refusals.values.reduce(0, +) <= maxRefusals else {
                     throw .storage(.compactionConflict(zone: zone, appended: at, readThrough: through))
                 }
                 if refusals[zone]! >= Self.maxAttempts, let k = plans.firstIndex(where: { $0.zone.zone == zone }) {

@@ -26,11 +26,6 @@ struct Compact: ParsableCommand {
     /// Skipped zones listed one by one up to this many; past it, counted by reason.
     static let skippedListed = 20
 
-    /// A reason's explanation without its zone-specific mark.
-    static func generic(_ explanation: String) -> String {
-        explanation.replacingOccurrences(of: #"above sequence \d+, where"#, with: "above the marks where", options: .regularExpression)
-    }
-
     func validate() throws {
         guard retentionDays >= 0 && retentionDays <= 100_000 else { throw ValidationError("--retention-days must be 0...100000") }
     }
@@ -98,10 +93,10 @@ struct Compact: ParsableCommand {
         } else {
             var byReason: [String: (count: Int, explanation: String)] = [:]
             for z in report.skipped where z.reason != .keptChanging {
-                byReason[z.reason.code, default: (0, z.reason.explanation)].count += 1
+                byReason[z.reason.code, default: (0, z.reason.explanation(naming: false))].count += 1
             }
             for (_, r) in byReason.sorted(by: { $0.key < $1.key }) {
-                print("skipped \(r.count) zone\(r.count == 1 ? "" : "s"): \(Self.generic(r.explanation)) (`--json` lists them)")
+                print("skipped \(r.count) zone\(r.count == 1 ? "" : "s"): \(r.explanation) (`--json` lists them)")
             }
             for z in report.skipped where z.reason == .keptChanging { print("skipped \(z.zone): \(z.reason.explanation)") }
         }
@@ -130,11 +125,14 @@ extension CompactionSkip {
     }
 
     /// What it means, and what to do about it.
-    var explanation: String {
+    var explanation: String { explanation(naming: true) }
+
+    /// `naming`: with the one zone's mark; without, it reads for several zones at once.
+    func explanation(naming: Bool) -> String {
         switch self {
         case .nothingOlderThanCutoff: "every entry is newer than the cutoff"
         case .heldByConsumers(let at):
-            "older entries lie above sequence \(at), where unexpired consumers hold the zone; they go once the consumers advance or their leases expire (`jlog consumers`)"
+            "older entries lie above \(naming ? "sequence \(at)" : "the marks"), where unexpired consumers hold the zone; they go once the consumers advance or their leases expire (`jlog consumers`)"
         case .nothingFinished: "no item older than the cutoff is finished (marked off or deleted), and no rename or recolour is superseded"
         case .keptChanging:
             "it gained entries during every one of \(ListCompactor.maxAttempts) rewrites, so nothing of it was purged; run `jlog compact` again when it is quieter"
