@@ -94,6 +94,9 @@ public struct ListReducer: Sendable {
     var textIDs = ReducerTextIDs()
     /// Item id → record number.
     var index = ReducerIndex()
+    /// The sum of the index slots `apply(contentsOf:)` loaded ahead: kept only so that the
+    /// loads are not optimised away.
+    var warmed: UInt64 = 0
 
     /// Interned authors, in first-seen order (their UTF-8 order is computed when needed).
     var authors: [String] = []
@@ -154,10 +157,15 @@ public struct ListReducer: Sendable {
 
     /// Applies one entry. Returns false (and changes nothing) for a duplicate or another zone's entry.
     @discardableResult
-    public mutating func apply(_ e: JournalEntry) -> Bool {
-        guard sameUTF8(e.zone, zone) else { return false }
+    public mutating func apply(_ e: JournalEntry) -> Bool { withUnsafePointer(to: e) { applyEntry($0) } }
+
+    /// `apply`, reading the entry in place: a caller passing it by value copies it first
+    /// (retaining its strings), since a mutating call could, for all the compiler knows, change it.
+    @inline(__always)
+    mutating func applyEntry(_ e: UnsafePointer<JournalEntry>) -> Bool {
+        guard sameUTF8(e.pointee.zone, zone) else { return false }
         let new: Bool
-        switch e.operation {
+        switch e.pointee.operation {
         case .add(let item, let text, let after):
             new = add(slot(item), e, text, after)
         case .markOff(let item):
@@ -167,17 +175,17 @@ public struct ListReducer: Sendable {
         case .delete(let item):
             new = delete(slot(item), e)
         case .rename(let newName):
-            new = Self.offer(&name, &seen, &textIDs, ChangeKey(e), newName)
+            new = Self.offer(&name, &seen, &textIDs, ChangeKey(e.pointee), newName)
         case .recolour(let newColour):
-            new = Self.offer(&colour, &seen, &textIDs, ChangeKey(e), newColour)
+            new = Self.offer(&colour, &seen, &textIDs, ChangeKey(e.pointee), newColour)
         case .join(let p):
-            new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e), true)
+            new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e.pointee), true)
         case .leave(let p):
-            new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e), false)
+            new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e.pointee), false)
         case .place(let item, let after):
             new = place(slot(item), e, after)
         case .opaque:
-            new = seen.insert(textIDs.rid(e.id))
+            new = seen.insert(textIDs.rid(e.pointee.id))
         }
         if new { applied += 1 }
         return new
@@ -191,28 +199,58 @@ public struct ListReducer: Sendable {
         return n
     }
 
+    /// Applies an array of entries in order; returns how many were new. Two things make a
+    /// replay faster than `apply(_:)` one entry at a time: each entry is read in place (copying
+    /// one retains its strings), and a chunk's item slots are loaded in one tight loop before the
+    /// chunk is applied, so that their cache misses overlap instead of stalling each entry.
+    @discardableResult
+    public mutating func apply(contentsOf entries: [JournalEntry]) -> Int {
+        var n = 0
+        let chunk = 64
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: chunk) { hashes in
+            entries.withUnsafeBufferPointer { buf in
+                var k = 0
+                while k < buf.count {
+                    let m = min(chunk, buf.count - k)
+                    for j in 0..<m {
+                        // Text item ids are rare: they are not warmed.
+                        if let item = buf[k + j].operation.item, let (h, l) = item.uuidHalves {
+                            hashes[j] = index.hash(RID(high: h, low: l, text: false))
+                        } else {
+                            hashes[j] = 0
+                        }
+                    }
+                    warmed &+= index.warm(UnsafeBufferPointer(rebasing: hashes[0..<m]))
+                    for j in k..<(k + m) where applyEntry(buf.baseAddress! + j) { n += 1 }
+                    k += m
+                }
+            }
+        }
+        return n
+    }
+
     /// The first add wins (MERGE.md §5). Returns whether the entry is new.
     @inline(__always)
-    private mutating func add(_ i: Int, _ e: JournalEntry, _ text: String, _ after: CompactID?) -> Bool {
-        let a = intern(e.author)
-        let id = textIDs.rid(e.id)
+    private mutating func add(_ i: Int, _ e: UnsafePointer<JournalEntry>, _ text: String, _ after: CompactID?) -> Bool {
+        let a = intern(e.pointee.author)
+        let id = textIDs.rid(e.pointee.id)
         var r = records[i]
         if r.flags & ItemFlag.added != 0 {
             if r.addEntry == id { return false }
             // A losing add: new unless seen before. (A winning one was never applied: the winner
             // only ever gets earlier.)
-            guard keyLess(e.clock.rawValue, a, id, r.addClock, r.addAuthor, r.addEntry) else { return seen.insert(id) }
+            guard keyLess(e.pointee.clock.rawValue, a, id, r.addClock, r.addAuthor, r.addEntry) else { return seen.insert(id) }
             seen.add(r.addEntry)
         }
         // A placement fixes the place for good (MERGE.md §3.4): the add's anchor no longer matters.
         if r.flags & ItemFlag.placed == 0 { r.anchor = after.map { Int32(slot($0)) } ?? -1 }
         r.flags |= ItemFlag.added
-        r.addClock = e.clock.rawValue
+        r.addClock = e.pointee.clock.rawValue
         r.addAuthor = a
         r.addEntry = id
         if r.flags & ItemFlag.deleted == 0 {
             texts[i] = text
-            r.addedAt = e.wallTime
+            r.addedAt = e.pointee.wallTime
         }
         records[i] = r
         return true
@@ -220,15 +258,15 @@ public struct ListReducer: Sendable {
 
     /// The least `place` wins (MERGE.md §3.4) and fixes the record's place in the tree.
     @inline(__always)
-    private mutating func place(_ i: Int, _ e: JournalEntry, _ after: CompactID?) -> Bool {
-        let a = intern(e.author)
-        let id = textIDs.rid(e.id)
+    private mutating func place(_ i: Int, _ e: UnsafePointer<JournalEntry>, _ after: CompactID?) -> Bool {
+        let a = intern(e.pointee.author)
+        let id = textIDs.rid(e.pointee.id)
         if let p = placements[Int32(i)] {
             if p.entry == id { return false }
-            guard keyLess(e.clock.rawValue, a, id, p.clock, p.author, p.entry) else { return seen.insert(id) }
+            guard keyLess(e.pointee.clock.rawValue, a, id, p.clock, p.author, p.entry) else { return seen.insert(id) }
             seen.add(p.entry)
         }
-        placements[Int32(i)] = Placement(clock: e.clock.rawValue, author: a, entry: id)
+        placements[Int32(i)] = Placement(clock: e.pointee.clock.rawValue, author: a, entry: id)
         let anchor = after.map { Int32(slot($0)) } ?? -1
         records[i].anchor = anchor
         records[i].flags |= ItemFlag.placed
@@ -237,31 +275,31 @@ public struct ListReducer: Sendable {
 
     /// The last markOff or unmark wins; a tombstone keeps no mark (delete is final).
     @inline(__always)
-    private mutating func mark(_ i: Int, _ e: JournalEntry, markedOff: Bool) -> Bool {
+    private mutating func mark(_ i: Int, _ e: UnsafePointer<JournalEntry>, markedOff: Bool) -> Bool {
         var r = records[i]
-        guard r.flags & ItemFlag.deleted == 0 else { return seen.insert(textIDs.rid(e.id)) }
-        let a = intern(e.author)
-        let id = textIDs.rid(e.id)
+        guard r.flags & ItemFlag.deleted == 0 else { return seen.insert(textIDs.rid(e.pointee.id)) }
+        let a = intern(e.pointee.author)
+        let id = textIDs.rid(e.pointee.id)
         if r.flags & ItemFlag.marked != 0 {
             if r.markEntry == id { return false }
             // The winner only ever gets later (a delete, which clears it, is final).
-            guard keyLess(r.markClock, r.markAuthor, r.markEntry, e.clock.rawValue, a, id) else { return seen.insert(id) }
+            guard keyLess(r.markClock, r.markAuthor, r.markEntry, e.pointee.clock.rawValue, a, id) else { return seen.insert(id) }
             seen.add(r.markEntry)
         }
         r.flags = (r.flags | ItemFlag.marked) & ~ItemFlag.markedOff | (markedOff ? ItemFlag.markedOff : 0)
-        r.markClock = e.clock.rawValue
+        r.markClock = e.pointee.clock.rawValue
         r.markAuthor = a
         r.markEntry = id
-        r.markedAt = e.wallTime
+        r.markedAt = e.pointee.wallTime
         records[i] = r
         return true
     }
 
     /// Delete is final: the record becomes a tombstone.
     @inline(__always)
-    private mutating func delete(_ i: Int, _ e: JournalEntry) -> Bool {
+    private mutating func delete(_ i: Int, _ e: UnsafePointer<JournalEntry>) -> Bool {
         var r = records[i]
-        let id = textIDs.rid(e.id)
+        let id = textIDs.rid(e.pointee.id)
         if r.flags & ItemFlag.deleted != 0 {
             if r.flags & ItemFlag.deleteKnown != 0, r.markEntry == id { return false }
             return seen.insert(id)
@@ -469,11 +507,21 @@ public struct ListReducer: Sendable {
 /// The list order of MERGE.md §3 over a reducer's records: the tree of anchors in compressed
 /// sparse rows, each sibling group sorted (§3.2), then a depth-first pre-order walk from the
 /// head, then the orphans, then anything left (anchor cycles, §3.3).
-struct ReducerOrder {
+/// A class: its sort comparators capture it, and as a struct (holding an array and a dictionary)
+/// it was copied, with its references retained and released, for every sibling group sorted.
+final class ReducerOrder {
     let records: UnsafeBufferPointer<ItemRecord>
     let rank: UnsafeBufferPointer<Int32>
     let textIDs: ReducerTextIDs
     let placements: [Int32: Placement]
+
+    init(records: UnsafeBufferPointer<ItemRecord>, rank: UnsafeBufferPointer<Int32>, textIDs: ReducerTextIDs,
+         placements: [Int32: Placement]) {
+        self.records = records
+        self.rank = rank
+        self.textIDs = textIDs
+        self.placements = placements
+    }
 
     /// A record's key in the tree (its placement's when placed, else its winning add's) with its
     /// author ranked, for sorting without chasing records.
@@ -570,8 +618,8 @@ struct ReducerOrder {
         // By author, then change key; equal keys keep ascending record numbers in the output.
         let byKey = { (x: Key, y: Key) -> Bool in
             if x.clock != y.clock { return x.clock < y.clock }
-            let a = entry(x.record), b = entry(y.record)
-            if a != b { return textIDs.less(a, b) }
+            let a = self.entry(x.record), b = self.entry(y.record)
+            if a != b { return self.textIDs.less(a, b) }
             return x.record > y.record
         }
         if keys.count >= 32 && rank.count <= keys.count {

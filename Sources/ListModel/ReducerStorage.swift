@@ -119,6 +119,19 @@ struct ReducerIndex: Sendable {
         }
     }
 
+    /// Loads the home slot of each hash (0: none) and returns their sum. Called for a chunk of
+    /// ids before probing for them one by one: these loads are independent, so their cache
+    /// misses overlap, and the probes that follow find the slots in cache.
+    func warm(_ hashes: UnsafeBufferPointer<UInt64>) -> UInt64 {
+        guard !slots.isEmpty else { return 0 }
+        return slots.withUnsafeBufferPointer { s in
+            let mask = s.count - 1
+            var sum: UInt64 = 0
+            for h in hashes where h != 0 { sum &+= s[Int(h >> 32) & mask] }
+            return sum
+        }
+    }
+
     /// Fills the empty slot `find` returned (after `prepareInsert`).
     @inline(__always)
     mutating func insert(at notFound: Int, _ h: UInt64, _ value: Int32) {

@@ -239,7 +239,7 @@ extension CompareBench {
             var state = ListState(name: "", colour: "", items: [], participants: [])
             let a = timed {
                 r.reserveCapacity(n)
-                for e in w.entries { _ = r.apply(e) }
+                _ = r.apply(contentsOf: w.entries)
             }
             let s = timed { state = r.state() }
             digestMs.append(timed { digest = state.digest } * 1e3)

@@ -48,6 +48,22 @@ import Testing
         }
     }
 
+    /// `apply(contentsOf:)` on an array reads the entries in place and loads index slots a chunk
+    /// ahead: it must count and fold exactly as `apply` one entry at a time, across chunk
+    /// boundaries, with UUID and text ids mixed and duplicates.
+    @Test func applyingAnArrayEqualsApplyingItsEntriesOneByOne() async {
+        await propertyCheck(count: 40, input: Gen.int(in: 0...Int.max), Gen.int(in: 1...300)) { seed, n in
+            let entries = shuffledWithDuplicates(withSomeUUIDs(randomEntries(seed: UInt64(seed), count: n)), seed: UInt64(seed))
+            var one = ListReducer(zone: zone)
+            var newOneByOne = 0
+            for e in entries where one.apply(e) { newOneByOne += 1 }
+            var all = ListReducer(zone: zone)
+            #expect(all.apply(contentsOf: entries) == newOneByOne)
+            #expect(all == one)
+            #expect(all.state() == one.state())
+        }
+    }
+
     @Test func duplicateEntryIsANoOp() {
         var r = ListReducer(zone: zone)
         let first = r.apply(add("e1", "milk", "Milk", at: 0))

@@ -80,6 +80,30 @@ func randomEntries(seed: UInt64, count: Int) -> [JournalEntry] {
 }
 
 /// `entries` shuffled, with some repeated.
+/// The same entries with every other text id (entry, item and anchor alike) replaced by a UUID
+/// derived from it, so that both kinds of id meet in one reducer.
+func withSomeUUIDs(_ entries: [JournalEntry]) -> [JournalEntry] {
+    func swap(_ i: CompactID) -> CompactID {
+        let text = i.description
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325
+        for b in text.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01B3 }
+        return h & 1 == 0 ? CompactID(uuidHigh: h, low: ~h) : i
+    }
+    return entries.map { e in
+        var e = e
+        e.id = swap(e.id)
+        switch e.operation {
+        case .add(let item, let text, let after): e.operation = .add(item: swap(item), text: text, after: after.map(swap))
+        case .markOff(let item): e.operation = .markOff(item: swap(item))
+        case .unmark(let item): e.operation = .unmark(item: swap(item))
+        case .delete(let item): e.operation = .delete(item: swap(item))
+        case .place(let item, let after): e.operation = .place(item: swap(item), after: after.map(swap))
+        default: break
+        }
+        return e
+    }
+}
+
 func shuffledWithDuplicates(_ entries: [JournalEntry], seed: UInt64) -> [JournalEntry] {
     var g = SplitMix64(seed: seed)
     var out = entries
