@@ -403,17 +403,34 @@ public struct ListReducer: Sendable {
 
     /// The list as it stands: a pure function of the set of entries applied.
     public func state() -> ListState {
-        let order = linearOrder()
-        var out: [ListItem] = []
-        out.reserveCapacity(order.count)
-        forEachRecord(in: order, into: &out) { out, r, text in
-            guard r.flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added else { return }
-            let marked = r.flags & ItemFlag.markedOff != 0
-            out.append(ListItem(id: textIDs.compact(r.id), text: text, state: marked ? .markedOff : .active,
-                                addedBy: authors[Int(r.addAuthor)], addedAt: r.addedAt,
-                                markedOffBy: marked ? authors[Int(r.markAuthor)] : nil, markedOffAt: marked ? r.markedAt : nil))
+        let (order, visible, shown) = countedLinearOrder()
+        // Each visible record's place in the list, then the items built in record order and
+        // stored at their places: list order is not memory order, and reading the records and
+        // texts in list order would miss the cache for each item, where storing out of order
+        // does not hold up the loop.
+        var place = [Int32](repeating: 0, count: records.count)
+        var next: Int32 = 0
+        for i in order where shown[Int(i)] {
+            place[Int(i)] = next
+            next += 1
         }
-        return ListState(name: name?.value ?? "", colour: colour?.value ?? "", items: out, participants: currentParticipants())
+        precondition(Int(next) == visible, "every visible record has one place in the list")
+        let items = [ListItem](unsafeUninitializedCapacity: visible) { out, count in
+            records.withUnsafeBufferPointer { rec in
+                texts.withUnsafeBufferPointer { texts in
+                    for i in rec.indices where shown[i] {
+                        let r = rec[i]
+                        let marked = r.flags & ItemFlag.markedOff != 0
+                        (out.baseAddress! + Int(place[i])).initialize(to: ListItem(
+                            id: textIDs.compact(r.id), text: texts[i], state: marked ? .markedOff : .active,
+                            addedBy: authors[Int(r.addAuthor)], addedAt: r.addedAt,
+                            markedOffBy: marked ? authors[Int(r.markAuthor)] : nil, markedOffAt: marked ? r.markedAt : nil))
+                    }
+                }
+            }
+            count = visible
+        }
+        return ListState(name: name?.value ?? "", colour: colour?.value ?? "", items: items, participants: currentParticipants())
     }
 
     /// Calls `body` with `result` and each record in `order` and its text, copying them a chunk at a time
@@ -458,7 +475,7 @@ public struct ListReducer: Sendable {
     /// `state().digest` (MERGE.md §8) straight from the records, without building the state:
     /// snapshot encoding and decoding need only the digest.
     public func stateDigest() -> UInt64 {
-        let (order, visible) = countedLinearOrder()
+        let (order, visible, _) = countedLinearOrder()
         return ReducerDigest.hash { w in
             w.u8(1)
             w.string(name?.value ?? "")
@@ -491,9 +508,10 @@ public struct ListReducer: Sendable {
     /// order (MERGE.md §3).
     func linearOrder() -> [Int32] { countedLinearOrder().order }
 
-    /// `linearOrder()` and how many of its records are visible (not tombstones), counted in the
-    /// same pass over the records rather than by a second one in list order.
-    func countedLinearOrder() -> (order: [Int32], visible: Int) {
+    /// `linearOrder()`, how many of its records are visible (not tombstones) and which they are
+    /// (by record number), found in the same pass over the records rather than by a second one
+    /// in list order.
+    func countedLinearOrder() -> (order: [Int32], visible: Int, shown: [Bool]) {
         // Integer sort keys: hlc and the author's rank in UTF-8 order; the entry id breaks ties.
         var rank = [Int32](repeating: 0, count: authors.count)
         let authors = self.authors
@@ -557,18 +575,22 @@ final class ReducerOrder {
         return r.addEntry
     }
 
-    func run() -> (order: [Int32], visible: Int) {
+    func run() -> (order: [Int32], visible: Int, shown: [Bool]) {
         let n = records.count
         let head = n, orphans = n + 1
         // Parent of each added record: its anchor when that was added, else the head or the orphan root.
         var parent = [Int32](repeating: -1, count: n)
         var childStart = [Int32](repeating: 0, count: n + 3)
+        var shown = [Bool](repeating: false, count: n)
         var added = 0, visible = 0
         for i in 0..<n {
             let r = records[i]
             guard r.flags & ItemFlag.inTree != 0 else { continue }
             added += 1
-            if r.flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added { visible += 1 }
+            if r.flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added {
+                visible += 1
+                shown[i] = true
+            }
             var p = head
             let a = Int(r.anchor)
             if a >= 0 { p = records[a].flags & ItemFlag.inTree != 0 ? a : orphans }
@@ -607,7 +629,7 @@ final class ReducerOrder {
         scratch = []
         let children = keys.map(\.record)
         keys = []
-        return (walk(n: n, added: added, parent: parent, childStart: childStart, children: children), visible)
+        return (walk(n: n, added: added, parent: parent, childStart: childStart, children: children), visible, shown)
     }
 
     /// Orders one sibling group (MERGE.md §3.2): each author's siblings split into runs
