@@ -366,7 +366,11 @@ public struct ListReducer: Sendable {
     /// The author's interned number: a linear scan of the few recent authors, then a dictionary.
     @inline(__always)
     mutating func intern(_ author: String) -> Int32 {
-        for k in 0..<min(authors.count, 8) where sameUTF8(authors[k], author) { return Int32(k) }
+        // Equal short names (up to 15 bytes, stored inline) have equal representations, so a
+        // first pass compares those alone and finds most authors without reading any bytes.
+        let recent = min(authors.count, 8)
+        for k in 0..<recent where sameRepresentation(authors[k], author) { return Int32(k) }
+        for k in 0..<recent where sameUTF8(authors[k], author) { return Int32(k) }
         if let k = authorIndex[ExactString(author)] { return k }
         let k = Int32(authors.count)
         authors.append(author)
@@ -755,17 +759,22 @@ extension ListReducer: Equatable {
     }
 }
 
-/// Byte-wise string equality (not Unicode canonical equivalence), with the length checked first.
+/// Whether two strings have identical representations (the same small string, or the same
+/// storage), which hold the same bytes. False says nothing.
 @inline(__always)
-func sameUTF8(_ a: String, _ b: String) -> Bool {
-    // Identical representations (the same small string, or the same storage) hold the same bytes.
-    let identical = MemoryLayout<String>.size == 16 && withUnsafeBytes(of: a) { p in
+func sameRepresentation(_ a: String, _ b: String) -> Bool {
+    MemoryLayout<String>.size == 16 && withUnsafeBytes(of: a) { p in
         withUnsafeBytes(of: b) { q in
             p.loadUnaligned(as: UInt64.self) == q.loadUnaligned(as: UInt64.self)
                 && p.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == q.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
         }
     }
-    if identical { return true }
+}
+
+/// Byte-wise string equality (not Unicode canonical equivalence), with the length checked first.
+@inline(__always)
+func sameUTF8(_ a: String, _ b: String) -> Bool {
+    if sameRepresentation(a, b) { return true }
     let x = a.utf8, y = b.utf8
     guard x.count == y.count else { return false }
     if let r = x.withContiguousStorageIfAvailable({ p in y.withContiguousStorageIfAvailable { q in p.elementsEqual(q) } }), let r {
