@@ -7,9 +7,11 @@ public struct ListItem: Hashable, Sendable {
         case markedOff = 1
     }
 
+    // `state` follows `id` to fill the padding after the id's one-byte tag: 96 bytes an item,
+    // not 104, for state() to write.
     public var id: CompactID
-    public var text: String
     public var state: State
+    public var text: String
     public var addedBy: String
     /// Wall-clock milliseconds of the add that won (MERGE.md §5).
     public var addedAt: Int64
@@ -20,8 +22,8 @@ public struct ListItem: Hashable, Sendable {
     public init(id: CompactID, text: String, state: State, addedBy: String, addedAt: Int64,
                 markedOffBy: String? = nil, markedOffAt: Int64? = nil) {
         self.id = id
-        self.text = text
         self.state = state
+        self.text = text
         self.addedBy = addedBy
         self.addedAt = addedAt
         self.markedOffBy = markedOffBy
