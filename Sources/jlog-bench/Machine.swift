@@ -77,7 +77,28 @@ struct MachineBench {
         return Double(counts.seqWriteMiB) * 1_048_576 / t / 1e6
     }
 
+    /// MB/s of fresh memory made usable: an anonymous 64 MiB mapping, one byte written per
+    /// 4 KiB page (each write a page fault), then unmapped. What a new array costs to fill before
+    /// anything is computed in it; `reducer_apply` reports how many faults it takes.
+    func freshMemory() -> Double {
+        let bytes = 64 << 20
+        let t = timed {
+            let p = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+            check(p != MAP_FAILED, "mmap")
+            let b = p!.assumingMemoryBound(to: UInt8.self)
+            for i in stride(from: 0, to: bytes, by: 4096) { b[i] = 1 }
+            check(munmap(p, bytes) == 0, "munmap")
+        }
+        return Double(bytes) / t / 1e6
+    }
+
     func run() {
+        var fresh: [Double] = []
+        for _ in 0..<counts.runs { fresh.append(freshMemory()) }
+        report.emit(Measurement(name: "fresh_memory", system: "machine", unit: "MB/s", runs: fresh,
+                                extra: [("mapping_mib", .i(64)), ("us_per_4k_page", .n(4096 / medianOf(fresh))),
+                                        ("method", .s("mmap anonymous, write 1 byte per 4 KiB page, munmap"))]))
+
         var append: [Double] = [], zeroed: [Double] = []
         for r in 0..<counts.runs {
             log("  machine: fdatasync run \(r + 1)/\(counts.runs)")

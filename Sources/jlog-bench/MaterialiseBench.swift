@@ -232,16 +232,21 @@ extension CompareBench {
         // Timed: folding the entries in and building the state; the digest only checks the
         // other paths agree, so it is computed after the clock stops (its cost is reported).
         var reduce: [Double] = [], applyMs: [Double] = [], stateMs: [Double] = [], digestMs: [Double] = []
+        var applyFaults: [Double] = [], stateFaults: [Double] = []
         var digest: UInt64 = 0
         let n = w.entries.count
         for _ in 0..<counts.runs {
             var r = ListReducer(zone: zone)
             var state = ListState(name: "", colour: "", items: [], participants: [])
+            let f0 = minorFaults()
             let a = timed {
                 r.reserveCapacity(n)
                 _ = r.apply(contentsOf: w.entries)
             }
+            let f1 = minorFaults()
             let s = timed { state = r.state() }
+            applyFaults.append(Double(f1 - f0))
+            stateFaults.append(Double(minorFaults() - f1))
             digestMs.append(timed { digest = state.digest } * 1e3)
             applyMs.append(a * 1e3)
             stateMs.append(s * 1e3)
@@ -250,9 +255,18 @@ extension CompareBench {
         report.emit(Measurement(name: "reducer_apply", system: "journallog", unit: "entries/s", runs: reduce,
                                 extra: [("entries", .i(n)), ("digest", .s(String(digest, radix: 16))),
                                         ("apply_ms", .n(medianOf(applyMs))), ("state_ms", .n(medianOf(stateMs))),
+                                        ("apply_page_faults", .i(Int(medianOf(applyFaults)))),
+                                        ("state_page_faults", .i(Int(medianOf(stateFaults)))),
                                         ("digest_ms_untimed", .n(medianOf(digestMs)))],
                                 goal: "≥ 5M entries/s", met: medianOf(reduce) >= 5e6))
 
         return digest
     }
+}
+
+/// Minor page faults of this process so far (each the first touch of a fresh page).
+func minorFaults() -> Int {
+    var u = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &u)
+    return u.ru_minflt
 }
