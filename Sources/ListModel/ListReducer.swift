@@ -207,6 +207,10 @@ public struct ListReducer: Sendable {
     public mutating func apply(contentsOf entries: [JournalEntry]) -> Int {
         var n = 0
         let chunk = 64
+        // The room reserved for new records, texts and seen ids is backed on another core while
+        // the entries are applied.
+        let warmer = PageWarmer.start([Self.spareCapacity(records), Self.spareCapacity(texts), Self.spareCapacity(seen.ids)])
+        defer { warmer?.finish() }
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: chunk) { hashes in
             entries.withUnsafeBufferPointer { buf in
                 var k = 0
@@ -227,6 +231,16 @@ public struct ListReducer: Sendable {
             }
         }
         return n
+    }
+
+    /// The unused capacity of `a`, where its next elements will go: only for `PageWarmer`, which
+    /// never reads or writes it (if `a` moves meanwhile, warming the old place is harmless).
+    private static func spareCapacity<T>(_ a: [T]) -> UnsafeMutableRawBufferPointer {
+        let spare = a.capacity - a.count
+        return a.withUnsafeBufferPointer { b in
+            guard spare > 0, let base = b.baseAddress else { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
+            return UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(mutating: base + b.count), count: spare * MemoryLayout<T>.stride)
+        }
     }
 
     /// The first add wins (MERGE.md §5). Returns whether the entry is new.

@@ -64,6 +64,19 @@ import Testing
         }
     }
 
+    /// With room reserved for a large replay, `apply(contentsOf:)` has that room backed on another
+    /// thread (`PageWarmer`) while it fills it: the result is the same.
+    @Test func aReplayIntoReservedRoomEqualsOneEntryAtATime() {
+        let entries = shuffledWithDuplicates(withSomeUUIDs(randomEntries(seed: 5, count: 3_000)), seed: 5)
+        var one = ListReducer(zone: zone)
+        for e in entries { one.apply(e) }
+        var all = ListReducer(zone: zone)
+        all.reserveCapacity(400_000)
+        #expect(all.apply(contentsOf: entries) == one.entryCount)
+        #expect(all == one)
+        #expect(all.state() == one.state())
+    }
+
     @Test func duplicateEntryIsANoOp() {
         var r = ListReducer(zone: zone)
         let first = r.apply(add("e1", "milk", "Milk", at: 0))
@@ -243,5 +256,28 @@ import Testing
         let b = replay(Array(sevenEntryExample.dropLast())).state()
         #expect(a.digest != b.digest)
         #expect(ListState().digest == ListState().digest)
+    }
+}
+
+@Suite struct PageWarmerTests {
+    /// The helper only asks the kernel to back the pages: what the memory holds is unchanged,
+    /// and it stays writable.
+    @Test func warmingLeavesTheMemoryAsItWas() {
+        let bytes = PageWarmer.minimumBytes * 2
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes, alignment: 64)
+        defer { buffer.deallocate() }
+        for i in stride(from: 0, to: bytes / 2, by: 4096) { buffer[i] = UInt8(truncatingIfNeeded: i / 4096) }
+        let warmer = PageWarmer.start([buffer])
+        warmer?.finish()
+        for i in stride(from: 0, to: bytes / 2, by: 4096) { #expect(buffer[i] == UInt8(truncatingIfNeeded: i / 4096)) }
+        for i in stride(from: bytes / 2, to: bytes, by: 4096) { buffer[i] = 7 }
+        #expect(buffer[bytes - 4096] == 7)
+    }
+
+    @Test func aSmallRangeStartsNoThread() {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { buffer.deallocate() }
+        #expect(PageWarmer.start([buffer]) == nil)
+        #expect(PageWarmer.start([]) == nil)
     }
 }
