@@ -69,7 +69,8 @@ struct Placement: Sendable, Equatable {
 }
 
 /// Folds the entries of one zone, in any order and with duplicates, into a `ListState` that
-/// depends only on the set of distinct entries (Spec/MERGE.md). Pure: no I/O, no Foundation.
+/// depends only on the set of distinct entries (Spec/MERGE.md). Pure: no I/O, no Foundation (a
+/// large bulk replay may have a helper thread prefault its memory, `PageWarmer`, and joins it).
 ///
 /// Items live in one array of plain records indexed by a dense record number; ids are plain
 /// 128-bit values (`RID`) found through an 8-byte-slot hash index (`ReducerIndex`), authors
