@@ -200,23 +200,32 @@ public struct ListReducer: Sendable {
         return n
     }
 
-    /// Applies an array of entries in order; returns how many were new. Two things make a
+    /// Applies an array of entries in order; returns how many were new. Three things make a
     /// replay faster than `apply(_:)` one entry at a time: each entry is read in place (copying
-    /// one retains its strings), and a chunk's item slots are loaded in one tight loop before the
-    /// chunk is applied, so that their cache misses overlap instead of stalling each entry.
+    /// one retains its strings); a chunk's item slots are loaded in one tight loop before the
+    /// chunk is applied, so that their cache misses overlap instead of stalling each entry; and
+    /// when room has been reserved (`reserveCapacity`), as much of it as these entries can fill
+    /// is backed by the kernel on another core meanwhile (`PageWarmer`).
     @discardableResult
     public mutating func apply(contentsOf entries: [JournalEntry]) -> Int {
         var n = 0
         let chunk = 64
-        // The room reserved for new records, texts and seen ids is backed on another core while
-        // the entries are applied.
-        let warmer = PageWarmer.start([Self.spareCapacity(records), Self.spareCapacity(texts), Self.spareCapacity(seen.ids)])
+        // An entry adds at most two records (its item and its anchor) and one seen id.
+        let warmer = PageWarmer.start([Self.spareCapacity(records, upTo: 2 * entries.count),
+                                       Self.spareCapacity(texts, upTo: 2 * entries.count),
+                                       Self.spareCapacity(seen.ids, upTo: entries.count)])
         defer { warmer?.finish() }
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: chunk) { hashes in
             entries.withUnsafeBufferPointer { buf in
                 var k = 0
                 while k < buf.count {
                     let m = min(chunk, buf.count - k)
+                    // An array that may outgrow its room in this chunk moves: the helper must be
+                    // done with the old place first.
+                    if let warmer, records.capacity - records.count < 2 * m || texts.capacity - texts.count < 2 * m
+                        || seen.ids.capacity - seen.ids.count < m {
+                        warmer.finish()
+                    }
                     for j in 0..<m {
                         // Text item ids are rare: they are not warmed.
                         if let item = buf[k + j].operation.item, let (h, l) = item.uuidHalves {
@@ -234,10 +243,10 @@ public struct ListReducer: Sendable {
         return n
     }
 
-    /// The unused capacity of `a`, where its next elements will go: only for `PageWarmer`, which
-    /// never reads or writes it (if `a` moves meanwhile, warming the old place is harmless).
-    private static func spareCapacity<T>(_ a: [T]) -> UnsafeMutableRawBufferPointer {
-        let spare = a.capacity - a.count
+    /// The unused capacity of `a`, where its next elements (at most `limit`) will go: only for
+    /// `PageWarmer`, which never reads or writes it, and is finished before `a` can move.
+    private static func spareCapacity<T>(_ a: [T], upTo limit: Int) -> UnsafeMutableRawBufferPointer {
+        let spare = min(a.capacity - a.count, limit)
         return a.withUnsafeBufferPointer { b in
             guard spare > 0, let base = b.baseAddress else { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
             return UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(mutating: base + b.count), count: spare * MemoryLayout<T>.stride)
@@ -378,7 +387,8 @@ public struct ListReducer: Sendable {
         return at >= 0 ? at : nil
     }
 
-    /// The author's interned number: a linear scan of the few recent authors, then a dictionary.
+    /// The author's interned number: a linear scan of the first eight authors interned (a list has
+    /// few), then a dictionary.
     @inline(__always)
     mutating func intern(_ author: String) -> Int32 {
         // Equal short names (up to 15 bytes, stored inline) have equal representations, so a

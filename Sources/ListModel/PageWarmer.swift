@@ -1,55 +1,74 @@
 #if os(Linux) && canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// Has the kernel back fresh memory on another thread while this one computes.
 ///
 /// The first write to each page of a new allocation is a page fault, and on a virtual machine
-/// one costs microseconds (`jlog-bench`'s `fresh_memory`: about 4 µs per 4 KiB here). A bulk
-/// replay fills a hundred megabytes of records and items, so a third of its time went to those
-/// faults. The reducer knows the ranges it is about to fill; a helper thread asks the kernel to
-/// populate them (`MADV_POPULATE_WRITE`, front to back, a megabyte at a time) while the reducer
-/// works, on the machine's other core. The helper never reads or writes the memory itself, so it
-/// cannot race with the thread filling it. Linux only; elsewhere, and for small ranges, it does
-/// nothing. Always `finish()` before the ranges are freed.
+/// one costs microseconds (`jlog-bench`'s `fresh_memory`: 3–4 µs per 4 KiB here). A bulk replay
+/// fills tens of megabytes of records, so a good part of its time went to those faults. The
+/// reducer knows the ranges it is about to fill; a helper thread asks the kernel to populate them
+/// (`MADV_POPULATE_WRITE`, front to back, a megabyte at a time) while the reducer works, on the
+/// machine's other core. The helper never reads or writes the memory itself, so it cannot race
+/// with the thread filling it.
+///
+/// The caller must `finish()` before any range is freed or moved (an array growing past its
+/// capacity): the kernel would otherwise populate whatever is mapped there next. Linux with more
+/// than one processor only; elsewhere, and for less than `minimumBytes`, `start` returns nil.
 final class PageWarmer: @unchecked Sendable {
     /// Below this, a thread costs more than the faults it saves.
     static let minimumBytes = 8 << 20
 
-    private let ranges: [(start: UnsafeMutableRawPointer, bytes: Int)]
+    private let ranges: [(start: Int, bytes: Int)]
+    private var joined = false
     #if os(Linux) && canImport(Glibc)
     private var thread = pthread_t()
+    /// Set by `finish()`: the helper stops at its next megabyte.
+    private let stop = Atomic<Bool>(false)
     #endif
 
-    private init(_ ranges: [(start: UnsafeMutableRawPointer, bytes: Int)]) { self.ranges = ranges }
+    private init(_ ranges: [(start: Int, bytes: Int)]) { self.ranges = ranges }
+
+    /// A warmer dropped without `finish()` still waits for its helper, which uses it unretained.
+    deinit { finish() }
 
     /// Starts warming the whole pages inside `ranges`, or returns nil when there is too little to
     /// warm or no way to do it here.
     static func start(_ ranges: [UnsafeMutableRawBufferPointer]) -> PageWarmer? {
         #if os(Linux) && canImport(Glibc)
+        guard sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1 else { return nil }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        var whole: [(start: UnsafeMutableRawPointer, bytes: Int)] = []
+        var whole: [(start: Int, bytes: Int)] = []
         for r in ranges {
             guard let base = r.baseAddress else { continue }
             let first = (Int(bitPattern: base) + page - 1) / page * page
             let end = (Int(bitPattern: base) + r.count) / page * page
-            if end > first { whole.append((UnsafeMutableRawPointer(bitPattern: first)!, end - first)) }
+            if end > first { whole.append((first, end - first)) }
         }
         guard whole.reduce(0, { $0 + $1.bytes }) >= minimumBytes else { return nil }
         let w = PageWarmer(whole)
+        // Unretained: `deinit` joins the helper before the object goes away.
         let started = pthread_create(&w.thread, nil, { context in
             Unmanaged<PageWarmer>.fromOpaque(context!).takeUnretainedValue().populate()
             return nil
         }, Unmanaged.passUnretained(w).toOpaque())
-        return started == 0 ? w : nil
+        guard started == 0 else {
+            w.joined = true
+            return nil
+        }
+        return w
         #else
         return nil
         #endif
     }
 
-    /// Waits for the helper thread.
+    /// Stops the helper at its next megabyte and waits for it. Calling it again does nothing.
     func finish() {
+        guard !joined else { return }
+        joined = true
         #if os(Linux) && canImport(Glibc)
+        stop.store(true, ordering: .relaxed)
         pthread_join(thread, nil)
         #endif
     }
@@ -61,9 +80,13 @@ final class PageWarmer: @unchecked Sendable {
         for r in ranges {
             var done = 0
             while done < r.bytes {
+                if stop.load(ordering: .relaxed) { return }
                 let n = min(step, r.bytes - done)
-                // An older kernel refuses the advice (EINVAL): the faults then happen as before.
-                guard madvise(r.start + done, n, populateWrite) == 0 else { return }
+                if madvise(UnsafeMutableRawPointer(bitPattern: r.start + done), n, populateWrite) != 0 {
+                    // An older kernel refuses the advice: the faults then happen as before.
+                    if errno == EINVAL { return }
+                    break
+                }
                 done += n
             }
         }

@@ -79,7 +79,6 @@ func randomEntries(seed: UInt64, count: Int) -> [JournalEntry] {
     return out
 }
 
-/// `entries` shuffled, with some repeated.
 /// The same entries with every other text id (entry, item and anchor alike) replaced by a UUID
 /// derived from it, so that both kinds of id meet in one reducer.
 func withSomeUUIDs(_ entries: [JournalEntry]) -> [JournalEntry] {
@@ -104,6 +103,7 @@ func withSomeUUIDs(_ entries: [JournalEntry]) -> [JournalEntry] {
     }
 }
 
+/// `entries` shuffled, with some repeated.
 func shuffledWithDuplicates(_ entries: [JournalEntry], seed: UInt64) -> [JournalEntry] {
     var g = SplitMix64(seed: seed)
     var out = entries
@@ -113,3 +113,44 @@ func shuffledWithDuplicates(_ entries: [JournalEntry], seed: UInt64) -> [Journal
 }
 
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
+
+/// Hostile entries: other zones (one differing only by a combining accent), a small pool of entry
+/// ids reused for different entries, self-anchors, anchor and placement cycles, opaque kinds, long
+/// and non-ASCII authors, UUID and text ids, and exact duplicates.
+func hostileEntries(seed: UInt64, count: Int) -> [JournalEntry] {
+    var g = SplitMix64(seed: seed)
+    let zones = [zone, zone, zone, zone, zone, "other", zone + "\u{301}"]
+    let authors = ["a", "bob", "a-very-long-author-name-over-15-bytes", "dörte", "ζζζζζζζζζζζζ", "x",
+                   String(repeating: "q", count: 15), String(repeating: "q", count: 16)]
+    func item() -> CompactID {
+        let k = g.next() % 12
+        return k % 2 == 0 ? CompactID(uuidHigh: 0x1000 + k, low: k &* 0x9E37) : id("it\(k)")
+    }
+    var out: [JournalEntry] = []
+    for n in 0..<count {
+        let ms = g.next() % 1_000
+        let op: JournalCodec.Operation
+        switch g.next() % 11 {
+        case 0, 1, 2:
+            let it = item()
+            let r = g.next() % 4
+            op = .add(item: it, text: "t\(g.next() % 4)", after: r == 0 ? nil : r == 1 ? it : item())
+        case 3: op = .markOff(item: item())
+        case 4: op = .unmark(item: item())
+        case 5: op = .delete(item: item())
+        case 6: op = g.next() % 2 == 0 ? .rename(name: "n\(g.next() % 3)") : .recolour(colour: "c\(g.next() % 3)")
+        case 7: op = g.next() % 2 == 0 ? .join(participant: authors[Int(g.next() % 8)]) : .leave(participant: authors[Int(g.next() % 8)])
+        case 8: op = .opaque(kind: 0x80 | UInt8(g.next() % 4), body: [UInt8(truncatingIfNeeded: n)])
+        default:
+            let it = item()
+            let r = g.next() % 4
+            op = .place(item: it, after: r == 0 ? nil : r == 1 ? it : item())
+        }
+        let e = g.next() % 64
+        let entryID = g.next() % 3 == 0 ? CompactID(uuidHigh: 7, low: e) : id("e\(e % 40)")
+        out.append(JournalEntry(id: entryID, zone: zones[Int(g.next() % UInt64(zones.count))], author: authors[Int(g.next() % 8)],
+                                wallTime: Int64(t0 + ms), clock: HybridTime(physicalMillis: t0 + ms, counter: UInt16(g.next() % 2)),
+                                operation: op))
+    }
+    return shuffledWithDuplicates(out, seed: seed &+ 1)
+}
