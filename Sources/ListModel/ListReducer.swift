@@ -211,9 +211,9 @@ public struct ListReducer: Sendable {
         var n = 0
         let chunk = 64
         // An entry adds at most two records (its item and its anchor) and one seen id.
-        let warmer = PageWarmer.start([Self.spareCapacity(records, upTo: 2 * entries.count),
-                                       Self.spareCapacity(texts, upTo: 2 * entries.count),
-                                       Self.spareCapacity(seen.ids, upTo: entries.count)])
+        let warmer = PageWarmer.start([Self.spareCapacity(&records, upTo: 2 * entries.count),
+                                       Self.spareCapacity(&texts, upTo: 2 * entries.count),
+                                       Self.spareCapacity(&seen.ids, upTo: entries.count)])
         defer { warmer?.finish() }
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: chunk) { hashes in
             entries.withUnsafeBufferPointer { buf in
@@ -244,8 +244,11 @@ public struct ListReducer: Sendable {
     }
 
     /// The unused capacity of `a`, where its next elements (at most `limit`) will go: only for
-    /// `PageWarmer`, which never reads or writes it, and is finished before `a` can move.
-    private static func spareCapacity<T>(_ a: [T], upTo limit: Int) -> UnsafeMutableRawBufferPointer {
+    /// `PageWarmer`, which never reads or writes it, and is finished before `a` can move. `a` is
+    /// made unique first (as its next append would), so the buffer is this reducer's alone: one
+    /// shared with a copy could be freed by that copy meanwhile.
+    private static func spareCapacity<T>(_ a: inout [T], upTo limit: Int) -> UnsafeMutableRawBufferPointer {
+        a.withUnsafeMutableBufferPointer { _ in }
         let spare = min(a.capacity - a.count, limit)
         return a.withUnsafeBufferPointer { b in
             guard spare > 0, let base = b.baseAddress else { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }

@@ -77,6 +77,21 @@ import Testing
         #expect(all.state() == one.state())
     }
 
+    /// A copy shares its storage until written: a bulk replay into the copy (with the room
+    /// warmed) leaves the original as it was.
+    @Test func aReplayIntoACopyLeavesTheOriginalAsItWas() {
+        let entries = withSomeUUIDs(randomEntries(seed: 11, count: 3_000))
+        var original = ListReducer(zone: zone)
+        original.reserveCapacity(400_000)
+        original.apply(contentsOf: Array(entries[..<1_000]))
+        let before = original.state()
+        var copy = original
+        copy.apply(contentsOf: Array(entries[1_000...]))
+        #expect(original.state() == before)
+        #expect(original.entryCount == replay(Array(entries[..<1_000])).entryCount)
+        #expect(copy == replay(entries))
+    }
+
     /// A replay that outgrows the room reserved for it: the warmer is finished before the records
     /// move, and the result is the same as one entry at a time.
     @Test func aReplayThatOutgrowsItsReservedRoomEqualsOneEntryAtATime() {
