@@ -210,10 +210,14 @@ public struct ListReducer: Sendable {
     public mutating func apply(contentsOf entries: [JournalEntry]) -> Int {
         var n = 0
         let chunk = 64
-        // An entry adds at most two records (its item and its anchor) and one seen id.
-        let warmer = PageWarmer.start([Self.spareCapacity(&records, upTo: 2 * entries.count),
-                                       Self.spareCapacity(&texts, upTo: 2 * entries.count),
-                                       Self.spareCapacity(&seen.ids, upTo: entries.count)])
+        // An entry adds at most two records (its item and its anchor) and one seen id. Too little
+        // room to be worth a thread: no warmer, and no array made unique for one.
+        let room = Self.spareBytes(records, upTo: 2 * entries.count) + Self.spareBytes(texts, upTo: 2 * entries.count)
+            + Self.spareBytes(seen.ids, upTo: entries.count)
+        let warmer = room < PageWarmer.minimumBytes ? nil
+            : PageWarmer.start([Self.spareCapacity(&records, upTo: 2 * entries.count),
+                                Self.spareCapacity(&texts, upTo: 2 * entries.count),
+                                Self.spareCapacity(&seen.ids, upTo: entries.count)])
         defer { warmer?.finish() }
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: chunk) { hashes in
             entries.withUnsafeBufferPointer { buf in
@@ -243,16 +247,21 @@ public struct ListReducer: Sendable {
         return n
     }
 
+    /// The bytes of `a`'s unused capacity that its next `limit` elements could fill.
+    private static func spareBytes<T>(_ a: [T], upTo limit: Int) -> Int {
+        min(a.capacity - a.count, limit) * MemoryLayout<T>.stride
+    }
+
     /// The unused capacity of `a`, where its next elements (at most `limit`) will go: only for
     /// `PageWarmer`, which never reads or writes it, and is finished before `a` can move. `a` is
     /// made unique first (as its next append would), so the buffer is this reducer's alone: one
     /// shared with a copy could be freed by that copy meanwhile.
     private static func spareCapacity<T>(_ a: inout [T], upTo limit: Int) -> UnsafeMutableRawBufferPointer {
         a.withUnsafeMutableBufferPointer { _ in }
-        let spare = min(a.capacity - a.count, limit)
+        let bytes = spareBytes(a, upTo: limit)
         return a.withUnsafeBufferPointer { b in
-            guard spare > 0, let base = b.baseAddress else { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
-            return UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(mutating: base + b.count), count: spare * MemoryLayout<T>.stride)
+            guard bytes > 0, let base = b.baseAddress else { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
+            return UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(mutating: base + b.count), count: bytes)
         }
     }
 
