@@ -61,8 +61,8 @@ public struct ListQuery: Sendable {
 
     /// Feeds the zone's entries after `position` (through `until`, when given) to `body`, page
     /// by page; returns the incarnation and the last position read.
-    private func replay(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
-                        _ body: (FeedEntry) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
+    private func replayPages(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
+                             _ body: ([FeedEntry]) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
         var token: FeedToken?
         do throws(FeedError) {
             token = try position.map { p throws(FeedError) in try store.zoneToken(zone, position: p) }
@@ -73,15 +73,24 @@ public struct ListQuery: Sendable {
             let page: ZoneChanges
             do { page = try store.changes(in: zone, since: token, limit: pageSize) } catch { throw .feed(error) }
             incarnation = page.incarnation
-            for e in page.entries {
-                if let until, e.sequence > until { return (incarnation, until) }
-                body(e)
+            if let until, let past = page.entries.firstIndex(where: { $0.sequence > until }) {
+                if past > 0 { body(Array(page.entries[..<past])) }
+                return (incarnation, until)
+            }
+            if let e = page.entries.last {
+                body(page.entries)
                 last = e.sequence
             }
             token = page.token
             if !page.moreComing { break }
         }
         return (incarnation, until ?? max(last, store.zone(zone)?.lastChange ?? last))
+    }
+
+    /// `replayPages`, one entry at a time.
+    private func replay(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
+                        _ body: (FeedEntry) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
+        try replayPages(zone, after: position, until: until) { page in page.forEach(body) }
     }
 
     /// The zone's state now, or at `point`: from the newest valid snapshot at or before that
@@ -123,9 +132,9 @@ public struct ListQuery: Sendable {
                 }
                 var r = reducer
                 var n = 0
-                let (inc, last) = try replay(zone, after: header.sequence, until: until) { e in
-                    _ = r.apply(e.entry)
-                    n += 1
+                let (inc, last) = try replayPages(zone, after: header.sequence, until: until) { page in
+                    r.apply(contentsOf: page, entry: \.entry)
+                    n += page.count
                 }
                 return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: r.state(),
                                         snapshot: file, replayed: n, warnings: warnings)
@@ -136,10 +145,12 @@ public struct ListQuery: Sendable {
             }
         }
         var r = ListReducer(zone: zone)
+        // The catalog's count of the zone's entries: room for a full replay, reserved once.
+        r.reserveCapacity(info.entryCount)
         var n = 0
-        let (inc, last) = try replay(zone, after: nil, until: until) { e in
-            _ = r.apply(e.entry)
-            n += 1
+        let (inc, last) = try replayPages(zone, after: nil, until: until) { page in
+            r.apply(contentsOf: page, entry: \.entry)
+            n += page.count
         }
         return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: r.state(),
                                 snapshot: nil, replayed: n, warnings: warnings)

@@ -208,40 +208,66 @@ public struct ListReducer: Sendable {
     /// is backed by the kernel on another core meanwhile (`PageWarmer`).
     @discardableResult
     public mutating func apply(contentsOf entries: [JournalEntry]) -> Int {
+        entries.withUnsafeBufferPointer { buf in
+            applyInPlace(UnsafeRawPointer(buf.baseAddress), count: buf.count, stride: MemoryLayout<JournalEntry>.stride)
+        }
+    }
+
+    /// `apply(contentsOf:)` for the entries that elements hold at `entry` (a change-feed page's
+    /// entries, with their sequences beside them), read in place where they lie: collecting them
+    /// into an array of their own would copy each one and retain its strings.
+    @discardableResult
+    public mutating func apply<Element>(contentsOf elements: [Element], entry: KeyPath<Element, JournalEntry>) -> Int {
+        // A computed property has no offset: its entries are applied one at a time.
+        guard let offset = MemoryLayout<Element>.offset(of: entry) else {
+            var n = 0
+            for e in elements where apply(e[keyPath: entry]) { n += 1 }
+            return n
+        }
+        return elements.withUnsafeBufferPointer { buf in
+            applyInPlace(UnsafeRawPointer(buf.baseAddress).map { $0 + offset }, count: buf.count, stride: MemoryLayout<Element>.stride)
+        }
+    }
+
+    /// The bulk path: `count` entries, the first at `first` and each `stride` bytes after the
+    /// last, all valid for the call.
+    private mutating func applyInPlace(_ first: UnsafeRawPointer?, count: Int, stride: Int) -> Int {
+        guard let first, count > 0 else { return 0 }
+        @inline(__always) func entry(_ j: Int) -> UnsafePointer<JournalEntry> {
+            (first + j * stride).assumingMemoryBound(to: JournalEntry.self)
+        }
         var n = 0
         let chunk = 64
         // An entry adds at most two records (its item and its anchor) and one seen id. Too little
         // room to be worth a thread: no warmer, and no array made unique for one.
-        let room = Self.spareBytes(records, upTo: 2 * entries.count) + Self.spareBytes(texts, upTo: 2 * entries.count)
-            + Self.spareBytes(seen.ids, upTo: entries.count)
+        let room = Self.spareBytes(records, upTo: 2 * count) + Self.spareBytes(texts, upTo: 2 * count)
+            + Self.spareBytes(seen.ids, upTo: count)
         let warmer = room < PageWarmer.minimumBytes ? nil
-            : PageWarmer.start([Self.spareCapacity(&records, upTo: 2 * entries.count),
-                                Self.spareCapacity(&texts, upTo: 2 * entries.count),
-                                Self.spareCapacity(&seen.ids, upTo: entries.count)])
+            : PageWarmer.start([Self.spareCapacity(&records, upTo: 2 * count),
+                                Self.spareCapacity(&texts, upTo: 2 * count),
+                                Self.spareCapacity(&seen.ids, upTo: count)])
         defer { warmer?.finish() }
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: chunk) { hashes in
-            entries.withUnsafeBufferPointer { buf in
-                var k = 0
-                while k < buf.count {
-                    let m = min(chunk, buf.count - k)
-                    // An array that may outgrow its room in this chunk moves: the helper must be
-                    // done with the old place first.
-                    if let warmer, records.capacity - records.count < 2 * m || texts.capacity - texts.count < 2 * m
-                        || seen.ids.capacity - seen.ids.count < m {
-                        warmer.finish()
-                    }
-                    for j in 0..<m {
-                        // Text item ids are rare: they are not warmed.
-                        if let item = buf[k + j].operation.item, let (h, l) = item.uuidHalves {
-                            hashes[j] = index.hash(RID(high: h, low: l, text: false))
-                        } else {
-                            hashes[j] = 0
-                        }
-                    }
-                    warmed &+= index.warm(UnsafeBufferPointer(rebasing: hashes[0..<m]))
-                    for j in k..<(k + m) where applyEntry(buf.baseAddress! + j) { n += 1 }
-                    k += m
+            var k = 0
+            while k < count {
+                let m = min(chunk, count - k)
+                // An array that may outgrow its room in this chunk moves: the helper must be
+                // done with the old place first.
+                if let warmer, records.capacity - records.count < 2 * m || texts.capacity - texts.count < 2 * m
+                    || seen.ids.capacity - seen.ids.count < m {
+                    warmer.finish()
                 }
+                for j in 0..<m {
+                    // Text item ids are rare: they are not warmed.
+                    if let item = entry(k + j).pointee.operation.item, let (h, l) = item.uuidHalves {
+                        hashes[j] = index.hash(RID(high: h, low: l, text: false))
+                    } else {
+                        hashes[j] = 0
+                    }
+                }
+                warmed &+= index.warm(UnsafeBufferPointer(rebasing: hashes[0..<m]))
+                for j in k..<(k + m) where applyEntry(entry(j)) { n += 1 }
+                k += m
             }
         }
         return n

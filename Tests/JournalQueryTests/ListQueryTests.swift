@@ -134,6 +134,39 @@ import ListModel
         #expect(m.state == Self.fullReplay(fresh))
     }
 
+    /// Pages end inside batches and a point in time ends inside a page: each page is applied
+    /// at once, and the state is still exactly a full replay's.
+    @Test func materialisingPageByPageEqualsAFullReplay() throws {
+        let fs = MemoryFileSystem()
+        let s = try Self.store(fs)
+        let entries = Self.workload(400, seed: 11)
+        var k = 0
+        while k < entries.count {
+            let n = min(13, entries.count - k)
+            _ = try s.append(batch: Array(entries[k..<(k + n)]))
+            k += n
+        }
+        var q = ListQuery(store: s, fs: fs)
+        q.pageSize = 7
+        let m = try q.materialise(Self.zone)
+        #expect(m.replayed == entries.count)
+        #expect(m.state == Self.fullReplay(entries))
+        let cut = try penultimateOfAPage(q, s)
+        let through = try q.entries(Self.zone).entries.filter { $0.0 <= cut }.map(\.1)
+        let at = try q.materialise(Self.zone, at: .sequence(cut))
+        #expect(at.replayed == through.count)
+        #expect(through.count < entries.count)
+        #expect(at.state == Self.fullReplay(through))
+    }
+
+    /// A sequence that ends the replay one entry before the end of the tenth page.
+    private func penultimateOfAPage(_ q: ListQuery, _ s: JournalStore) throws -> SequenceNumber {
+        var token: FeedToken? = nil
+        for _ in 0..<9 { token = try s.changes(in: Self.zone, since: token, limit: q.pageSize).token }
+        let page = try s.changes(in: Self.zone, since: token, limit: q.pageSize)
+        return page.entries[page.entries.count - 2].sequence
+    }
+
     @Test func theStateAtASequenceReplaysOnlyThatFar() throws {
         let fs = MemoryFileSystem()
         let s = try Self.store(fs)

@@ -136,6 +136,34 @@ import Testing
         }
     }
 
+    /// What a change-feed page holds: an entry with its sequence before it.
+    struct Held {
+        var sequence: UInt64
+        var entry: JournalEntry
+        var copied: JournalEntry { entry }
+    }
+
+    /// Entries held inside other values (read in place at their offset, or through a computed
+    /// property one at a time) count and fold exactly as the entries themselves.
+    @Test func entriesHeldInOtherValuesApplyAsTheEntriesThemselves() {
+        for seed in 0..<40 as Range<UInt64> {
+            let entries = hostileEntries(seed: seed, count: Int(seed % 5 == 0 ? 500 : seed % 90 + 1))
+            let held = entries.enumerated().map { Held(sequence: UInt64($0.offset), entry: $0.element) }
+            var one = ListReducer(zone: zone)
+            var newOneByOne = 0
+            for e in entries where one.apply(e) { newOneByOne += 1 }
+            var inPlace = ListReducer(zone: zone)
+            #expect(inPlace.apply(contentsOf: held, entry: \.entry) == newOneByOne, "seed \(seed)")
+            #expect(inPlace == one, "seed \(seed)")
+            #expect(inPlace.state() == one.state())
+            var computed = ListReducer(zone: zone)
+            #expect(computed.apply(contentsOf: held, entry: \.copied) == newOneByOne)
+            #expect(computed == one)
+        }
+        var empty = ListReducer(zone: zone)
+        #expect(empty.apply(contentsOf: [Held](), entry: \.entry) == 0)
+    }
+
     @Test func duplicateEntryIsANoOp() {
         var r = ListReducer(zone: zone)
         let first = r.apply(add("e1", "milk", "Milk", at: 0))
