@@ -98,16 +98,28 @@ public enum BatchCodec {
     /// their length): the change feed reads a few entries out of large batches.
     public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0,
                               zone: [UInt8]? = nil) throws(CodecError) -> [(SequenceNumber, JournalEntry)] {
-        let s = try summary(p)
         var out: [(SequenceNumber, JournalEntry)] = []
-        out.reserveCapacity(s.count)
+        out.reserveCapacity(try summary(p).count)
+        try decode(p, firstSequence: firstSequence, after: after, zone: zone) { s, e in
+            out.append((s, e))
+            return true
+        }
+        return out
+    }
+
+    /// `decode`, handing each entry to `body` as it is decoded rather than collecting them (a
+    /// feed page would otherwise copy each entry once more). Stops, without reading the rest of
+    /// the batch, when `body` returns false.
+    public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0,
+                              zone: [UInt8]? = nil, each body: (SequenceNumber, JournalEntry) -> Bool) throws(CodecError) {
+        let s = try summary(p)
         if let raw = s.rawLength {
-            guard let body = LZ4.decompress(UnsafeRawBufferPointer(rebasing: p[s.bodyOffset...]), rawLength: raw) else {
+            guard let decompressed = LZ4.decompress(UnsafeRawBufferPointer(rebasing: p[s.bodyOffset...]), rawLength: raw) else {
                 throw CodecError(.decompressionFailed, at: s.bodyOffset)
             }
-            let failure: CodecError? = body.withUnsafeBytes { b -> CodecError? in
+            let failure: CodecError? = decompressed.withUnsafeBytes { b -> CodecError? in
                 do throws(CodecError) {
-                    try decodeBody(b, start: 0, summary: s, firstSequence: firstSequence, after: after, zone: zone, into: &out)
+                    try decodeBody(b, start: 0, summary: s, firstSequence: firstSequence, after: after, zone: zone, body)
                     return nil
                 } catch {
                     return error
@@ -116,14 +128,13 @@ public enum BatchCodec {
             // Offsets inside a compressed body are relative to the decompressed bytes.
             if let failure { throw CodecError(failure.kind, at: s.bodyOffset) }
         } else {
-            try decodeBody(p, start: s.bodyOffset, summary: s, firstSequence: firstSequence, after: after, zone: zone, into: &out)
+            try decodeBody(p, start: s.bodyOffset, summary: s, firstSequence: firstSequence, after: after, zone: zone, body)
         }
-        return out
     }
 
     private static func decodeBody(_ b: UnsafeRawBufferPointer, start: Int, summary s: Summary, firstSequence: SequenceNumber,
                                    after: SequenceNumber, zone: [UInt8]?,
-                                   into out: inout [(SequenceNumber, JournalEntry)]) throws(CodecError) {
+                                   _ body: (SequenceNumber, JournalEntry) -> Bool) throws(CodecError) {
         var r = ByteReader(b, offset: start)
         var seq = firstSequence
         for i in 0..<s.count {
@@ -141,7 +152,7 @@ public enum BatchCodec {
             var er = ByteReader(b, offset: r.offset, end: r.offset + n)
             let e = try EntryCodec.decode(&er)
             r.offset += n
-            out.append((seq, e))
+            guard body(seq, e) else { return }
         }
         guard seq == firstSequence &+ s.lastDelta else { throw CodecError(.invalidValue(field: "batch lastDelta"), at: r.offset) }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }

@@ -290,18 +290,21 @@ extension JournalStore {
         entries.reserveCapacity(min(limit + 1, 4_096))
         var lastSeen = position
         var more = false
-        reading: for loc in locations {
-            let events: [LogEvent]
-            do { events = try fetcher.events(at: loc, after: position, zone: zoneBytes) } catch { throw .storage(error) }
-            for event in events {
-                guard case .entry(let s, let e) = event, s > position, s <= h, e.zone == zone else { continue }
-                if entries.count == limit {
-                    more = true
-                    break reading
+        for loc in locations {
+            let took: Bool
+            do {
+                took = try fetcher.forEachEntry(at: loc, after: position, zone: zoneBytes) { s, e in
+                    guard s > position, s <= h, e.zone == zone else { return true }
+                    if entries.count == limit {
+                        more = true
+                        return false
+                    }
+                    entries.append(FeedEntry(sequence: s, entry: e))
+                    lastSeen = s
+                    return true
                 }
-                entries.append(FeedEntry(sequence: s, entry: e))
-                lastSeen = s
-            }
+            } catch { throw .storage(error) }
+            if !took { break }
         }
         if !more && !reachedEnd { more = true }
         if !more { lastSeen = max(lastSeen, h) }

@@ -124,6 +124,36 @@ final class FrameFetcher {
     /// The decoded events of the frame at `location`; batch entries at or below `after`, or not
     /// in `zone`, are skipped without being decoded.
     func events(at location: UInt64, after: SequenceNumber = 0, zone: [UInt8]? = nil) throws(JournalError) -> [LogEvent] {
+        try frame(at: location) { view throws(CodecError) in
+            if view.header.type == RecordType.batch.rawValue {
+                return try BatchCodec.decode(view.payload, firstSequence: view.header.sequence, after: after, zone: zone).map { .entry($0.0, $0.1) }
+            }
+            return try LogReader.decode(view)
+        }
+    }
+
+    /// The entries of the frame at `location`, handed to `body` as they are decoded (as
+    /// `events` skips, so may this), until it returns false. Returns whether `body` took them all.
+    /// A feed page goes through here: collecting a frame's events first would copy every entry.
+    func forEachEntry(at location: UInt64, after: SequenceNumber, zone: [UInt8]?,
+                      _ body: (SequenceNumber, JournalEntry) -> Bool) throws(JournalError) -> Bool {
+        try frame(at: location) { view throws(CodecError) in
+            if view.header.type == RecordType.batch.rawValue {
+                var going = true
+                try BatchCodec.decode(view.payload, firstSequence: view.header.sequence, after: after, zone: zone) { s, e in
+                    going = body(s, e)
+                    return going
+                }
+                return going
+            }
+            for case .entry(let s, let e) in try LogReader.decode(view) where !body(s, e) { return false }
+            return true
+        }
+    }
+
+    /// Reads the frame at `location`, checks its chained checksum, and decodes it with `decode`.
+    /// A damaged frame or payload is reported with its segment, offset and the last good sequence.
+    private func frame<T>(at location: UInt64, _ decode: (RecordView) throws(CodecError) -> T) throws(JournalError) -> T {
         let ordinal = Int(location >> 32), offset = Int64(location & 0xFFFF_FFFF)
         let s = try segment(ordinal)
         let name = SegmentName(base: segments[ordinal]).fileName
@@ -142,17 +172,14 @@ final class FrameFetcher {
             throw damaged(.lengthPastEOF(length: h.length, available: s.size - offset), h.sequence &- 1)
         }
         try read(s.file, h.frameSize, at: offset)
-        let result: Result<[LogEvent], JournalError> = buffer.withUnsafeBytes { all in
+        let result: Result<T, JournalError> = buffer.withUnsafeBytes { all in
             let fb = UnsafeRawBufferPointer(rebasing: all[0..<h.frameSize])
             switch Frame.scan(fb, at: 0, chain: chain) {
             case .frame(let h, let range, let crc):
-                let payload = UnsafeRawBufferPointer(rebasing: fb[range])
+                let view = RecordView(segment: name, offset: offset, header: h, payload: UnsafeRawBufferPointer(rebasing: fb[range]),
+                                      crc: crc, lastSequence: h.sequence)
                 do throws(CodecError) {
-                    if h.type == RecordType.batch.rawValue {
-                        return .success(try BatchCodec.decode(payload, firstSequence: h.sequence, after: after, zone: zone).map { .entry($0.0, $0.1) })
-                    }
-                    let view = RecordView(segment: name, offset: offset, header: h, payload: payload, crc: crc, lastSequence: h.sequence)
-                    return .success(try LogReader.decode(view))
+                    return .success(try decode(view))
                 } catch {
                     return .failure(damaged(.badPayload(error), h.sequence &- 1))
                 }

@@ -227,6 +227,28 @@ fileprivate extension Result {
         #expect(back.map(\.1) == entries)
     }
 
+    @Test func aBatchHandedOutEntryByEntryStopsWhenTold() throws {
+        var g = EntryGenerator(seed: 4)
+        let entries = g.entries(40)
+        for compress in [false, true] {
+            let payload = BatchCodec.encode(entries: entries.map(EntryCodec.encode), compress: compress)
+            var got: [(SequenceNumber, JournalEntry)] = []
+            let failure: CodecError? = payload.withUnsafeBytes { p in
+                do throws(CodecError) {
+                    try BatchCodec.decode(p, firstSequence: 10, after: 12) { s, e in
+                        got.append((s, e))
+                        return got.count < 5
+                    }
+                    return nil
+                } catch { return error }
+            }
+            #expect(failure == nil)
+            // Entries at or below `after` are skipped; the fifth one handed out is the last.
+            #expect(got.map(\.0) == Array(13...17), "compressed: \(compress)")
+            #expect(got.map(\.1) == Array(entries[3..<8]))
+        }
+    }
+
     @Test func largeRepetitiveBatchIsReallyCompressed() throws {
         let e = Self.entry(.add(item: Self.textID, text: "The same text again and again", after: nil))
         let encoded = Array(repeating: EntryCodec.encode(e), count: 2_000)
