@@ -128,14 +128,62 @@ public struct ByteReader {
     }
 
     public mutating func string(_ field: String, limit: Int, allowEmpty: Bool = false) throws(CodecError) -> String {
+        var fresh = FreshStrings()
+        return try string(field, limit: limit, allowEmpty: allowEmpty, &fresh)
+    }
+
+    /// `string`, through `strings`, which may hand back a string it built before from the same bytes.
+    @inline(__always)
+    public mutating func string<S: StringSource>(_ field: String, limit: Int, allowEmpty: Bool = false,
+                                                 _ strings: inout S) throws(CodecError) -> String {
         let at = offset
         let n = try length(field, limit: limit)
         if n == 0 && !allowEmpty {
             throw CodecError(.lengthOutOfRange(field: field, length: 0, limit: limit), at: at)
         }
         let raw = try bytes(n)
-        guard let s = validUTF8String(raw) else {
+        guard let s = strings.string(raw) else {
             throw CodecError(.invalidUTF8(field: field), at: at)
+        }
+        return s
+    }
+}
+
+/// Where a decoder gets its strings from bytes (nil: not UTF-8).
+public protocol StringSource {
+    mutating func string(_ raw: UnsafeRawBufferPointer) -> String?
+}
+
+/// Every string validated and built anew.
+public struct FreshStrings: StringSource {
+    public init() {}
+    @inline(__always)
+    public func string(_ raw: UnsafeRawBufferPointer) -> String? { validUTF8String(raw) }
+}
+
+/// The last few distinct strings decoded, reused when the same bytes come again: a batch repeats
+/// its zone and a few authors in every entry, and comparing bytes costs less than validating
+/// them and building a string.
+public struct RepeatedStrings: StringSource {
+    private var kept: [(bytes: [UInt8], string: String)] = []
+    private var next = 0
+    /// Longer strings are not kept (a zone or an author is at most 64 bytes).
+    public static let maxBytes = 64
+    public static let capacity = 8
+
+    public init() {}
+
+    @inline(__always)
+    public mutating func string(_ raw: UnsafeRawBufferPointer) -> String? {
+        for k in kept.indices where kept[k].bytes.withUnsafeBytes({ sameBytes($0, raw) }) { return kept[k].string }
+        guard let s = validUTF8String(raw) else { return nil }
+        if raw.count <= Self.maxBytes {
+            if kept.count < Self.capacity {
+                kept.append((Array(raw), s))
+            } else {
+                kept[next] = (Array(raw), s)
+                next = (next + 1) % Self.capacity
+            }
         }
         return s
     }
@@ -146,6 +194,24 @@ extension UnsafeRawBufferPointer {
     @inlinable func u32(at i: Int) -> UInt32 { loadUnaligned(fromByteOffset: i, as: UInt32.self).littleEndian }
     @inlinable func u64(at i: Int) -> UInt64 { loadUnaligned(fromByteOffset: i, as: UInt64.self).littleEndian }
     @inlinable func u16(at i: Int) -> UInt16 { loadUnaligned(fromByteOffset: i, as: UInt16.self).littleEndian }
+}
+
+/// Whether `a` and `b` hold the same bytes: eight at a time (the generic `elementsEqual` goes
+/// byte by byte, and the feed asks this of every entry in a batch).
+@inline(__always)
+public func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    guard let x = a.baseAddress, let y = b.baseAddress else { return true }
+    var i = 0
+    while i + 8 <= a.count {
+        if x.loadUnaligned(fromByteOffset: i, as: UInt64.self) != y.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+        i += 8
+    }
+    while i < a.count {
+        if x.load(fromByteOffset: i, as: UInt8.self) != y.load(fromByteOffset: i, as: UInt8.self) { return false }
+        i += 1
+    }
+    return true
 }
 
 /// Strict UTF-8 decoding: nil for any ill-formed sequence (never a replacement character).

@@ -207,17 +207,23 @@ public enum EntryCodec {
         default: return true
         }
         guard let n = try? r.length("zone", limit: Limits.maxZoneBytes) else { return true }
-        return n == zone.count && UnsafeRawBufferPointer(rebasing: b[r.offset..<r.offset + n]).elementsEqual(zone)
+        return n == zone.count && zone.withUnsafeBytes { sameBytes(UnsafeRawBufferPointer(rebasing: b[r.offset..<r.offset + n]), $0) }
     }
 
     /// Decodes one entry that runs from `r.offset` to `r.end`.
     public static func decode(_ r: inout ByteReader) throws(CodecError) -> JournalEntry {
+        var fresh = FreshStrings()
+        return try decode(&r, &fresh)
+    }
+
+    /// `decode`, its zone and author strings from `strings` (a batch's entries repeat them).
+    public static func decode<S: StringSource>(_ r: inout ByteReader, _ strings: inout S) throws(CodecError) -> JournalEntry {
         let versionAt = r.offset
         let version = try r.u8()
         guard version == encodingVersion else { throw CodecError(.unsupportedEncodingVersion(version), at: versionAt) }
         let id = try CompactID.decode(&r, field: "id")
-        let zone = try r.string("zone", limit: Limits.maxZoneBytes)
-        let author = try r.string("author", limit: Limits.maxAuthorBytes)
+        let zone = try r.string("zone", limit: Limits.maxZoneBytes, &strings)
+        let author = try r.string("author", limit: Limits.maxAuthorBytes, &strings)
         let clockAt = r.offset
         let clock = HybridTime(rawValue: try r.varint())
         guard clock.physicalMillis < 1 << 48 else { throw CodecError(.invalidValue(field: "clock"), at: clockAt) }

@@ -111,7 +111,7 @@ public enum BatchCodec {
     /// feed page would otherwise copy each entry once more). Stops, without reading the rest of
     /// the batch, when `body` returns false.
     public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0,
-                              zone: [UInt8]? = nil, each body: (SequenceNumber, JournalEntry) -> Bool) throws(CodecError) {
+                              zone: [UInt8]? = nil, each body: (SequenceNumber, consuming JournalEntry) -> Bool) throws(CodecError) {
         let s = try summary(p)
         if let raw = s.rawLength {
             guard let decompressed = LZ4.decompress(UnsafeRawBufferPointer(rebasing: p[s.bodyOffset...]), rawLength: raw) else {
@@ -134,8 +134,9 @@ public enum BatchCodec {
 
     private static func decodeBody(_ b: UnsafeRawBufferPointer, start: Int, summary s: Summary, firstSequence: SequenceNumber,
                                    after: SequenceNumber, zone: [UInt8]?,
-                                   _ body: (SequenceNumber, JournalEntry) -> Bool) throws(CodecError) {
+                                   _ body: (SequenceNumber, consuming JournalEntry) -> Bool) throws(CodecError) {
         var r = ByteReader(b, offset: start)
+        var strings = RepeatedStrings()
         var seq = firstSequence
         for i in 0..<s.count {
             let deltaAt = r.offset
@@ -150,7 +151,7 @@ public enum BatchCodec {
                 continue
             }
             var er = ByteReader(b, offset: r.offset, end: r.offset + n)
-            let e = try EntryCodec.decode(&er)
+            let e = try EntryCodec.decode(&er, &strings)
             r.offset += n
             guard body(seq, e) else { return }
         }

@@ -287,7 +287,10 @@ extension JournalStore {
         let fetcher = FrameFetcher(store: path, fs: fs, segments: segments)
         let zoneBytes = Array(zone.utf8)
         var entries: [FeedEntry] = []
-        entries.reserveCapacity(min(limit + 1, 4_096))
+        // The frames' sequences bound how many entries they can hold: room for the page at once,
+        // rather than growing (and copying) it from a guess.
+        let span = start < end ? (end < t.frameSequences.count ? t.frameSequences[end] : h &+ 1) &- t.frameSequences[start] : 0
+        entries.reserveCapacity(Int(min(UInt64(limit), span, 65_536)))
         var lastSeen = position
         var more = false
         for loc in locations {

@@ -136,7 +136,7 @@ final class FrameFetcher {
     /// `events` skips, so may this), until it returns false. Returns whether `body` took them all.
     /// A feed page goes through here: collecting a frame's events first would copy every entry.
     func forEachEntry(at location: UInt64, after: SequenceNumber, zone: [UInt8]?,
-                      _ body: (SequenceNumber, JournalEntry) -> Bool) throws(JournalError) -> Bool {
+                      _ body: (SequenceNumber, consuming JournalEntry) -> Bool) throws(JournalError) -> Bool {
         try frame(at: location) { view throws(CodecError) in
             if view.header.type == RecordType.batch.rawValue {
                 var going = true

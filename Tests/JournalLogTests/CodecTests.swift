@@ -249,6 +249,18 @@ fileprivate extension Result {
         }
     }
 
+    @Test func repeatedStringsGiveWhatTheirBytesSayAndStillRejectBadUTF8() {
+        var strings = RepeatedStrings()
+        func decode(_ bytes: [UInt8]) -> String? { bytes.withUnsafeBytes { strings.string($0) } }
+        let names = (0..<20).map { "author-\($0)" } + [String(repeating: "long ", count: 20), "Zoë", ""]
+        for round in 0..<3 {
+            for name in names { #expect(decode(Array(name.utf8)) == name, "round \(round)") }
+        }
+        #expect(decode([0x61, 0xFF]) == nil)
+        #expect(decode([0x61, 0xFF]) == nil)
+        #expect(decode([0xC3]) == nil)
+    }
+
     @Test func largeRepetitiveBatchIsReallyCompressed() throws {
         let e = Self.entry(.add(item: Self.textID, text: "The same text again and again", after: nil))
         let encoded = Array(repeating: EntryCodec.encode(e), count: 2_000)
