@@ -60,7 +60,8 @@ public struct ListQuery: Sendable {
     }
 
     /// Feeds the zone's entries after `position` (through `until`, when given) to `body`, page
-    /// by page; returns the incarnation and the last position read.
+    /// by page; returns the incarnation and the last position read. When the first page says
+    /// more are coming, the rest are read ahead on another thread (`PageReader`).
     private func replayPages(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
                              _ body: ([FeedEntry]) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
         var token: FeedToken?
@@ -69,20 +70,43 @@ public struct ListQuery: Sendable {
         } catch { throw .feed(error) }
         var incarnation: SequenceNumber = 0
         var last = position ?? 0
-        while true {
-            let page: ZoneChanges
-            do { page = try store.changes(in: zone, since: token, limit: pageSize) } catch { throw .feed(error) }
+        /// Applies one page; false once `until` is reached.
+        func take(_ page: ZoneChanges) -> Bool {
             incarnation = page.incarnation
             if let until, let past = page.entries.firstIndex(where: { $0.sequence > until }) {
                 if past > 0 { body(Array(page.entries[..<past])) }
-                return (incarnation, until)
+                last = until
+                return false
             }
             if let e = page.entries.last {
                 body(page.entries)
                 last = e.sequence
             }
-            token = page.token
-            if !page.moreComing { break }
+            return true
+        }
+        let first: ZoneChanges
+        do { first = try store.changes(in: zone, since: token, limit: pageSize) } catch { throw .feed(error) }
+        guard take(first) else { return (incarnation, last) }
+        if first.moreComing {
+            if PageReader.worthwhile {
+                let reader = PageReader(store: store, zone: zone, after: first.token, pageSize: pageSize)
+                defer { reader.stop() }
+                while true {
+                    let page: ZoneChanges?
+                    do { page = try reader.next() } catch { throw .feed(error) }
+                    guard let page else { break }
+                    guard take(page) else { return (incarnation, last) }
+                }
+            } else {
+                token = first.token
+                while true {
+                    let page: ZoneChanges
+                    do { page = try store.changes(in: zone, since: token, limit: pageSize) } catch { throw .feed(error) }
+                    guard take(page) else { return (incarnation, last) }
+                    token = page.token
+                    if !page.moreComing { break }
+                }
+            }
         }
         return (incarnation, until ?? max(last, store.zone(zone)?.lastChange ?? last))
     }

@@ -40,6 +40,13 @@ import ListModel
         return try JournalStore.open("/d/s.wal", options: o)
     }
 
+    /// A store holding `n` workload entries in one batch.
+    static func filledStore(_ n: Int, seed: UInt64) throws -> JournalStore {
+        let s = try store(MemoryFileSystem())
+        _ = try s.append(batch: workload(n, seed: seed))
+        return s
+    }
+
     static func fullReplay(_ entries: [JournalEntry]) -> ListState {
         var r = ListReducer(zone: zone)
         for e in entries { _ = r.apply(e) }
@@ -157,6 +164,48 @@ import ListModel
         #expect(at.replayed == through.count)
         #expect(through.count < entries.count)
         #expect(at.state == Self.fullReplay(through))
+    }
+
+    /// Read ahead on another thread, the pages are exactly those read one after another.
+    @Test func pagesReadAheadAreThePagesReadInTurn() throws {
+        let s = try Self.filledStore(200, seed: 3)
+        let first = try s.changes(in: Self.zone, since: nil, limit: 9)
+        var inTurn: [[SequenceNumber]] = []
+        var token = first.token
+        while true {
+            let page = try s.changes(in: Self.zone, since: token, limit: 9)
+            inTurn.append(page.entries.map(\.sequence))
+            token = page.token
+            if !page.moreComing { break }
+        }
+        let reader = PageReader(store: s, zone: Self.zone, after: first.token, pageSize: 9, depth: 1)
+        var ahead: [[SequenceNumber]] = []
+        while let page = try reader.next() { ahead.append(page.entries.map(\.sequence)) }
+        reader.stop()
+        #expect(ahead == inTurn)
+        #expect(try reader.next() == nil)
+    }
+
+    /// A reader stopped after one page ends its thread and hands out nothing more; stopping twice is harmless.
+    @Test func aPageReaderStoppedEarlyHandsOutNothingMore() throws {
+        let s = try Self.filledStore(200, seed: 4)
+        let token = try s.changes(in: Self.zone, since: nil, limit: 5).token
+        let reader = PageReader(store: s, zone: Self.zone, after: token, pageSize: 5)
+        #expect(try reader.next()?.entries.count == 5)
+        reader.stop()
+        reader.stop()
+        #expect(try reader.next() == nil)
+    }
+
+    /// The feed's error reaches the consumer, in order, as `next()`'s.
+    @Test func aPageReaderPassesOnTheFeedsError() throws {
+        let s = try Self.filledStore(50, seed: 5)
+        let token = try s.changes(in: Self.zone, since: nil, limit: 5).token
+        _ = try s.deleteZone(Self.zone)
+        let reader = PageReader(store: s, zone: Self.zone, after: token, pageSize: 5)
+        defer { reader.stop() }
+        #expect(throws: FeedError.self) { _ = try reader.next() }
+        #expect(try reader.next() == nil)
     }
 
     /// A sequence that ends the replay one entry before the end of the tenth page.
