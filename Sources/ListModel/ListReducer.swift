@@ -469,7 +469,10 @@ public struct ListReducer: Sendable {
     // MARK: Materialising
 
     /// The list as it stands: a pure function of the set of entries applied.
-    public func state() -> ListState {
+    public func state() -> ListState { state(twoThreadsFrom: TwoThreads.minimumWork) }
+
+    /// `state()`, its items built on two threads when at least `minimum` are visible.
+    func state(twoThreadsFrom minimum: Int) -> ListState {
         let (order, visible, shown) = countedLinearOrder()
         // Each visible record's place in the list, then the items built in record order and
         // stored at their places: list order is not memory order, and reading the records and
@@ -485,13 +488,27 @@ public struct ListReducer: Sendable {
         let items = [ListItem](unsafeUninitializedCapacity: visible) { out, count in
             records.withUnsafeBufferPointer { rec in
                 texts.withUnsafeBufferPointer { texts in
-                    for i in rec.indices where shown[i] {
-                        let r = rec[i]
-                        let marked = r.flags & ItemFlag.markedOff != 0
-                        (out.baseAddress! + Int(place[i])).initialize(to: ListItem(
-                            id: textIDs.compact(r.id), text: texts[i], state: marked ? .markedOff : .active,
-                            addedBy: authors[Int(r.addAuthor)], addedAt: r.addedAt,
-                            markedOffBy: marked ? authors[Int(r.markAuthor)] : nil, markedOffAt: marked ? r.markedAt : nil))
+                    place.withUnsafeBufferPointer { place in
+                        shown.withUnsafeBufferPointer { shown in
+                            // Each record's item goes to its own place: the two halves of a large
+                            // list write disjoint items, so they can be built on two cores.
+                            func build(_ range: Range<Int>) {
+                                for i in range where shown[i] {
+                                    let r = rec[i]
+                                    let marked = r.flags & ItemFlag.markedOff != 0
+                                    (out.baseAddress! + Int(place[i])).initialize(to: ListItem(
+                                        id: textIDs.compact(r.id), text: texts[i], state: marked ? .markedOff : .active,
+                                        addedBy: authors[Int(r.addAuthor)], addedAt: r.addedAt,
+                                        markedOffBy: marked ? authors[Int(r.markAuthor)] : nil, markedOffAt: marked ? r.markedAt : nil))
+                                }
+                            }
+                            if visible >= minimum {
+                                let half = rec.count / 2
+                                TwoThreads.run({ build(half..<rec.count) }, { build(0..<half) })
+                            } else {
+                                build(rec.indices)
+                            }
+                        }
                     }
                 }
             }

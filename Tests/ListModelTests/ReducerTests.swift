@@ -368,3 +368,24 @@ import Testing
         #expect(PageWarmer.start([]) == nil)
     }
 }
+
+@Suite struct TwoThreadsTests {
+    /// Both halves run exactly once and are done when `run` returns.
+    @Test func bothHalvesRunOnceBeforeRunReturns() {
+        let n = 10_000
+        let out = UnsafeMutableBufferPointer<Int>.allocate(capacity: n)
+        defer { out.deallocate() }
+        out.initialize(repeating: 0)
+        TwoThreads.run({ for i in (n / 2)..<n { out[i] += i } }, { for i in 0..<(n / 2) { out[i] += i } })
+        #expect(Array(out) == Array(0..<n))
+    }
+
+    /// Items built on two threads (every list here is large enough) are the items built on one,
+    /// in the same order, on hostile input too.
+    @Test func aStateBuiltOnTwoThreadsIsTheStateBuiltOnOne() {
+        for seed in 0..<60 as Range<UInt64> {
+            let r = replay(hostileEntries(seed: seed, count: Int(seed % 4 == 0 ? 600 : seed % 150 + 1)))
+            #expect(r.state(twoThreadsFrom: 0) == r.state(twoThreadsFrom: .max), "seed \(seed)")
+        }
+    }
+}
