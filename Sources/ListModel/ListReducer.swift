@@ -237,7 +237,7 @@ public struct ListReducer: Sendable {
             (first + j * stride).assumingMemoryBound(to: JournalEntry.self)
         }
         var n = 0
-        let chunk = 64
+        let chunk = 128
         // An entry adds at most two records (its item and its anchor) and one seen id. Too little
         // room to be worth a thread: no warmer, and no array made unique for one.
         let room = Self.spareBytes(records, upTo: 2 * count) + Self.spareBytes(texts, upTo: 2 * count)
