@@ -167,8 +167,9 @@ public struct FreshStrings: StringSource {
 public struct RepeatedStrings: StringSource {
     private var kept: [(bytes: [UInt8], string: String)] = []
     private var next = 0
-    /// Longer strings are not kept (a zone or an author is at most 64 bytes).
-    public static let maxBytes = 64
+    /// Longer strings are not kept: the zones (at most 255 bytes) and authors (at most 64) that
+    /// come here always fit.
+    public static let maxBytes = Limits.maxZoneBytes
     public static let capacity = 8
 
     public init() {}

@@ -252,7 +252,8 @@ fileprivate extension Result {
     @Test func repeatedStringsGiveWhatTheirBytesSayAndStillRejectBadUTF8() {
         var strings = RepeatedStrings()
         func decode(_ bytes: [UInt8]) -> String? { bytes.withUnsafeBytes { strings.string($0) } }
-        let names = (0..<20).map { "author-\($0)" } + [String(repeating: "long ", count: 20), "Zoë", ""]
+        let names = (0..<20).map { "author-\($0)" }
+            + [String(repeating: "z", count: Limits.maxZoneBytes), String(repeating: "y", count: Limits.maxZoneBytes + 1), "Zoë", ""]
         for round in 0..<3 {
             for name in names { #expect(decode(Array(name.utf8)) == name, "round \(round)") }
         }
