@@ -88,24 +88,13 @@ public struct ListQuery: Sendable {
         do { first = try store.changes(in: zone, since: token, limit: pageSize) } catch { throw .feed(error) }
         guard take(first) else { return (incarnation, last) }
         if first.moreComing {
-            if PageReader.worthwhile {
-                let reader = PageReader(store: store, zone: zone, after: first.token, pageSize: pageSize)
-                defer { reader.stop() }
-                while true {
-                    let page: ZoneChanges?
-                    do { page = try reader.next() } catch { throw .feed(error) }
-                    guard let page else { break }
-                    guard take(page) else { return (incarnation, last) }
-                }
-            } else {
-                token = first.token
-                while true {
-                    let page: ZoneChanges
-                    do { page = try store.changes(in: zone, since: token, limit: pageSize) } catch { throw .feed(error) }
-                    guard take(page) else { return (incarnation, last) }
-                    token = page.token
-                    if !page.moreComing { break }
-                }
+            let reader = PageReader(store: store, zone: zone, after: first.token, pageSize: pageSize, readAhead: PageReader.worthwhile)
+            defer { reader.stop() }
+            while true {
+                let page: ZoneChanges?
+                do { page = try reader.next() } catch { throw .feed(error) }
+                guard let page else { break }
+                guard take(page) else { return (incarnation, last) }
             }
         }
         return (incarnation, until ?? max(last, store.zone(zone)?.lastChange ?? last))

@@ -1,9 +1,10 @@
 import Foundation
 import JournalLog
 
-/// Reads a zone's change-feed pages on another thread, at most `depth` pages ahead of its
-/// consumer. Decoding a page costs about twice what applying it to a reducer does, so on two cores
-/// a long replay overlaps the two instead of doing one after the other.
+/// Reads a zone's change-feed pages in order, after a token. With `readAhead`, on another thread,
+/// at most `depth` pages ahead of its consumer: decoding a page costs about twice what applying it
+/// to a reducer does, so on two cores a long replay overlaps the two instead of doing one after
+/// the other. Without it, each page is read when asked for.
 ///
 /// The consumer takes pages with `next()` and must call `stop()` before it returns (it waits for
 /// the thread to finish, so no read of the store outlives the replay).
@@ -14,11 +15,25 @@ final class PageReader: @unchecked Sendable {
     private var reading = true
     private var stopping = false
     private let depth: Int
+    /// Without read-ahead, `next()` reads each page itself: from this store (nil with read-ahead),
+    /// after `token` (nil once the last page was read).
+    private let store: JournalStore?
+    private let zone: String
+    private let pageSize: Int
+    private var token: FeedToken?
 
-    /// Starts reading the pages after `token`.
-    init(store: JournalStore, zone: String, after token: FeedToken, pageSize: Int, depth: Int = 2) {
+    /// Starts reading the pages after `token` (on another thread with `readAhead`).
+    init(store: JournalStore, zone: String, after token: FeedToken, pageSize: Int, readAhead: Bool = true, depth: Int = 2) {
         precondition(depth >= 1 && pageSize >= 1)
         self.depth = depth
+        self.zone = zone
+        self.pageSize = pageSize
+        guard readAhead else {
+            self.store = store
+            self.token = token
+            return
+        }
+        self.store = nil
         let thread = Thread { [self] in read(store, zone, token, pageSize) }
         thread.name = "jlog-page-reader"
         thread.start()
@@ -59,6 +74,13 @@ final class PageReader: @unchecked Sendable {
 
     /// The next page in order; nil after the last one.
     func next() throws(FeedError) -> ZoneChanges? {
+        if let store {
+            guard let t = token else { return nil }
+            token = nil
+            let page = try store.changes(in: zone, since: t, limit: pageSize)
+            if page.moreComing { token = page.token }
+            return page
+        }
         cond.lock()
         while ready.isEmpty && reading { cond.wait() }
         guard !ready.isEmpty else {
@@ -73,6 +95,10 @@ final class PageReader: @unchecked Sendable {
 
     /// Stops reading and waits for the thread to finish. Idempotent.
     func stop() {
+        if store != nil {
+            token = nil
+            return
+        }
         cond.lock()
         stopping = true
         cond.broadcast()

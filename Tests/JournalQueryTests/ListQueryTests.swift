@@ -166,7 +166,7 @@ import ListModel
         #expect(at.state == Self.fullReplay(through))
     }
 
-    /// Read ahead on another thread, the pages are exactly those read one after another.
+    /// Read ahead on another thread or when asked for, the pages are exactly those read one after another.
     @Test func pagesReadAheadAreThePagesReadInTurn() throws {
         let s = try Self.filledStore(200, seed: 3)
         let first = try s.changes(in: Self.zone, since: nil, limit: 9)
@@ -178,12 +178,14 @@ import ListModel
             token = page.token
             if !page.moreComing { break }
         }
-        let reader = PageReader(store: s, zone: Self.zone, after: first.token, pageSize: 9, depth: 1)
-        var ahead: [[SequenceNumber]] = []
-        while let page = try reader.next() { ahead.append(page.entries.map(\.sequence)) }
-        reader.stop()
-        #expect(ahead == inTurn)
-        #expect(try reader.next() == nil)
+        for readAhead in [true, false] {
+            let reader = PageReader(store: s, zone: Self.zone, after: first.token, pageSize: 9, readAhead: readAhead, depth: 1)
+            var ahead: [[SequenceNumber]] = []
+            while let page = try reader.next() { ahead.append(page.entries.map(\.sequence)) }
+            reader.stop()
+            #expect(ahead == inTurn, "read ahead: \(readAhead)")
+            #expect(try reader.next() == nil)
+        }
     }
 
     /// A reader stopped after one page ends its thread and hands out nothing more; stopping twice is harmless.
