@@ -4,11 +4,11 @@ public typealias SequenceNumber = UInt64
 /// An entry or item identifier. Canonical lowercase UUIDs are stored in 16 bytes;
 /// anything else is stored as its UTF-8 text (1...64 bytes). Both round-trip exactly.
 public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible {
-    enum Storage: Hashable, Sendable {
+    @usableFromInline enum Storage: Hashable, Sendable {
         case uuid(UInt64, UInt64)
         case text(String)
     }
-    let storage: Storage
+    @usableFromInline let storage: Storage
 
     /// Nil when `text` is empty or longer than `Limits.maxIDBytes`.
     public init?(_ text: String) {
@@ -20,7 +20,7 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
-    public init(uuidHigh: UInt64, low: UInt64) { storage = .uuid(uuidHigh, low) }
+    @inlinable public init(uuidHigh: UInt64, low: UInt64) { storage = .uuid(uuidHigh, low) }
 
     /// A random version-4 UUID.
     public static func random<G: RandomNumberGenerator>(using g: inout G) -> CompactID {
@@ -86,7 +86,7 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
     private init(storage: Storage) { self.storage = storage }
 
     /// The 128 bits of a UUID id (nil for a text id): a cheap, exact hash key for reducers.
-    public var uuidHalves: (high: UInt64, low: UInt64)? {
+    @inlinable public var uuidHalves: (high: UInt64, low: UInt64)? {
         if case .uuid(let hi, let lo) = storage { return (hi, lo) }
         return nil
     }
