@@ -186,7 +186,7 @@ public struct ListReducer: Sendable {
         case .place(let item, let after):
             new = place(slot(item), e, after)
         case .opaque:
-            new = seen.insert(textIDs.rid(e.pointee.id))
+            new = seen.insert(entryRID(e))
         }
         if new { applied += 1 }
         return new
@@ -294,8 +294,8 @@ public struct ListReducer: Sendable {
     /// The first add wins (MERGE.md §5). Returns whether the entry is new.
     @inline(__always)
     private mutating func add(_ i: Int, _ e: UnsafePointer<JournalEntry>, _ text: String, _ after: CompactID?) -> Bool {
-        let a = intern(e.pointee.author)
-        let id = textIDs.rid(e.pointee.id)
+        let a = intern(authorOf: e)
+        let id = entryRID(e)
         var r = records[i]
         if r.flags & ItemFlag.added != 0 {
             if r.addEntry == id { return false }
@@ -321,8 +321,8 @@ public struct ListReducer: Sendable {
     /// The least `place` wins (MERGE.md §3.4) and fixes the record's place in the tree.
     @inline(__always)
     private mutating func place(_ i: Int, _ e: UnsafePointer<JournalEntry>, _ after: CompactID?) -> Bool {
-        let a = intern(e.pointee.author)
-        let id = textIDs.rid(e.pointee.id)
+        let a = intern(authorOf: e)
+        let id = entryRID(e)
         if let p = placements[Int32(i)] {
             if p.entry == id { return false }
             guard keyLess(e.pointee.clock.rawValue, a, id, p.clock, p.author, p.entry) else { return seen.insert(id) }
@@ -339,9 +339,9 @@ public struct ListReducer: Sendable {
     @inline(__always)
     private mutating func mark(_ i: Int, _ e: UnsafePointer<JournalEntry>, markedOff: Bool) -> Bool {
         var r = records[i]
-        guard r.flags & ItemFlag.deleted == 0 else { return seen.insert(textIDs.rid(e.pointee.id)) }
-        let a = intern(e.pointee.author)
-        let id = textIDs.rid(e.pointee.id)
+        guard r.flags & ItemFlag.deleted == 0 else { return seen.insert(entryRID(e)) }
+        let a = intern(authorOf: e)
+        let id = entryRID(e)
         if r.flags & ItemFlag.marked != 0 {
             if r.markEntry == id { return false }
             // The winner only ever gets later (a delete, which clears it, is final).
@@ -361,7 +361,7 @@ public struct ListReducer: Sendable {
     @inline(__always)
     private mutating func delete(_ i: Int, _ e: UnsafePointer<JournalEntry>) -> Bool {
         var r = records[i]
-        let id = textIDs.rid(e.pointee.id)
+        let id = entryRID(e)
         if r.flags & ItemFlag.deleted != 0 {
             if r.flags & ItemFlag.deleteKnown != 0, r.markEntry == id { return false }
             return seen.insert(id)
@@ -389,15 +389,27 @@ public struct ListReducer: Sendable {
     @inline(__always)
     private static func offer<V>(_ r: inout Register<V>?, _ seen: inout ReducerSeenSet, _ textIDs: inout ReducerTextIDs,
                                  _ key: ChangeKey, _ value: V) -> Bool {
-        guard let current = r else {
+        // Read in place: binding the register (`if let`), or comparing it with nil (`!=` on an
+        // Equatable optional), would copy it.
+        if case .none = r {
             r = Register(key: key, value: value)
             return true
         }
-        if current.key.entry == key.entry { return false }
-        guard current.key < key else { return seen.insert(textIDs.rid(key.entry)) }
-        seen.add(textIDs.rid(current.key.entry))
-        r = Register(key: key, value: value)
+        if r!.key.entry == key.entry { return false }
+        guard r!.key < key else { return seen.insert(textIDs.rid(key.entry)) }
+        seen.add(textIDs.rid(r!.key.entry))
+        // Field by field: replacing the whole register destroys the old one through its generic
+        // value witness.
+        r!.key = key
+        r!.value = value
         return true
+    }
+
+    /// The entry's id as stored: a UUID read in place (copying the id would retain its storage).
+    @inline(__always)
+    mutating func entryRID(_ e: UnsafePointer<JournalEntry>) -> RID {
+        if let (h, l) = e.pointee.id.uuidHalves { return RID(high: h, low: l, text: false) }
+        return textIDs.rid(e.pointee.id)
     }
 
     /// The record number for `id`, creating an empty record (flags 0) on first sight.
@@ -428,12 +440,28 @@ public struct ListReducer: Sendable {
     /// The author's interned number: a linear scan of the first eight authors interned (a list has
     /// few), then a dictionary.
     @inline(__always)
-    mutating func intern(_ author: String) -> Int32 {
+    mutating func intern(_ author: String) -> Int32 { interned(author) ?? internNew(author) }
+
+    /// The entry's author's interned number. The lookup writes nothing, so the author is read
+    /// where it lies; a mutating call would make the compiler copy (and retain) it first.
+    @inline(__always)
+    mutating func intern(authorOf e: UnsafePointer<JournalEntry>) -> Int32 {
+        interned(e.pointee.author) ?? internNew(e.pointee.author)
+    }
+
+    /// The author's number if it is among the first eight interned.
+    @inline(__always)
+    private func interned(_ author: String) -> Int32? {
         // Equal short names (up to 15 bytes, stored inline) have equal representations, so a
         // first pass compares those alone and finds most authors without reading any bytes.
         let recent = min(authors.count, 8)
         for k in 0..<recent where sameRepresentation(authors[k], author) { return Int32(k) }
         for k in 0..<recent where sameUTF8(authors[k], author) { return Int32(k) }
+        return nil
+    }
+
+    /// The author's number from the dictionary, or a new one.
+    private mutating func internNew(_ author: String) -> Int32 {
         if let k = authorIndex[ExactString(author)] { return k }
         let k = Int32(authors.count)
         authors.append(author)
