@@ -623,13 +623,15 @@ public struct ListReducer: Sendable {
     /// `linearOrder()`, how many of its records are visible (not tombstones) and which they are
     /// (by record number), found in the same pass over the records rather than by a second one
     /// in list order.
-    func countedLinearOrder() -> (order: [Int32], visible: Int, shown: [Bool]) {
+    func countedLinearOrder(smallGroup: Int = ReducerOrder.smallGroup) -> (order: [Int32], visible: Int, shown: [Bool]) {
         // Integer sort keys: hlc and the author's rank in UTF-8 order; the entry id breaks ties.
         var rank = [Int32](repeating: 0, count: authors.count)
         let authors = self.authors
         for (r, a) in authors.indices.sorted(by: { utf8Less(authors[$0], authors[$1]) }).enumerated() { rank[a] = Int32(r) }
         return records.withUnsafeBufferPointer { rec in
-            rank.withUnsafeBufferPointer { rank in ReducerOrder(records: rec, rank: rank, textIDs: textIDs, placements: placements).run() }
+            rank.withUnsafeBufferPointer { rank in
+                ReducerOrder(records: rec, rank: rank, textIDs: textIDs, placements: placements, smallGroup: smallGroup).run()
+            }
         }
     }
 }
@@ -644,13 +646,16 @@ final class ReducerOrder {
     let rank: UnsafeBufferPointer<Int32>
     let textIDs: ReducerTextIDs
     let placements: [Int32: Placement]
+    /// Sibling groups up to this size are sorted by `sortSmallGroup`.
+    let smallGroup: Int
 
     init(records: UnsafeBufferPointer<ItemRecord>, rank: UnsafeBufferPointer<Int32>, textIDs: ReducerTextIDs,
-         placements: [Int32: Placement]) {
+         placements: [Int32: Placement], smallGroup: Int = ReducerOrder.smallGroup) {
         self.records = records
         self.rank = rank
         self.textIDs = textIDs
         self.placements = placements
+        self.smallGroup = smallGroup
     }
 
     /// A record's key in the tree (its placement's when placed, else its winning add's) with its
@@ -749,6 +754,7 @@ final class ReducerOrder {
     /// newest member; within a run, newest first.
     func sortSiblings(_ keys: inout UnsafeMutableBufferPointer<Key>, _ runs: inout [(top: Key, start: Int, end: Int)],
                       _ scratch: inout [Key]) {
+        if keys.count <= smallGroup { return sortSmallGroup(keys) }
         // By author, then change key; equal keys keep ascending record numbers in the output.
         let byKey = { (x: Key, y: Key) -> Bool in
             if x.clock != y.clock { return x.clock < y.clock }
@@ -797,6 +803,63 @@ final class ReducerOrder {
             for m in stride(from: run.end, through: run.start, by: -1) {
                 keys[out] = scratch[m]
                 out += 1
+            }
+        }
+    }
+
+    /// Groups up to this size take `sortSmallGroup` (by default).
+    static let smallGroup = 16
+
+    /// `sortSiblings` for a small group (most hold two or three items), with insertion sorts
+    /// and buffers on the stack: the general path's arrays and library sorts cost more than the
+    /// sorting itself there. Both orders are total (record numbers break the last ties), so any
+    /// correct sort gives the general path's result.
+    func sortSmallGroup(_ keys: UnsafeMutableBufferPointer<Key>) {
+        let n = keys.count
+        // By author, then change key; equal keys keep ascending record numbers in the output.
+        @inline(__always) func byAuthorThenKey(_ x: Key, _ y: Key) -> Bool {
+            if x.rank != y.rank { return x.rank < y.rank }
+            if x.clock != y.clock { return x.clock < y.clock }
+            let a = entry(x.record), b = entry(y.record)
+            if a != b { return textIDs.less(a, b) }
+            return x.record > y.record
+        }
+        for k in 1..<n {
+            let x = keys[k]
+            var j = k
+            while j > 0, byAuthorThenKey(x, keys[j - 1]) {
+                keys[j] = keys[j - 1]
+                j -= 1
+            }
+            keys[j] = x
+        }
+        withUnsafeTemporaryAllocation(of: (top: Key, start: Int, end: Int).self, capacity: n) { runs in
+            var count = 0, start = 0
+            for k in 0..<n {
+                let ends = k == n - 1 || keys[k].rank != keys[k + 1].rank
+                    || (keys[k + 1].clock >> 16) - (keys[k].clock >> 16) > ListReducer.runWindowMillis
+                if ends {
+                    // Runs newest first, by their newest member.
+                    let run = (top: keys[k], start: start, end: k)
+                    var j = count
+                    while j > 0, less(runs[j - 1].top, run.top) {
+                        runs[j] = runs[j - 1]
+                        j -= 1
+                    }
+                    runs[j] = run
+                    count += 1
+                    start = k + 1
+                }
+            }
+            withUnsafeTemporaryAllocation(of: Key.self, capacity: n) { scratch in
+                for k in 0..<n { scratch[k] = keys[k] }
+                var out = 0
+                for r in 0..<count {
+                    for m in stride(from: runs[r].end, through: runs[r].start, by: -1) {
+                        keys[out] = scratch[m]
+                        out += 1
+                    }
+                }
             }
         }
     }

@@ -266,26 +266,7 @@ import Testing
             ms += [0, 1_000, 60_000, 299_000, 301_000, 3_600_000][Int(g.next() % 6)]
             entries.append(add("e\(n)", "i\(n)", "T\(n)", by: authors[Int(g.next() % 4)], at: ms, counter: UInt16(g.next() % 2)))
         }
-        // MERGE.md §3.2 spelled out: per author by change key, split into runs, runs newest
-        // first by their newest member, members newest first.
-        var runs: [[JournalEntry]] = []
-        for a in authors {
-            let mine = entries.filter { $0.author == a }.sorted { ChangeKey($0) < ChangeKey($1) }
-            var run: [JournalEntry] = []
-            for e in mine {
-                if let last = run.last, e.clock.physicalMillis - last.clock.physicalMillis > ListReducer.runWindowMillis {
-                    runs.append(run)
-                    run = []
-                }
-                run.append(e)
-            }
-            if !run.isEmpty { runs.append(run) }
-        }
-        runs.sort { ChangeKey($0.last!) > ChangeKey($1.last!) }
-        let expected = runs.flatMap { $0.reversed() }.map { e -> String in
-            guard case .add(_, let text, _) = e.operation else { return "" }
-            return text
-        }
+        let expected = siblingOrderSpelledOut(entries, authors: authors)
         #expect(texts(replay(entries).state()) == expected)
         #expect(texts(replay(entries.reversed()).state()) == expected)
         #expect(texts(replay(shuffledWithDuplicates(entries, seed: 3)).state()) == expected)
@@ -294,6 +275,36 @@ import Testing
         var (_, restored) = try SnapshotCodec.decode(bytes)
         restored.apply(contentsOf: entries[250...])
         #expect(texts(restored.state()) == expected)
+    }
+
+    /// Small sibling groups (up to `ReducerOrder.smallGroup`) take their own sort: the same
+    /// order as MERGE.md §3.2 spelled out, and as the general path, with clock ties and gaps on
+    /// both sides of the run window.
+    @Test func smallSiblingGroupsOrderAsTheGeneralPathDoes() {
+        let authors = ["alice", "bob", "carol"]
+        for size in 2...ReducerOrder.smallGroup {
+            for seed in 0..<12 as Range<UInt64> {
+                var g = SplitMix64(seed: seed &* 31 &+ UInt64(size))
+                var entries: [JournalEntry] = []
+                var ms: UInt64 = 0
+                for n in 0..<size {
+                    ms += [0, 1_000, 299_000, 301_000][Int(g.next() % 4)]
+                    entries.append(add("e\(n)", "i\(n)", "T\(n)", by: authors[Int(g.next() % 3)], at: ms, counter: UInt16(g.next() % 2)))
+                }
+                let expected = siblingOrderSpelledOut(entries, authors: authors)
+                let r = replay(shuffledWithDuplicates(entries, seed: seed))
+                #expect(texts(r.state()) == expected, "size \(size), seed \(seed)")
+                #expect(r.countedLinearOrder().order == r.countedLinearOrder(smallGroup: 0).order, "size \(size), seed \(seed)")
+            }
+        }
+    }
+
+    /// On hostile input (cycles, self-anchors, placements, reused entry ids, text ids) too.
+    @Test func smallSiblingGroupsOrderAsTheGeneralPathDoesOnHostileInput() {
+        for seed in 0..<100 as Range<UInt64> {
+            let r = replay(hostileEntries(seed: seed, count: Int(seed % 5 == 0 ? 600 : seed % 120 + 1)))
+            #expect(r.countedLinearOrder().order == r.countedLinearOrder(smallGroup: 0).order, "seed \(seed)")
+        }
     }
 
     @Test func forwardRunStaysTogetherAgainstAConcurrentSibling() {
@@ -343,6 +354,28 @@ import Testing
         let b = replay(Array(sevenEntryExample.dropLast())).state()
         #expect(a.digest != b.digest)
         #expect(ListState().digest == ListState().digest)
+    }
+}
+
+/// MERGE.md §3.2 spelled out for adds that all follow the same item: per author by change key,
+/// split into runs, runs newest first by their newest member, members newest first. The texts.
+func siblingOrderSpelledOut(_ entries: [JournalEntry], authors: [String]) -> [String] {
+    var runs: [[JournalEntry]] = []
+    for a in authors {
+        var run: [JournalEntry] = []
+        for e in entries.filter({ $0.author == a }).sorted(by: { ChangeKey($0) < ChangeKey($1) }) {
+            if let last = run.last, e.clock.physicalMillis - last.clock.physicalMillis > ListReducer.runWindowMillis {
+                runs.append(run)
+                run = []
+            }
+            run.append(e)
+        }
+        if !run.isEmpty { runs.append(run) }
+    }
+    runs.sort { ChangeKey($0.last!) > ChangeKey($1.last!) }
+    return runs.flatMap { $0.reversed() }.map { e -> String in
+        guard case .add(_, let text, _) = e.operation else { return "" }
+        return text
     }
 }
 
