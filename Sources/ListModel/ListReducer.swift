@@ -866,44 +866,68 @@ final class ReducerOrder {
 
     /// Depth-first pre-order from the head, then the orphans, then anything left (anchor cycles).
     func walk(n: Int, added: Int, parent: [Int32], childStart: [Int32], children: [Int32]) -> [Int32] {
-        var order: [Int32] = []
-        order.reserveCapacity(added)
         var visited = [Bool](repeating: false, count: n)
-        var stack: [Int32] = []
-        childStart.withUnsafeBufferPointer { start in
-            children.withUnsafeBufferPointer { children in
-                visited.withUnsafeMutableBufferPointer { visited in
-                    Self.walk(from: n, n, start, children, visited, &stack, &order)
-                    Self.walk(from: n + 1, n, start, children, visited, &stack, &order)
-                    if order.count < added {
-                        var rest = (0..<n).filter { parent[$0] >= 0 && !visited[$0] }.map { key(Int32($0)) }
-                        rest.sort(by: less)
-                        for k in rest { Self.walk(from: Int(k.record), n, start, children, visited, &stack, &order) }
+        return [Int32](unsafeUninitializedCapacity: added) { order, count in
+            // Each node is pushed at most once (by its parent, or as a root), and the stack
+            // empties before the next root: n + 2 slots always suffice.
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: n + 2) { stack in
+                childStart.withUnsafeBufferPointer { start in
+                    children.withUnsafeBufferPointer { children in
+                        visited.withUnsafeMutableBufferPointer { visited in
+                            var w = PreOrderWalk(start: start, children: children, visited: visited, stack: stack, order: order)
+                            w.walk(from: n, n)
+                            w.walk(from: n + 1, n)
+                            if w.count < added {
+                                var rest = (0..<n).filter { parent[$0] >= 0 && !visited[$0] }.map { key(Int32($0)) }
+                                rest.sort(by: less)
+                                for k in rest { w.walk(from: Int(k.record), n) }
+                            }
+                            count = w.count
+                        }
                     }
                 }
             }
+            precondition(count == added, "every added record is placed exactly once")
         }
-        assert(order.count == added, "every added record is placed exactly once")
-        return order
     }
+}
+
+/// `ReducerOrder.walk`'s state: fixed buffers, so a push, a pop and an append are a store and a
+/// count, not an array's uniqueness and capacity checks.
+struct PreOrderWalk {
+    let start: UnsafeBufferPointer<Int32>
+    let children: UnsafeBufferPointer<Int32>
+    let visited: UnsafeMutableBufferPointer<Bool>
+    let stack: UnsafeMutableBufferPointer<Int32>
+    let order: UnsafeMutableBufferPointer<Int32>
+    var count = 0
 
     /// Appends the unvisited part of `root`'s subtree in pre-order (`root` ≥ `n`: the head's or
     /// the orphans' children, not the root itself).
-    private static func walk(from root: Int, _ n: Int, _ start: UnsafeBufferPointer<Int32>, _ children: UnsafeBufferPointer<Int32>,
-                             _ visited: UnsafeMutableBufferPointer<Bool>, _ stack: inout [Int32], _ order: inout [Int32]) {
+    mutating func walk(from root: Int, _ n: Int) {
+        var top = 0
+        @inline(__always) func push(_ x: Int32) {
+            precondition(top < stack.count, "pre-order stack overflow")
+            stack[top] = x
+            top += 1
+        }
         if root < n {
             guard !visited[root] else { return }
-            stack.append(Int32(root))
+            push(Int32(root))
         } else {
-            for k in stride(from: Int(start[root + 1]) - 1, through: Int(start[root]), by: -1) { stack.append(children[k]) }
+            for k in stride(from: Int(start[root + 1]) - 1, through: Int(start[root]), by: -1) { push(children[k]) }
         }
-        while let x = stack.popLast() {
+        while top > 0 {
+            top -= 1
+            let x = stack[top]
             let xi = Int(x)
             if visited[xi] { continue }
             visited[xi] = true
-            order.append(x)
+            precondition(count < order.count, "more records placed than added")
+            order[count] = x
+            count += 1
             for k in stride(from: Int(start[xi + 1]) - 1, through: Int(start[xi]), by: -1) where !visited[Int(children[k])] {
-                stack.append(children[k])
+                push(children[k])
             }
         }
     }
