@@ -700,30 +700,41 @@ final class ReducerOrder {
         var childStart = [Int32](repeating: 0, count: n + 3)
         var shown = [Bool](repeating: false, count: n)
         var added = 0, visible = 0
-        for i in 0..<n {
-            let r = records[i]
-            guard r.flags & ItemFlag.inTree != 0 else { continue }
-            added += 1
-            if r.flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added {
-                visible += 1
-                shown[i] = true
+        // Through buffers: the arrays' uniqueness is checked once, not at every store.
+        parent.withUnsafeMutableBufferPointer { parent in
+            childStart.withUnsafeMutableBufferPointer { childStart in
+                shown.withUnsafeMutableBufferPointer { shown in
+                    for i in 0..<n {
+                        let r = records[i]
+                        guard r.flags & ItemFlag.inTree != 0 else { continue }
+                        added += 1
+                        if r.flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added {
+                            visible += 1
+                            shown[i] = true
+                        }
+                        var p = head
+                        let a = Int(r.anchor)
+                        if a >= 0 { p = records[a].flags & ItemFlag.inTree != 0 ? a : orphans }
+                        parent[i] = Int32(p)
+                        childStart[p + 1] += 1
+                    }
+                }
+                for k in 1..<(n + 3) { childStart[k] += childStart[k - 1] }
             }
-            var p = head
-            let a = Int(r.anchor)
-            if a >= 0 { p = records[a].flags & ItemFlag.inTree != 0 ? a : orphans }
-            parent[i] = Int32(p)
-            childStart[p + 1] += 1
         }
-        for k in 1..<(n + 3) { childStart[k] += childStart[k - 1] }
         // Children's sort keys in one flat array, in record order: one pass over the records, so
         // sorting a sibling group never goes back to them.
         // Every slot is written exactly once (the counts above), so it need not be zeroed first.
         var keys = [Key](unsafeUninitializedCapacity: added) { buffer, count in
             var fill = childStart
-            for i in 0..<n where parent[i] >= 0 {
-                let p = Int(parent[i])
-                (buffer.baseAddress! + Int(fill[p])).initialize(to: key(Int32(i)))
-                fill[p] += 1
+            fill.withUnsafeMutableBufferPointer { fill in
+                parent.withUnsafeBufferPointer { parent in
+                    for i in 0..<n where parent[i] >= 0 {
+                        let p = Int(parent[i])
+                        (buffer.baseAddress! + Int(fill[p])).initialize(to: key(Int32(i)))
+                        fill[p] += 1
+                    }
+                }
             }
             count = added
         }
