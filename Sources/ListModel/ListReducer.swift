@@ -525,7 +525,7 @@ public struct ListReducer: Sendable {
                                     let r = rec[i]
                                     let marked = r.flags & ItemFlag.markedOff != 0
                                     (out.baseAddress! + Int(place[i])).initialize(to: ListItem(
-                                        id: textIDs.compact(r.id), text: texts[i], state: marked ? .markedOff : .active,
+                                        id: textIDs.compact(r.id), state: marked ? .markedOff : .active, text: texts[i],
                                         addedBy: authors[Int(r.addAuthor)], addedAt: r.addedAt,
                                         markedOffBy: marked ? authors[Int(r.markAuthor)] : nil, markedOffAt: marked ? r.markedAt : nil))
                                 }

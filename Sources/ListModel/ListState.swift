@@ -18,16 +18,16 @@ public struct ListItem: Hashable, Sendable {
     /// Set exactly when `state == .markedOff`.
     public var markedOffBy: String?
     public var markedOffAt: Int64?
+}
 
+extension ListItem {
+    // In an extension, so the compiler still synthesises the memberwise initialiser, which
+    // `state()` uses: it builds the value in one piece, where this one's stores to `self` left a
+    // copy and a destroy of the whole item that the optimiser did not cancel.
     public init(id: CompactID, text: String, state: State, addedBy: String, addedAt: Int64,
                 markedOffBy: String? = nil, markedOffAt: Int64? = nil) {
-        self.id = id
-        self.state = state
-        self.text = text
-        self.addedBy = addedBy
-        self.addedAt = addedAt
-        self.markedOffBy = markedOffBy
-        self.markedOffAt = markedOffAt
+        self.init(id: id, state: state, text: text, addedBy: addedBy, addedAt: addedAt,
+                  markedOffBy: markedOffBy, markedOffAt: markedOffAt)
     }
 }
 
