@@ -14,12 +14,16 @@ public enum BatchCodec {
         precondition(!entries.isEmpty && entries.count <= Limits.maxBatchEntries)
         var body = ByteWriter(capacity: entries.count * 72)
         var scratch = ByteWriter(capacity: 128)
-        for (i, e) in entries.enumerated() {
-            scratch.bytes.removeAll(keepingCapacity: true)
-            EntryCodec.encode(e, into: &scratch)
-            body.varint(i == 0 ? 0 : 1)
-            body.varint(UInt64(scratch.bytes.count))
-            body.append(contentsOf: scratch.bytes)
+        // Through the buffer: binding each entry, or passing it by the array's subscript, would
+        // copy it whole first.
+        entries.withUnsafeBufferPointer { entries in
+            for i in entries.indices {
+                scratch.bytes.removeAll(keepingCapacity: true)
+                EntryCodec.encode(entries[i], into: &scratch)
+                body.varint(i == 0 ? 0 : 1)
+                body.varint(UInt64(scratch.bytes.count))
+                body.append(contentsOf: scratch.bytes)
+            }
         }
         return wrap(body: body.bytes, count: entries.count, lastDelta: UInt64(entries.count - 1), compress: compress)
     }

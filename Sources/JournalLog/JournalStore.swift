@@ -356,8 +356,9 @@ public final class JournalStore: @unchecked Sendable {
         guard batch.count <= Limits.maxBatchEntries else {
             throw JournalError.invalidEntry("a batch holds at most \(Limits.maxBatchEntries) entries")
         }
-        for e in batch {
-            if let why = Self.refusal(e) { throw JournalError.invalidEntry(why) }
+        // Through the buffer: an array's element passed by subscript is copied whole first.
+        if let why = batch.withUnsafeBufferPointer({ b in b.lazy.compactMap { Self.refusal($0) }.first }) {
+            throw JournalError.invalidEntry(why)
         }
         var fresh = batch
         while true {
@@ -392,15 +393,16 @@ public final class JournalStore: @unchecked Sendable {
         let first = lastAssigned + 1
         // Pass 1, which may throw and changes nothing: resolve each zone once (batches rarely span
         // more than a few) and load the id sets of the zones involved.
+        // Entries are read in place (batch[k].zone): binding each entry would copy it whole.
         var zones: [(name: String, track: Int?, touch: FrameTouch?)] = []
         var zoneOf = [Int](repeating: 0, count: batch.count)
-        for (k, e) in batch.enumerated() {
+        for k in batch.indices {
             var z = 0
-            while z < zones.count && zones[z].name != e.zone { z += 1 }
+            while z < zones.count && zones[z].name != batch[k].zone { z += 1 }
             if z == zones.count {
-                let t = try trackAccepting(e.zone, at: first)
+                let t = try trackAccepting(batch[k].zone, at: first)
                 if let t, catalog.ids[t] == nil { try loadIDs(t) }
-                zones.append((e.zone, t, nil))
+                zones.append((batch[k].zone, t, nil))
             }
             zoneOf[k] = z
         }
@@ -409,35 +411,39 @@ public final class JournalStore: @unchecked Sendable {
         var newZoneIDs: [Int: Set<CompactID>] = [:]
         var provisional: [(Int, CompactID)] = []
         provisional.reserveCapacity(batch.count)
-        var remaining: [JournalEntry] = []
+        // The new entries, by index in `batch`.
+        var remaining: [Int] = []
+        remaining.reserveCapacity(batch.count)
         var existing: [SequenceNumber] = []
         var seq = first
-        for (k, e) in batch.enumerated() {
+        for k in batch.indices {
             let z = zoneOf[k]
+            let id = batch[k].id
             if let t = zones[z].track {
-                if let s = catalog.ids[t]![e.id] {
+                if let s = catalog.ids[t]![id] {
                     if s < first { existing.append(s) }  // else a duplicate inside this batch
                     continue
                 }
-                catalog.ids[t]![e.id] = seq
-                provisional.append((t, e.id))
-            } else if !newZoneIDs[z, default: []].insert(e.id).inserted {
+                catalog.ids[t]![id] = seq
+                provisional.append((t, id))
+            } else if !newZoneIDs[z, default: []].insert(id).inserted {
                 continue
             }
             if zones[z].touch == nil { zones[z].touch = FrameTouch(track: zones[z].track ?? -1, firstSequence: seq, lastSequence: seq, entries: 0) }
             zones[z].touch!.entries += 1
             zones[z].touch!.lastSequence = seq
-            remaining.append(e)
+            remaining.append(k)
             seq += 1
         }
         // `fresh` must be exactly the new entries, in order, or the payload encodes the wrong ones.
-        guard remaining.count == fresh.count, zip(remaining, fresh).allSatisfy({ $0.id == $1.id && $0.zone == $1.zone }) else {
+        guard remaining.count == fresh.count,
+              zip(remaining, fresh.indices).allSatisfy({ batch[$0].id == fresh[$1].id && batch[$0].zone == fresh[$1].zone }) else {
             for (t, id) in provisional { catalog.ids[t]![id] = nil }
             if remaining.isEmpty {
                 let known = existing.sorted()
                 return .done(known.first!...known.last!, ticket: enqueuedFrames)
             }
-            return .retry(remaining)
+            return .retry(remaining.map { batch[$0] })
         }
         // A zone that never existed starts with this batch (an implicit creation).
         var touches: [FrameTouch] = []
@@ -447,8 +453,8 @@ public final class JournalStore: @unchecked Sendable {
                 let t = catalog.create(zones[z].name, at: touch.firstSequence, implicit: true, idsLoaded: true)
                 touch.track = t
                 var s = first
-                for e in fresh {
-                    if e.zone == zones[z].name { catalog.ids[t]![e.id] = s }
+                for j in fresh.indices {
+                    if fresh[j].zone == zones[z].name { catalog.ids[t]![fresh[j].id] = s }
                     s += 1
                 }
             }
