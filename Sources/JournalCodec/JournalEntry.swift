@@ -113,14 +113,20 @@ public enum EntryCodec {
     public static let encodingVersion: UInt8 = 1
 
     public static func encode(_ e: JournalEntry, into w: inout ByteWriter) {
+        withUnsafePointer(to: e) { encode($0, into: &w) }
+    }
+
+    /// `encode(_:into:)` for an entry read where it lies (an element of a batch): passed by
+    /// value from there, an entry is copied whole first, through its value witness.
+    public static func encode(_ e: UnsafePointer<JournalEntry>, into w: inout ByteWriter) {
         w.u8(encodingVersion)
-        e.id.encode(into: &w)
-        w.string(e.zone)
-        w.string(e.author)
-        w.varint(e.clock.rawValue)
-        w.zigzag(e.wallTime &- Int64(bitPattern: e.clock.physicalMillis))
-        w.u8(e.operation.kindByte)
-        switch e.operation {
+        e.pointee.id.encode(into: &w)
+        w.string(e.pointee.zone)
+        w.string(e.pointee.author)
+        w.varint(e.pointee.clock.rawValue)
+        w.zigzag(e.pointee.wallTime &- Int64(bitPattern: e.pointee.clock.physicalMillis))
+        w.u8(e.pointee.operation.kindByte)
+        switch e.pointee.operation {
         case .add(let item, let text, let after):
             item.encode(into: &w)
             encodeAfter(after, into: &w)
@@ -162,14 +168,17 @@ public enum EntryCodec {
     }
 
     /// Checks that an entry can be encoded within the limits; nil when it can.
-    public static func validate(_ e: JournalEntry) -> String? {
-        if e.zone.isEmpty || e.zone.utf8.count > Limits.maxZoneBytes { return "zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes" }
-        if e.author.isEmpty || e.author.utf8.count > Limits.maxAuthorBytes { return "author must be 1...\(Limits.maxAuthorBytes) UTF-8 bytes" }
-        if e.clock.physicalMillis >= 1 << 48 { return "clock's physical time exceeds 48 bits" }
-        if e.wallTime.subtractingReportingOverflow(Int64(bitPattern: e.clock.physicalMillis)).overflow {
+    public static func validate(_ e: JournalEntry) -> String? { withUnsafePointer(to: e) { validate($0) } }
+
+    /// `validate(_:)` for an entry read where it lies (see `encode(_:into:)`).
+    public static func validate(_ e: UnsafePointer<JournalEntry>) -> String? {
+        if e.pointee.zone.isEmpty || e.pointee.zone.utf8.count > Limits.maxZoneBytes { return "zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes" }
+        if e.pointee.author.isEmpty || e.pointee.author.utf8.count > Limits.maxAuthorBytes { return "author must be 1...\(Limits.maxAuthorBytes) UTF-8 bytes" }
+        if e.pointee.clock.physicalMillis >= 1 << 48 { return "clock's physical time exceeds 48 bits" }
+        if e.pointee.wallTime.subtractingReportingOverflow(Int64(bitPattern: e.pointee.clock.physicalMillis)).overflow {
             return "wall time is too far from the clock's physical time to encode"
         }
-        switch e.operation {
+        switch e.pointee.operation {
         case .add(_, let t, _), .rename(let t), .recolour(let t):
             if t.utf8.count > Limits.maxTextBytes { return "text must be at most \(Limits.maxTextBytes) UTF-8 bytes" }
         case .join(let p), .leave(let p):

@@ -14,12 +14,11 @@ public enum BatchCodec {
         precondition(!entries.isEmpty && entries.count <= Limits.maxBatchEntries)
         var body = ByteWriter(capacity: entries.count * 72)
         var scratch = ByteWriter(capacity: 128)
-        // Through the buffer: binding each entry, or passing it by the array's subscript, would
-        // copy it whole first.
+        // Each entry read where it lies: passed by value, it would be copied whole first.
         entries.withUnsafeBufferPointer { entries in
             for i in entries.indices {
                 scratch.bytes.removeAll(keepingCapacity: true)
-                EntryCodec.encode(entries[i], into: &scratch)
+                EntryCodec.encode(entries.baseAddress! + i, into: &scratch)
                 body.varint(i == 0 ? 0 : 1)
                 body.varint(UInt64(scratch.bytes.count))
                 body.append(contentsOf: scratch.bytes)

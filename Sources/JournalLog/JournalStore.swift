@@ -303,8 +303,11 @@ public final class JournalStore: @unchecked Sendable {
 
     /// Why an application may not append `e`, or nil. A `place` is the compactor's (FORMAT.md
     /// §6): appended, it would land in a minor-1 segment that a 1.1 reader calls corrupt.
-    static func refusal(_ e: JournalEntry) -> String? {
-        if case .place = e.operation {
+    static func refusal(_ e: JournalEntry) -> String? { withUnsafePointer(to: e) { refusal($0) } }
+
+    /// `refusal(_:)` for an entry read where it lies: passed by value, it is copied whole first.
+    static func refusal(_ e: UnsafePointer<JournalEntry>) -> String? {
+        if case .place = e.pointee.operation {
             return "place entries are written only by the compactor (FORMAT.md §6); leave them out of what you append or import"
         }
         return EntryCodec.validate(e)
@@ -356,9 +359,10 @@ public final class JournalStore: @unchecked Sendable {
         guard batch.count <= Limits.maxBatchEntries else {
             throw JournalError.invalidEntry("a batch holds at most \(Limits.maxBatchEntries) entries")
         }
-        // Through the buffer: an array's element passed by subscript is copied whole first.
-        if let why = batch.withUnsafeBufferPointer({ b in b.lazy.compactMap { Self.refusal($0) }.first }) {
-            throw JournalError.invalidEntry(why)
+        try batch.withUnsafeBufferPointer { b throws(JournalError) in
+            for k in b.indices {
+                if let why = Self.refusal(b.baseAddress! + k) { throw JournalError.invalidEntry(why) }
+            }
         }
         var fresh = batch
         while true {
