@@ -827,6 +827,7 @@ final class ReducerOrder {
     /// correct sort gives the general path's result.
     func sortSmallGroup(_ keys: UnsafeMutableBufferPointer<Key>) {
         let n = keys.count
+        guard n > 1 else { return }
         // By author, then change key; equal keys keep ascending record numbers in the output.
         @inline(__always) func byAuthorThenKey(_ x: Key, _ y: Key) -> Bool {
             if x.rank != y.rank { return x.rank < y.rank }
