@@ -53,6 +53,97 @@ public struct ByteWriter: Sendable {
     }
 }
 
+/// Where encoders write: a growing `ByteWriter`, a `ByteCounter` that only measures, or a
+/// `RawByteWriter` filling memory of exactly the measured size. One encoder, generic over the
+/// sink, serves all three, so the measured size and the written bytes cannot disagree.
+public protocol ByteSink {
+    mutating func u8(_ v: UInt8)
+    mutating func varint(_ v: UInt64)
+    mutating func u64BigEndian(_ v: UInt64)
+    /// Length (varint) and UTF-8 bytes.
+    mutating func string(_ s: String)
+    mutating func raw(_ p: UnsafeRawBufferPointer)
+}
+
+extension ByteWriter: ByteSink {
+    @inlinable public mutating func raw(_ p: UnsafeRawBufferPointer) { bytes.append(contentsOf: p) }
+}
+
+extension ByteSink {
+    @inlinable public mutating func zigzag(_ v: Int64) {
+        varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
+    }
+}
+
+/// The bytes of a varint.
+@inlinable public func varintLength(_ v: UInt64) -> Int {
+    // 1 + (significant bits - 1) / 7, with 0 taking one byte.
+    1 + (63 - (v | 1).leadingZeroBitCount) / 7
+}
+
+/// Counts the bytes an encoder would write.
+public struct ByteCounter: ByteSink {
+    public private(set) var count = 0
+    public init() {}
+    public mutating func u8(_ v: UInt8) { count += 1 }
+    public mutating func varint(_ v: UInt64) { count += varintLength(v) }
+    public mutating func u64BigEndian(_ v: UInt64) { count += 8 }
+    public mutating func string(_ s: String) {
+        let n = s.utf8.count
+        count += varintLength(UInt64(n)) + n
+    }
+    public mutating func raw(_ p: UnsafeRawBufferPointer) { count += p.count }
+}
+
+/// Writes into memory measured beforehand (by `ByteCounter`): each write is a store, with no
+/// growth and no uniqueness check, which is what makes encoding a batch cheap. Writing past the
+/// end traps: the measure and the writes come from one encoder, so it means a bug, not bad input.
+public struct RawByteWriter: ByteSink {
+    public let base: UnsafeMutableRawBufferPointer
+    public private(set) var offset = 0
+
+    public init(_ base: UnsafeMutableRawBufferPointer) { self.base = base }
+
+    @inline(__always) mutating func room(_ n: Int) -> UnsafeMutableRawPointer {
+        precondition(n <= base.count - offset, "RawByteWriter: more bytes than measured")
+        defer { offset += n }
+        return base.baseAddress! + offset
+    }
+
+    @inline(__always) public mutating func u8(_ v: UInt8) { room(1).storeBytes(of: v, as: UInt8.self) }
+
+    @inline(__always) public mutating func varint(_ v: UInt64) {
+        let p = room(varintLength(v))
+        var v = v, k = 0
+        while v >= 0x80 {
+            p.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, toByteOffset: k, as: UInt8.self)
+            v >>= 7
+            k += 1
+        }
+        p.storeBytes(of: UInt8(v), toByteOffset: k, as: UInt8.self)
+    }
+
+    @inline(__always) public mutating func u64BigEndian(_ v: UInt64) { room(8).storeBytes(of: v.bigEndian, as: UInt64.self) }
+
+    @inline(__always) public mutating func string(_ s: String) {
+        // Native strings lend their UTF-8 in place; only bridged ones need `withUTF8`'s copy.
+        if let done: Void = s.utf8.withContiguousStorageIfAvailable({ utf8 in
+            varint(UInt64(utf8.count))
+            raw(UnsafeRawBufferPointer(utf8))
+        }) { return done }
+        var s = s
+        s.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            raw(UnsafeRawBufferPointer(utf8))
+        }
+    }
+
+    @inline(__always) public mutating func raw(_ p: UnsafeRawBufferPointer) {
+        guard p.count > 0 else { return }
+        room(p.count).copyMemory(from: p.baseAddress!, byteCount: p.count)
+    }
+}
+
 /// Bounds-checked reads over borrowed bytes. Every read either succeeds or throws
 /// `CodecError` naming the offset; nothing reads past `end`.
 public struct ByteReader {

@@ -52,7 +52,7 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
-    func encode(into w: inout ByteWriter) {
+    func encode<W: ByteSink>(into w: inout W) {
         switch storage {
         case .uuid(let hi, let lo):
             w.u8(1)
@@ -92,7 +92,7 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     /// Writes the id's encoding (FORMAT.md §6): tag, then 16 bytes or a string.
-    public func encoded(into w: inout ByteWriter) { encode(into: &w) }
+    public func encoded<W: ByteSink>(into w: inout W) { encode(into: &w) }
 
     /// Reads one id encoding, as inside an entry.
     public static func decoded(_ r: inout ByteReader, field: String = "id") throws(CodecError) -> CompactID {

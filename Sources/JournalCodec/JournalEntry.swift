@@ -112,13 +112,13 @@ extension CompactID {
 public enum EntryCodec {
     public static let encodingVersion: UInt8 = 1
 
-    public static func encode(_ e: JournalEntry, into w: inout ByteWriter) {
+    public static func encode<W: ByteSink>(_ e: JournalEntry, into w: inout W) {
         withUnsafePointer(to: e) { encode($0, into: &w) }
     }
 
     /// `encode(_:into:)` for an entry read where it lies (an element of a batch): passed by
     /// value from there, an entry is copied whole first, through its value witness.
-    public static func encode(_ e: UnsafePointer<JournalEntry>, into w: inout ByteWriter) {
+    public static func encode<W: ByteSink>(_ e: UnsafePointer<JournalEntry>, into w: inout W) {
         w.u8(encodingVersion)
         e.pointee.id.encode(into: &w)
         w.string(e.pointee.zone)
@@ -139,11 +139,11 @@ public enum EntryCodec {
         case .rename(let text), .recolour(let text), .join(let text), .leave(let text):
             w.string(text)
         case .opaque(_, let body):
-            w.append(contentsOf: body)
+            body.withUnsafeBytes { w.raw($0) }
         }
     }
 
-    private static func encodeAfter(_ after: CompactID?, into w: inout ByteWriter) {
+    private static func encodeAfter<W: ByteSink>(_ after: CompactID?, into w: inout W) {
         if let after {
             w.u8(1)
             after.encode(into: &w)

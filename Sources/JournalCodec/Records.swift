@@ -12,19 +12,32 @@ public enum BatchCodec {
     /// Encodes entries straight into the batch body: one scratch buffer, no array per entry.
     public static func encode(journalEntries entries: [JournalEntry], compress: Bool = true) -> [UInt8] {
         precondition(!entries.isEmpty && entries.count <= Limits.maxBatchEntries)
-        var body = ByteWriter(capacity: entries.count * 72)
-        var scratch = ByteWriter(capacity: 128)
-        // Each entry read where it lies: passed by value, it would be copied whole first.
-        entries.withUnsafeBufferPointer { entries in
+        // Two passes over the entries, each read where it lies (passed by value, an entry is
+        // copied whole first): measure every entry, then write the body into memory of exactly
+        // that size. Appending to a growing array cost over 100 instructions an append.
+        let body = entries.withUnsafeBufferPointer { entries -> [UInt8] in
+            var lengths = [Int](repeating: 0, count: entries.count)
+            var total = 0
             for i in entries.indices {
-                scratch.bytes.removeAll(keepingCapacity: true)
-                EntryCodec.encode(entries.baseAddress! + i, into: &scratch)
-                body.varint(i == 0 ? 0 : 1)
-                body.varint(UInt64(scratch.bytes.count))
-                body.append(contentsOf: scratch.bytes)
+                var c = ByteCounter()
+                EntryCodec.encode(entries.baseAddress! + i, into: &c)
+                lengths[i] = c.count
+                total += 1 + varintLength(UInt64(c.count)) + c.count  // delta (0 or 1), length, entry
+            }
+            return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
+                var w = RawByteWriter(UnsafeMutableRawBufferPointer(buffer))
+                for i in entries.indices {
+                    w.varint(i == 0 ? 0 : 1)
+                    w.varint(UInt64(lengths[i]))
+                    let start = w.offset
+                    EntryCodec.encode(entries.baseAddress! + i, into: &w)
+                    precondition(w.offset - start == lengths[i], "an entry's encoding differs from its measure")
+                }
+                precondition(w.offset == total, "the batch body differs from its measure")
+                count = total
             }
         }
-        return wrap(body: body.bytes, count: entries.count, lastDelta: UInt64(entries.count - 1), compress: compress)
+        return wrap(body: body, count: entries.count, lastDelta: UInt64(entries.count - 1), compress: compress)
     }
 
     public static func encode(entries: [[UInt8]], sequenceDeltas: [UInt64]? = nil, compress: Bool = true) -> [UInt8] {

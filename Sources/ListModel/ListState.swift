@@ -66,7 +66,7 @@ public struct ListState: Hashable, Sendable {
         return w.bytes
     }
 
-    private func encodeCanonical<W: CanonicalSink>(into w: inout W) {
+    private func encodeCanonical<W: ByteSink>(into w: inout W) {
         w.u8(1)
         w.string(name)
         w.string(colour)

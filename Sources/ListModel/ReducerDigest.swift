@@ -4,7 +4,7 @@ import JournalCodec
 /// hashed as its canonical bytes are produced, so the megabytes of a large list's encoding are
 /// never held (nor written and read back) at once. Gives exactly `SipHash24.hash` of the
 /// concatenated bytes.
-struct ReducerDigest: CanonicalSink {
+struct ReducerDigest: ByteSink {
     private var state: SipHash24.State
     private let buffer: UnsafeMutablePointer<UInt8>
     private var used = 0
@@ -73,7 +73,14 @@ struct ReducerDigest: CanonicalSink {
     @inline(__always)
     mutating func zigzag(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
 
-    mutating func bytes(_ p: UnsafeRawBufferPointer) {
+    @inline(__always)
+    mutating func u64BigEndian(_ v: UInt64) {
+        room(8)
+        UnsafeMutableRawPointer(buffer + used).storeBytes(of: v.bigEndian, as: UInt64.self)
+        used += 8
+    }
+
+    mutating func raw(_ p: UnsafeRawBufferPointer) {
         var p = p
         while !p.isEmpty {
             room(min(p.count, 4096))
@@ -89,7 +96,7 @@ struct ReducerDigest: CanonicalSink {
         var s = s
         s.withUTF8 { u in
             varint(UInt64(u.count))
-            bytes(UnsafeRawBufferPointer(u))
+            raw(UnsafeRawBufferPointer(u))
         }
     }
 
@@ -101,26 +108,10 @@ struct ReducerDigest: CanonicalSink {
         UnsafeMutableRawPointer(buffer + used + 9).storeBytes(of: low.bigEndian, as: UInt64.self)
         used += 17
     }
+}
 
-    /// An id's encoding (FORMAT.md §6).
+extension ByteSink {
+    /// An id's encoding (FORMAT.md §6), in the canonical state encoding (MERGE.md §8).
     @inline(__always)
-    mutating func id(_ id: CompactID) {
-        if let (h, l) = id.uuidHalves { return uuid(h, l) }
-        var w = ByteWriter(capacity: 70)
-        id.encoded(into: &w)
-        w.bytes.withUnsafeBytes { bytes($0) }
-    }
-}
-
-/// Where the canonical state encoding (MERGE.md §8) goes: bytes, or straight into the digest.
-protocol CanonicalSink {
-    mutating func u8(_ v: UInt8)
-    mutating func varint(_ v: UInt64)
-    mutating func zigzag(_ v: Int64)
-    mutating func string(_ s: String)
-    mutating func id(_ id: CompactID)
-}
-
-extension ByteWriter: CanonicalSink {
     mutating func id(_ id: CompactID) { id.encoded(into: &self) }
 }

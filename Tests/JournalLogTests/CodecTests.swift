@@ -227,6 +227,25 @@ fileprivate extension Result {
         #expect(back.map(\.1) == entries)
     }
 
+    /// `encode(journalEntries:)` measures each entry, then writes the body into memory of that
+    /// size: the same bytes as encoding each entry on its own and framing those, for every kind
+    /// (opaque bodies, text ids, long and non-ASCII strings) and with compression on or off.
+    @Test func aBatchWrittenToItsMeasureEqualsOneBuiltEntryByEntry() {
+        for seed in 0..<20 as Range<UInt64> {
+            var g = EntryGenerator(seed: 100 + seed)
+            let entries = g.entries(Int(seed % 7) * 30 + 1)
+            for compress in [false, true] {
+                #expect(BatchCodec.encode(journalEntries: entries, compress: compress)
+                        == BatchCodec.encode(entries: entries.map(EntryCodec.encode), compress: compress), "seed \(seed)")
+            }
+            for e in entries {
+                var counter = ByteCounter()
+                EntryCodec.encode(e, into: &counter)
+                #expect(counter.count == EntryCodec.encode(e).count)
+            }
+        }
+    }
+
     @Test func aBatchHandedOutEntryByEntryStopsWhenTold() throws {
         var g = EntryGenerator(seed: 4)
         let entries = g.entries(40)
