@@ -21,23 +21,22 @@ final class PageWarmer: @unchecked Sendable {
     static let minimumBytes = 8 << 20
 
     private let ranges: [(start: Int, bytes: Int)]
-    private var joined = false
+    private var helper: HelperThread?
     #if os(Linux) && canImport(Glibc)
-    private var thread = pthread_t()
     /// Set by `finish()`: the helper stops at its next megabyte.
     private let stop = Atomic<Bool>(false)
     #endif
 
     private init(_ ranges: [(start: Int, bytes: Int)]) { self.ranges = ranges }
 
-    /// A warmer dropped without `finish()` still waits for its helper, which uses it unretained.
+    /// A warmer dropped without `finish()` still stops and waits for its helper.
     deinit { finish() }
 
     /// Starts warming the whole pages inside `ranges`, or returns nil when there is too little to
     /// warm or no way to do it here.
     static func start(_ ranges: [UnsafeMutableRawBufferPointer]) -> PageWarmer? {
         #if os(Linux) && canImport(Glibc)
-        guard sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1 else { return nil }
+        guard HelperThread.available else { return nil }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         var whole: [(start: Int, bytes: Int)] = []
         for r in ranges {
@@ -48,15 +47,10 @@ final class PageWarmer: @unchecked Sendable {
         }
         guard whole.reduce(0, { $0 + $1.bytes }) >= minimumBytes else { return nil }
         let w = PageWarmer(whole)
-        // Unretained: `deinit` joins the helper before the object goes away.
-        let started = pthread_create(&w.thread, nil, { context in
-            Unmanaged<PageWarmer>.fromOpaque(context!).takeUnretainedValue().populate()
-            return nil
-        }, Unmanaged.passUnretained(w).toOpaque())
-        guard started == 0 else {
-            w.joined = true
-            return nil
-        }
+        // Unretained: `deinit` stops and joins the helper before the warmer goes away.
+        let unretained = Unmanaged.passUnretained(w)
+        guard let helper = HelperThread.start({ unretained.takeUnretainedValue().populate() }) else { return nil }
+        w.helper = helper
         return w
         #else
         return nil
@@ -65,16 +59,16 @@ final class PageWarmer: @unchecked Sendable {
 
     /// Stops the helper at its next megabyte and waits for it. Calling it again does nothing.
     func finish() {
-        guard !joined else { return }
-        joined = true
+        guard let helper else { return }
         #if os(Linux) && canImport(Glibc)
         stop.store(true, ordering: .relaxed)
-        pthread_join(thread, nil)
         #endif
+        helper.join()
+        self.helper = nil
     }
 
+    #if os(Linux) && canImport(Glibc)
     private func populate() {
-        #if os(Linux) && canImport(Glibc)
         let populateWrite: Int32 = 23  // MADV_POPULATE_WRITE, Linux 5.14
         let step = 1 << 20
         for r in ranges {
@@ -90,6 +84,6 @@ final class PageWarmer: @unchecked Sendable {
                 done += n
             }
         }
-        #endif
     }
+    #endif
 }
