@@ -36,17 +36,6 @@ public struct ByteWriter: Sendable {
         bytes.append(UInt8(v))
     }
 
-    @inlinable public mutating func zigzag(_ v: Int64) {
-        varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
-    }
-
-    public mutating func string(_ s: String) {
-        var s = s
-        s.withUTF8 { utf8 in
-            varint(UInt64(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
-    }
 
     public mutating func append<C: Collection>(contentsOf c: C) where C.Element == UInt8 {
         bytes.append(contentsOf: c)
@@ -72,6 +61,20 @@ extension ByteWriter: ByteSink {
 extension ByteSink {
     @inlinable public mutating func zigzag(_ v: Int64) {
         varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
+    }
+
+    /// The default `string`: the length, then the bytes through `raw`. Native strings lend
+    /// their UTF-8 in place; only bridged ones need `withUTF8`'s copy.
+    @inlinable @inline(__always) public mutating func string(_ s: String) {
+        if let done: Void = s.utf8.withContiguousStorageIfAvailable({ utf8 in
+            varint(UInt64(utf8.count))
+            raw(UnsafeRawBufferPointer(utf8))
+        }) { return done }
+        var s = s
+        s.withUTF8 { utf8 in
+            varint(UInt64(utf8.count))
+            raw(UnsafeRawBufferPointer(utf8))
+        }
     }
 }
 
@@ -124,19 +127,6 @@ public struct RawByteWriter: ByteSink {
     }
 
     @inline(__always) public mutating func u64BigEndian(_ v: UInt64) { room(8).storeBytes(of: v.bigEndian, as: UInt64.self) }
-
-    @inline(__always) public mutating func string(_ s: String) {
-        // Native strings lend their UTF-8 in place; only bridged ones need `withUTF8`'s copy.
-        if let done: Void = s.utf8.withContiguousStorageIfAvailable({ utf8 in
-            varint(UInt64(utf8.count))
-            raw(UnsafeRawBufferPointer(utf8))
-        }) { return done }
-        var s = s
-        s.withUTF8 { utf8 in
-            varint(UInt64(utf8.count))
-            raw(UnsafeRawBufferPointer(utf8))
-        }
-    }
 
     @inline(__always) public mutating func raw(_ p: UnsafeRawBufferPointer) {
         guard p.count > 0 else { return }

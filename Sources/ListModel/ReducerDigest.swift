@@ -71,9 +71,6 @@ struct ReducerDigest: ByteSink {
     }
 
     @inline(__always)
-    mutating func zigzag(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
-
-    @inline(__always)
     mutating func u64BigEndian(_ v: UInt64) {
         room(8)
         UnsafeMutableRawPointer(buffer + used).storeBytes(of: v.bigEndian, as: UInt64.self)
@@ -88,15 +85,6 @@ struct ReducerDigest: ByteSink {
             UnsafeMutableRawPointer(buffer + used).copyMemory(from: p.baseAddress!, byteCount: k)
             used += k
             p = UnsafeRawBufferPointer(rebasing: p[k...])
-        }
-    }
-
-    @inline(__always)
-    mutating func string(_ s: String) {
-        var s = s
-        s.withUTF8 { u in
-            varint(UInt64(u.count))
-            raw(UnsafeRawBufferPointer(u))
         }
     }
 
