@@ -177,6 +177,17 @@ public struct ParsedEntryLine: Equatable, Sendable {
         self.clock = clock
         self.operation = operation
     }
+
+    /// The entry the line stands for (FORMAT.md §7). A missing `hlc` is derived from `at` alone
+    /// (`HybridTime(derivedFromWallTime:)`), and a missing `id` from the entry's content
+    /// (`CompactID.derived`): both are functions of the line, never of the lines before it, so
+    /// the same lines in any order, sent any number of times, give the same entries.
+    public func entry() -> JournalEntry {
+        var e = JournalEntry(id: CompactID("-")!, zone: zone, author: author, wallTime: wallTime,
+                             clock: clock ?? HybridTime(derivedFromWallTime: wallTime), operation: operation)
+        e.id = id ?? CompactID.derived(from: e)
+        return e
+    }
 }
 
 /// Why a JSON line was rejected, and where.

@@ -165,6 +165,16 @@ public struct HybridTime: Hashable, Comparable, Sendable, CustomStringConvertibl
 
     public static func < (a: HybridTime, b: HybridTime) -> Bool { a.rawValue < b.rawValue }
 
+    /// The greatest hybrid time: physical 2^48 − 1, counter 65,535.
+    public static let max = HybridTime(rawValue: .max)
+
+    /// The hybrid time of an entry that has only a wall time (a JSON line without `hlc`):
+    /// physical = the wall time clamped to 0 ... 2^48 − 1, counter 0. A function of the wall
+    /// time alone, so it does not depend on what arrived before it (FORMAT.md §7).
+    public init(derivedFromWallTime wall: Int64) {
+        self.init(physicalMillis: UInt64(Swift.min(Swift.max(wall, 0), (1 << 48) - 1)), counter: 0)
+    }
+
     /// `millis:counter`, the form `jlog dump --json` writes and `import` reads.
     public var description: String { "\(physicalMillis):\(counter)" }
 
@@ -175,7 +185,10 @@ public struct HybridTime: Hashable, Comparable, Sendable, CustomStringConvertibl
     }
 }
 
-/// Issues hybrid times that strictly increase and never run behind any time observed.
+/// Issues hybrid times that strictly increase and never run behind any time observed. At
+/// `HybridTime.max` it saturates: it keeps issuing `max` rather than wrapping to 0, which would
+/// order the next change before every earlier one (the change key's author and id still order
+/// entries issued there).
 public struct HybridClock: Sendable {
     public private(set) var last: HybridTime
 
@@ -183,11 +196,11 @@ public struct HybridClock: Sendable {
 
     /// The next local time, given the wall clock in milliseconds.
     public mutating func tick(wallMillis: Int64) -> HybridTime {
-        let wall = UInt64(clamping: max(0, wallMillis))
+        let wall = min(UInt64(clamping: max(0, wallMillis)), (1 << 48) - 1)
         if wall > last.physicalMillis {
-            last = HybridTime(physicalMillis: min(wall, (1 << 48) - 1), counter: 0)
-        } else {
-            last = HybridTime(rawValue: last.rawValue &+ 1)
+            last = HybridTime(physicalMillis: wall, counter: 0)
+        } else if last.rawValue < HybridTime.max.rawValue {
+            last = HybridTime(rawValue: last.rawValue + 1)
         }
         return last
     }

@@ -11,7 +11,15 @@ public enum BatchCodec {
     /// flagged. `lastDelta` lets recovery learn the last sequence without decoding the body.
     /// Encodes entries straight into the batch body: one scratch buffer, no array per entry.
     public static func encode(journalEntries entries: [JournalEntry], compress: Bool = true) -> [UInt8] {
+        encode(journalEntries: entries, compress: compress, fingerprints: nil)
+    }
+
+    /// `encode`, also filling `fingerprints[i]` with `EntryFingerprint.of` entry i's encoding,
+    /// taken from the body as it is written (no second encode).
+    public static func encode(journalEntries entries: [JournalEntry], compress: Bool,
+                              fingerprints: UnsafeMutableBufferPointer<UInt64>?) -> [UInt8] {
         precondition(!entries.isEmpty && entries.count <= Limits.maxBatchEntries)
+        precondition(fingerprints.map { $0.count >= entries.count } ?? true)
         // Two passes over the entries, each read where it lies (passed by value, an entry is
         // copied whole first): measure every entry, then write the body into memory of exactly
         // that size. Appending to a growing array cost over 100 instructions an append.
@@ -32,6 +40,9 @@ public enum BatchCodec {
                     let start = w.offset
                     EntryCodec.encode(entries.baseAddress! + i, into: &w)
                     precondition(w.offset - start == lengths[i], "an entry's encoding differs from its measure")
+                    if let fingerprints {
+                        fingerprints[i] = EntryFingerprint.of(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[start..<w.offset]))
+                    }
                 }
                 precondition(w.offset == total, "the batch body differs from its measure")
                 count = total
@@ -128,6 +139,13 @@ public enum BatchCodec {
     /// the batch, when `body` returns false.
     public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0,
                               zone: [UInt8]? = nil, each body: (SequenceNumber, consuming JournalEntry) -> Bool) throws(CodecError) {
+        try decode(p, firstSequence: firstSequence, after: after, zone: zone, withEncoding: { s, e, _ in body(s, e) })
+    }
+
+    /// `decode`, handing each entry over with its encoding (FORMAT.md §6) as stored in the body:
+    /// what an entry's fingerprint is taken over. The bytes are valid only during the call.
+    public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0, zone: [UInt8]? = nil,
+                              withEncoding body: (SequenceNumber, consuming JournalEntry, UnsafeRawBufferPointer) -> Bool) throws(CodecError) {
         let s = try summary(p)
         if let raw = s.rawLength {
             guard let decompressed = LZ4.decompress(UnsafeRawBufferPointer(rebasing: p[s.bodyOffset...]), rawLength: raw) else {
@@ -150,7 +168,7 @@ public enum BatchCodec {
 
     private static func decodeBody(_ b: UnsafeRawBufferPointer, start: Int, summary s: Summary, firstSequence: SequenceNumber,
                                    after: SequenceNumber, zone: [UInt8]?,
-                                   _ body: (SequenceNumber, consuming JournalEntry) -> Bool) throws(CodecError) {
+                                   _ body: (SequenceNumber, consuming JournalEntry, UnsafeRawBufferPointer) -> Bool) throws(CodecError) {
         var r = ByteReader(b, offset: start)
         var strings = RepeatedStrings()
         var seq = firstSequence
@@ -168,8 +186,9 @@ public enum BatchCodec {
             }
             var er = ByteReader(b, offset: r.offset, end: r.offset + n)
             let e = try EntryCodec.decode(&er, &strings)
+            let encoding = UnsafeRawBufferPointer(rebasing: b[r.offset..<r.offset + n])
             r.offset += n
-            guard body(seq, e) else { return }
+            guard body(seq, e, encoding) else { return }
         }
         guard seq == firstSequence &+ s.lastDelta else { throw CodecError(.invalidValue(field: "batch lastDelta"), at: r.offset) }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }

@@ -113,7 +113,7 @@ extension JournalStore {
     /// Creates the zone (a `zoneCreate` record, synced) unless it is live; returns its incarnation.
     @discardableResult
     public func createZone(_ name: String) throws(JournalError) -> SequenceNumber {
-        guard !name.isEmpty, name.utf8.count <= Limits.maxZoneBytes else { throw JournalError.invalidEntry("zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes") }
+        if let why = JournalStore.zoneNameRefusal(name) { throw JournalError.invalidEntry(why) }
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             if let live = catalog.live(name) { return (catalog.tracks[live].incarnation, lastTicketLocked) }
             try checkWritable()

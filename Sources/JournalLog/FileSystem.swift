@@ -17,8 +17,11 @@ public protocol FileSystem: Sendable {
     /// Makes creates, renames and removes in the directory durable.
     func syncDirectory(_ path: String) throws(JournalError)
     func kind(of path: String) -> FileKind
-    /// Takes an exclusive advisory lock, or throws `.locked` when another process holds it.
-    func lockExclusive(_ path: String) throws(JournalError) -> any FileLock
+    /// Takes an exclusive advisory lock on the directory itself, or throws `.locked` when another
+    /// process (or another open in this one) holds it. The lock belongs to the directory's inode,
+    /// not to a name inside it, so no file can be unlinked to steal it, and it is released when the
+    /// holder closes it or dies.
+    func lockDirectory(_ path: String) throws(JournalError) -> any FileLock
 }
 
 public enum FileKind: Sendable { case missing, file, directory, other }
@@ -105,13 +108,15 @@ public struct PosixFileSystem: FileSystem {
         }
     }
 
-    public func lockExclusive(_ path: String) throws(JournalError) -> any FileLock {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw JournalError.io(operation: "open lock file", path: path, errno: errno) }
+    public func lockDirectory(_ path: String) throws(JournalError) -> any FileLock {
+        // flock(2) on a directory descriptor: open(2) of a directory needs only read access, so
+        // this works wherever the store can be read, and the lock dies with the process.
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw JournalError.io(operation: "open store directory", path: path, errno: errno) }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let e = errno
             _ = Glibc_close(fd)
-            if e == EWOULDBLOCK { throw JournalError.locked(path: path) }
+            if e == EWOULDBLOCK { throw JournalError.locked(path: path, holder: nil) }
             throw JournalError.io(operation: "flock", path: path, errno: e)
         }
         return PosixLock(fd: fd)

@@ -36,10 +36,7 @@ struct IndexBuilder {
         }
         guard !mismatch else { return }
         let events: [LogEvent]
-        do { events = try LogReader.decode(r) } catch {
-            throw JournalError.corruption(Corruption(segment: r.segment, offset: r.offset, lastGoodSequence: r.header.sequence &- 1,
-                                                     problem: .badPayload(error), isTornTail: false))
-        }
+        do { events = try LogReader.decode(r) } catch { throw PayloadDamage(error: error) }
         catalog.observe(events, segment: base, offset: r.offset)
         replayed += 1
     }
@@ -137,16 +134,26 @@ final class FrameFetcher {
     /// A feed page goes through here: collecting a frame's events first would copy every entry.
     func forEachEntry(at location: UInt64, after: SequenceNumber, zone: [UInt8]?,
                       _ body: (SequenceNumber, consuming JournalEntry) -> Bool) throws(JournalError) -> Bool {
+        try forEachEntry(at: location, after: after, zone: zone) { s, e, _ in body(s, e) }
+    }
+
+    /// `forEachEntry`, with each entry's encoding as stored (valid only during the call).
+    func forEachEntry(at location: UInt64, after: SequenceNumber, zone: [UInt8]?,
+                      _ body: (SequenceNumber, consuming JournalEntry, UnsafeRawBufferPointer) -> Bool) throws(JournalError) -> Bool {
         try frame(at: location) { view throws(CodecError) in
             if view.header.type == RecordType.batch.rawValue {
                 var going = true
-                try BatchCodec.decode(view.payload, firstSequence: view.header.sequence, after: after, zone: zone) { s, e in
-                    going = body(s, e)
+                try BatchCodec.decode(view.payload, firstSequence: view.header.sequence, after: after, zone: zone, withEncoding: { s, e, bytes in
+                    going = body(s, e, bytes)
                     return going
-                }
+                })
                 return going
             }
-            for case .entry(let s, let e) in try LogReader.decode(view) where !body(s, e) { return false }
+            if view.header.type == RecordType.entry.rawValue {
+                guard view.header.sequence > after else { return true }
+                let e = try EntryCodec.decode(view.payload)
+                return body(view.header.sequence, e, view.payload)
+            }
             return true
         }
     }

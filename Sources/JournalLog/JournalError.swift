@@ -8,8 +8,9 @@ import Darwin
 public enum JournalError: Error, Sendable, CustomStringConvertible {
     case io(operation: String, path: String, errno: Int32)
     case corruption(Corruption)
-    /// Another process holds the store's writer lock.
-    case locked(path: String)
+    /// Another writer holds the store's lock (the store directory's `flock`); `holder` names it
+    /// when it could be read from `LOCK`.
+    case locked(path: String, holder: String?)
     case notAStore(path: String, reason: String)
     case storeMissing(path: String)
     case invalidEntry(String)
@@ -21,6 +22,10 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
     /// The zone's latest incarnation was deleted; `createZone` starts a new one.
     case zoneDeleted(zone: String, at: SequenceNumber)
     case zoneNotFound(String)
+    /// The zone already holds an entry with this id and other content (TOKENS.md §2): a retry
+    /// carries the same bytes, so this is a second, different entry reusing an id. `storedAt` is
+    /// the stored entry's sequence (nil: the other one is earlier in the same batch).
+    case idConflict(zone: String, id: CompactID, storedAt: SequenceNumber?)
     /// The store's token key file is damaged: tokens cannot be checked.
     case storeKeyDamaged(path: String)
     /// A compaction was planned from a zone read through `readThrough`, and an entry at
@@ -33,8 +38,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
         case .io(let op, let path, let e):
             return "\(op) failed on \(path): \(String(cString: strerror(e))) (errno \(e))"
         case .corruption(let c): return c.description
-        case .locked(let path):
-            return "another writer holds the lock \(path); stop it first (readers such as `jlog inspect` need no lock)"
+        case .locked(let path, let holder):
+            return "the store \(path) is open for writing by \(holder ?? "another process"); wait for it to finish (or give a lock timeout), "
+                + "or read it meanwhile: readers such as `jlog show`, `zones`, `changes`, `history` and `verify` take no lock"
         case .notAStore(let path, let reason): return "\(path) is not a JournalLog store: \(reason)"
         case .storeMissing(let path): return "no store at \(path)"
         case .invalidEntry(let why): return "invalid entry: \(why)"
@@ -44,6 +50,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
         case .readOnly(let why): return "the store is open read-only: \(why)"
         case .zoneDeleted(let z, let at): return "zone \(z) was deleted at sequence \(at); create it again (a new incarnation) before appending"
         case .zoneNotFound(let z): return "no zone named \(z) (list the zones with `jlog zones`)"
+        case .idConflict(let z, let id, let at):
+            return "entry id \(id) in zone \(z) is already " + (at.map { "stored at sequence \($0)" } ?? "used earlier in the same batch")
+                + " with other content; a retry must carry the same entry, and a new entry needs a new id (nothing of this append was stored)"
         case .storeKeyDamaged(let p): return "the token key \(p) is damaged; restore it from a backup, or delete it to issue a new key (every client then re-fetches from scratch)"
         case .compactionConflict(let z, let at, let through):
             return "zone \(z) changed at sequence \(at) after the compaction read it through \(through); nothing was compacted: run the compaction again"

@@ -26,6 +26,8 @@ public struct StoreOptions: Sendable {
     /// The zone index is checkpointed after this many bytes of log (and on close), so open replays
     /// at most this much. The checkpoint is a cache: losing it costs a rebuild, never data.
     public var indexCheckpointBytes: Int = 16 << 20
+    /// How long `open` waits for another writer to release the store before throwing `locked`.
+    public var lockWait: Duration = .zero
 
     public init() {}
 
@@ -64,6 +66,7 @@ public enum IndexSource: Sendable, Equatable {
 
 /// The store's files (Spec/FORMAT.md §2).
 public enum StoreLayout {
+    /// Names the writer that holds the store (WriterLock); the lock itself is on the directory.
     public static let lockFile = "LOCK"
     public static let tornDirectory = "torn"
     public static let keyFile = "KEY"
@@ -123,7 +126,7 @@ public final class JournalStore: @unchecked Sendable {
     let cond = NSCondition()
     /// Serialises read-modify-write of consumer files (Consumers.swift); never held with `cond` waits.
     let consumerLock = NSLock()
-    private let lock: any FileLock
+    private let lock: WriterLock
     // Guarded by `cond`.
     var catalog: ZoneCatalog
     private var lastWritten: CoveredFrame?
@@ -194,7 +197,7 @@ public final class JournalStore: @unchecked Sendable {
         case .directory: break
         case .file, .other: throw JournalError.notAStore(path: path, reason: "it is a file, not a store directory (inspect it with `jlog inspect`)")
         }
-        lock = try fs.lockExclusive(path + "/" + StoreLayout.lockFile)
+        lock = try WriterLock.acquire(store: path, fs: fs, wait: options.lockWait)
         do throws(JournalError) {
             try CompactionFiles.recover(store: path, fs: fs)
             var report = RecoveryReport(mode: options.recovery, segments: 0, lastSequence: 0)
@@ -276,7 +279,7 @@ public final class JournalStore: @unchecked Sendable {
             }
             recovery = report
         } catch {
-            lock.unlock()
+            lock.release()
             throw error
         }
     }
@@ -303,14 +306,27 @@ public final class JournalStore: @unchecked Sendable {
 
     /// Why an application may not append `e`, or nil. A `place` is the compactor's (FORMAT.md
     /// §6): appended, it would land in a minor-1 segment that a 1.1 reader calls corrupt.
-    static func refusal(_ e: JournalEntry) -> String? { withUnsafePointer(to: e) { refusal($0) } }
+    public static func refusal(_ e: JournalEntry) -> String? { withUnsafePointer(to: e) { refusal($0) } }
 
     /// `refusal(_:)` for an entry read where it lies: passed by value, it is copied whole first.
     static func refusal(_ e: UnsafePointer<JournalEntry>) -> String? {
         if case .place = e.pointee.operation {
-            return "place entries are written only by the compactor (FORMAT.md §6); leave them out of what you append or import"
+            return "place entries are written only by the compactor (FORMAT.md §6); leave them out of what you append or import "
+                + "(a compacted store is copied whole with `jlog backup` and `jlog restore`)"
         }
+        if let why = zoneNameRefusal(e.pointee.zone) { return why }
         return EntryCodec.validate(e)
+    }
+
+    /// Why a writer may not name a zone `zone` (FORMAT.md §5.3), or nil: 1–255 bytes of UTF-8
+    /// without control characters, which would print as anything at all in a terminal or a log.
+    /// Readers accept what older writers stored, and print it escaped.
+    public static func zoneNameRefusal(_ zone: String) -> String? {
+        if zone.isEmpty || zone.utf8.count > Limits.maxZoneBytes { return "zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes" }
+        if zone.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            return "zone names may not contain control characters (U+0000–U+001F, U+007F)"
+        }
+        return nil
     }
 
     /// Appends one entry and returns its sequence once it is acknowledged under `durability`.
@@ -320,19 +336,23 @@ public final class JournalStore: @unchecked Sendable {
     public func append(_ entry: JournalEntry, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
         if let why = Self.refusal(entry) { throw JournalError.invalidEntry(why) }
         let payload = EntryCodec.encode(entry)
+        let fingerprint = EntryFingerprint.of(payload)
         let mode = durability ?? options.durability
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             try checkWritable()
             let track = try trackAccepting(entry.zone, at: lastAssigned + 1)
-            if let t = track, let existing = try storedSequence(of: entry.id, track: t) {
+            if let t = track, let existing = try storedID(entry.id, track: t) {
+                guard EntryFingerprint.matches(stored: existing.fingerprint, new: fingerprint) else {
+                    throw JournalError.idConflict(zone: entry.zone, id: entry.id, storedAt: existing.sequence)
+                }
                 // Acknowledged once everything enqueued so far (the original included) is.
-                return (existing, enqueuedFrames)
+                return (existing.sequence, enqueuedFrames)
             }
             let first = lastAssigned + 1
             let t = track ?? catalog.create(entry.zone, at: first, implicit: true, idsLoaded: true)
             let seq = enqueueLocked(type: RecordType.entry.rawValue, payload: payload, count: 1,
                                     touches: [FrameTouch(track: t, firstSequence: first, lastSequence: first, entries: 1)])
-            catalog.ids[t]![entry.id] = seq
+            catalog.ids[t]![entry.id] = StoredID(sequence: seq, fingerprint: fingerprint)
             return (seq, enqueuedFrames)
         }
         try commit(ticket: ticket, sync: mode == .always)
@@ -365,14 +385,20 @@ public final class JournalStore: @unchecked Sendable {
             }
         }
         var fresh = batch
+        // Each entry's fingerprint, by index in `batch`, taken while the first encode writes it.
+        var fingerprints = [UInt64](repeating: 0, count: batch.count)
+        var firstPass = true
         while true {
-            let payload = BatchCodec.encode(journalEntries: fresh, compress: options.compressBatches)
+            let payload = firstPass
+                ? fingerprints.withUnsafeMutableBufferPointer { BatchCodec.encode(journalEntries: fresh, compress: options.compressBatches, fingerprints: $0) }
+                : BatchCodec.encode(journalEntries: fresh, compress: options.compressBatches)
+            firstPass = false
             // The encoded body (before compression) must fit a frame too, so any reader can decode it.
             let raw = payload.withUnsafeBytes { (try? BatchCodec.summary($0))?.rawLength } ?? payload.count
             guard raw + 32 <= Limits.maxPayloadBytes, payload.count <= Limits.maxPayloadBytes else {
                 throw JournalError.batchTooLarge(bytes: raw, limit: Limits.maxPayloadBytes)
             }
-            switch try locked({ () throws(JournalError) in try enqueueBatchLocked(batch, fresh: fresh, payload: payload) }) {
+            switch try locked({ () throws(JournalError) in try enqueueBatchLocked(batch, fingerprints: fingerprints, fresh: fresh, payload: payload) }) {
             case .retry(let remaining):
                 // Some entries turned out to be stored already: encode only the new ones.
                 fresh = remaining
@@ -392,7 +418,8 @@ public final class JournalStore: @unchecked Sendable {
     /// entries of `batch` not stored yet; otherwise says which ones to encode instead. One id
     /// lookup per entry: new ids are entered at once with the sequence they will get, and taken
     /// out again in the rare case that the batch must be re-encoded without duplicates.
-    private func enqueueBatchLocked(_ batch: [JournalEntry], fresh: [JournalEntry], payload: [UInt8]) throws(JournalError) -> BatchOutcome {
+    private func enqueueBatchLocked(_ batch: [JournalEntry], fingerprints: [UInt64], fresh: [JournalEntry],
+                                    payload: [UInt8]) throws(JournalError) -> BatchOutcome {
         try checkWritable()
         let first = lastAssigned + 1
         // Pass 1, which may throw and changes nothing: resolve each zone once (batches rarely span
@@ -410,9 +437,9 @@ public final class JournalStore: @unchecked Sendable {
             }
             zoneOf[k] = z
         }
-        // Pass 2, which cannot throw: one id lookup per entry; new ids are entered with the
-        // sequence they will get, and taken out again if the batch must be re-encoded.
-        var newZoneIDs: [Int: Set<CompactID>] = [:]
+        // Pass 2: one id lookup per entry; new ids are entered with the sequence they will get,
+        // and taken out again if the batch must be re-encoded or an id conflicts.
+        var newZoneIDs: [Int: [CompactID: UInt64]] = [:]
         var provisional: [(Int, CompactID)] = []
         provisional.reserveCapacity(batch.count)
         // The new entries, by index in `batch`.
@@ -420,24 +447,39 @@ public final class JournalStore: @unchecked Sendable {
         remaining.reserveCapacity(batch.count)
         var existing: [SequenceNumber] = []
         var seq = first
+        var conflict: JournalError? = nil
         for k in batch.indices {
             let z = zoneOf[k]
             let id = batch[k].id
             if let t = zones[z].track {
-                if let s = catalog.ids[t]![id] {
-                    if s < first { existing.append(s) }  // else a duplicate inside this batch
+                if let stored = catalog.ids[t]![id] {
+                    guard EntryFingerprint.matches(stored: stored.fingerprint, new: fingerprints[k]) else {
+                        conflict = .idConflict(zone: zones[z].name, id: id, storedAt: stored.sequence < first ? stored.sequence : nil)
+                        break
+                    }
+                    if stored.sequence < first { existing.append(stored.sequence) }  // else a duplicate inside this batch
                     continue
                 }
-                catalog.ids[t]![id] = seq
+                catalog.ids[t]![id] = StoredID(sequence: seq, fingerprint: fingerprints[k])
                 provisional.append((t, id))
-            } else if !newZoneIDs[z, default: []].insert(id).inserted {
+            } else if let earlier = newZoneIDs[z, default: [:]][id] {
+                guard earlier == fingerprints[k] else {
+                    conflict = .idConflict(zone: zones[z].name, id: id, storedAt: nil)
+                    break
+                }
                 continue
+            } else {
+                newZoneIDs[z, default: [:]][id] = fingerprints[k]
             }
             if zones[z].touch == nil { zones[z].touch = FrameTouch(track: zones[z].track ?? -1, firstSequence: seq, lastSequence: seq, entries: 0) }
             zones[z].touch!.entries += 1
             zones[z].touch!.lastSequence = seq
             remaining.append(k)
             seq += 1
+        }
+        if let conflict {
+            for (t, id) in provisional { catalog.ids[t]![id] = nil }
+            throw conflict
         }
         // `fresh` must be exactly the new entries, in order, or the payload encodes the wrong ones.
         guard remaining.count == fresh.count,
@@ -457,8 +499,8 @@ public final class JournalStore: @unchecked Sendable {
                 let t = catalog.create(zones[z].name, at: touch.firstSequence, implicit: true, idsLoaded: true)
                 touch.track = t
                 var s = first
-                for j in fresh.indices {
-                    if fresh[j].zone == zones[z].name { catalog.ids[t]![fresh[j].id] = s }
+                for (j, k) in remaining.enumerated() {
+                    if fresh[j].zone == zones[z].name { catalog.ids[t]![fresh[j].id] = StoredID(sequence: s, fingerprint: fingerprints[k]) }
                     s += 1
                 }
             }
@@ -488,8 +530,8 @@ public final class JournalStore: @unchecked Sendable {
         return nil
     }
 
-    /// Under `cond`: where the zone incarnation stored an entry with this id, if it did.
-    func storedSequence(of id: CompactID, track: Int) throws(JournalError) -> SequenceNumber? {
+    /// Under `cond`: where (and what) the zone incarnation stored under this id, if it did.
+    func storedID(_ id: CompactID, track: Int) throws(JournalError) -> StoredID? {
         if catalog.ids[track] == nil { try loadIDs(track) }
         return catalog.ids[track]![id]
     }
@@ -502,9 +544,16 @@ public final class JournalStore: @unchecked Sendable {
         var ids = IDIndex()
         ids.reserveCapacity(t.entryCount)
         let fetcher = FrameFetcher(store: path, fs: fs, segments: catalog.segments)
+        let zone = Array(t.name.utf8)
         for loc in t.frameLocations {
-            for event in try fetcher.events(at: loc) {
-                if case .entry(let s, let e) = event, e.zone == t.name, ids[e.id] == nil { ids[e.id] = s }
+            _ = try fetcher.forEachEntry(at: loc, after: 0, zone: zone) { s, e, encoding in
+                guard e.zone == t.name, ids[e.id] == nil else { return true }
+                if case .place = e.operation {
+                    ids[e.id] = StoredID(sequence: s, fingerprint: EntryFingerprint.any)
+                } else {
+                    ids[e.id] = StoredID(sequence: s, fingerprint: EntryFingerprint.of(encoding))
+                }
+                return true
             }
         }
         catalog.ids[track] = ids
@@ -861,7 +910,7 @@ public final class JournalStore: @unchecked Sendable {
         if failure == nil && syncError == nil { writeCheckpointLocked() }
         cond.unlock()
         active.file.close()
-        lock.unlock()
+        lock.release()
         if let syncError, failure == nil { throw syncError }
     }
 }

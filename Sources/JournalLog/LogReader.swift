@@ -61,26 +61,14 @@ public enum LogReader {
     public static func read(_ path: String, mode: RecoveryMode = .tolerateTail, from: SequenceNumber = 0,
                             fs: any FileSystem = PosixFileSystem(),
                             visit: (LogEvent, RecordView) throws -> Void) throws -> ScanReport {
-        var payloadProblems: [Corruption] = []
-        var report = try scanRecords(path, mode: mode, fs: fs) { record in
-            guard record.lastSequence >= from else { return }
-            let decoded: Result<[LogEvent], CodecError> = { () -> Result<[LogEvent], CodecError> in
-                do throws(CodecError) { return .success(try decode(record)) } catch { return .failure(error) }
-            }()
+        try scanRecords(path, mode: mode, fs: fs) { record in
+            // Decoded even below `from`: a payload that does not decode is corruption wherever it
+            // is, and the mode decides what is kept (FORMAT.md §9.2).
             let events: [LogEvent]
-            switch decoded {
-            case .success(let e): events = e
-            case .failure(let error):
-                let c = Corruption(segment: record.segment, offset: record.offset,
-                                   lastGoodSequence: record.header.sequence &- 1, problem: .badPayload(error), isTornTail: false)
-                guard mode == .salvage else { throw JournalError.corruption(c) }
-                payloadProblems.append(c)
-                return
-            }
+            do throws(CodecError) { events = try decode(record) } catch { throw PayloadDamage(error: error) }
+            guard record.lastSequence >= from else { return }
             for e in events where e.sequence >= from { try visit(e, record) }
         }
-        report.problems += payloadProblems
-        return report
     }
 
     /// Decodes one record's payload.

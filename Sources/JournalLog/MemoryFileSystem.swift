@@ -210,11 +210,11 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         return files[path] == nil ? .missing : .file
     }
 
-    public func lockExclusive(_ path: String) throws(JournalError) -> any FileLock {
+    public func lockDirectory(_ path: String) throws(JournalError) -> any FileLock {
         try withLock { () throws(JournalError) -> any FileLock in
-            guard !locks.contains(path) else { throw JournalError.locked(path: path) }
+            guard directories.contains(path) else { throw JournalError.io(operation: "open store directory", path: path, errno: ENOENT) }
+            guard !locks.contains(path) else { throw JournalError.locked(path: path, holder: nil) }
             locks.insert(path)
-            if files[path] == nil { files[path] = Node() }
             return MemoryLock(fs: self, path: path)
         }
     }

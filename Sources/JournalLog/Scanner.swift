@@ -127,6 +127,12 @@ final class SegmentReader {
     }
 }
 
+/// Thrown by a scan visitor for a record whose checksum holds but whose payload does not decode:
+/// the scanner reports it as corruption at that frame and applies its recovery mode to it.
+struct PayloadDamage: Error {
+    var error: CodecError
+}
+
 /// Reads a run of segments in order, checks every link of the chain, and applies a recovery mode.
 struct StoreScanner {
     let fs: any FileSystem
@@ -270,13 +276,22 @@ struct StoreScanner {
                     case .failure(let p):
                         problem = corruption(pos, p)
                     case .success(let last):
+                        do {
+                            try visit(RecordView(segment: name, offset: pos, header: h, payload: payload, crc: crc, lastSequence: last))
+                        } catch let damage as PayloadDamage {
+                            // The checksum holds but the payload does not decode: corruption at
+                            // this frame (FORMAT.md §9.1), which each mode treats as any other.
+                            if try report(corruption(pos, .badPayload(damage.error))) { return true }
+                            summary.skippedBytes += Int64(h.frameSize)
+                            pos += Int64(h.frameSize)
+                            ch = crc
+                            continue frames
+                        }
                         if h.type == RecordType.seal.rawValue, let s = try? SealCodec.decode(payload) {
                             sealed = true
-                            try visit(RecordView(segment: name, offset: pos, header: h, payload: payload, crc: crc, lastSequence: last))
                             ch = s.endChain
                             lastSeq = s.lastSequence
                         } else {
-                            try visit(RecordView(segment: name, offset: pos, header: h, payload: payload, crc: crc, lastSequence: last))
                             ch = crc
                             if RecordType.isSkippable(h.type) == false {
                                 if summary.firstSequence == nil { summary.firstSequence = h.sequence }

@@ -122,7 +122,7 @@ struct ZoneCatalog {
             case .entry(let seq, let e):
                 // An incarnation that starts here is seen whole from its start: its id set is complete.
                 let i = live(e.zone) ?? create(e.zone, at: seq, implicit: true, idsLoaded: true)
-                if ids[i] != nil, ids[i]![e.id] == nil { ids[i]![e.id] = seq }
+                if ids[i] != nil, ids[i]![e.id] == nil { ids[i]![e.id] = StoredID(sequence: seq, fingerprint: EntryFingerprint.of(e)) }
                 touch(i, seq, entries: 1)
             case .zoneCreated(let seq, let zone):
                 // A create for a zone that is live continues it (idempotent create); else a new incarnation.

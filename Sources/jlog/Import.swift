@@ -7,7 +7,7 @@ struct Import: ParsableCommand {
         abstract: "Append JSON Lines entries to a store, creating it if needed.",
         discussion: """
         One entry per line: {"zone","op","item","text","after","by","at"} plus optional "id" and "hlc".
-        A missing id is derived from the entry's content (so importing a file twice stores it once); a missing hlc is derived from "at" by a hybrid clock per author.
+        A missing hlc is "at" with counter 0 and a missing id is derived from the entry's content: both depend on the line alone, so the same lines in any order, imported any number of times, give the same entries.
         Entries are appended in atomic batches. With --sync each batch is fsynced before
         `acked <lastSeq>` is printed on stdout.
         """
@@ -56,11 +56,12 @@ struct Import: ParsableCommand {
             printError("recovered: \(p.description); removed bytes kept in \(store.recovery.setAside.joined(separator: ", "))")
         }
 
-        var clocks: [String: HybridClock] = [:]
         var batch: [JournalEntry] = []
+        var batchLines: [Int] = []
         batch.reserveCapacity(batchSize)
         var lineNumber = 0
         var imported = 0
+        var conflicts = 0
         var firstSeq: SequenceNumber? = nil
         var lastSeq: SequenceNumber = 0
         var progress = Progress(label: "imported")
@@ -68,23 +69,45 @@ struct Import: ParsableCommand {
         var linePtr: UnsafeMutablePointer<CChar>? = nil
         var cap = 0
         defer { free(linePtr) }
+        let source = file == "-" ? "stdin" : file
 
         func flush() throws {
-            guard !batch.isEmpty else { return }
-            do {
-                let r = try store.append(batch: batch, durability: sync ? .always : Durability.none)
-                if firstSeq == nil { firstSeq = r.lowerBound }
-                lastSeq = r.upperBound
-            } catch {
-                throw fail(error, path: self.store)
+            while !batch.isEmpty {
+                do {
+                    let r = try store.append(batch: batch, durability: sync ? .always : Durability.none)
+                    if firstSeq == nil { firstSeq = r.lowerBound }
+                    lastSeq = max(lastSeq, r.upperBound)
+                    break
+                } catch .idConflict(let zone, let id, let at) {
+                    // The same id with other content: not a retry. Report it, drop that line, and
+                    // append the rest of the batch (a batch is atomic, so nothing of it was stored).
+                    let k = batch.lastIndex { $0.id == id && $0.zone == zone } ?? 0
+                    printError("\(source), line \(batchLines[k]): entry id \(id) in zone \(quote(zone)) is already "
+                               + (at.map { "stored at sequence \($0)" } ?? "used by an earlier line of this batch") + " with other content; line skipped")
+                    conflicts += 1
+                    batch.remove(at: k)
+                    batchLines.remove(at: k)
+                } catch {
+                    throw fail(error, path: self.store)
+                }
             }
-            imported += batch.count
-            progress.tick(batch.count)
+            imported += batchLines.count
+            progress.tick(batchLines.count)
             batch.removeAll(keepingCapacity: true)
+            batchLines.removeAll(keepingCapacity: true)
             if sync {
                 print("acked \(lastSeq)")
                 fflush(nil)
             }
+        }
+
+        /// Stops at a line that cannot be imported, after storing every line before it.
+        func refuse(_ why: String) throws -> Never {
+            try? flush()
+            try? store.close()
+            printError("\(source), line \(lineNumber), \(why)")
+            printError("lines before \(lineNumber) were imported (\(imported) entries, through sequence \(lastSeq)); fix the line and import the rest")
+            throw ExitCode(Status.badInput)
         }
 
         while true {
@@ -99,26 +122,14 @@ struct Import: ParsableCommand {
             do {
                 parsed = try EntryJSON.parse(utf8: raw)
             } catch {
-                try? flush()
-                try? store.close()
-                printError("\(file == "-" ? "stdin" : file), line \(lineNumber), \(error)")
-                printError("lines before \(lineNumber) were imported (\(imported) entries, through sequence \(lastSeq)); fix the line and import the rest")
-                throw ExitCode(Status.badInput)
+                try refuse(error.description)
             }
-            var clock = clocks[parsed.author] ?? HybridClock()
-            let hlc: HybridTime
-            if let given = parsed.clock {
-                clock.observe(given)
-                hlc = given
-            } else {
-                hlc = clock.tick(wallMillis: parsed.wallTime)
-            }
-            clocks[parsed.author] = clock
-            var entry = JournalEntry(id: CompactID("-")!, zone: parsed.zone, author: parsed.author,
-                                     wallTime: parsed.wallTime, clock: hlc, operation: parsed.operation)
-            // No id: one derived from the content, so a file imported twice is stored once.
-            entry.id = parsed.id ?? CompactID.derived(from: entry)
+            // A missing hlc or id is derived from the line alone: any order, any number of times,
+            // gives the same entries.
+            let entry = parsed.entry()
+            if let why = JournalStore.refusal(entry) { try refuse(why) }
             batch.append(entry)
+            batchLines.append(lineNumber)
             if batch.count == batchSize { try flush() }
         }
         if ferror(input) != 0 {
@@ -129,6 +140,11 @@ struct Import: ParsableCommand {
         let added = Int(store.nextSequence - startSequence)
         do { try store.close() } catch { throw fail(error, path: self.store) }
         progress.finish()
+        if conflicts > 0 {
+            printError("imported \(imported) entries into \(self.store) (\(added) new); \(conflicts) line\(conflicts == 1 ? "" : "s") skipped: "
+                       + "an id already used with other content (give each new entry its own id, or leave \"id\" out to derive one)")
+            throw ExitCode(Status.badInput)
+        }
         if imported == 0 {
             printError("no entries in the input; \(self.store) is unchanged")
         } else if added == 0 {

@@ -139,7 +139,7 @@ final class HookFileSystem: FileSystem, @unchecked Sendable {
     func remove(_ path: String) throws(JournalError) { try base.remove(path) }
     func syncDirectory(_ path: String) throws(JournalError) { try base.syncDirectory(path) }
     func kind(of path: String) -> FileKind { base.kind(of: path) }
-    func lockExclusive(_ path: String) throws(JournalError) -> any FileLock { try base.lockExclusive(path) }
+    func lockDirectory(_ path: String) throws(JournalError) -> any FileLock { try base.lockDirectory(path) }
 }
 
 @Suite struct CompactionCloseRaceTests {

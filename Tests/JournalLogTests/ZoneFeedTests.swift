@@ -406,6 +406,8 @@ import PropertyBased
         var everCreated: Set<String> = []
         /// One reader per zone: its token and how many of the live entries it has seen.
         var readers: [String: (token: FeedToken?, seen: Int)] = [:]
+        /// Every entry appended, by id: what a retry sends again.
+        var sent: [CompactID: JournalEntry] = [:]
         var n = 0
     }
 
@@ -417,7 +419,9 @@ import PropertyBased
         let m = Model()
         func fresh(_ zone: String) -> JournalEntry {
             m.n += 1
-            return ZoneFeedTests.entry(m.n, zone: zone)
+            let e = ZoneFeedTests.entry(m.n, zone: zone)
+            m.sent[e.id] = e
+            return e
         }
         for op in ops {
             let zone = zones[(op / 10) % zones.count]
@@ -449,12 +453,14 @@ import PropertyBased
                     m.live[zone] = []
                 }
             case 5:
-                // A retry: an entry the zone already holds comes back with its sequence.
+                // A retry: an entry the zone already holds comes back with its sequence. The same
+                // id with other content is a conflict, and changes nothing.
                 guard let held = m.live[zone], let (s, id) = held.last else { continue }
-                let again = JournalEntry(id: id, zone: zone, author: "alice", wallTime: 0, clock: HybridTime(rawValue: 0),
-                                         operation: .rename(name: "retry"))
                 let before = store.nextSequence
-                #expect(try store.append(again) == s)
+                #expect(try store.append(m.sent[id]!) == s)
+                let other = JournalEntry(id: id, zone: zone, author: "alice", wallTime: 0, clock: HybridTime(rawValue: 0),
+                                         operation: .rename(name: "retry"))
+                #expect(throws: JournalError.self) { try store.append(other) }
                 #expect(store.nextSequence == before)
             case 6:
                 try store.close()
@@ -581,7 +587,7 @@ extension ZoneVectorTests {
 @Suite struct IDIndexTests {
     @Test func agreesWithADictionaryUnderRandomOperations() {
         var rng = SplitMix64(seed: 42)
-        var index = IDIndex()
+        var index = IDMap<SequenceNumber>()
         var model: [CompactID: SequenceNumber] = [:]
         let pool = (0..<600).map { i in i % 7 == 0 ? CompactID("text-\(i)")! : CompactID.random(using: &rng) }
         for step in 0..<20_000 {

@@ -179,7 +179,7 @@ import ListModel
         }
         fs.openHook = nil
         guard case .failure(.compactionConflict)? = box.result else {
-            Issue.record("expected a conflict, got \(String(describing: box.result))")
+            Issue.record("expected a conflict, got \(String(describing: box.result)) fired \(box.fired)")
             return
         }
     }

@@ -1,0 +1,200 @@
+import Foundation
+import Testing
+@testable import JournalLog
+
+/// Regressions for issue 17 ("found by trying to break it"): each test failed before its fix.
+
+/// Appends one frame with a valid chained CRC to the end of a (not pre-zeroed) segment file.
+func appendRawFrame(_ segment: String, type: UInt8, sequence: SequenceNumber, payload: [UInt8]) throws {
+    var bytes = try readFile(segment)
+    let chain: UInt32 = bytes.count > SegmentHeader.size
+        ? bytes.suffix(4).enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) }
+        : bytes.withUnsafeBytes { try! SegmentHeader.decode($0) }.previousChain
+    _ = Frame.append(type: type, sequence: sequence, payload: payload, chain: chain, to: &bytes)
+    try writeFile(segment, bytes)
+}
+
+@Suite struct WriterLockTests {
+    /// 17.1: the exclusion is the directory's flock, so removing `LOCK` lets no second writer in,
+    /// and the error names the holder without suggesting that anything be removed.
+    @Test func removingTheLockFileDoesNotLetASecondWriterIn() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            let first = try JournalStore.open(path, options: storeOptions())
+            try first.append(ZoneFeedTests.entry(1))
+            try FileManager.default.removeItem(atPath: path + "/LOCK")
+            let error = thrownError { try JournalStore.open(path, options: storeOptions()) }
+            guard case .locked(_, let holder)? = error as? JournalError else {
+                Issue.record("expected locked, got \(String(describing: error))")
+                return
+            }
+            #expect(holder == nil, "the holder file was removed, so the holder is unnamed")
+            let text = (error as! JournalError).description
+            #expect(!text.contains("remove") && !text.contains("delete"), "the message must never invite removing a file: \(text)")
+            #expect(try first.append(ZoneFeedTests.entry(2)) == 2)
+            try first.close()
+        }
+    }
+
+    @Test func theLockedErrorNamesTheHolder() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            let first = try JournalStore.open(path, options: storeOptions())
+            defer { try? first.close() }
+            let error = thrownError { try JournalStore.open(path, options: storeOptions()) }
+            guard case .locked(_, let holder)? = error as? JournalError else {
+                Issue.record("expected locked, got \(String(describing: error))")
+                return
+            }
+            #expect(holder?.contains("pid \(getpid())") == true)
+        }
+    }
+
+    /// 18.2: a second writer waits for the lock up to its timeout.
+    @Test func aWriterWaitsForTheLockWhileItsHolderFinishes() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            let first = try JournalStore.open(path, options: storeOptions())
+            try first.append(ZoneFeedTests.entry(1))
+            let closer = Thread { Thread.sleep(forTimeInterval: 0.1); try? first.close() }
+            closer.start()
+            var options = storeOptions()
+            options.lockWait = .seconds(30)
+            let second = try JournalStore.open(path, options: options)
+            #expect(second.recovery.lastSequence == 1)
+            options.lockWait = .milliseconds(20)
+            let error = thrownError { try JournalStore.open(path, options: options) }
+            if case .locked? = error as? JournalError {} else { Issue.record("expected locked, got \(String(describing: error))") }
+            try second.close()
+        }
+    }
+}
+
+@Suite struct HybridClockBoundaryTests {
+    /// 17.6: the clock saturates at its maximum instead of wrapping to 0:0.
+    @Test func theClockSaturatesAtItsMaximum() {
+        var clock = HybridClock(last: HybridTime(rawValue: .max - 1))
+        #expect(clock.tick(wallMillis: 0) == .max)
+        #expect(clock.tick(wallMillis: 0) == .max)
+        #expect(clock.tick(wallMillis: .max) == .max)
+    }
+
+    @Test func theCounterCarriesIntoThePhysicalPart() {
+        var clock = HybridClock(last: HybridTime(physicalMillis: 5, counter: .max))
+        #expect(clock.tick(wallMillis: 0) == HybridTime(physicalMillis: 6, counter: 0))
+    }
+
+    /// 17.8: a derived hlc and a derived id depend on the line alone.
+    @Test func derivedClocksAndIdsDependOnTheLineAlone() throws {
+        let lines = [
+            #"{"zone":"L","op":"add","item":"apples","text":"Apples","after":null,"by":"alice","at":"2026-11-22T09:00:00Z"}"#,
+            #"{"zone":"L","op":"markOff","item":"apples","by":"alice","at":"2026-11-22T09:00:00Z"}"#,
+            #"{"zone":"L","op":"unmark","item":"apples","by":"alice","at":"2026-11-22T09:00:00Z"}"#,
+        ]
+        let forward = try lines.map { try EntryJSON.parse(line: $0).entry() }
+        let backward = try lines.reversed().map { try EntryJSON.parse(line: $0).entry() }
+        #expect(Set(forward) == Set(backward))
+        #expect(forward[0].clock == HybridTime(physicalMillis: 1_795_338_000_000, counter: 0))
+        let negative = try EntryJSON.parse(line: #"{"zone":"L","op":"rename","text":"x","by":"a","at":"1969-12-31T00:00:00Z"}"#).entry()
+        #expect(negative.clock == HybridTime(rawValue: 0))
+    }
+}
+
+@Suite struct IDConflictTests {
+    static func other(_ e: JournalEntry) -> JournalEntry {
+        var o = e
+        o.operation = .rename(name: "something else")
+        return o
+    }
+
+    /// 17.7: the same id with other content is refused, as a single append and in a batch; a
+    /// retry of the same entry is acknowledged, before and after a reopen.
+    @Test func theSameIdWithOtherContentIsAConflict() throws {
+        let fs = MemoryFileSystem()
+        var (store, options) = try ZoneFeedTests.memoryStore(fs)
+        let e = ZoneFeedTests.entry(1)
+        #expect(try store.append(e) == 1)
+        #expect(try store.append(e) == 1)
+        let error = thrownError { try store.append(Self.other(e)) }
+        guard case .idConflict(let zone, let id, let at)? = error as? JournalError else {
+            Issue.record("expected idConflict, got \(String(describing: error))")
+            return
+        }
+        #expect(zone == e.zone && id == e.id && at == 1)
+        let before = store.nextSequence
+        let batchError = thrownError { try store.append(batch: [ZoneFeedTests.entry(2), Self.other(e)]) }
+        if case .idConflict? = batchError as? JournalError {} else { Issue.record("expected idConflict, got \(String(describing: batchError))") }
+        #expect(store.nextSequence == before, "nothing of a refused batch is stored")
+        try store.close()
+        store = try JournalStore.open("/d/s.wal", options: options)
+        #expect(try store.append(e) == 1, "ids and fingerprints are loaded from the log")
+        #expect(throws: JournalError.self) { try store.append(Self.other(e)) }
+        try store.close()
+        options.fileSystem = fs
+    }
+
+    @Test func twoEntriesWithOneIdInOneBatchConflict() throws {
+        let (store, _) = try ZoneFeedTests.memoryStore()
+        let e = ZoneFeedTests.entry(1, zone: "New")
+        let error = thrownError { try store.append(batch: [e, ZoneFeedTests.entry(2, zone: "New"), Self.other(e)]) }
+        guard case .idConflict(_, _, let at)? = error as? JournalError else {
+            Issue.record("expected idConflict, got \(String(describing: error))")
+            return
+        }
+        #expect(at == nil)
+        #expect(store.zone("New") == nil, "the zone the refused batch would have started does not exist")
+        #expect(try store.append(batch: [e, ZoneFeedTests.entry(2, zone: "New"), e]) == 1...2, "an exact repeat is stored once")
+        try store.close()
+    }
+
+    /// A `place` written over an add by the compactor still acknowledges a late retry of that add.
+    @Test func aRetryOfAnAddThatAPlaceReplacedIsAcknowledged() throws {
+        let fs = MemoryFileSystem()
+        var (store, options) = try ZoneFeedTests.memoryStore(fs, segmentSize: 256)
+        let a = ZoneFeedTests.entry(1)
+        var b = ZoneFeedTests.entry(2)
+        b.operation = .add(item: CompactID("item-2")!, text: "thing 2", after: CompactID("item-1")!)
+        try store.append(a)
+        try store.append(b)
+        try store.sealActiveSegment()
+        try store.setLowWaterMark("List-a", to: 2)
+        var place = b
+        place.operation = .place(item: CompactID("item-2")!, after: nil)
+        let report = try store.compact(purging: [], replacing: [2: place])
+        #expect(report.entriesReplaced == 1)
+        try store.close()
+        store = try JournalStore.open("/d/s.wal", options: options)
+        #expect(try store.append(b) == 2)
+        try store.close()
+        options.fileSystem = fs
+    }
+}
+
+@Suite struct PayloadDamageTests {
+    /// 17.12: a frame whose CRC holds but whose payload does not decode is corruption, and
+    /// `pointInTime` keeps the prefix before it, as FORMAT.md §9.2 says.
+    @Test func pointInTimeKeepsThePrefixBeforeAPayloadThatDoesNotDecode() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            let entries = (1...5).map { ZoneFeedTests.entry($0) }
+            try makeStore(path, entries: entries)
+            let trailing = EntryCodec.encode(ZoneFeedTests.entry(6)) + [0]
+            try appendRawFrame(try segmentFiles(path).last!, type: RecordType.entry.rawValue, sequence: 6, payload: trailing)
+            // Read-only, every mode but salvage stops there; pointInTime keeps the five before it.
+            let c = thrownCorruption { try LogReader.entries(path, mode: .tolerateTail) }
+            if case .badPayload? = c?.problem {} else { Issue.record("expected badPayload, got \(String(describing: c))") }
+            #expect(c?.isTornTail == false)
+            var seen: [SequenceNumber] = []
+            let report = try LogReader.read(path, mode: .pointInTime) { event, _ in seen.append(event.sequence) }
+            #expect(seen == [1, 2, 3, 4, 5])
+            #expect(report.problems.count == 1)
+            // A writer refuses it by default, and keeps the prefix in pointInTime.
+            _ = thrownCorruption { try JournalStore.open(path, options: storeOptions()) }
+            let store = try JournalStore.open(path, options: storeOptions(recovery: .pointInTime))
+            #expect(store.recovery.lastSequence == 5)
+            #expect(!store.recovery.setAside.isEmpty)
+            #expect(try store.append(ZoneFeedTests.entry(7)) == 6)
+            try store.close()
+        }
+    }
+}
