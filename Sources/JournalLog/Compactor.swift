@@ -100,8 +100,11 @@ struct SegmentRewrite {
 /// records re-chained with their sequences unchanged, and a closing `seal` that carries the
 /// original end chain and last sequence, so the next segment still links and numbering goes on.
 struct SegmentRewriter {
-    /// `replace` writes `replacements[sequence]` instead of the stored entry.
-    enum Verdict { case keep, purge, purgeDeletedZone, keptAboveMark, replace }
+    /// `replace` writes `replacements[sequence]` instead of the stored entry. `createInstead`
+    /// purges the entry that started an implicitly created zone incarnation, writing a
+    /// `zoneCreate` at its sequence: the incarnation keeps its identity (TOKENS.md §1) without
+    /// pinning the entry and its item (COMPACTION.md §2).
+    enum Verdict { case keep, purge, purgeDeletedZone, keptAboveMark, replace, createInstead(deletedZone: Bool) }
 
     /// The minor version that defines `place`, the kind replacements are written for: a segment
     /// holding a replaced entry is stamped at least this (FORMAT.md §1, §9.4).
@@ -187,6 +190,12 @@ struct SegmentRewriter {
                             switch verdict(h.sequence, t) {
                             case .purge: out.purged += 1
                             case .purgeDeletedZone: out.deletedZonePurged += 1
+                            case .createInstead(let deletedZone):
+                                if deletedZone { out.deletedZonePurged += 1 } else { out.purged += 1 }
+                                ZoneRecordCodec.encodeCreate(zone: e.zone).withUnsafeBytes {
+                                    emit(RecordType.zoneCreate.rawValue, h.sequence, $0, touches: touches([(h.sequence, e.zone, 0)]), into: &out)
+                                }
+                                lastKept = h.sequence
                             case .replace where replacements[h.sequence] != nil:
                                 let bytes = EntryCodec.encode(replacements[h.sequence]!)
                                 guard bytes.count <= Limits.maxPayloadBytes else { return tooLarge(h.sequence, bytes.count) }
@@ -201,8 +210,34 @@ struct SegmentRewriter {
                         case .batch:
                             let entries = try BatchCodec.decode(payload, firstSequence: h.sequence)
                             lastSequence = entries.last?.0 ?? h.sequence
+                            // Kept entries go out in runs: a zoneCreate written in place of an
+                            // entry splits the frame around it.
                             var keep: [(SequenceNumber, JournalEntry)] = []
                             var replacedHere = false
+                            var split = false
+                            func flush() -> JournalError? {
+                                guard let first = keep.first else { return nil }
+                                defer { keep = [] }
+                                let t = touches(keep.map { ($0.0, $0.1.zone, 1) })
+                                if keep.count == entries.count && !replacedHere {
+                                    emit(h.type, h.sequence, payload, touches: t, into: &out)
+                                } else {
+                                    var deltas: [UInt64] = [0]
+                                    for i in 1..<keep.count { deltas.append(keep[i].0 - keep[i - 1].0) }
+                                    let rebuilt = BatchCodec.encode(entries: keep.map { EntryCodec.encode($0.1) }, sequenceDeltas: deltas, compress: compress)
+                                    if replacedHere {
+                                        // A larger replacement can outgrow the frame; purges only shrink it.
+                                        // The body before compression must fit too, as for an append.
+                                        let raw = rebuilt.withUnsafeBytes { (try? BatchCodec.summary($0))?.rawLength } ?? rebuilt.count
+                                        guard raw + 32 <= Limits.maxPayloadBytes, rebuilt.count <= Limits.maxPayloadBytes else {
+                                            return tooLarge(h.sequence, max(raw + 32, rebuilt.count))
+                                        }
+                                    }
+                                    rebuilt.withUnsafeBytes { emit(h.type, first.0, $0, touches: t, into: &out) }
+                                }
+                                lastKept = keep.last!.0
+                                return nil
+                            }
                             for (s, e) in entries {
                                 if let m = mismatch(s, e) { return m }
                                 let t = trackOf(e.zone, s)
@@ -210,6 +245,14 @@ struct SegmentRewriter {
                                 switch verdict(s, t) {
                                 case .purge: out.purged += 1
                                 case .purgeDeletedZone: out.deletedZonePurged += 1
+                                case .createInstead(let deletedZone):
+                                    if deletedZone { out.deletedZonePurged += 1 } else { out.purged += 1 }
+                                    split = true
+                                    if let failure = flush() { return failure }
+                                    ZoneRecordCodec.encodeCreate(zone: e.zone).withUnsafeBytes {
+                                        emit(RecordType.zoneCreate.rawValue, s, $0, touches: touches([(s, e.zone, 0)]), into: &out)
+                                    }
+                                    lastKept = s
                                 case .keptAboveMark: out.kept += 1; keep.append((s, e))
                                 case .replace where replacements[s] != nil:
                                     out.replaced += 1
@@ -218,29 +261,8 @@ struct SegmentRewriter {
                                 case .keep, .replace: keep.append((s, e))
                                 }
                             }
-                            guard let first = keep.first else {
-                                // Every entry goes: drop the frame, and go on after it.
-                                pos = range.upperBound + 4
-                                continue frames
-                            }
-                            let t = touches(keep.map { ($0.0, $0.1.zone, 1) })
-                            if keep.count == entries.count && !replacedHere {
-                                emit(h.type, h.sequence, payload, touches: t, into: &out)
-                            } else {
-                                var deltas: [UInt64] = [0]
-                                for i in 1..<keep.count { deltas.append(keep[i].0 - keep[i - 1].0) }
-                                let rebuilt = BatchCodec.encode(entries: keep.map { EntryCodec.encode($0.1) }, sequenceDeltas: deltas, compress: compress)
-                                if replacedHere {
-                                    // A larger replacement can outgrow the frame; purges only shrink it.
-                                    // The body before compression must fit too, as for an append.
-                                    let raw = rebuilt.withUnsafeBytes { (try? BatchCodec.summary($0))?.rawLength } ?? rebuilt.count
-                                    guard raw + 32 <= Limits.maxPayloadBytes, rebuilt.count <= Limits.maxPayloadBytes else {
-                                        return tooLarge(h.sequence, max(raw + 32, rebuilt.count))
-                                    }
-                                }
-                                rebuilt.withUnsafeBytes { emit(h.type, first.0, $0, touches: t, into: &out) }
-                            }
-                            lastKept = keep.last!.0
+                            if split { replacedHere = true }  // a run is never the whole frame as stored
+                            if let failure = flush() { return failure }
                         case .zoneCreate:
                             let zone = try ZoneRecordCodec.decodeCreate(payload)
                             lastSequence = h.sequence
@@ -296,6 +318,19 @@ extension JournalStore {
         cond.lock()
         defer { cond.unlock() }
         return activeBase - 1
+    }
+
+    /// Whether a durably deleted zone incarnation may still hold entries in the active segment,
+    /// which no compaction rewrites: a compaction seals it first, so that a deleted list's
+    /// contents leave the disk (COMPACTION.md §1).
+    public var deletedZoneEntriesInActiveSegment: Bool {
+        cond.lock()
+        defer { cond.unlock() }
+        let sealed = activeBase - 1
+        return catalog.tracks.contains { t in
+            guard let d = t.deletedAt, d <= durableThrough, t.entryCount > 0 else { return false }
+            return t.frameSequences.contains { $0 > sealed && $0 != d }
+        }
     }
 
     /// Rewrites sealed segments without the entries in `purging` that lie at or below their zone's
@@ -378,11 +413,14 @@ extension JournalStore {
                         let t = catalogNow.tracks[track]
                         // The entry that started an implicit incarnation is its identity (TOKENS.md
                         // §1): without it a rebuilt index would start the zone elsewhere.
-                        if t.isImplicit && seq == t.incarnation {
-                            return purge.contains(seq) || replacing[seq] != nil ? .keptAboveMark : .keep
-                        }
+                        let startsIncarnation = t.isImplicit && seq == t.incarnation
                         // Only a durable deletion: one that a crash could undo purges nothing.
-                        if purgeDeletedZones, let d = t.deletedAt, d <= durable { return .purgeDeletedZone }
+                        if purgeDeletedZones, let d = t.deletedAt, d <= durable {
+                            return startsIncarnation ? .createInstead(deletedZone: true) : .purgeDeletedZone
+                        }
+                        if startsIncarnation && purge.contains(seq) {
+                            return seq <= t.lowWaterMark ? .createInstead(deletedZone: false) : .keptAboveMark
+                        }
                         if purge.contains(seq) { return seq <= t.lowWaterMark ? .purge : .keptAboveMark }
                         guard replacing[seq] != nil else { return .keep }
                         return seq <= t.lowWaterMark ? .replace : .keptAboveMark
@@ -517,6 +555,11 @@ extension ZoneCatalog {
             t.frameLocations.replaceSubrange(a..<b, with: n?.locs ?? [])
             t.frameSequences.replaceSubrange(a..<b, with: n?.seqs ?? [])
             t.entryCount += (n?.entries ?? 0) - (entriesBefore[i] ?? 0)
+            // The entry that started an implicit incarnation became its zoneCreate record.
+            if t.isImplicit, let seqs = n?.seqs, seqs.contains(t.incarnation),
+               n!.entries == 0 || !frames.contains(where: { $0.touches.contains { $0.track == i && $0.firstSequence == t.incarnation && $0.entries > 0 } }) {
+                t.isImplicit = false
+            }
             tracks[i] = t
         }
     }

@@ -89,7 +89,8 @@ public struct ListCompactor: Sendable {
         // (a segment can span months of a family's list): seal it first. A dry run assumes it.
         // Only the active segment's entries are read for this.
         var sealed = store.sealedThrough
-        var waiting = false
+        // A deleted list's entries in the active segment would stay on disk until it fills.
+        var waiting = store.deletedZoneEntriesInActiveSegment
         for info in zones where !waiting && info.lastChange > sealed {
             waiting = try liveTail(info.name, after: max(sealed, info.lowWaterMark))?.contains { Self.isOld($0.entry, cutoff: cutoff) } ?? false
         }
@@ -115,11 +116,11 @@ public struct ListCompactor: Sendable {
             var limit = unheld
             if let floor = store.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
             let mark = min(max(info.lowWaterMark, limit), sealed)
-            let retention = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark, pinned: info.incarnation)
+            let retention = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark)
             let chosen = mark > 0 ? retention.plan(read.entries) : RetentionPlan()
             guard !chosen.isEmpty else {
                 // Held back by consumers only if, without them, something would go.
-                let heldBack = mark < unheld && !ListRetention(now: now, retentionMillis: retentionMillis, mark: unheld, pinned: info.incarnation)
+                let heldBack = mark < unheld && !ListRetention(now: now, retentionMillis: retentionMillis, mark: unheld)
                     .plan(read.entries).isEmpty
                 report.skipped.append((info.name, Self.whySkipped(read.entries, cutoff: cutoff, heldAt: heldBack ? mark : nil)))
                 continue

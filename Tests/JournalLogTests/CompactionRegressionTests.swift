@@ -82,7 +82,7 @@ import Testing
         let end = store.nextSequence
         while store.sealedThrough < end { try store.append(Z.entry(n, zone: "List-y")); n += 1 }
         let report = try store.compact(purging: [])
-        #expect(report.deletedZoneEntriesPurged == 9)  // the first entry is the zone's identity: kept
+        #expect(report.deletedZoneEntriesPurged == 10)  // the first too: a zoneCreate keeps the identity
         #expect(store.zone("List-x")?.isDeleted == true)
         // A crash before the next checkpoint: the index is rebuilt from the log.
         fs.crash(.dropUnsynced)
@@ -97,7 +97,7 @@ import Testing
     /// sequence of that entry. After a rebuild the incarnation becomes the first surviving entry's
     /// sequence, so the zone's `lowWaterMark` record names an incarnation that no longer exists
     /// (ignored: the mark is lost) and every token issued for the zone becomes invalid.
-    @Test func theEntryThatStartedAnImplicitZoneIsNeverPurged() throws {
+    @Test func theEntryThatStartedAnImplicitZoneIsPurgedAsAZoneCreate() throws {
         let fs = MemoryFileSystem()
         let (store, options) = try Z.memoryStore(fs, segmentSize: 1_024)
         let first = try store.append(Z.entry(0, zone: "List-x"))
@@ -109,7 +109,11 @@ import Testing
         #expect(before.incarnation == first)
         let token = try store.changes(in: "List-x", since: nil).token
         try store.setLowWaterMark("List-x", to: first + 2)
-        _ = try store.compact(purging: [first, first + 1])
+        let report = try store.compact(purging: [first, first + 1])
+        #expect(report.entriesPurged == 2 && report.entriesKept == 0)
+        var records: [LogEvent] = []
+        _ = try LogReader.read(store.path, fs: fs) { event, _ in if event.sequence == first { records.append(event) } }
+        #expect(records == [.zoneCreated(first, zone: "List-x")])
         fs.crash(.dropUnsynced)
         let reopened = try JournalStore.open(store.path, options: options)
         let after = try #require(reopened.zone("List-x"))

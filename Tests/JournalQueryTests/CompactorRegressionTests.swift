@@ -9,8 +9,8 @@ import ListModel
     typealias C = CompactorTests
 
     /// R4 end to end: a list whose zone was started by its first add (the usual case). That add
-    /// is the zone's identity (its incarnation), so the rules never purge it, even when Milk was
-    /// bought long ago; another finished item goes. After a crash the index is rebuilt from the
+    /// is the zone's identity (its incarnation); Milk, bought long ago, still goes (issue 17.9):
+    /// a zoneCreate is written at the add's sequence. After a crash the index is rebuilt from the
     /// log: the incarnation, the low-water mark, old tokens (expired, not invalid) and the history
     /// are all as they were, and a second run keeps the history.
     @Test func compactingTheFirstAddOfAListKeepsItsIdentityAndHistoryAcrossACrash() throws {
@@ -26,7 +26,8 @@ import ListModel
         let token = try s.changes(in: C.zone, since: nil, limit: 1).token
         let q = ListQuery(store: s, fs: fs)
         let report = try ListCompactor(query: q).run(now: C.later)
-        #expect(report.storage.entriesPurged == 2)  // coffee; milk's lifecycle holds the identity
+        #expect(report.storage.entriesPurged == 4)  // coffee and milk, whose add becomes the zone's create
+        #expect(try q.materialise(C.zone).state.items.map(\.text) == ["Eggs"])
         fs.crash(.dropUnsynced)
         let reopened = try JournalStore.open(s.path, options: s.options)
         let info = try #require(reopened.zone(C.zone))
