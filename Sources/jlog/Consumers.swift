@@ -43,6 +43,8 @@ struct Consumers: ParsableCommand {
     @Option(help: ArgumentHelp("With --advance: the sequence through which the consumer has processed the zone.", valueName: "seq")) var to: UInt64?
     @Option(help: ArgumentHelp("With --register or --advance: the lease's end (ISO-8601 or milliseconds since the epoch); --register without it: never expires.", valueName: "time"))
     var leaseUntil: TimeArgument?
+    @Option(help: ArgumentHelp("Judge leases as of this time (ISO-8601 or milliseconds since the epoch), as `jlog compact --now` does; default: now.", valueName: "time"))
+    var now: TimeArgument?
     @Flag(help: "One JSON object: {\"consumers\":[{name,leaseUntil,expired,marks[{zone,incarnation,position}]}],\"problems\":[…]}.") var json = false
 
     func validate() throws {
@@ -94,12 +96,13 @@ struct Consumers: ParsableCommand {
             }
         }
         let (consumers, problems) = JournalStore.consumers(store: store)
-        let now = nowMillis()
+        let now = self.now?.millis ?? nowMillis()
         if json {
             print(JSON.object([("consumers", .array(consumers.map { consumerJSON($0, now: now) })),
                                ("problems", .array(problems.map { .string($0) }))]).rendered)
         } else {
-            print(consumers.isEmpty ? "no consumers (nothing holds compaction back but the retention)" : "consumers")
+            print(consumers.isEmpty ? "no consumers (nothing holds compaction back but the retention)"
+                  : "consumers (leases as of \(iso(now)); `jlog compact --now T` judges them as of T)")
             for l in consumerLines(consumers, problems: problems, now: now) { print(l) }
         }
         if !problems.isEmpty {
