@@ -839,6 +839,9 @@ public final class JournalStore: @unchecked Sendable {
             return ActiveSegment(file: file, name: name, writeOffset: Int64(SegmentHeader.size), records: 0, allocated: allocated)
         } catch {
             file.close()
+            // Leave nothing half-made behind (a full disk, say): the next writer would overwrite
+            // it, but an operator should not find it.
+            if fs.kind(of: temp) != .missing { try? fs.remove(temp) }
             throw error
         }
     }

@@ -82,14 +82,14 @@ struct Compact: ParsableCommand {
         } else {
             print("zone".padding(toLength: 32, withPad: " ", startingAt: 0) + "  chosen  placed  low-water mark  snapshot at")
             for z in report.zones {
-                print(z.zone.padding(toLength: 32, withPad: " ", startingAt: 0)
+                print(printable(z.zone).padding(toLength: 32, withPad: " ", startingAt: 0)
                       + "  \(String(z.chosen).leftPad(6))  \(String(z.rewritten).leftPad(6))  \(String(z.lowWaterMark).leftPad(14))  \(String(z.snapshotSequence).leftPad(11))")
             }
         }
         // A store of many lists skips most of them on most runs: past a screenful, count them by
         // reason, but always name a zone that needs running again.
         if report.skipped.count <= Self.skippedListed {
-            for z in report.skipped { print("skipped \(z.zone): \(z.reason.explanation)") }
+            for z in report.skipped { print("skipped \(printable(z.zone)): \(z.reason.explanation)") }
         } else {
             var byReason: [String: (count: Int, explanation: String)] = [:]
             for z in report.skipped where z.reason != .keptChanging {
@@ -98,7 +98,7 @@ struct Compact: ParsableCommand {
             for (_, r) in byReason.sorted(by: { $0.key < $1.key }) {
                 print("skipped \(r.count) zone\(r.count == 1 ? "" : "s"): \(r.explanation) (`--json` lists them)")
             }
-            for z in report.skipped where z.reason == .keptChanging { print("skipped \(z.zone): \(z.reason.explanation)") }
+            for z in report.skipped where z.reason == .keptChanging { print("skipped \(printable(z.zone)): \(z.reason.explanation)") }
         }
         if dryRun {
             print("nothing was written; run without --dry-run to purge \(report.zones.reduce(0) { $0 + $1.chosen }) entries "

@@ -134,7 +134,7 @@ struct Inspect: ParsableCommand {
             print("records         \(stats.records) (\(stats.byType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))")
             print("entries         \(stats.entries) (\(stats.byOperation.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")))")
             print("zones           \(zones.count)")
-            for (z, n) in zones.prefix(10) { print("  \(z)  \(n)") }
+            for (z, n) in zones.prefix(10) { print("  \(printable(z))  \(n)") }
             if zones.count > 10 { print("  … \(zones.count - 10) more (use --json for all)") }
             print("bytes           \(logical) (\(allocated) on disk)")
             print("first time      \(stats.firstTime.map(iso) ?? "-")")

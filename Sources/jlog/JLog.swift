@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct JLog: ParsableCommand {
@@ -8,8 +9,23 @@ struct JLog: ParsableCommand {
         discussion: """
         A store is a directory such as list.wal/ holding segment files. inspect, verify and dump
         also accept a single segment file copied out of a store. Exit status: 0 ok, 1 torn tail,
-        2 corruption, 3 other failure, 4 bad input, 5 token expired, 6 zone deleted.
+        2 corruption, 3 other failure, 4 bad input (a bad argument too), 5 token expired, 6 zone deleted.
         """,
-        subcommands: [Import.self, Inspect.self, Verify.self, Dump.self, Zones.self, Changes.self, DeleteZone.self, Show.self, History.self, Snapshot.self, Compact.self, Consumers.self]
+        subcommands: [Import.self, Inspect.self, Verify.self, Dump.self, Recover.self, Zones.self, Changes.self,
+                      CreateZone.self, DeleteZone.self, Show.self, History.self, Snapshot.self, Compact.self, Consumers.self]
     )
+
+    /// Argument errors exit with 4 (bad input), like every other bad input, not ArgumentParser's 64.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            if exitCode(for: error).rawValue == 64 {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(Status.badInput)
+            }
+            exit(withError: error)
+        }
+    }
 }

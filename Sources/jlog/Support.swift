@@ -50,8 +50,9 @@ func fail(_ error: any Error, path: String) -> ExitCode {
         case .corruption(let c):
             printError(c.description)
             printError(c.isTornTail
-                ? "the tail was cut off mid-write; opening in the default mode (tolerateTail) repairs it"
-                : "run `jlog verify \(path)` to see what each recovery mode keeps; `--mode pointInTime` keeps the intact prefix")
+                ? "the tail was cut off mid-write; `jlog recover \(path)` (or any command that writes) repairs it, keeping the cut bytes in torn/"
+                : "run `jlog verify \(path)` to see what each recovery mode keeps; then copy the store aside and run "
+                    + "`jlog recover \(path) --mode pointInTime` to keep the intact prefix (the rest goes to torn/), or read what is left with `jlog dump \(path) --mode salvage --json`")
             return ExitCode(c.isTornTail ? Status.tornTail : Status.corruption)
         case .locked:
             printError(e.description)
@@ -76,6 +77,15 @@ func fail(_ error: any Error, path: String) -> ExitCode {
 }
 
 func iso(_ millis: Int64) -> String { ISO8601Time.format(millis) }
+
+/// A name (a zone, an author) as a terminal may show it: control characters, which older writers
+/// may have stored and which could rewrite the screen, are escaped as `\u{..}`.
+func printable(_ s: String) -> String {
+    guard s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value) }) else { return s }
+    return s.unicodeScalars.map { c in
+        c.value < 0x20 || c.value == 0x7F || (0x80..<0xA0).contains(c.value) ? "\\u{\(String(c.value, radix: 16))}" : String(c)
+    }.joined()
+}
 
 func entryJSON(_ e: JournalEntry) -> String { EntryJSON.format(e) }
 

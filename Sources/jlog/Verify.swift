@@ -36,6 +36,9 @@ struct Verify: ParsableCommand {
                                    ("segments", .int(Int64(report.segments.count)))]).rendered)
             } else {
                 print("ok: \(report.segments.count) segments, \(stats.records) records, \(stats.entries) entries, last sequence \(stats.lastSequence)")
+                if let first = report.segments.first?.header?.baseSequence, first > 1 {
+                    print("note: the oldest segment present starts at sequence \(first); whether segments before it existed cannot be checked (FORMAT.md §3.3)")
+                }
             }
             return
         }
@@ -80,8 +83,8 @@ struct Verify: ParsableCommand {
                 }
             }
             print(first.isTornTail
-                  ? "next: opening the store for writing (e.g. `jlog import`) repairs the torn tail; the cut bytes go to torn/"
-                  : "next: copy the store aside, then open it with --mode pointInTime, or dump it with `jlog dump --mode salvage --json`")
+                  ? "next: `jlog recover \(path)` (or any command that writes) repairs the torn tail; the cut bytes go to torn/"
+                  : "next: copy the store aside, then `jlog recover \(path) --mode pointInTime` (keeps the prefix, sets the rest aside in torn/), or copy what is intact with `jlog dump \(path) --mode salvage --json`")
         }
         throw ExitCode(first.isTornTail ? Status.tornTail : Status.corruption)
     }

@@ -2,16 +2,14 @@ import ArgumentParser
 import Foundation
 import JournalLog
 
-extension ZoneDeletionReason: ExpressibleByArgument {
-    public init?(argument: String) {
-        switch argument {
-        case "deleted": self = .deleted
-        case "purged": self = .purged
-        default: return nil
-        }
-    }
-
+extension ZoneDeletionReason {
     var name: String { self == .purged ? "purged" : "deleted" }
+}
+
+/// `--reason deleted|purged`: the names, not ZoneDeletionReason's raw bytes, on the command line.
+enum DeletionReasonArgument: String, ExpressibleByArgument, CaseIterable {
+    case deleted, purged
+    var reason: ZoneDeletionReason { self == .purged ? .purged : .deleted }
 }
 
 /// Opens a store that must already exist, for the zone commands.
@@ -58,7 +56,7 @@ struct Zones: ParsableCommand {
         print("zone".padding(toLength: 32, withPad: " ", startingAt: 0) + " incarnation  entries  lastChange  status")
         for z in zones {
             let status = z.deletedAt.map { "\((z.deletionReason ?? .deleted).name) at \($0)" } ?? "live"
-            print(z.name.padding(toLength: 32, withPad: " ", startingAt: 0)
+            print(printable(z.name).padding(toLength: 32, withPad: " ", startingAt: 0)
                   + " \(String(z.incarnation).leftPad(11))  \(String(z.entryCount).leftPad(7))  \(String(z.lastChange).leftPad(10))  \(status)")
         }
         if zones.isEmpty { print("(no zones)") }
@@ -135,6 +133,35 @@ func feedFailure(_ error: FeedError, json: Bool) -> ExitCode {
     return ExitCode(code)
 }
 
+struct CreateZone: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create-zone",
+        abstract: "Create a zone (a list) with a synced zoneCreate record; a deleted zone starts a new incarnation.")
+
+    @Argument(help: "The store directory.") var store: String
+    @Argument(help: "The zone to create.") var zone: String
+
+    func run() throws {
+        let s = try openExisting(store)
+        defer { try? s.close() }
+        let before = s.zone(zone)
+        do {
+            let incarnation = try s.createZone(zone)
+            if let before, !before.isDeleted, before.incarnation == incarnation {
+                print("zone \(printable(zone)) already exists (incarnation \(incarnation)); nothing written")
+            } else {
+                print("created zone \(printable(zone)), incarnation \(incarnation)" + (before?.isDeleted == true ? " (the deleted one's tokens stay deleted)" : ""))
+            }
+        } catch {
+            if case .invalidEntry(let why) = error {
+                printError(why)
+                throw ExitCode(Status.badInput)
+            }
+            throw fail(error, path: store)
+        }
+    }
+}
+
 struct DeleteZone: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete-zone",
@@ -142,13 +169,13 @@ struct DeleteZone: ParsableCommand {
 
     @Argument(help: "The store directory.") var store: String
     @Argument(help: "The zone to delete.") var zone: String
-    @Option(help: "deleted (by a user) or purged.") var reason: ZoneDeletionReason = .deleted
+    @Option(help: "deleted (by a user) or purged.") var reason: DeletionReasonArgument = .deleted
 
     func run() throws {
         let s = try openExisting(store)
         defer { try? s.close() }
         do {
-            let at = try s.deleteZone(zone, reason: reason)
+            let at = try s.deleteZone(zone, reason: reason.reason)
             print("deleted zone \(zone) at sequence \(at)")
         } catch {
             throw fail(error, path: store)

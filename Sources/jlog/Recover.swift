@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import JournalLog
+
+struct Recover: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Open a store for writing under a recovery mode, repairing what that mode repairs, and report what it did.",
+        discussion: """
+        tolerateTail (the default) cuts a torn tail; pointInTime also keeps only the prefix before \
+        the first damage anywhere. Removed bytes are copied to torn/ first, never deleted. Copy the \
+        store aside before a pointInTime recovery; `jlog verify` shows what each mode keeps.
+        """)
+
+    @Argument(help: "The store directory.") var store: String
+    @Option(help: "tolerateTail or pointInTime (strict only checks; salvage only reads: use `jlog dump --mode salvage`).")
+    var mode: RecoveryMode = .tolerateTail
+
+    func validate() throws {
+        guard mode == .tolerateTail || mode == .pointInTime || mode == .strict else {
+            throw ValidationError("--mode salvage only reads: copy what is intact with `jlog dump --mode salvage --json`")
+        }
+    }
+
+    func run() throws {
+        var options = StoreOptions()
+        options.createIfMissing = false
+        options.recovery = mode
+        let s: JournalStore
+        do { s = try JournalStore.open(store, options: options) } catch { throw fail(error, path: store) }
+        let r = s.recovery
+        do { try s.close() } catch { throw fail(error, path: store) }
+        if let p = r.problem {
+            print("recovered: \(p.description)")
+            print("removed \(r.removedBytes) bytes, kept in \(r.setAside.joined(separator: ", "))")
+        } else {
+            print("nothing to repair")
+        }
+        print("store \(store): \(r.segments) segments, last sequence \(r.lastSequence)")
+    }
+}
