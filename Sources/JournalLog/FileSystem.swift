@@ -9,6 +9,11 @@ import Darwin
 /// unsynced writes, tears writes and fails calls (issue 5); production uses `PosixFileSystem`.
 public protocol FileSystem: Sendable {
     func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile
+    /// Opens an existing file only to read it: works on read-only media and never creates.
+    func openForReading(_ path: String) throws(JournalError) -> any StorageFile
+    /// The file a path names now (nil: none): a reader compares it with the identity of a file it
+    /// holds open to learn whether the name was replaced meanwhile (a compaction's swap).
+    func identity(of path: String) -> FileIdentity?
     /// Names (not paths) of the entries in a directory.
     func listDirectory(_ path: String) throws(JournalError) -> [String]
     func createDirectory(_ path: String) throws(JournalError)
@@ -26,6 +31,16 @@ public protocol FileSystem: Sendable {
 
 public enum FileKind: Sendable { case missing, file, directory, other }
 
+/// Which file (inode) a path or an open file is: device and inode number on POSIX.
+public struct FileIdentity: Hashable, Sendable {
+    public var device: UInt64
+    public var inode: UInt64
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
 public protocol StorageFile: AnyObject, Sendable {
     /// Reads up to `buffer.count` bytes at `offset`; returns fewer only at end of file.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(JournalError) -> Int
@@ -34,6 +49,8 @@ public protocol StorageFile: AnyObject, Sendable {
     func sync() throws(JournalError)
     func truncate(to size: Int64) throws(JournalError)
     func size() throws(JournalError) -> Int64
+    /// The file this descriptor reads, whatever name it has now.
+    func identity() throws(JournalError) -> FileIdentity
     func close()
 }
 
@@ -62,6 +79,23 @@ public struct PosixFileSystem: FileSystem {
         } catch {
             throw JournalError.io(operation: "open", path: path, errno: EIO)
         }
+    }
+
+    public func openForReading(_ path: String) throws(JournalError) -> any StorageFile {
+        do {
+            let fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
+            return PosixFile(fd: fd, path: path)
+        } catch let errno as Errno {
+            throw JournalError.io(operation: "open", path: path, errno: errno.rawValue)
+        } catch {
+            throw JournalError.io(operation: "open", path: path, errno: EIO)
+        }
+    }
+
+    public func identity(of path: String) -> FileIdentity? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
     public func listDirectory(_ path: String) throws(JournalError) -> [String] {
@@ -185,6 +219,12 @@ final class PosixFile: StorageFile, @unchecked Sendable {
         var st = stat()
         guard fstat(fd.rawValue, &st) == 0 else { throw JournalError.io(operation: "fstat", path: path, errno: errno) }
         return Int64(st.st_size)
+    }
+
+    func identity() throws(JournalError) -> FileIdentity {
+        var st = stat()
+        guard fstat(fd.rawValue, &st) == 0 else { throw JournalError.io(operation: "fstat", path: path, errno: errno) }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
     private var isClosed = false

@@ -88,53 +88,20 @@ public final class JournalStore: @unchecked Sendable {
     /// Signs change tokens (Spec/TOKENS.md); kept in `KEY`, never inside a token.
     let storeKey: (UInt64, UInt64)
 
-    struct PendingFrame {
-        var start: Int
-        var end: Int
-        /// The base a new segment starting with this frame gets: its first sequence, or for a
-        /// frame that takes none, the next sequence (FORMAT.md §4.2).
-        var segmentBase: SequenceNumber
-        var seed: UInt32
-        var crc: UInt32
-        var lastSequence: SequenceNumber
-        var touches: [FrameTouch]
-        /// A `lowWaterMark` record's mark: it takes effect only once the record is durable.
-        var lowWater: LowWater?
-    }
-
-    struct LowWater {
-        var zone: String
-        var incarnation: SequenceNumber
-        var mark: SequenceNumber
-    }
-
-    /// Where the leader wrote a frame.
-    struct Placement {
-        var segment: SequenceNumber
-        var offset: Int64
-    }
-
-    private struct ActiveSegment {
-        var file: any StorageFile
-        var name: SegmentName
-        var writeOffset: Int64
-        var records: Int
-        var allocated: Int64
-    }
+    typealias LowWater = LogWriter.LowWater
 
     let fs: any FileSystem
     let cond = NSCondition()
     /// Serialises read-modify-write of consumer files (Consumers.swift); never held with `cond` waits.
     let consumerLock = NSLock()
     private let lock: WriterLock
+    /// Group commit and segment files; its state is guarded by `cond` too.
+    let writer: LogWriter
     // Guarded by `cond`.
     var catalog: ZoneCatalog
     private var lastWritten: CoveredFrame?
     private var checkpointed: CoveredFrame?
     private var bytesSinceCheckpoint = 0
-    /// The base of the segment appends go to; every sequence below it is in a sealed segment.
-    /// Updated after each write, so it may lag a roll, which only errs on the safe side.
-    var activeBase: SequenceNumber = 1
     /// Feed reads between choosing frame locations and reading them; a compaction swap waits
     /// for them, and new ones wait while `swapWaiting`.
     var feedReaders = 0
@@ -143,30 +110,23 @@ public final class JournalStore: @unchecked Sendable {
     var compactionRunning = false
     /// The last failure to write the index checkpoint (the store works on; open rebuilds).
     public private(set) var indexCheckpointError: JournalError?
-    private var chain: UInt32
-    var lastAssigned: SequenceNumber
-    private var pending: [UInt8] = []
-    private var spareBuffer: [UInt8] = []
-    private var pendingFrames: [PendingFrame] = []
-    var writtenThrough: SequenceNumber
-    var durableThrough: SequenceNumber
-    // Every enqueued frame gets a ticket (1, 2, …); callers wait on their ticket, not on a
-    // sequence, so records that take no sequence (seal, lowWaterMark) are written and synced too.
-    private var enqueuedFrames = 0
-    private var writtenFrames = 0
-    private var durableFrames = 0
-    private var syncRequestedFrames = 0
     /// Marks written but not yet durable; applied by the next sync round.
     private var pendingMarks: [LowWater] = []
     /// By zone incarnation (track index): the last sequence of an entry enqueued for it, written
     /// yet or not (the catalog learns of a frame only once it is written); zone records do not
     /// count. A compaction's commit checks it.
     var lastEnqueued: [SequenceNumber] = []
-    private var leaderActive = false
-    var failure: JournalError?
     var isClosed = false
-    // Owned by the thread that set `leaderActive`.
-    private var active: ActiveSegment
+
+    // The writer's positions, read and written under `cond`.
+    var lastAssigned: SequenceNumber { writer.lastAssigned }
+    var writtenThrough: SequenceNumber { writer.writtenThrough }
+    var durableThrough: SequenceNumber { writer.durableThrough }
+    var activeBase: SequenceNumber { writer.activeBase }
+    var failure: JournalError? {
+        get { writer.failure }
+        set { writer.failure = newValue }
+    }
 
     /// Opens (and by default creates) the store at `path`, recovering it under `options.recovery`.
     public static func open(_ path: String, options: StoreOptions = StoreOptions()) throws(JournalError) -> JournalStore {
@@ -236,21 +196,25 @@ public final class JournalStore: @unchecked Sendable {
             catalog = builder.catalog
             lastWritten = covered
             checkpointed = builder.checkpoint != nil && report.indexSource == .checkpoint && builder.replayed == 0 ? covered : nil
+            let id: (UInt64, UInt64)
+            let chain: UInt32
+            var lastAssigned: SequenceNumber
+            var active: LogWriter.ActiveSegment
             if let last = scanner.summaries.last, let header = last.header {
-                storeID = header.storeID
+                id = header.storeID
                 chain = last.endChain
                 lastAssigned = last.lastSequence
                 let name = SegmentName(base: header.baseSequence)
                 let file = try fs.openFile(path + "/" + name.fileName, create: false, truncate: false)
                 let size = try file.size()
-                active = ActiveSegment(file: file, name: name, writeOffset: last.validEnd, records: last.records, allocated: size)
+                active = LogWriter.ActiveSegment(file: file, name: name, writeOffset: last.validEnd, records: last.records, allocated: size)
                 report.segments = scanner.summaries.count
                 if last.sealed {
                     // A compacted segment is never appended to: start the next one.
                     try active.file.sync()
                     active.file.close()
-                    active = try JournalStore.createSegment(store: path, base: lastAssigned + 1, storeID: storeID, previousChain: chain,
-                                                            options: options, fs: fs)
+                    active = try LogWriter.createSegment(store: path, base: lastAssigned + 1, storeID: id, previousChain: chain,
+                                                         segmentSize: options.segmentSize, preallocate: options.preallocate, fs: fs)
                     report.segments += 1
                 }
             } else {
@@ -259,29 +223,36 @@ public final class JournalStore: @unchecked Sendable {
                         segment: "?", offset: 0, lastGoodSequence: 0, problem: .badSegmentName, isTornTail: false))
                 }
                 var g = SystemRandomNumberGenerator()
-                storeID = (g.next(), g.next())
-                chain = SegmentHeader.firstChain(storeID: storeID)
+                id = (g.next(), g.next())
+                chain = SegmentHeader.firstChain(storeID: id)
                 lastAssigned = 0
-                active = try JournalStore.createSegment(store: path, base: 1, storeID: storeID, previousChain: chain, options: options, fs: fs)
+                active = try LogWriter.createSegment(store: path, base: 1, storeID: id, previousChain: chain,
+                                                     segmentSize: options.segmentSize, preallocate: options.preallocate, fs: fs)
                 report.created = true
                 report.segments = 1
             }
+            storeID = id
             report.lastSequence = lastAssigned
-            activeBase = active.name.base
             // What recovery read may sit only in the page cache (the last writer's process died,
             // not the machine): make it durable before serving it as durable.
-            if lastAssigned > 0 { try active.file.sync() }
-            writtenThrough = lastAssigned
-            durableThrough = lastAssigned
+            if lastAssigned > 0 {
+                do throws(JournalError) { try active.file.sync() } catch {
+                    active.file.close()
+                    throw error
+                }
+            }
             do throws(JournalError) { storeKey = try StoreKey.loadOrCreate(store: path, fs: fs) } catch {
                 active.file.close()
                 throw error
             }
+            writer = LogWriter(store: path, fs: fs, options: options, storeID: id, cond: cond, chain: chain,
+                               lastAssigned: lastAssigned, active: active)
             recovery = report
         } catch {
             lock.release()
             throw error
         }
+        writer.didWrite = { [unowned self] frames, placements, durable in self.didWriteLocked(frames, placements, durable: durable) }
     }
 
     deinit {
@@ -346,14 +317,14 @@ public final class JournalStore: @unchecked Sendable {
                     throw JournalError.idConflict(zone: entry.zone, id: entry.id, storedAt: existing.sequence)
                 }
                 // Acknowledged once everything enqueued so far (the original included) is.
-                return (existing.sequence, enqueuedFrames)
+                return (existing.sequence, lastTicketLocked)
             }
             let first = lastAssigned + 1
             let t = track ?? catalog.create(entry.zone, at: first, implicit: true, idsLoaded: true)
             let seq = enqueueLocked(type: RecordType.entry.rawValue, payload: payload, count: 1,
                                     touches: [FrameTouch(track: t, firstSequence: first, lastSequence: first, entries: 1)])
             catalog.ids[t]![entry.id] = StoredID(sequence: seq, fingerprint: fingerprint)
-            return (seq, enqueuedFrames)
+            return (seq, lastTicketLocked)
         }
         try commit(ticket: ticket, sync: mode == .always)
         return seq
@@ -487,7 +458,7 @@ public final class JournalStore: @unchecked Sendable {
             for (t, id) in provisional { catalog.ids[t]![id] = nil }
             if remaining.isEmpty {
                 let known = existing.sorted()
-                return .done(known.first!...known.last!, ticket: enqueuedFrames)
+                return .done(known.first!...known.last!, ticket: lastTicketLocked)
             }
             return .retry(remaining.map { batch[$0] })
         }
@@ -511,7 +482,7 @@ public final class JournalStore: @unchecked Sendable {
         let body = fresh.count == 1 ? EntryCodec.encode(fresh[0]) : payload
         let last = enqueueLocked(type: type, payload: body, count: fresh.count, touches: touches)
         assert(last == seq - 1)
-        return .done(first...last, ticket: enqueuedFrames)
+        return .done(first...last, ticket: lastTicketLocked)
     }
 
     /// Under `cond`: throws unless appends are accepted.
@@ -582,7 +553,7 @@ public final class JournalStore: @unchecked Sendable {
             let (touches, marks) = catalog.prepare(events)
             let seq = enqueueLocked(type: type, payload: payload, count: count, touches: touches,
                                     lowWater: marks.last.map { LowWater(zone: $0.zone, incarnation: $0.incarnation, mark: $0.mark) })
-            return (seq, enqueuedFrames)
+            return (seq, lastTicketLocked)
         }
         try commit(ticket: ticket, sync: (durability ?? options.durability) == .always)
         return seq
@@ -591,7 +562,7 @@ public final class JournalStore: @unchecked Sendable {
     /// Makes everything appended so far durable.
     public func sync() throws(JournalError) {
         cond.lock()
-        let ticket = enqueuedFrames
+        let ticket = lastTicketLocked
         cond.unlock()
         try commit(ticket: ticket, sync: true)
     }
@@ -605,174 +576,60 @@ public final class JournalStore: @unchecked Sendable {
         // Appends may race the roll: write out what is queued, then roll only with nothing queued.
         for _ in 0..<8 {
             try sync()
-            cond.lock()
-            while leaderActive && failure == nil { cond.wait() }
-            if let failure {
-                cond.unlock()
-                throw JournalError.writerFailed(failure.description)
-            }
-            guard !isClosed else {
-                cond.unlock()
-                throw JournalError.closed
-            }
-            guard pendingFrames.isEmpty, writtenFrames == enqueuedFrames, durableFrames == enqueuedFrames else {
-                cond.unlock()
-                continue
-            }
-            let base = lastAssigned + 1
-            guard base > active.name.base else {
-                cond.unlock()
-                return base - 1
-            }
-            leaderActive = true
-            let seed = chain
-            cond.unlock()
-            var ioError: JournalError? = nil
-            do { try roll(base: base, previousChain: seed) } catch { ioError = error }
-            cond.lock()
-            leaderActive = false
-            if let ioError {
-                failure = ioError
-                cond.broadcast()
-                cond.unlock()
-                throw ioError
-            }
-            activeBase = base
-            cond.broadcast()
-            cond.unlock()
-            return base - 1
+            try locked { () throws(JournalError) in if isClosed { throw JournalError.closed } }
+            if let sealed = try writer.rollIfIdle() { return sealed }
         }
         return sealedThrough
     }
 
     /// Under `cond`: frames the payload, chaining its CRC; returns the last sequence it takes.
     /// `touches` say which zone incarnations the frame holds records of, for the index.
-    /// The frame's ticket is `enqueuedFrames` right after the call.
+    /// The frame's ticket is `lastTicketLocked` right after the call.
     func enqueueLocked(type: UInt8, payload: [UInt8], count: Int, touches: [FrameTouch], lowWater: LowWater? = nil) -> SequenceNumber {
         for t in touches where t.track >= 0 && t.entries > 0 {
             if t.track >= lastEnqueued.count { lastEnqueued += repeatElement(0, count: t.track + 1 - lastEnqueued.count) }
             lastEnqueued[t.track] = max(lastEnqueued[t.track], t.lastSequence)
         }
-        let first = count == 0 ? lastAssigned : lastAssigned + 1
-        let start = pending.count
-        let seed = chain
-        chain = Frame.append(type: type, sequence: first, payload: payload, chain: seed, to: &pending)
-        lastAssigned += SequenceNumber(count)
-        pendingFrames.append(PendingFrame(start: start, end: pending.count, segmentBase: count == 0 ? lastAssigned + 1 : first,
-                                          seed: seed, crc: chain, lastSequence: lastAssigned, touches: touches, lowWater: lowWater))
-        enqueuedFrames += 1
-        return lastAssigned
+        return writer.enqueueLocked(type: type, payload: payload, count: count, note: LogWriter.FrameNote(touches: touches, lowWater: lowWater))
     }
 
     /// Under `cond`: the ticket of the last frame enqueued.
-    var lastTicketLocked: Int { enqueuedFrames }
+    var lastTicketLocked: Int { writer.enqueuedFrames }
 
     /// Waits until the frame with `ticket` (and every one before it) is acknowledged under `durability`.
     func commit(ticket: Int, durability: Durability) throws(JournalError) {
-        try commit(ticket: ticket, sync: durability != .none)
+        try writer.commit(ticket: ticket, sync: durability != .none)
     }
 
-    /// Waits until the frame with `ticket` is written (and synced when asked), leading the I/O
-    /// when no one else is.
-    private func commit(ticket: Int, sync: Bool) throws(JournalError) {
-        cond.lock()
-        defer { cond.unlock() }
-        precondition(ticket <= enqueuedFrames, "waiting for a frame that was never enqueued")
-        if sync { syncRequestedFrames = max(syncRequestedFrames, ticket) }
-        while (sync ? durableFrames : writtenFrames) < ticket {
-            if let failure { throw JournalError.writerFailed(failure.description) }
-            if leaderActive {
-                cond.wait()
-                continue
-            }
-            // Lead: take everything queued, write it, and sync once for every waiter.
-            leaderActive = true
-            // Swap buffers rather than copy: the next group fills the spare while this one is written.
-            var data = spareBuffer
-            swap(&data, &pending)
-            let frames = pendingFrames
-            pendingFrames.removeAll(keepingCapacity: true)
-            let target = lastAssigned
-            let targetFrames = enqueuedFrames
-            let doSync = syncRequestedFrames > durableFrames
-            cond.unlock()
-            var ioError: JournalError? = nil
-            var placements: [Placement] = []
-            do {
-                placements = try writeOut(data, frames: frames, sync: doSync)
-            } catch {
-                ioError = error
-            }
-            cond.lock()
-            data.removeAll(keepingCapacity: true)
-            spareBuffer = data
-            if let ioError {
-                leaderActive = false
-                failure = ioError
-                cond.broadcast()
-                throw ioError
-            }
-            for (f, at) in zip(frames, placements) {
-                if !f.touches.isEmpty {
-                    let location = ZoneTrack.location(segmentOrdinal: catalog.ordinal(ofSegment: at.segment), offset: at.offset)
-                    for t in f.touches { catalog.place(t, location: location) }
-                }
-                if let m = f.lowWater { pendingMarks.append(m) }
-                lastWritten = CoveredFrame(segment: at.segment, offset: at.offset, crc: f.crc, lastSequence: f.lastSequence)
-            }
-            bytesSinceCheckpoint += frames.last?.end ?? 0
-            if let last = placements.last { activeBase = last.segment }
-            writtenThrough = target
-            writtenFrames = targetFrames
-            if doSync {
-                durableThrough = target
-                durableFrames = targetFrames
-                // Everything written is durable now: marks take effect, and a checkpoint may be
-                // taken, since it then covers only durable frames.
-                for m in pendingMarks { catalog.setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark) }
-                pendingMarks.removeAll()
-                if bytesSinceCheckpoint >= options.indexCheckpointBytes { writeCheckpointLocked() }
-            }
-            leaderActive = false
-            cond.broadcast()
-        }
-        if let failure, (sync ? durableFrames : writtenFrames) < ticket { throw JournalError.writerFailed(failure.description) }
+    /// Waits until the frame with `ticket` is written (and synced when asked).
+    func commit(ticket: Int, sync: Bool) throws(JournalError) {
+        try writer.commit(ticket: ticket, sync: sync)
     }
 
-    /// Writes frames to the active segment, rolling over at `segmentSize`; returns where each
-    /// frame went. Leader only.
-    private func writeOut(_ data: [UInt8], frames: [PendingFrame], sync: Bool) throws(JournalError) -> [Placement] {
-        guard !frames.isEmpty else {
-            if sync { try active.file.sync() }
-            return []
-        }
-        var placements: [Placement] = []
-        placements.reserveCapacity(frames.count)
-        var chunkStart = 0
-        for f in frames {
-            let offsetIfAppended = active.writeOffset + Int64(f.start - chunkStart)
-            let size = Int64(f.end - f.start)
-            // Roll only when the new segment gets a new name: a segment holding only records that
-            // take no sequence (seal, skippable) grows past the size instead.
-            if offsetIfAppended + size > Int64(options.segmentSize) && (active.records > 0 || f.start > chunkStart)
-                && f.segmentBase > active.name.base {
-                try flush(data, chunkStart..<f.start)
-                try roll(base: f.segmentBase, previousChain: f.seed)
-                chunkStart = f.start
+    /// Under `cond`, called by the writer's leader after each round: the index learns where the
+    /// frames went; once they are durable, their low-water marks take effect and a checkpoint may
+    /// be taken, since it then covers only durable frames.
+    private func didWriteLocked(_ frames: [LogWriter.PendingFrame], _ placements: [LogWriter.Placement], durable: Bool) {
+        for (f, at) in zip(frames, placements) {
+            if !f.note.touches.isEmpty {
+                let location = ZoneTrack.location(segmentOrdinal: catalog.ordinal(ofSegment: at.segment), offset: at.offset)
+                for t in f.note.touches { catalog.place(t, location: location) }
             }
-            placements.append(Placement(segment: active.name.base, offset: active.writeOffset + Int64(f.start - chunkStart)))
-            active.records += 1
+            if let m = f.note.lowWater { pendingMarks.append(m) }
+            lastWritten = CoveredFrame(segment: at.segment, offset: at.offset, crc: f.crc, lastSequence: f.lastSequence)
         }
-        try flush(data, chunkStart..<data.count)
-        if sync { try active.file.sync() }
-        return placements
+        bytesSinceCheckpoint += frames.last?.end ?? 0
+        guard durable else { return }
+        for m in pendingMarks { catalog.setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark) }
+        pendingMarks.removeAll()
+        if bytesSinceCheckpoint >= options.indexCheckpointBytes { writeCheckpointLocked() }
     }
 
     /// Under `cond`, by the leader right after a sync (or on close, after its sync): writes the
     /// index checkpoint atomically, covering only durable frames. The lock is held while writing:
     /// a checkpoint is rare (every `indexCheckpointBytes`).
     private func writeCheckpointLocked() {
-        assert(writtenFrames == durableFrames && pendingMarks.isEmpty, "a checkpoint covers durable frames only")
+        assert(writer.writtenFrames == writer.durableFrames && pendingMarks.isEmpty, "a checkpoint covers durable frames only")
         guard !compactionRunning else { return }
         bytesSinceCheckpoint = 0
         guard let covered = lastWritten, covered.offset != checkpointed?.offset || covered.segment != checkpointed?.segment else { return }
@@ -795,55 +652,6 @@ public final class JournalStore: @unchecked Sendable {
     /// Under `cond`: the checkpoint file is gone; no checkpoint is current.
     func markCheckpointRemoved() {
         checkpointed = nil
-    }
-
-    private func flush(_ data: [UInt8], _ range: Range<Int>) throws(JournalError) {
-        guard !range.isEmpty else { return }
-        try active.file.write(data, range: range, at: active.writeOffset)
-        active.writeOffset += Int64(range.count)
-    }
-
-    /// Seals the active segment (synced and trimmed) and starts the next one. Leader only.
-    private func roll(base: SequenceNumber, previousChain: UInt32) throws(JournalError) {
-        try active.file.sync()
-        if active.allocated > active.writeOffset { try active.file.truncate(to: active.writeOffset) }
-        active.file.close()
-        active = try JournalStore.createSegment(store: path, base: base, storeID: storeID, previousChain: previousChain,
-                                                options: options, fs: fs)
-    }
-
-    /// Creates a segment under a temporary name, fills and syncs it, then renames it into place
-    /// and syncs the directory, so a crash never leaves a half-made segment under a real name.
-    private static func createSegment(store: String, base: SequenceNumber, storeID: (UInt64, UInt64), previousChain: UInt32,
-                                      options: StoreOptions, fs: any FileSystem) throws(JournalError) -> ActiveSegment {
-        let name = SegmentName(base: base)
-        let final = store + "/" + name.fileName
-        let temp = final + ".tmp"
-        let file = try fs.openFile(temp, create: true, truncate: true)
-        do {
-            let header = SegmentHeader(storeID: storeID, baseSequence: base, previousChain: previousChain,
-                                       createdAt: UInt64(max(0, Date().timeIntervalSince1970 * 1000)))
-            try file.write(header.encoded(), at: 0)
-            var allocated = Int64(SegmentHeader.size)
-            if options.preallocate {
-                let zeros = [UInt8](repeating: 0, count: 1 << 20)
-                while allocated < Int64(options.segmentSize) {
-                    let n = Int(min(Int64(zeros.count), Int64(options.segmentSize) - allocated))
-                    try file.write(zeros, range: 0..<n, at: allocated)
-                    allocated += Int64(n)
-                }
-            }
-            try file.sync()
-            try fs.rename(temp, final)
-            try fs.syncDirectory(store)
-            return ActiveSegment(file: file, name: name, writeOffset: Int64(SegmentHeader.size), records: 0, allocated: allocated)
-        } catch {
-            file.close()
-            // Leave nothing half-made behind (a full disk, say): the next writer would overwrite
-            // it, but an operator should not find it.
-            if fs.kind(of: temp) != .missing { try? fs.remove(temp) }
-            throw error
-        }
     }
 
     /// Moves damaged bytes out of the way: the cut segment's tail is copied to `torn/` then
@@ -904,15 +712,15 @@ public final class JournalStore: @unchecked Sendable {
         isClosed = true
         // A compaction in flight drops its run at its commit point; the lock must outlive it.
         while compactionRunning { cond.wait() }
-        let ticket = enqueuedFrames
+        let ticket = lastTicketLocked
         cond.unlock()
         var syncError: JournalError? = nil
         do { try commit(ticket: ticket, sync: true) } catch { syncError = error }
         cond.lock()
-        while leaderActive { cond.wait() }
+        writer.waitForLeaderLocked()
         if failure == nil && syncError == nil { writeCheckpointLocked() }
         cond.unlock()
-        active.file.close()
+        writer.closeFile()
         lock.release()
         if let syncError, failure == nil { throw syncError }
     }

@@ -4,6 +4,8 @@ import Foundation
 /// file keeps what was written and what was last synced, so `crash()` can drop unsynced data.
 public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     final class Node: @unchecked Sendable {
+        /// Its inode number: a name renamed over another gives readers holding it a new identity.
+        let inode: UInt64 = MemoryFileSystem.nextInode()
         var data: [UInt8] = []
         var synced: [UInt8] = []
         /// Writes since the last sync, in order: what a crash may lose or tear.
@@ -35,6 +37,15 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             self.failErrno = failErrno
             self.failPersistently = failPersistently
         }
+    }
+
+    private static let inodes = NSLock()
+    nonisolated(unsafe) private static var lastInode: UInt64 = 0
+    static func nextInode() -> UInt64 {
+        inodes.lock()
+        defer { inodes.unlock() }
+        lastInode += 1
+        return lastInode
     }
 
     private let mutex = NSLock()
@@ -153,6 +164,20 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             files[path] = n
             return MemoryFile(fs: self, node: n, path: path)
         }
+    }
+
+    public func openForReading(_ path: String) throws(JournalError) -> any StorageFile {
+        openHook?(path)
+        return try withLock { () throws(JournalError) -> any StorageFile in
+            guard let n = files[path] else { throw JournalError.io(operation: "open", path: path, errno: ENOENT) }
+            return MemoryFile(fs: self, node: n, path: path)
+        }
+    }
+
+    public func identity(of path: String) -> FileIdentity? {
+        mutex.lock()
+        defer { mutex.unlock() }
+        return files[path].map { FileIdentity(device: 0, inode: $0.inode) }
     }
 
     public func listDirectory(_ path: String) throws(JournalError) -> [String] {
@@ -302,6 +327,8 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
     func size() throws(JournalError) -> Int64 {
         try fs.locked { () throws(JournalError) -> Int64 in Int64(node.data.count) }
     }
+
+    func identity() throws(JournalError) -> FileIdentity { FileIdentity(device: 0, inode: node.inode) }
 
     func close() {}
 }

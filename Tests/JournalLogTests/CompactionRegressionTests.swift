@@ -144,6 +144,11 @@ final class HookFileSystem: FileSystem, @unchecked Sendable {
     func syncDirectory(_ path: String) throws(JournalError) { try base.syncDirectory(path) }
     func kind(of path: String) -> FileKind { base.kind(of: path) }
     func lockDirectory(_ path: String) throws(JournalError) -> any FileLock { try base.lockDirectory(path) }
+    func openForReading(_ path: String) throws(JournalError) -> any StorageFile {
+        if path.hasSuffix(suffix), let h = hook { hook = nil; h() }
+        return try base.openForReading(path)
+    }
+    func identity(of path: String) -> FileIdentity? { base.identity(of: path) }
 }
 
 @Suite struct CompactionCloseRaceTests {
