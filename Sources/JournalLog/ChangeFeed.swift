@@ -76,204 +76,86 @@ public enum FeedError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-extension JournalStore {
-    /// The highest sequence the feed serves: the durable point (the written point for a store
-    /// whose durability is `none`, where nothing is ever synced). A token never passes it.
-    var horizonLocked: SequenceNumber { options.durability == .none ? writtenThrough : durableThrough }
+/// What reads a store's change feed, list state and history: the writer itself (`JournalStore`),
+/// or a reader that never takes its lock (`StoreReader`), in this process or another one.
+public protocol StoreReading: AnyObject, Sendable {
+    /// The store directory.
+    var path: String { get }
+    /// The file system the store lives on (snapshot and history files are read through it).
+    var fileSystem: any FileSystem { get }
+    /// The highest sequence the feed serves (TOKENS.md §3).
+    var horizon: SequenceNumber { get }
+    /// Every zone's newest incarnation, by name.
+    func zones() -> [ZoneInfo]
+    func zone(_ name: String) -> ZoneInfo?
+    /// The zones changed and deleted since `token` (nil: every zone), and a new token.
+    func changedZones(since token: FeedToken?) throws(FeedError) -> DatabaseChanges
+    /// The zone's entries after `token` (nil: all of them), at most `limit`, in order.
+    func changes(in zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> ZoneChanges
+    /// A token at `position` (the horizon when nil) for the zone's newest incarnation.
+    func zoneToken(_ zone: String, position: SequenceNumber?) throws(FeedError) -> FeedToken
+}
 
-    private func info(_ t: ZoneTrack, horizon: SequenceNumber) -> ZoneInfo {
-        let deleted = t.deletedAt.flatMap { $0 <= horizon ? $0 : nil }
-        // Facts are recorded at enqueue: an in-flight last record must not show yet.
-        let last = t.lastSequence <= horizon ? t.lastSequence : (t.frameSequences.last { $0 <= horizon } ?? t.incarnation)
-        return ZoneInfo(name: t.name, incarnation: t.incarnation, deletedAt: deleted, deletionReason: deleted == nil ? nil : t.deletionReason,
-                        entryCount: t.entryCount, lastChange: max(last, deleted ?? 0), lowWaterMark: t.lowWaterMark)
+extension StoreReading {
+    public func changes(in zone: String, since token: FeedToken?) throws(FeedError) -> ZoneChanges {
+        try changes(in: zone, since: token, limit: 1_000)
     }
 
-    /// Every zone's newest incarnation, by name.
+    public func zoneToken(_ zone: String) throws(FeedError) -> FeedToken { try zoneToken(zone, position: nil) }
+}
+
+extension JournalStore: StoreReading {
+    public var fileSystem: any FileSystem { fs }
+
+    /// The highest sequence the feed serves: the durable point (the written point for a store
+    /// whose durability is `none`, where nothing is ever synced). A token never passes it.
+    public var horizon: SequenceNumber {
+        cond.lock()
+        defer { cond.unlock() }
+        return horizonLocked
+    }
+
+    var horizonLocked: SequenceNumber { options.durability == .none ? writtenThrough : durableThrough }
+
+    var signer: TokenSigner { TokenSigner(storeID: storeID, key: storeKey) }
+
     public func zones() -> [ZoneInfo] {
         cond.lock()
         defer { cond.unlock() }
-        let h = horizonLocked
-        return catalog.tracks.indices.compactMap { i -> ZoneInfo? in
-            let t = catalog.tracks[i]
-            guard t.incarnation <= h, catalog.latest(t.name, atOrBelow: h) == i else { return nil }
-            return info(t, horizon: h)
-        }.sorted { $0.name < $1.name }
+        return ZoneFeed.zones(catalog, horizon: horizonLocked)
     }
 
     public func zone(_ name: String) -> ZoneInfo? {
         cond.lock()
         defer { cond.unlock() }
-        let h = horizonLocked
-        return catalog.latest(name, atOrBelow: h).map { info(catalog.tracks[$0], horizon: h) }
+        return ZoneFeed.zone(name, catalog, horizon: horizonLocked)
     }
 
-    // MARK: Zone records
-
-    /// Creates the zone (a `zoneCreate` record, synced) unless it is live; returns its incarnation.
-    @discardableResult
-    public func createZone(_ name: String) throws(JournalError) -> SequenceNumber {
-        if let why = JournalStore.zoneNameRefusal(name) { throw JournalError.invalidEntry(why) }
-        let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
-            if let live = catalog.live(name) { return (catalog.tracks[live].incarnation, lastTicketLocked) }
-            try checkWritable()
-            let seq = lastAssigned + 1
-            let t = catalog.create(name, at: seq, implicit: false, idsLoaded: true)
-            _ = enqueueLocked(type: RecordType.zoneCreate.rawValue, payload: ZoneRecordCodec.encodeCreate(zone: name), count: 1,
-                              touches: [FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: 0)])
-            return (seq, lastTicketLocked)
-        }
-        try commit(ticket: ticket, durability: .always)
-        return seq
-    }
-
-    /// Deletes the zone and all its entries atomically (one synced `zoneDelete` record).
-    @discardableResult
-    public func deleteZone(_ name: String, reason: ZoneDeletionReason = .deleted) throws(JournalError) -> SequenceNumber {
-        let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
-            try checkWritable()
-            guard let t = catalog.live(name) else {
-                if let latest = catalog.latest(name), let at = catalog.tracks[latest].deletedAt { throw JournalError.zoneDeleted(zone: name, at: at) }
-                throw JournalError.zoneNotFound(name)
-            }
-            let seq = lastAssigned + 1
-            catalog.delete(track: t, at: seq, reason: reason)
-            _ = enqueueLocked(type: RecordType.zoneDelete.rawValue, payload: ZoneRecordCodec.encodeDelete(zone: name, reason: reason),
-                              count: 1, touches: [FrameTouch(track: t, firstSequence: seq, lastSequence: seq, entries: 0)])
-            return (seq, lastTicketLocked)
-        }
-        try commit(ticket: ticket, durability: .always)
-        return seq
-    }
-
-    /// Raises the zone's low-water mark (a synced `lowWaterMark` record): tokens below it get
-    /// `tokenExpired`. The compactor sets it once it may purge entries up to `mark`. The mark
-    /// takes effect only once its record is durable, so no token is judged by a mark a crash
-    /// could still undo.
-    public func setLowWaterMark(_ name: String, to mark: SequenceNumber) throws(JournalError) {
-        let ticket = try locked { () throws(JournalError) -> Int in
-            try checkWritable()
-            guard let t = catalog.live(name) else { throw JournalError.zoneNotFound(name) }
-            guard mark <= lastAssigned else { throw JournalError.invalidEntry("low-water mark \(mark) is past the last sequence \(lastAssigned)") }
-            let inc = catalog.tracks[t].incarnation
-            _ = enqueueLocked(type: SkippableRecordType.lowWaterMark, payload: LowWaterCodec.encode(zone: name, incarnation: inc, mark: mark),
-                              count: 0, touches: [], lowWater: LowWater(zone: name, incarnation: inc, mark: mark))
-            return lastTicketLocked
-        }
-        try commit(ticket: ticket, durability: .always)
-    }
-
-    // MARK: Tokens
-
-    private func issue(_ kind: ChangeToken.Kind, zone: String?, incarnation: SequenceNumber, position: SequenceNumber,
-                       floor: SequenceNumber = 0) -> FeedToken {
-        let token = ChangeToken(kind: kind, storeID: storeID, incarnation: incarnation,
-                                zoneHash: zone.map { ChangeToken.zoneHash($0, key: storeKey) } ?? 0, position: position, floor: floor)
-        return FeedToken(token.text(key: storeKey))
-    }
-
-    private func parse(_ token: FeedToken, kind: ChangeToken.Kind, horizon: SequenceNumber) throws(FeedError) -> ChangeToken {
-        let t: ChangeToken
-        do { t = try ChangeToken.parse(token.text, key: storeKey) } catch { throw .invalidToken(error.description) }
-        guard t.storeID == storeID else { throw .invalidToken("it was issued by another store") }
-        guard t.kind == kind else {
-            throw .invalidToken(kind == .zone ? "it is a database token; zone changes need a zone token" : "it is a zone token; changedZones needs a database token")
-        }
-        guard t.position <= horizon else {
-            throw .invalidToken("it is ahead of this store (position \(t.position), store at \(horizon)): was the store restored from an older copy?")
-        }
-        return t
-    }
-
-    // MARK: The feed
-
-    /// The zones changed and deleted since `token` (nil: every zone), and a new token:
-    /// CKFetchDatabaseChangesOperation's semantics.
     public func changedZones(since token: FeedToken?) throws(FeedError) -> DatabaseChanges {
         cond.lock()
         defer { cond.unlock() }
-        let h = horizonLocked
-        let position = try token.map { t throws(FeedError) in try parse(t, kind: .database, horizon: h).position } ?? 0
-        var changed: [ZoneInfo] = []
-        var deleted: [ZoneInfo] = []
-        for t in catalog.tracks where t.incarnation <= h {
-            if let d = t.deletedAt, d <= h {
-                // A client without a token has nothing to delete.
-                if token != nil && d > position { deleted.append(info(t, horizon: h)) }
-                continue
-            }
-            let next = t.frameSequences.partitionPoint { $0 <= position }
-            if next < t.frameSequences.count && t.frameSequences[next] <= h { changed.append(info(t, horizon: h)) }
-        }
-        return DatabaseChanges(changed: changed.sorted { $0.name < $1.name }, deleted: deleted.sorted { ($0.name, $0.incarnation) < ($1.name, $1.incarnation) },
-                               token: issue(.database, zone: nil, incarnation: 0, position: h))
+        return try ZoneFeed.changedZones(since: token, catalog, horizon: horizonLocked, seen: writtenThrough, signer: signer)
     }
 
-    /// The zone's entries after `token` (nil: all of them), at most `limit`, in order, with a
-    /// token to continue from. Costs O(entries returned): the zone index says where they are.
+    /// Costs O(entries returned): the zone index says where they are.
     public func changes(in zone: String, since token: FeedToken?, limit: Int = 1_000) throws(FeedError) -> ZoneChanges {
-        precondition(limit >= 1, "a page holds at least one entry, so paging always makes progress")
-        // Frames that hold only zone records (repeated creates from another writer) can fill a
-        // window: read a wider one until the page holds an entry or reaches the end.
-        var slack = 9
-        while true {
-            let page = try changes(in: zone, since: token, limit: limit, frameSlack: slack)
-            if !(page.moreComing && page.entries.isEmpty) { return page }
-            slack = slack * 8 + limit
-        }
+        try ZoneFeed.changes(limit: limit) { slack throws(FeedError) in try changes(in: zone, since: token, limit: limit, frameSlack: slack) }
     }
 
     private func changes(in zone: String, since token: FeedToken?, limit: Int, frameSlack: Int) throws(FeedError) -> ZoneChanges {
         cond.lock()
         // A compaction swap is renaming a segment: its frame offsets are about to change.
         while swapWaiting { cond.wait() }
-        let h = horizonLocked
-        let track: Int
-        let position: SequenceNumber
-        var floor: SequenceNumber = 0
-        do throws(FeedError) {
-            if let token {
-                let t = try parse(token, kind: .zone, horizon: h)
-                guard t.zoneHash == ChangeToken.zoneHash(zone, key: storeKey) else { throw .invalidToken("it was issued for another zone") }
-                guard let i = catalog.track(zone, incarnation: t.incarnation), t.incarnation <= h else {
-                    throw .invalidToken("it names no incarnation of zone \(zone)")
-                }
-                track = i
-                position = t.position
-                floor = t.floor
-            } else {
-                guard let i = catalog.latest(zone, atOrBelow: h) else { throw .zoneNotFound(zone) }
-                track = i
-                position = 0
-            }
-            let t = catalog.tracks[track]
-            if let d = t.deletedAt, d <= h { throw .zoneDeleted(zone: zone, at: d, reason: t.deletionReason) }
-            // Expired when the mark rose past the position after the token was issued: entries the
-            // holder has not seen may be gone. A token issued under the current mark is still whole.
-            if token != nil && position < t.lowWaterMark && floor < t.lowWaterMark {
-                // The newest snapshot at or above the mark: an older one plus the tail could
-                // miss a purged add/mark-off pair that straddles it.
-                let snapshot = SnapshotDirectory.list(store: path, zone: zone, incarnation: t.incarnation, kind: .state, fs: fs)
-                    .first { $0.sequence >= t.lowWaterMark && $0.sequence <= h }
-                throw .tokenExpired(zone: zone, lowWaterMark: t.lowWaterMark,
-                                    refetch: Refetch(zone: zone, incarnation: t.incarnation, snapshotSequence: snapshot?.sequence))
+        let plan: ZoneFeed.PagePlan
+        do {
+            plan = try ZoneFeed.plan(zone, since: token, limit: limit, frameSlack: frameSlack, catalog, horizon: horizonLocked,
+                                     seen: writtenThrough, signer: signer) { z, inc in
+                SnapshotDirectory.list(store: path, zone: z, incarnation: inc, kind: .state, fs: fs)
             }
         } catch {
             cond.unlock()
             throw error
         }
-        let t = catalog.tracks[track]
-        // The frame before the first one past `position` may be a batch still holding later entries.
-        let next = t.frameSequences.partitionPoint { $0 <= position }
-        let start = max(0, next - 1)
-        // `limit` frames hold at least `limit` entries, but for the few that hold only a zone
-        // record (a create, or creates repeated by another writer): read a few more.
-        let end = min(t.frameSequences.partitionPoint { $0 <= h }, next + limit + frameSlack)
-        let locations = start < end ? Array(t.frameLocations[start..<end]) : []
-        let reachedEnd = end == t.frameSequences.partitionPoint { $0 <= h }
-        let segments = catalog.segments
-        let incarnation = t.incarnation
-        let mark = t.lowWaterMark
         // Until the frames are read, no swap may move them.
         feedReaders += 1
         cond.unlock()
@@ -283,48 +165,15 @@ extension JournalStore {
             if feedReaders == 0 { cond.broadcast() }
             cond.unlock()
         }
-
-        let fetcher = FrameFetcher(store: path, fs: fs, segments: segments)
-        let zoneBytes = Array(zone.utf8)
-        var entries: [FeedEntry] = []
-        // The frames' sequences bound how many entries they can hold: room for the page at once,
-        // rather than growing (and copying) it from a guess.
-        let span = start < end ? (end < t.frameSequences.count ? t.frameSequences[end] : h &+ 1) &- t.frameSequences[start] : 0
-        entries.reserveCapacity(Int(min(UInt64(limit), span, 65_536)))
-        var lastSeen = position
-        var more = false
-        for loc in locations {
-            let took: Bool
-            do {
-                took = try fetcher.forEachEntry(at: loc, after: position, zone: zoneBytes) { s, e in
-                    guard s > position, s <= h, e.zone == zone else { return true }
-                    if entries.count == limit {
-                        more = true
-                        return false
-                    }
-                    entries.append(FeedEntry(sequence: s, entry: e))
-                    lastSeen = s
-                    return true
-                }
-            } catch { throw .storage(error) }
-            if !took { break }
-        }
-        if !more && !reachedEnd { more = true }
-        if !more { lastSeen = max(lastSeen, h) }
-        return ZoneChanges(zone: zone, incarnation: incarnation, entries: entries,
-                           token: issue(.zone, zone: zone, incarnation: incarnation, position: lastSeen, floor: mark), moreComing: more)
+        return try ZoneFeed.read(plan, fetcher: FrameFetcher(store: path, fs: fs, segments: plan.segments), signer: signer)
     }
 
-    /// A token at the feed's current end for `zone`: what a client that just loaded a snapshot
-    /// at `position` continues from.
+    /// A token at the feed's current end for `zone` (or at `position`): what a client that just
+    /// loaded a snapshot at `position` continues from.
     public func zoneToken(_ zone: String, position: SequenceNumber? = nil) throws(FeedError) -> FeedToken {
         cond.lock()
         defer { cond.unlock() }
-        let h = horizonLocked
-        guard let i = catalog.latest(zone, atOrBelow: h) else { throw .zoneNotFound(zone) }
-        let t = catalog.tracks[i]
-        if let d = t.deletedAt, d <= h { throw .zoneDeleted(zone: zone, at: d, reason: t.deletionReason) }
-        return issue(.zone, zone: zone, incarnation: t.incarnation, position: min(position ?? h, h), floor: t.lowWaterMark)
+        return try ZoneFeed.zoneToken(zone, position: position, catalog, horizon: horizonLocked, signer: signer)
     }
 }
 

@@ -42,7 +42,7 @@ public enum FuzzChecks {
         fs.install("/s/00000000000000000001.seg", bytes: [UInt8](bytes))
         for mode in RecoveryMode.allCases {
             var lastSequence: SequenceNumber = 0
-            _ = try? LogReader.read("/s", mode: mode, fs: fs) { event, _ in
+            _ = try? LogReader.read("/s", mode: mode, fs: fs, settle: .zero) { event, _ in
                 if case .entry(let s, _) = event {
                     guard mode == .salvage || s > lastSequence else { fatalError("sequences went backwards") }
                     lastSequence = s

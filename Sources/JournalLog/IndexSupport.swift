@@ -69,17 +69,22 @@ final class FrameFetcher {
     let store: String
     let fs: any FileSystem
     let segments: [SequenceNumber]
+    /// Files already open for the segments, by ordinal (a reader's consistent set); others are
+    /// opened by name on first use and closed with the fetcher.
+    private let given: [Int: any StorageFile]
     private var open: [Int: (file: any StorageFile, size: Int64, previousChain: UInt32)] = [:]
+    private var owned: [any StorageFile] = []
     private var buffer: [UInt8] = []
 
-    init(store: String, fs: any FileSystem, segments: [SequenceNumber]) {
+    init(store: String, fs: any FileSystem, segments: [SequenceNumber], files: [Int: any StorageFile] = [:]) {
         self.store = store
         self.fs = fs
         self.segments = segments
+        given = files
     }
 
     deinit {
-        for (_, o) in open { o.file.close() }
+        for f in owned { f.close() }
     }
 
     private func read(_ file: any StorageFile, _ count: Int, at offset: Int64) throws(JournalError) {
@@ -95,8 +100,14 @@ final class FrameFetcher {
     private func segment(_ ordinal: Int) throws(JournalError) -> (file: any StorageFile, size: Int64, previousChain: UInt32) {
         if let o = open[ordinal] { return o }
         let name = SegmentName(base: segments[ordinal]).fileName
-        let file = try fs.openFile(store + "/" + name, create: false, truncate: false)
-        do throws(JournalError) {
+        let file: any StorageFile
+        if let f = given[ordinal] {
+            file = f
+        } else {
+            file = try fs.openForReading(store + "/" + name)
+            owned.append(file)
+        }
+        do {
             let size = try file.size()
             guard size >= Int64(SegmentHeader.size) else { throw JournalError.corruption(Corruption(
                 segment: name, offset: 0, lastGoodSequence: 0, problem: .badSegmentHeader(.truncated(Int(size))), isTornTail: false)) }
@@ -112,9 +123,6 @@ final class FrameFetcher {
             case .failure(let e):
                 throw JournalError.corruption(Corruption(segment: name, offset: 0, lastGoodSequence: 0, problem: .badSegmentHeader(e), isTornTail: false))
             }
-        } catch {
-            file.close()
-            throw error
         }
     }
 
@@ -225,7 +233,7 @@ enum AtomicFile {
 
     /// The whole file, refusing one larger than `limit` before allocating for it.
     static func read(_ path: String, fs: any FileSystem, limit: Int) throws(JournalError) -> [UInt8] {
-        let file = try fs.openFile(path, create: false, truncate: false)
+        let file = try fs.openForReading(path)
         defer { file.close() }
         let size = try file.size()
         guard size <= Int64(limit) else { throw JournalError.notAStore(path: path, reason: "\(size) bytes is larger than the \(limit)-byte limit") }

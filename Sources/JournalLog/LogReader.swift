@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a record means, decoded. Entries of a batch come out one by one.
 public enum LogEvent: Sendable, Equatable {
     case entry(SequenceNumber, JournalEntry)
@@ -27,6 +29,12 @@ public struct ScanReport: Sendable {
     public var problems: [Corruption]
     public var lastSequence: SequenceNumber
     public var isClean: Bool { problems.isEmpty }
+    /// A compaction run was committed but not finished by a writer's open: its rewritten segments
+    /// (`.swap`, `.cleaned`) were read in place of the old ones (FORMAT.md §9.4).
+    public var compactionCommitPending = false
+    /// Frames a live writer was appending at the end of the log while it was read: the scan ended
+    /// before them, as it would have a moment earlier.
+    public var liveTailBytesSkipped: Int64 = 0
 }
 
 /// Read-only access to a store directory or to a single segment file. Needs no lock,
@@ -47,21 +55,62 @@ public enum LogReader {
         }
     }
 
-    /// Visits every intact record in order under `mode`.
+    /// Visits every intact record in order under `mode`. A store directory is read as one
+    /// consistent set of segments (`SegmentSet`: a pending compaction commit whole), and damage
+    /// at the very end of it while a writer is live is first given `settle` to turn out to be a
+    /// frame being written (then it is read, or the scan ends before it) before it is reported.
     public static func scanRecords(_ path: String, mode: RecoveryMode = .tolerateTail, fs: any FileSystem = PosixFileSystem(),
+                                   settle: Duration = .milliseconds(200),
                                    visit: (RecordView) throws -> Void) throws -> ScanReport {
         let (paths, standalone) = try segments(of: path, fs: fs)
         var scanner = StoreScanner(fs: fs, mode: mode)
-        try scanner.scan(paths: paths, standalone: standalone, visit: visit)
-        return ScanReport(mode: mode, segments: scanner.summaries, problems: scanner.problems, lastSequence: scanner.lastSequence)
+        guard !standalone else {
+            try scanner.scan(paths: paths, standalone: true, visit: visit)
+            return ScanReport(mode: mode, segments: scanner.summaries, problems: scanner.problems, lastSequence: scanner.lastSequence)
+        }
+        let set = try SegmentSet.open(store: path, fs: fs)
+        let inputs = set.segments.map { StoreScanner.ScanInput(name: $0.name, file: $0.file) }
+        try scanner.scan(files: inputs, liveTail: true, visit: visit)
+        var report = ScanReport(mode: mode, segments: [], problems: [], lastSequence: 0, compactionCommitPending: set.commitPending)
+        if let first = scanner.liveTailProblem, scanner.summaries.count == inputs.count {
+            // Damage at the end: a frame being written, or real. Look again while it moves.
+            let last = inputs[inputs.count - 1]
+            var unchanged = 0
+            var seen = first
+            let deadline = ContinuousClock.now + settle
+            let live = settle > .zero && WriterLock.writerMayBeLive(store: path, fs: fs)
+            while live, scanner.liveTailProblem != nil, ContinuousClock.now < deadline, unchanged < 5 {
+                Thread.sleep(forTimeInterval: 0.01)
+                let from = scanner.summaries.removeLast()
+                scanner.liveTailProblem = nil
+                try scanner.scan(files: [last], liveTail: true, resume: from, visit: visit)
+                if let p = scanner.liveTailProblem, p == seen { unchanged += 1 } else { unchanged = 0 }
+                if let p = scanner.liveTailProblem { seen = p }
+            }
+            if let p = scanner.liveTailProblem {
+                if live && unchanged < 5 {
+                    // Still moving when time ran out: a busy writer. The log ends before its frame.
+                    report.liveTailBytesSkipped = (try? last.file.size()).map { $0 - p.offset } ?? 0
+                } else {
+                    // It held still: real damage, which the mode decides about.
+                    let from = scanner.summaries.removeLast()
+                    scanner.liveTailProblem = nil
+                    try scanner.scan(files: [last], liveTail: false, resume: from, visit: visit)
+                }
+            }
+        }
+        report.segments = scanner.summaries
+        report.problems = scanner.problems
+        report.lastSequence = scanner.lastSequence
+        return withExtendedLifetime(set) { report }
     }
 
     /// Visits every event with a sequence of at least `from`. A record whose checksum holds but
     /// whose payload does not decode is corruption: skipped in salvage mode, thrown otherwise.
     public static func read(_ path: String, mode: RecoveryMode = .tolerateTail, from: SequenceNumber = 0,
-                            fs: any FileSystem = PosixFileSystem(),
+                            fs: any FileSystem = PosixFileSystem(), settle: Duration = .milliseconds(200),
                             visit: (LogEvent, RecordView) throws -> Void) throws -> ScanReport {
-        try scanRecords(path, mode: mode, fs: fs) { record in
+        try scanRecords(path, mode: mode, fs: fs, settle: settle) { record in
             // Decoded even below `from`: a payload that does not decode is corruption wherever it
             // is, and the mode decides what is kept (FORMAT.md §9.2).
             let events: [LogEvent]

@@ -142,6 +142,9 @@ struct StoreScanner {
     var summaries: [SegmentSummary] = []
     /// Where the kept prefix ends when a problem stopped the scan: segment index and offset.
     var cut: (segment: Int, offset: Int64)?
+    /// With `liveTail`: damage at the end of the last segment, taken as the current end of a log
+    /// a writer may be appending to (not reported as a problem). A reader looks again later.
+    var liveTailProblem: Corruption?
 
     init(fs: any FileSystem, mode: RecoveryMode) {
         self.fs = fs
@@ -154,19 +157,41 @@ struct StoreScanner {
     /// the previous segment, for a single segment copied out of a store.
     mutating func scan(paths: [String], standalone: Bool = false,
                        visit: (RecordView) throws -> Void) throws {
-        var storeID: (UInt64, UInt64)? = nil
-        var chain: UInt32? = nil
-        var lastSeq: SequenceNumber = 0
-        for (index, path) in paths.enumerated() {
-            let name = String(path.split(separator: "/").last ?? Substring(path))
-            let isLast = index == paths.count - 1
-            let file = try fs.openFile(path, create: false, truncate: false)
-            defer { file.close() }
-            let size = try file.size()
-            let reader = SegmentReader(file: file, fileSize: size)
-            var summary = SegmentSummary(name: name, header: nil, fileSize: size, validEnd: 0, lastSequence: lastSeq,
+        var files: [ScanInput] = []
+        defer { for f in files { f.file.close() } }
+        for path in paths {
+            files.append(ScanInput(name: String(path.split(separator: "/").last ?? Substring(path)), file: try fs.openForReading(path)))
+        }
+        try scan(files: files, standalone: standalone, visit: visit)
+    }
+
+    /// One segment to scan: its name (as reports give it) and an open file.
+    struct ScanInput {
+        var name: String
+        var file: any StorageFile
+    }
+
+    /// Scans open segment files in base order. `liveTail`: damage at the end of the last one is
+    /// the current end of a log being appended to (`liveTailProblem`), not a problem. `resume`:
+    /// the first file is the segment this summary describes, scanned on from its valid end (a
+    /// reader catching up with a writer).
+    mutating func scan(files: [ScanInput], standalone: Bool = false, liveTail: Bool = false, resume: SegmentSummary? = nil,
+                       visit: (RecordView) throws -> Void) throws {
+        var storeID: (UInt64, UInt64)? = resume?.header?.storeID
+        var chain: UInt32? = resume?.endChain
+        var lastSeq: SequenceNumber = resume?.lastSequence ?? 0
+        for (index, input) in files.enumerated() {
+            let isLast = index == files.count - 1
+            let size = try input.file.size()
+            let reader = SegmentReader(file: input.file, fileSize: size)
+            var summary = SegmentSummary(name: input.name, header: nil, fileSize: size, validEnd: 0, lastSequence: lastSeq,
                                          endChain: chain ?? 0)
-            let stop = try scanSegment(reader: reader, name: name, isLast: isLast, standalone: standalone || index == 0,
+            if index == 0, let resume {
+                summary = resume
+                summary.fileSize = size
+            }
+            let stop = try scanSegment(reader: reader, name: input.name, isLast: isLast, standalone: standalone || (index == 0 && resume == nil),
+                                       liveTail: liveTail && isLast, resuming: index == 0 && resume != nil,
                                        storeID: &storeID, chain: &chain, lastSeq: &lastSeq, summary: &summary, visit: visit)
             summaries.append(summary)
             if stop {
@@ -191,13 +216,32 @@ struct StoreScanner {
     }
 
     // Returns true when scanning must stop after this segment.
-    private mutating func scanSegment(reader: SegmentReader, name: String, isLast: Bool, standalone: Bool,
+    private mutating func scanSegment(reader: SegmentReader, name: String, isLast: Bool, standalone: Bool, liveTail: Bool, resuming: Bool,
                                       storeID: inout (UInt64, UInt64)?, chain: inout UInt32?, lastSeq: inout SequenceNumber,
                                       summary: inout SegmentSummary, visit: (RecordView) throws -> Void) throws -> Bool {
         let size = reader.fileSize
         func corruption(_ at: Int64, _ p: Corruption.Problem, torn: Bool = false) -> Corruption {
             Corruption(segment: name, offset: at, lastGoodSequence: lastSeq, problem: p, isTornTail: torn && isLast)
         }
+        /// Records a problem; true when the scan stops there. At a live tail, it is the end.
+        func report(_ c: Corruption) throws -> Bool {
+            if liveTail {
+                liveTailProblem = c
+                return true
+            }
+            return try self.report(c)
+        }
+        var ch: UInt32
+        var pos: Int64
+        var sealed = false
+        if resuming, let header = summary.header {
+            // Catching up: the header and everything before `validEnd` were read already.
+            ch = summary.endChain
+            pos = summary.validEnd
+            sealed = summary.sealed
+            lastSeq = summary.lastSequence
+            _ = header
+        } else {
         // Header. A store lists only well-named segments; a standalone file may have any name.
         let parsedName = SegmentName(fileName: name)
         let headerBytes = try reader.window(0, Int(min(Int64(SegmentHeader.size), size)))
@@ -231,13 +275,13 @@ struct StoreScanner {
         if !standalone, header.baseSequence <= lastSeq {
             if try report(corruption(0, .sequenceOutOfOrder(previous: lastSeq, found: header.baseSequence))) { return true }
         }
-        var ch = header.previousChain
+        ch = header.previousChain
         lastSeq = max(lastSeq, header.baseSequence &- 1)
-        var pos = Int64(SegmentHeader.size)
+        pos = Int64(SegmentHeader.size)
         summary.validEnd = pos
         summary.lastSequence = lastSeq
         summary.endChain = ch
-        var sealed = false
+        }
 
         frames: while pos < size {
             let remaining = size - pos

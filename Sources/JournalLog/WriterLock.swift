@@ -14,6 +14,14 @@ import Darwin
 /// removing it releases nothing.
 struct WriterLock {
     let lock: any FileLock
+    /// Names this holding in `LOCK`, so a reader in this process can tell a live writer from
+    /// one that closed (another process's liveness is its process id's).
+    let nonce: UInt64
+    let store: String
+    let fs: any FileSystem
+
+    private static let registry = NSLock()
+    nonisolated(unsafe) private static var liveNonces: Set<UInt64> = []
 
     /// Takes the lock, waiting up to `wait` for a holder to let go; throws `.locked` naming the
     /// holder when it does not.
@@ -23,8 +31,12 @@ struct WriterLock {
         while true {
             do {
                 let lock = try fs.lockDirectory(store)
-                writeHolder(store: store, fs: fs)
-                return WriterLock(lock: lock)
+                let nonce = UInt64.random(in: 1 ... .max)
+                registry.lock()
+                liveNonces.insert(nonce)
+                registry.unlock()
+                writeHolder(store: store, fs: fs, nonce: nonce)
+                return WriterLock(lock: lock, nonce: nonce, store: store, fs: fs)
             } catch {
                 guard case .locked = error else { throw error }
                 let now = ContinuousClock.now
@@ -36,7 +48,34 @@ struct WriterLock {
         }
     }
 
-    func release() { lock.unlock() }
+    func release() {
+        // Still holding the lock: no other writer's name can be overwritten.
+        if let file = try? fs.openFile(store + "/" + StoreLayout.lockFile, create: false, truncate: true) {
+            try? file.write(Array("released: no writer holds this store\n".utf8), at: 0)
+            file.close()
+        }
+        WriterLock.registry.lock()
+        WriterLock.liveNonces.remove(nonce)
+        WriterLock.registry.unlock()
+        lock.unlock()
+    }
+
+    /// Whether a writer may be appending to the store now, judged without touching its lock:
+    /// `LOCK` names a process that is alive (in this process: a holding not yet released). A
+    /// reader that finds damage at the end of the log waits for such a writer to finish the
+    /// frame before it calls the damage real. Errs towards "maybe".
+    static func writerMayBeLive(store: String, fs: any FileSystem) -> Bool {
+        guard let bytes = try? AtomicFile.read(store + "/" + StoreLayout.lockFile, fs: fs, limit: 4_096) else { return true }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.hasPrefix("pid "), let pid = Int32(text.dropFirst(4).prefix { $0.isNumber }) else { return !text.hasPrefix("released") }
+        if pid == getpid() {
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("nonce ") }), let nonce = UInt64(line.dropFirst(6)) else { return true }
+            registry.lock()
+            defer { registry.unlock() }
+            return liveNonces.contains(nonce)
+        }
+        return kill(pid, 0) == 0 || errno == EPERM
+    }
 
     /// Who holds the lock: process id, program and since when. Informational only.
     static func describeThisProcess() -> String {
@@ -46,8 +85,8 @@ struct WriterLock {
         return "pid \(getpid()) (\(command)) since \(ISO8601Time.format(Int64(Date().timeIntervalSince1970 * 1000)))"
     }
 
-    private static func writeHolder(store: String, fs: any FileSystem) {
-        let text = describeThisProcess() + "\nThis file only names the writer; the lock is on the store directory, and removing this file releases nothing.\n"
+    private static func writeHolder(store: String, fs: any FileSystem, nonce: UInt64) {
+        let text = describeThisProcess() + "\nnonce \(nonce)\nThis file only names the writer; the lock is on the store directory, and removing this file releases nothing.\n"
         guard let file = try? fs.openFile(store + "/" + StoreLayout.lockFile, create: true, truncate: true) else { return }
         defer { file.close() }
         try? file.write(Array(text.utf8), at: 0)

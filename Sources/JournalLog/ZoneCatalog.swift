@@ -105,7 +105,7 @@ struct ZoneCatalog {
     /// Applies one record's facts (the rules every reader and the writer share, TOKENS.md §1) and
     /// says which incarnations the frame touches; low-water marks are returned, not applied,
     /// since the writer applies them only once their record is durable.
-    mutating func prepare(_ events: [LogEvent]) -> (touches: [FrameTouch], marks: [(zone: String, incarnation: SequenceNumber, mark: SequenceNumber)]) {
+    mutating func prepare(_ events: [LogEvent], trackIDs: Bool = true) -> (touches: [FrameTouch], marks: [(zone: String, incarnation: SequenceNumber, mark: SequenceNumber)]) {
         var touched: [Int: FrameTouch] = [:]
         var order: [Int] = []
         var marks: [(zone: String, incarnation: SequenceNumber, mark: SequenceNumber)] = []
@@ -120,13 +120,14 @@ struct ZoneCatalog {
         for event in events {
             switch event {
             case .entry(let seq, let e):
-                // An incarnation that starts here is seen whole from its start: its id set is complete.
-                let i = live(e.zone) ?? create(e.zone, at: seq, implicit: true, idsLoaded: true)
-                if ids[i] != nil, ids[i]![e.id] == nil { ids[i]![e.id] = StoredID(sequence: seq, fingerprint: EntryFingerprint.of(e)) }
+                // An incarnation that starts here is seen whole from its start: its id set is
+                // complete. A replay (`trackIDs` false) leaves ids to be loaded on first append.
+                let i = live(e.zone) ?? create(e.zone, at: seq, implicit: true, idsLoaded: trackIDs)
+                if trackIDs, ids[i] != nil, ids[i]![e.id] == nil { ids[i]![e.id] = StoredID(sequence: seq, fingerprint: EntryFingerprint.of(e)) }
                 touch(i, seq, entries: 1)
             case .zoneCreated(let seq, let zone):
                 // A create for a zone that is live continues it (idempotent create); else a new incarnation.
-                let i = live(zone) ?? create(zone, at: seq, implicit: false, idsLoaded: true)
+                let i = live(zone) ?? create(zone, at: seq, implicit: false, idsLoaded: trackIDs)
                 touch(i, seq, entries: 0)
             case .zoneDeleted(let seq, let zone, let reason):
                 guard let i = live(zone) else { continue }
@@ -144,7 +145,7 @@ struct ZoneCatalog {
     /// Replays one intact, durable record (open, or a rebuild).
     mutating func observe(_ events: [LogEvent], segment: SequenceNumber, offset: Int64) {
         let location = ZoneTrack.location(segmentOrdinal: ordinal(ofSegment: segment), offset: offset)
-        let (touches, marks) = prepare(events)
+        let (touches, marks) = prepare(events, trackIDs: false)
         for t in touches { place(t, location: location) }
         for m in marks { setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark) }
     }

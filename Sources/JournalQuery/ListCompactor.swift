@@ -69,6 +69,18 @@ public struct ListCompactor: Sendable {
         self.retentionMillis = retentionMillis
     }
 
+    public init(store: JournalStore, fs: any FileSystem = PosixFileSystem(), retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
+        self.init(query: ListQuery(store: store, fs: fs), retentionMillis: retentionMillis)
+    }
+
+    /// The store's writer: compaction rewrites segments and raises marks.
+    private var store: JournalStore {
+        get throws(QueryError) {
+            guard let w = query.writer else { throw .storage(.readOnly("compaction needs the store's writer; open the store with JournalStore.open")) }
+            return w
+        }
+    }
+
     private struct Plan {
         var zone: ZoneCompaction
         var entries: [(SequenceNumber, JournalEntry)]
@@ -81,7 +93,7 @@ public struct ListCompactor: Sendable {
     /// Compacts every live zone as of `now` (milliseconds since the epoch). `dryRun` decides and
     /// reports without writing anything.
     public func run(now: Int64, dryRun: Bool = false) throws(QueryError) -> ListCompactionReport {
-        let store = query.store
+        let store = try self.store
         var report = ListCompactionReport()
         let cutoff = now - retentionMillis
         let zones = store.zones().filter { !$0.isDeleted }
@@ -152,7 +164,7 @@ public struct ListCompactor: Sendable {
     /// a dry run only reports the plans. An empty group still has the store drop the entries of
     /// deleted zones.
     private func compact(_ plans: inout [Plan], dryRun: Bool, into report: inout ListCompactionReport) throws(QueryError) {
-        let store = query.store
+        let store = try self.store
         if dryRun {
             record(plans, into: &report)
             return
@@ -273,7 +285,7 @@ public struct ListCompactor: Sendable {
     /// The zone's entries after `position`, or nil when the zone is gone or is no longer
     /// `incarnation` (when given).
     private func liveTail(_ zone: String, after position: SequenceNumber, incarnation: SequenceNumber? = nil) throws(QueryError) -> [FeedEntry]? {
-        if let incarnation, query.store.zone(zone)?.incarnation != incarnation { return nil }
+        if let incarnation, try store.zone(zone)?.incarnation != incarnation { return nil }
         do { return try replayTail(zone, after: position) } catch { if Self.isGone(error) { return nil } else { throw error } }
     }
 
@@ -287,7 +299,7 @@ public struct ListCompactor: Sendable {
 
     /// The zone's entries after `position`, through the feed.
     private func replayTail(_ zone: String, after position: SequenceNumber) throws(QueryError) -> [FeedEntry] {
-        let store = query.store
+        let store = try self.store
         var all: [FeedEntry] = []
         do throws(FeedError) {
             var token = try store.zoneToken(zone, position: position)

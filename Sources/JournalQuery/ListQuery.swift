@@ -49,14 +49,27 @@ public struct SnapshotReport: Sendable {
 /// The query layer: list state, history and snapshots, read through the change feed. It knows
 /// the list model; the store below it does not.
 public struct ListQuery: Sendable {
-    public let store: JournalStore
+    /// What the lists are read from: the writer, or a reader beside it (`StoreReader`).
+    public let store: any StoreReading
+    /// The store's writer when this query was made over it: what writes snapshots of its own
+    /// horizon and what a compactor needs.
+    public let writer: JournalStore?
     public let fs: any FileSystem
     /// Entries read per feed page while replaying.
     public var pageSize = 65_536
 
     public init(store: JournalStore, fs: any FileSystem = PosixFileSystem()) {
         self.store = store
+        writer = store
         self.fs = fs
+    }
+
+    /// Lists read through a reader that never takes the writer's lock (another process may be
+    /// appending); snapshots and histories written through it are as safe as any (atomic files).
+    public init(reader: any StoreReading, fs: (any FileSystem)? = nil) {
+        store = reader
+        writer = nil
+        self.fs = fs ?? reader.fileSystem
     }
 
     /// Feeds the zone's entries after `position` (through `until`, when given) to `body`, page
@@ -132,7 +145,7 @@ public struct ListQuery: Sendable {
                 warnings.append("\(file.name): predates the low-water mark \(info.lowWaterMark); skipped")
                 continue
             }
-            guard file.sequence <= info.lastChange || file.sequence <= store.durableSequence else {
+            guard file.sequence <= info.lastChange || file.sequence <= store.horizon else {
                 warnings.append("\(file.name): sequence \(file.sequence) is past the log's end; skipped")
                 continue
             }

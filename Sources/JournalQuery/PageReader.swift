@@ -17,13 +17,13 @@ final class PageReader: @unchecked Sendable {
     private let depth: Int
     /// Without read-ahead, `next()` reads each page itself: from this store (nil with read-ahead),
     /// after `token` (nil once the last page was read).
-    private let store: JournalStore?
+    private let store: (any StoreReading)?
     private let zone: String
     private let pageSize: Int
     private var token: FeedToken?
 
     /// Starts reading the pages after `token` (on another thread with `readAhead`).
-    init(store: JournalStore, zone: String, after token: FeedToken, pageSize: Int, readAhead: Bool = true, depth: Int = 2) {
+    init(store: any StoreReading, zone: String, after token: FeedToken, pageSize: Int, readAhead: Bool = true, depth: Int = 2) {
         precondition(depth >= 1 && pageSize >= 1)
         self.depth = depth
         self.zone = zone
@@ -42,7 +42,7 @@ final class PageReader: @unchecked Sendable {
     /// Whether a replay of more than one page is worth a thread: only with a core to spare.
     static var worthwhile: Bool { ProcessInfo.processInfo.activeProcessorCount > 1 }
 
-    private func read(_ store: JournalStore, _ zone: String, _ first: FeedToken, _ pageSize: Int) {
+    private func read(_ store: any StoreReading, _ zone: String, _ first: FeedToken, _ pageSize: Int) {
         var token = first
         while true {
             cond.lock()

@@ -54,10 +54,9 @@ struct Show: ParsableCommand {
     @Flag(help: "One JSON object: name, colour, items[{item,text,state,addedBy,addedAt,markedOffBy,markedOffAt}].") var json = false
 
     func run() throws {
-        let s = try openExisting(store)
-        defer { try? s.close() }
+        let s = try openReader(store)
         let m: MaterialisedList
-        do { m = try ListQuery(store: s).materialise(zone, at: at) } catch { throw queryFailure(error, json: json, path: store) }
+        do { m = try ListQuery(reader: s).materialise(zone, at: at) } catch { throw queryFailure(error, json: json, path: store) }
         for w in m.warnings { printError("warning: snapshot \(w)") }
         var state = m.state
         if hideDone {
@@ -109,11 +108,10 @@ struct History: ParsableCommand {
     @Flag(help: "One JSON object: {\"zone\",\"events\":[{entry,kind,by,at,hlc,item,text}]}.") var json = false
 
     func run() throws {
-        let s = try openExisting(store)
-        defer { try? s.close() }
+        let s = try openReader(store)
         let log: ActivityLog
         do {
-            let (l, warnings) = try ListQuery(store: s).history(zone)
+            let (l, warnings) = try ListQuery(reader: s).history(zone)
             for w in warnings { printError("warning: history \(w)") }
             log = l
         } catch { throw queryFailure(error, json: json, path: store) }

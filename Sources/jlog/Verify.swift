@@ -29,13 +29,17 @@ struct Verify: ParsableCommand {
             throw fail(error, path: path)
         }
         let (stats, report) = strict
+        let pendingNote = "a compaction run is committed but not finished (.swap files): every reader reads its rewritten segments; "
+            + "the next writer's open (`jlog recover \(path)`) renames them into place"
         if report.isClean {
             if json {
                 print(JSON.object([("path", .string(path)), ("ok", .bool(true)), ("records", .int(Int64(stats.records))),
                                    ("entries", .int(Int64(stats.entries))), ("lastSequence", .uint(stats.lastSequence)),
-                                   ("segments", .int(Int64(report.segments.count)))]).rendered)
+                                   ("segments", .int(Int64(report.segments.count))),
+                                   ("compactionCommitPending", .bool(report.compactionCommitPending))]).rendered)
             } else {
                 print("ok: \(report.segments.count) segments, \(stats.records) records, \(stats.entries) entries, last sequence \(stats.lastSequence)")
+                if report.compactionCommitPending { print("note: " + pendingNote) }
                 if let first = report.segments.first?.header?.baseSequence, first > 1 {
                     print("note: the oldest segment present starts at sequence \(first); whether segments before it existed cannot be checked (FORMAT.md §3.3)")
                 }
@@ -74,6 +78,7 @@ struct Verify: ParsableCommand {
             ]).rendered)
         } else {
             print("problem: \(first.description)")
+            if report.compactionCommitPending { print("note: " + pendingNote) }
             if report.problems.count > 1 { print("(\(report.problems.count) damaged spots in all)") }
             for o in outcomes {
                 if o.opens {

@@ -12,7 +12,22 @@ enum DeletionReasonArgument: String, ExpressibleByArgument, CaseIterable {
     var reason: ZoneDeletionReason { self == .purged ? .purged : .deleted }
 }
 
-/// Opens a store that must already exist, for the zone commands.
+/// Opens a store that must exist for reading, without the writer's lock: the read commands run
+/// beside a writer (an app, `jlog import`) and on read-only media. The log read is a consistent
+/// prefix; a torn tail that a writer's next open would cut is read as the end.
+func openReader(_ path: String) throws -> StoreReader {
+    do {
+        let reader = try StoreReader.open(path)
+        if let tail = reader.liveTail, !reader.writerMayBeLive {
+            printError("note: \(tail.description); reading the log before it (the next writer's open repairs it)")
+        }
+        return reader
+    } catch {
+        throw fail(error, path: path)
+    }
+}
+
+/// Opens a store that must already exist as its writer, for the commands that write.
 func openExisting(_ path: String) throws -> JournalStore {
     do {
         var options = StoreOptions()
@@ -46,8 +61,7 @@ struct Zones: ParsableCommand {
     @Flag(help: "One JSON object: {\"zones\":[…]}.") var json = false
 
     func run() throws {
-        let s = try openExisting(store)
-        defer { try? s.close() }
+        let s = try openReader(store)
         let zones = s.zones()
         if json {
             print(JSON.object([("zones", .array(zones.map(zoneJSON)))]).rendered)
@@ -84,8 +98,7 @@ struct Changes: ParsableCommand {
     }
 
     func run() throws {
-        let s = try openExisting(store)
-        defer { try? s.close() }
+        let s = try openReader(store)
         let page: ZoneChanges
         do {
             page = try s.changes(in: zone, since: since.map(FeedToken.init), limit: limit)

@@ -1,0 +1,221 @@
+import Foundation
+
+/// A read-only view of a store that never takes the writer's lock, so it runs beside a writer in
+/// this process or another one (an app's widget or share extension, or `jlog show` on a live
+/// store), and on read-only media. It serves the change feed, the zone list and everything the
+/// query layer reads (`StoreReading`), from a consistent prefix of whole, checksummed records:
+/// the segments it reads form one log (never half of a compaction run, `SegmentSet`), and the
+/// end of the last one is wherever the last intact frame ends (a frame the writer is appending
+/// at that moment is simply not there yet). `refresh()` catches up with what was appended since.
+///
+/// It never writes, repairs or deletes anything. It shares nothing mutable with a writer in the
+/// same process: everything it knows it read from the files (like LevelDB's `log::Reader`).
+public final class StoreReader: StoreReading, @unchecked Sendable {
+    public let path: String
+    public let fileSystem: any FileSystem
+    /// tolerateTail (damage anywhere but at the live end is an error) or pointInTime (the prefix
+    /// before the first damage).
+    public let mode: RecoveryMode
+    private let lock = NSLock()
+    private var state: ReaderState
+
+    /// Opens the store at `path` for reading. A store with no segment yet reads as empty.
+    public static func open(_ path: String, fileSystem: any FileSystem = PosixFileSystem(),
+                            mode: RecoveryMode = .tolerateTail) throws(JournalError) -> StoreReader {
+        switch fileSystem.kind(of: path) {
+        case .missing: throw JournalError.storeMissing(path: path)
+        case .directory: break
+        case .file, .other: throw JournalError.notAStore(path: path, reason: "it is a file, not a store directory (inspect it with `jlog inspect`)")
+        }
+        guard mode == .tolerateTail || mode == .pointInTime else {
+            throw JournalError.readOnly("a store reader reads in tolerateTail or pointInTime mode; salvage is `jlog dump --mode salvage`")
+        }
+        let set = try SegmentSet.open(store: path, fs: fileSystem)
+        return StoreReader(path: path, fs: fileSystem, mode: mode, state: try ReaderState.build(set, fs: fileSystem, mode: mode))
+    }
+
+    private init(path: String, fs: any FileSystem, mode: RecoveryMode, state: ReaderState) {
+        self.path = path
+        fileSystem = fs
+        self.mode = mode
+        self.state = state
+    }
+
+    private var current: ReaderState {
+        lock.lock()
+        defer { lock.unlock() }
+        return state
+    }
+
+    /// Reads what was appended since the last look (and, after a compaction swapped segments,
+    /// the log anew). Returns true when the horizon moved or the log was rewritten.
+    @discardableResult
+    public func refresh() throws(JournalError) -> Bool {
+        let old = current
+        // The cheap check first: the same files, and nothing new at the end of the last one.
+        if try old.set.isCurrent(fs: fileSystem), try !old.mayHaveGrown(fs: fileSystem) { return false }
+        let set = try SegmentSet.open(store: path, fs: fileSystem)
+        let next: ReaderState
+        if let caught = try old.caughtUp(with: set, fs: fileSystem, mode: mode) {
+            next = caught
+        } else {
+            next = try ReaderState.build(set, fs: fileSystem, mode: mode)
+        }
+        lock.lock()
+        state = next
+        lock.unlock()
+        return next.horizon != old.horizon || next.set !== old.set && !next.extends(old)
+    }
+
+    /// Whether a compaction run is committed but not yet finished by a writer (its `.swap` files
+    /// are read in place of their segments).
+    public var compactionCommitPending: Bool { current.set.commitPending }
+
+    /// The highest sequence read: the end of the consistent prefix.
+    public var horizon: SequenceNumber { current.horizon }
+
+    /// The store's id (nil for a store with no segment yet).
+    public var storeID: (UInt64, UInt64)? { current.storeID }
+
+    /// Damage at the end of the last segment, taken as the live end of the log (a frame being
+    /// written, or a torn tail a writer's next open will cut).
+    public var liveTail: Corruption? { current.liveTail }
+
+    /// Whether a writer may be appending now (`LOCK` names a live process): then `liveTail` is
+    /// most likely a frame in flight. Best effort, erring towards yes.
+    public var writerMayBeLive: Bool { WriterLock.writerMayBeLive(store: path, fs: fileSystem) }
+
+    public func zones() -> [ZoneInfo] {
+        let s = current
+        return ZoneFeed.zones(s.catalog, horizon: s.horizon)
+    }
+
+    public func zone(_ name: String) -> ZoneInfo? {
+        let s = current
+        return ZoneFeed.zone(name, s.catalog, horizon: s.horizon)
+    }
+
+    public func changedZones(since token: FeedToken?) throws(FeedError) -> DatabaseChanges {
+        let s = try withFreshState(for: token)
+        return try ZoneFeed.changedZones(since: token, s.catalog, horizon: s.horizon, signer: try s.signer())
+    }
+
+    public func changes(in zone: String, since token: FeedToken?, limit: Int = 1_000) throws(FeedError) -> ZoneChanges {
+        let s = try withFreshState(for: token)
+        let signer = try s.signer()
+        return try ZoneFeed.changes(limit: limit) { slack throws(FeedError) in
+            let plan = try ZoneFeed.plan(zone, since: token, limit: limit, frameSlack: slack, s.catalog, horizon: s.horizon,
+                                         signer: signer) { z, inc in
+                SnapshotDirectory.list(store: path, zone: z, incarnation: inc, kind: .state, fs: fileSystem)
+            }
+            return try ZoneFeed.read(plan, fetcher: s.fetcher(path: path, fs: fileSystem), signer: signer)
+        }
+    }
+
+    public func zoneToken(_ zone: String, position: SequenceNumber? = nil) throws(FeedError) -> FeedToken {
+        let s = current
+        return try ZoneFeed.zoneToken(zone, position: position, s.catalog, horizon: s.horizon, signer: try s.signer())
+    }
+
+    /// The state to answer `token` from: a token from the writer may be ahead of what this reader
+    /// has read so far, so it catches up first.
+    private func withFreshState(for token: FeedToken?) throws(FeedError) -> ReaderState {
+        let s = current
+        guard let token, let key = s.key, let t = try? ChangeToken.parse(token.text, key: key), t.position > s.horizon else { return s }
+        do { try refresh() } catch { throw .storage(error) }
+        return current
+    }
+}
+
+/// One consistent look at a store: the open segments, the zone catalog read from them, and where
+/// reading stopped. Immutable: a refresh builds the next one.
+final class ReaderState: @unchecked Sendable {
+    let set: SegmentSet
+    let catalog: ZoneCatalog
+    let summaries: [SegmentSummary]
+    let liveTail: Corruption?
+    let key: (UInt64, UInt64)?
+
+    init(set: SegmentSet, catalog: ZoneCatalog, summaries: [SegmentSummary], liveTail: Corruption?, key: (UInt64, UInt64)?) {
+        self.set = set
+        self.catalog = catalog
+        self.summaries = summaries
+        self.liveTail = liveTail
+        self.key = key
+    }
+
+    var horizon: SequenceNumber { summaries.last?.lastSequence ?? 0 }
+    var storeID: (UInt64, UInt64)? { summaries.first?.header?.storeID }
+
+    func signer() throws(FeedError) -> TokenSigner {
+        guard let storeID, let key else {
+            throw .storage(.readOnly("the store has no token key yet (no writer has opened it), so it issues no change tokens"))
+        }
+        return TokenSigner(storeID: storeID, key: key)
+    }
+
+    /// Frames are read from this state's own open files, whatever the directory holds now.
+    func fetcher(path: String, fs: any FileSystem) -> FrameFetcher {
+        var files: [Int: any StorageFile] = [:]
+        let byBase = Dictionary(set.segments.map { ($0.base, $0.file) }, uniquingKeysWith: { a, _ in a })
+        for (k, base) in catalog.segments.enumerated() { files[k] = byBase[base] }
+        return FrameFetcher(store: path, fs: fs, segments: catalog.segments, files: files)
+    }
+
+    /// Whether `other`'s segments are a prefix of this state's (the same files, the last perhaps grown).
+    func extends(_ other: ReaderState) -> Bool {
+        other.set.segments.count <= set.segments.count
+            && zip(other.set.segments, set.segments).allSatisfy { $0.base == $1.base && $0.identity == $1.identity }
+    }
+
+    /// Whether bytes may have been appended after the last intact frame: cheap (one small read).
+    func mayHaveGrown(fs: any FileSystem) throws(JournalError) -> Bool {
+        guard let last = set.segments.last, let summary = summaries.last else { return false }
+        let size = try last.file.size()
+        guard size > summary.validEnd, !summary.sealed else { return false }
+        let header = UnsafeMutableRawBufferPointer.allocate(byteCount: Frame.headerSize, alignment: 8)
+        defer { header.deallocate() }
+        let n = try last.file.read(into: header, at: summary.validEnd)
+        return header[0..<n].contains { $0 != 0 }
+    }
+
+    /// Reads a whole set: from the index checkpoint when it matches the log, else from scratch.
+    static func build(_ set: SegmentSet, fs: any FileSystem, mode: RecoveryMode) throws(JournalError) -> ReaderState {
+        let key = try StoreKey.load(store: set.store, fs: fs)
+        guard !set.segments.isEmpty else {
+            return ReaderState(set: set, catalog: ZoneCatalog(), summaries: [], liveTail: nil, key: key)
+        }
+        let inputs = set.segments.map { StoreScanner.ScanInput(name: $0.name, file: $0.file) }
+        var scanner = StoreScanner(fs: fs, mode: mode)
+        var builder = IndexBuilder(checkpoint: IndexBuilder.loadCheckpoint(store: set.store, fs: fs))
+        do { try scanner.scan(files: inputs, liveTail: true) { try builder.visit($0) } } catch { throw JournalError.wrap(error) }
+        if !builder.isCurrent || (builder.checkpoint.map { $0.storeID != (scanner.summaries.first?.header?.storeID ?? $0.storeID) } ?? false) {
+            var fresh = IndexBuilder(checkpoint: nil)
+            var rescan = StoreScanner(fs: fs, mode: mode)
+            do { try rescan.scan(files: inputs, liveTail: true) { try fresh.visit($0) } } catch { throw JournalError.wrap(error) }
+            return ReaderState(set: set, catalog: fresh.catalog, summaries: rescan.summaries, liveTail: rescan.liveTailProblem, key: key)
+        }
+        return ReaderState(set: set, catalog: builder.catalog, summaries: scanner.summaries, liveTail: scanner.liveTailProblem, key: key)
+    }
+
+    /// This state carried on over `set`, when `set` only adds to what this one read (the same
+    /// files, new frames at the end, new segments after it); nil when the log was rewritten.
+    func caughtUp(with set: SegmentSet, fs: any FileSystem, mode: RecoveryMode) throws(JournalError) -> ReaderState? {
+        let old = self.set.segments
+        guard !old.isEmpty, set.segments.count >= old.count, summaries.count == old.count,
+              zip(old, set.segments).allSatisfy({ $0.base == $1.base && $0.identity == $1.identity }),
+              set.commitPending == self.set.commitPending else { return nil }
+        let from = old.count - 1
+        let inputs = set.segments[from...].map { StoreScanner.ScanInput(name: $0.name, file: $0.file) }
+        var builder = IndexBuilder(checkpoint: nil)
+        builder.catalog = catalog
+        var scanner = StoreScanner(fs: fs, mode: mode)
+        do {
+            try scanner.scan(files: Array(inputs), liveTail: true, resume: summaries[from]) { try builder.visit($0) }
+        } catch { throw JournalError.wrap(error) }
+        var key = self.key
+        if key == nil { key = try StoreKey.load(store: set.store, fs: fs) }
+        return ReaderState(set: set, catalog: builder.catalog, summaries: Array(summaries[..<from]) + scanner.summaries,
+                           liveTail: scanner.liveTailProblem, key: key)
+    }
+}
