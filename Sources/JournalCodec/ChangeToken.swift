@@ -67,11 +67,11 @@ public struct ChangeToken: Hashable, Sendable {
         case zone = 0x5A
     }
 
-    /// Version 2 added `floor`; a version-1 token is refused (`unsupportedVersion`).
-    public static let version: UInt8 = 2
-    static let encodedSize = 1 + 1 + 16 + 8 + 8 + 8 + 8 + 8
+    /// Version 2 added `floor`, version 3 `epoch`; older tokens are refused (`unsupportedVersion`).
+    public static let version: UInt8 = 3
+    static let encodedSize = 1 + 1 + 16 + 8 + 8 + 8 + 8 + 8 + 8
     /// Text form prefix: it makes a token recognisable in logs and bug reports.
-    public static let prefix = "jlt2."
+    public static let prefix = "jlt3."
 
     public var kind: Kind
     public var storeID: (UInt64, UInt64)
@@ -85,24 +85,29 @@ public struct ChangeToken: Hashable, Sendable {
     /// expired only when the mark has since risen past its position: a reader paging through a
     /// compacted zone from the start holds positions below the mark, and stays valid.
     public var floor: SequenceNumber
+    /// The store's epoch when the token was issued (Spec/TOKENS.md §7): a token is good only
+    /// for positions the store still holds exactly as they were when it was issued.
+    public var epoch: UInt64
 
     public init(kind: Kind, storeID: (UInt64, UInt64), incarnation: SequenceNumber, zoneHash: UInt64, position: SequenceNumber,
-                floor: SequenceNumber = 0) {
+                floor: SequenceNumber = 0, epoch: UInt64 = 0) {
         self.kind = kind
         self.storeID = storeID
         self.incarnation = incarnation
         self.zoneHash = zoneHash
         self.position = position
         self.floor = floor
+        self.epoch = epoch
     }
 
     public static func == (a: ChangeToken, b: ChangeToken) -> Bool {
-        a.kind == b.kind && a.storeID == b.storeID && a.incarnation == b.incarnation && a.zoneHash == b.zoneHash && a.position == b.position && a.floor == b.floor
+        a.kind == b.kind && a.storeID == b.storeID && a.incarnation == b.incarnation && a.zoneHash == b.zoneHash && a.position == b.position
+            && a.floor == b.floor && a.epoch == b.epoch
     }
 
     public func hash(into h: inout Hasher) {
         h.combine(kind.rawValue); h.combine(storeID.0); h.combine(storeID.1)
-        h.combine(incarnation); h.combine(zoneHash); h.combine(position); h.combine(floor)
+        h.combine(incarnation); h.combine(zoneHash); h.combine(position); h.combine(floor); h.combine(epoch)
     }
 
     public static func zoneHash(_ zone: String, key: (UInt64, UInt64)) -> UInt64 {
@@ -132,24 +137,27 @@ public struct ChangeToken: Hashable, Sendable {
         w.u64(zoneHash)
         w.u64(position)
         w.u64(floor)
+        w.u64(epoch)
         w.u64(SipHash24.hash(key: key, w.bytes))
         return w.bytes
     }
 
     public static func decode(_ b: UnsafeRawBufferPointer, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
+        // The version byte first: an older token has another length.
+        guard b.count >= 1, b[0] == version else { throw b.count >= 1 && b[0] >= 1 && b[0] < version ? .unsupportedVersion(b[0]) : .malformed }
         guard b.count == encodedSize else { throw .malformed }
-        guard b[0] == version else { throw .unsupportedVersion(b[0]) }
         guard let kind = Kind(rawValue: b[1]) else { throw .malformed }
         let mac = b.u64(at: encodedSize - 8)
         guard SipHash24.hash(key: key, UnsafeRawBufferPointer(rebasing: b[0..<encodedSize - 8])) == mac else { throw .badMAC }
         return ChangeToken(kind: kind, storeID: (b.u64(at: 2), b.u64(at: 10)), incarnation: b.u64(at: 18),
-                           zoneHash: b.u64(at: 26), position: b.u64(at: 34), floor: b.u64(at: 42))
+                           zoneHash: b.u64(at: 26), position: b.u64(at: 34), floor: b.u64(at: 42), epoch: b.u64(at: 50))
     }
 
-    /// `jlt1.` + unpadded base64url of the encoded bytes.
+    /// `jlt3.` + unpadded base64url of the encoded bytes.
     public func text(key: (UInt64, UInt64)) -> String { ChangeToken.prefix + Base64URL.encode(encoded(key: key)) }
 
     public static func parse(_ text: String, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
+        for v in 1..<version where text.hasPrefix("jlt\(v).") { throw .unsupportedVersion(v) }
         guard text.utf8.count <= 128, text.hasPrefix(prefix), let bytes = Base64URL.decode(String(text.dropFirst(prefix.count))) else {
             throw .malformed
         }

@@ -117,7 +117,6 @@ extension JournalStore: StoreReading {
 
     var horizonLocked: SequenceNumber { options.durability == .none ? writtenThrough : durableThrough }
 
-    var signer: TokenSigner { TokenSigner(storeID: storeID, key: storeKey) }
 
     public func zones() -> [ZoneInfo] {
         cond.lock()

@@ -26,6 +26,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
     /// carries the same bytes, so this is a second, different entry reusing an id. `storedAt` is
     /// the stored entry's sequence (nil: the other one is earlier in the same batch).
     case idConflict(zone: String, id: CompactID, storedAt: SequenceNumber?)
+    /// The log lacks entries the store acknowledged (`EPOCHS`, Spec/TOKENS.md §7): the writer
+    /// refuses to open, so nothing reuses their sequences, until an operator accepts the loss.
+    case acknowledgedEntriesMissing(String)
     /// The store's token key file is damaged: tokens cannot be checked.
     case storeKeyDamaged(path: String)
     /// A compaction was planned from a zone read through `readThrough`, and an entry at
@@ -53,6 +56,10 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
         case .idConflict(let z, let id, let at):
             return "entry id \(id) in zone \(z) is already " + (at.map { "stored at sequence \($0)" } ?? "used earlier in the same batch")
                 + " with other content; a retry must carry the same entry, and a new entry needs a new id (nothing of this append was stored)"
+        case .acknowledgedEntriesMissing(let why):
+            return "acknowledged entries are missing: \(why). Put the missing segment files back (from a backup, or torn/), "
+                + "or accept the loss with `jlog recover STORE --accept-loss` (StoreOptions.acceptLoss): the store then begins a new token epoch, "
+                + "and every change token past the end gets invalidToken instead of skipping entries"
         case .storeKeyDamaged(let p): return "the token key \(p) is damaged; restore it from a backup, or delete it to issue a new key (every client then re-fetches from scratch)"
         case .compactionConflict(let z, let at, let through):
             return "zone \(z) changed at sequence \(at) after the compaction read it through \(through); nothing was compacted: run the compaction again"

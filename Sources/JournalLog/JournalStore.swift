@@ -28,6 +28,10 @@ public struct StoreOptions: Sendable {
     public var indexCheckpointBytes: Int = 16 << 20
     /// How long `open` waits for another writer to release the store before throwing `locked`.
     public var lockWait: Duration = .zero
+    /// Open even though acknowledged entries are missing (`acknowledgedEntriesMissing`: a segment
+    /// removed, a restored copy, a cut that was not a torn write): an operator's decision. The
+    /// store begins a new token epoch at its end, so no token ever skips what was lost.
+    public var acceptLoss = false
 
     public init() {}
 
@@ -57,6 +61,12 @@ public struct RecoveryReport: Sendable {
     public var indexSource: IndexSource = .rebuilt(reason: "new store")
     /// Records decoded to bring the zone index up to date on open.
     public var indexRecordsReplayed: Int = 0
+    /// The token epoch this open began (Spec/TOKENS.md §7): tokens of earlier epochs stay good
+    /// for the positions the log still holds as it did when they were issued.
+    public var epoch: UInt64 = 0
+    /// What open found about the store's past that clients will notice: no (readable) `EPOCHS`, so
+    /// every earlier token is refused, or a loss of acknowledged entries the caller accepted.
+    public var epochNote: String?
 }
 
 public enum IndexSource: Sendable, Equatable {
@@ -117,6 +127,10 @@ public final class JournalStore: @unchecked Sendable {
     /// count. A compaction's commit checks it.
     var lastEnqueued: [SequenceNumber] = []
     var isClosed = false
+    /// What `EPOCHS` holds (TOKENS.md §7); its epochs are fixed at open.
+    var epochRecord: EpochRecord
+    /// Issues and checks change tokens: the store's id, key and epochs, fixed at open.
+    let signer: TokenSigner
 
     // The writer's positions, read and written under `cond`.
     var lastAssigned: SequenceNumber { writer.lastAssigned }
@@ -166,6 +180,19 @@ public final class JournalStore: @unchecked Sendable {
             var builder = IndexBuilder(checkpoint: IndexBuilder.loadCheckpoint(store: path, fs: fs))
             if !paths.isEmpty {
                 do { try scanner.scan(paths: paths) { try builder.visit($0) } } catch { throw JournalError.wrap(error) }
+            }
+            // Before anything changes: does the log (as this open would keep it) still hold
+            // everything the store acknowledged? If not, refuse, unless an operator accepted it
+            // (or chose pointInTime, which keeps a prefix by definition).
+            let loaded = StoreEpochs.load(store: path, fs: fs)
+            let kept = scanner.cut.map { cut in scanner.summaries[...cut.segment].filter { $0.header != nil } } ?? scanner.summaries
+            // A segment file that is there, even with a torn header, held nothing acknowledged
+            // beyond what its predecessors end with: only an absent one is missing.
+            let present = paths.compactMap { SegmentName(fileName: String($0.split(separator: "/").last!))?.base }
+            if case .record(let rec) = loaded, let id = kept.first?.header?.storeID, rec.storeID == id,
+               let why = StoreEpochs.missing(rec, lastSequence: kept.last?.lastSequence ?? 0, segmentBases: present) {
+                guard options.acceptLoss || options.recovery == .pointInTime else { throw JournalError.acknowledgedEntriesMissing(why) }
+                report.epochNote = "acknowledged entries are missing and the loss was accepted: \(why)"
             }
             if let cut = scanner.cut, let problem = scanner.problems.first {
                 report.problem = problem
@@ -245,6 +272,26 @@ public final class JournalStore: @unchecked Sendable {
                 active.file.close()
                 throw error
             }
+            // A new token epoch begins at the end of the log as recovered (TOKENS.md §7).
+            var epochs: [EpochRecord.Epoch] = []
+            switch loaded {
+            case .record(let rec) where rec.storeID == id: epochs = rec.epochs
+            case .record: report.epochNote = report.epochNote ?? "EPOCHS belongs to another store: every earlier change token is refused"
+            case .unreadable(let why): report.epochNote = "\(why): every earlier change token is refused"
+            case .missing where lastAssigned > 0: report.epochNote = "no EPOCHS file: every earlier change token is refused"
+            case .missing: break
+            }
+            epochs.append(EpochRecord.Epoch(id: StoreEpochs.newID(), start: lastAssigned + 1))
+            if epochs.count > EpochCodec.maxEpochs { epochs.removeFirst(epochs.count - EpochCodec.maxEpochs) }
+            let record = EpochRecord(storeID: id, acknowledgedThrough: lastAssigned, activeSegment: active.name.base,
+                                     closedCleanly: false, epochs: epochs)
+            do throws(JournalError) { try StoreEpochs.write(record, store: path, fs: fs) } catch {
+                active.file.close()
+                throw error
+            }
+            epochRecord = record
+            signer = TokenSigner(storeID: id, key: storeKey, epochs: record)
+            report.epoch = record.current.id
             writer = LogWriter(store: path, fs: fs, options: options, storeID: id, cond: cond, chain: chain,
                                lastAssigned: lastAssigned, active: active)
             recovery = report
@@ -253,6 +300,19 @@ public final class JournalStore: @unchecked Sendable {
             throw error
         }
         writer.didWrite = { [unowned self] frames, placements, durable in self.didWriteLocked(frames, placements, durable: durable) }
+        writer.didRoll = { [unowned self] base throws(JournalError) in try self.recordRoll(to: base) }
+    }
+
+    /// After a roll, by the leader (not holding `cond`): `EPOCHS` records that everything below
+    /// `base` was acknowledged and that `base` is the segment appends go to, so a writer's open
+    /// notices if that segment is ever removed.
+    private func recordRoll(to base: SequenceNumber) throws(JournalError) {
+        cond.lock()
+        epochRecord.activeSegment = base
+        epochRecord.acknowledgedThrough = max(epochRecord.acknowledgedThrough, base - 1)
+        let record = epochRecord
+        cond.unlock()
+        try StoreEpochs.write(record, store: path, fs: fs)
     }
 
     deinit {
@@ -719,7 +779,14 @@ public final class JournalStore: @unchecked Sendable {
         cond.lock()
         writer.waitForLeaderLocked()
         if failure == nil && syncError == nil { writeCheckpointLocked() }
+        var record = epochRecord
+        record.acknowledgedThrough = max(record.acknowledgedThrough, durableThrough)
+        record.closedCleanly = true
+        let closedCleanly = failure == nil && syncError == nil
         cond.unlock()
+        if closedCleanly {
+            do { try StoreEpochs.write(record, store: path, fs: fs) } catch { syncError = error }
+        }
         writer.closeFile()
         lock.release()
         if let syncError, failure == nil { throw syncError }

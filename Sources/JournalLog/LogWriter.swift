@@ -86,6 +86,8 @@ final class LogWriter: @unchecked Sendable {
     /// Called under `cond` by the leader after each write round: the frames written, where, and
     /// whether everything written is durable now.
     var didWrite: (_ frames: [PendingFrame], _ placements: [Placement], _ durable: Bool) -> Void = { _, _, _ in }
+    /// Called by the leader, not holding `cond`, once a roll has made `base` the active segment.
+    var didRoll: (_ base: SequenceNumber) throws(JournalError) -> Void = { _ in }
 
     init(store: String, fs: any FileSystem, options: StoreOptions, storeID: (UInt64, UInt64), cond: NSCondition,
          chain: UInt32, lastAssigned: SequenceNumber, active: ActiveSegment) {
@@ -243,6 +245,7 @@ final class LogWriter: @unchecked Sendable {
         active.file.close()
         active = try Self.createSegment(store: store, base: base, storeID: storeID, previousChain: previousChain,
                                         segmentSize: segmentSize, preallocate: preallocate, fs: fs)
+        try didRoll(base)
     }
 
     /// Seals the active segment and starts an empty one when nothing is queued and it holds a

@@ -53,7 +53,8 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
     public func refresh() throws(JournalError) -> Bool {
         let old = current
         // The cheap check first: the same files, and nothing new at the end of the last one.
-        if try old.set.isCurrent(fs: fileSystem), try !old.mayHaveGrown(fs: fileSystem) { return false }
+        if try old.set.isCurrent(fs: fileSystem), try !old.mayHaveGrown(fs: fileSystem),
+           fileSystem.identity(of: StoreEpochs.path(path)) == old.epochsFile { return false }
         let set = try SegmentSet.open(store: path, fs: fileSystem)
         let next: ReaderState
         if let caught = try old.caughtUp(with: set, fs: fileSystem, mode: mode) {
@@ -135,13 +136,24 @@ final class ReaderState: @unchecked Sendable {
     let summaries: [SegmentSummary]
     let liveTail: Corruption?
     let key: (UInt64, UInt64)?
+    /// The store's epochs as `EPOCHS` held them when this state was read, and which file that was.
+    let epochs: EpochRecord?
+    let epochsFile: FileIdentity?
 
-    init(set: SegmentSet, catalog: ZoneCatalog, summaries: [SegmentSummary], liveTail: Corruption?, key: (UInt64, UInt64)?) {
+    init(set: SegmentSet, catalog: ZoneCatalog, summaries: [SegmentSummary], liveTail: Corruption?, key: (UInt64, UInt64)?,
+         fs: any FileSystem) {
         self.set = set
         self.catalog = catalog
         self.summaries = summaries
         self.liveTail = liveTail
         self.key = key
+        // Read after the segments: a writer's open writes it before it appends anything.
+        epochsFile = fs.identity(of: StoreEpochs.path(set.store))
+        if case .record(let r) = StoreEpochs.load(store: set.store, fs: fs), r.storeID == (summaries.first?.header?.storeID ?? r.storeID) {
+            epochs = r
+        } else {
+            epochs = nil
+        }
     }
 
     var horizon: SequenceNumber { summaries.last?.lastSequence ?? 0 }
@@ -151,7 +163,7 @@ final class ReaderState: @unchecked Sendable {
         guard let storeID, let key else {
             throw .storage(.readOnly("the store has no token key yet (no writer has opened it), so it issues no change tokens"))
         }
-        return TokenSigner(storeID: storeID, key: key)
+        return TokenSigner(storeID: storeID, key: key, epochs: epochs)
     }
 
     /// Frames are read from this state's own open files, whatever the directory holds now.
@@ -183,7 +195,7 @@ final class ReaderState: @unchecked Sendable {
     static func build(_ set: SegmentSet, fs: any FileSystem, mode: RecoveryMode) throws(JournalError) -> ReaderState {
         let key = try StoreKey.load(store: set.store, fs: fs)
         guard !set.segments.isEmpty else {
-            return ReaderState(set: set, catalog: ZoneCatalog(), summaries: [], liveTail: nil, key: key)
+            return ReaderState(set: set, catalog: ZoneCatalog(), summaries: [], liveTail: nil, key: key, fs: fs)
         }
         let inputs = set.segments.map { StoreScanner.ScanInput(name: $0.name, file: $0.file) }
         var scanner = StoreScanner(fs: fs, mode: mode)
@@ -193,9 +205,9 @@ final class ReaderState: @unchecked Sendable {
             var fresh = IndexBuilder(checkpoint: nil)
             var rescan = StoreScanner(fs: fs, mode: mode)
             do { try rescan.scan(files: inputs, liveTail: true) { try fresh.visit($0) } } catch { throw JournalError.wrap(error) }
-            return ReaderState(set: set, catalog: fresh.catalog, summaries: rescan.summaries, liveTail: rescan.liveTailProblem, key: key)
+            return ReaderState(set: set, catalog: fresh.catalog, summaries: rescan.summaries, liveTail: rescan.liveTailProblem, key: key, fs: fs)
         }
-        return ReaderState(set: set, catalog: builder.catalog, summaries: scanner.summaries, liveTail: scanner.liveTailProblem, key: key)
+        return ReaderState(set: set, catalog: builder.catalog, summaries: scanner.summaries, liveTail: scanner.liveTailProblem, key: key, fs: fs)
     }
 
     /// This state carried on over `set`, when `set` only adds to what this one read (the same
@@ -216,6 +228,6 @@ final class ReaderState: @unchecked Sendable {
         var key = self.key
         if key == nil { key = try StoreKey.load(store: set.store, fs: fs) }
         return ReaderState(set: set, catalog: builder.catalog, summaries: Array(summaries[..<from]) + scanner.summaries,
-                           liveTail: scanner.liveTailProblem, key: key)
+                           liveTail: scanner.liveTailProblem, key: key, fs: fs)
     }
 }

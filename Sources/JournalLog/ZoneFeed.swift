@@ -2,11 +2,14 @@
 struct TokenSigner: Sendable {
     let storeID: (UInt64, UInt64)
     let key: (UInt64, UInt64)
+    /// The store's epochs (TOKENS.md §7); nil for a store that has none yet (epoch 0).
+    let epochs: EpochRecord?
 
     func issue(_ kind: ChangeToken.Kind, zone: String?, incarnation: SequenceNumber, position: SequenceNumber,
                floor: SequenceNumber = 0) -> FeedToken {
         let token = ChangeToken(kind: kind, storeID: storeID, incarnation: incarnation,
-                                zoneHash: zone.map { ChangeToken.zoneHash($0, key: key) } ?? 0, position: position, floor: floor)
+                                zoneHash: zone.map { ChangeToken.zoneHash($0, key: key) } ?? 0, position: position, floor: floor,
+                                epoch: epochs?.current.id ?? 0)
         return FeedToken(token.text(key: key))
     }
 
@@ -20,6 +23,11 @@ struct TokenSigner: Sendable {
         guard t.storeID == storeID else { throw .invalidToken("it was issued by another store") }
         guard t.kind == kind else {
             throw .invalidToken(kind == .zone ? "it is a database token; zone changes need a zone token" : "it is a zone token; changedZones needs a database token")
+        }
+        if let epochs {
+            if let why = epochs.refusal(epoch: t.epoch, position: t.position) { throw .invalidToken(why) }
+        } else if t.epoch != 0 {
+            throw .invalidToken("it was issued under an epoch this store does not know (the store was restored from an older copy, or its EPOCHS file was lost)")
         }
         guard t.position <= horizon else {
             throw .invalidToken("it is ahead of this store (position \(t.position), store at \(horizon)): was the store restored from an older copy?")

@@ -163,6 +163,7 @@ private final class Collector: @unchecked Sendable {
             let lastName = fileName(segments[segments.count - 1])
             let keptThrough = try #require(locations.last { $0.segment != lastName }?.lastSequence)
             try truncateFile(segments[segments.count - 1], to: 30)
+            try asIfTheWriterCrashed(store)
 
             let s = try JournalStore.open(store, options: options)
             #expect(s.recovery.lastSequence == keptThrough)
@@ -498,6 +499,7 @@ private final class Collector: @unchecked Sendable {
             // quarters == 4 cuts just the last byte.
             let cut = quarters == 4 ? frame.end - 1 : frame.offset + frame.size * quarters / 4
             try truncateFile(segment, to: cut)
+            try asIfTheWriterCrashed(store)
 
             let again = try JournalStore.open(store, options: options)
             #expect(again.recovery.lastSequence == 3)
@@ -529,6 +531,7 @@ private final class Collector: @unchecked Sendable {
             #expect(frame.type == RecordType.batch.rawValue)
             #expect(frame.lastSequence == 15)
             try zeroBytes(segment, (frame.offset + frame.size / 2)..<frame.end)
+            try asIfTheWriterCrashed(store)
 
             #expect(try readEntries(store, mode: .tolerateTail).map(\.0) == [1, 2, 3])
             let again = try JournalStore.open(store, options: options)

@@ -272,3 +272,13 @@ func appendBatchGuarded(_ store: JournalStore, _ batch: [JournalEntry], durabili
     }
     return try call.result!.get()
 }
+
+/// Rewrites `EPOCHS` as a writer that died instead of closing leaves it: acknowledged through its
+/// last roll only. A test that tears the tail of a cleanly closed store stands for a crash; a
+/// cleanly closed store whose fsynced tail is damaged is a loss the writer refuses (TOKENS.md §7).
+func asIfTheWriterCrashed(_ store: String, fs: any FileSystem = PosixFileSystem()) throws {
+    guard case .record(var r) = StoreEpochs.load(store: store, fs: fs) else { return }
+    r.acknowledgedThrough = r.activeSegment > 0 ? r.activeSegment - 1 : 0
+    r.closedCleanly = false
+    try StoreEpochs.write(r, store: store, fs: fs)
+}

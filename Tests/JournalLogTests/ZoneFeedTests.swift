@@ -159,7 +159,7 @@ import Testing
         let (store, _) = try Self.memoryStore()
         try store.append(Self.entry(1))
         let token = ChangeToken(kind: .zone, storeID: store.storeID, incarnation: 1,
-                                zoneHash: ChangeToken.zoneHash("List-a", key: store.storeKey), position: 99)
+                                zoneHash: ChangeToken.zoneHash("List-a", key: store.storeKey), position: 99, epoch: store.recovery.epoch)
         Self.expectFeedError({ _ = try store.changes(in: "List-a", since: FeedToken(token.text(key: store.storeKey))) }) {
             if case .invalidToken(let why) = $0 { return why.contains("ahead") }
             return false
@@ -342,6 +342,7 @@ import Testing
         var bytes = try #require(fs.contents(seg))
         bytes.removeLast(3)  // a torn last record: recovery cuts it, the checkpoint covered it
         fs.install(seg, bytes: bytes)
+        try asIfTheWriterCrashed("/d/s.wal", fs: fs)
         store = try JournalStore.open("/d/s.wal", options: options)
         #expect(store.recovery.indexSource != .checkpoint)
         #expect(try Self.drain(store, "List-a", limit: 3).0.map(\.sequence) == Array(1...9))
@@ -531,16 +532,35 @@ import PropertyBased
     @Test func tokenVectorMatches() throws {
         let key: (UInt64, UInt64) = (0x0706_0504_0302_0100, 0x0F0E_0D0C_0B0A_0908)
         let token = ChangeToken(kind: .zone, storeID: (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210), incarnation: 7,
-                                zoneHash: ChangeToken.zoneHash("List-db6a6e29", key: key), position: 42, floor: 5)
+                                zoneHash: ChangeToken.zoneHash("List-db6a6e29", key: key), position: 42, floor: 5,
+                                epoch: 0x1122_3344_5566_7788)
         if V.writing {
             try V.write("tokens.txt", header: "A zone change token (TOKENS.md §4–5) under key 000102…0f.",
-                        blocks: [[("kind", "zone"), ("storeID", "efcdab89674523011032547698badcfe (two u64 LE)"), ("incarnation", "7"),
+                        blocks: [[("kind", "zone"), ("storeID", "0123456789abcdef fedcba9876543210 (two u64, written little-endian: bytes efcdab89674523011032547698badcfe)"),
+                                  ("incarnation", "7"),
                                   ("zone", "List-db6a6e29"), ("zoneHash", String(token.zoneHash, radix: 16)), ("position", "42"), ("floor", "5"),
+                                  ("epoch", "1122334455667788"),
                                   ("binary", V.hex(token.encoded(key: key))), ("text", token.text(key: key))]])
         }
         let b = try V.blocks("tokens.txt")[0]
         #expect(b["binary"] == V.hex(token.encoded(key: key)))
         #expect(try ChangeToken.parse(b["text"]!, key: key) == token)
+    }
+
+    @Test func epochsVectorMatches() throws {
+        let record = EpochRecord(storeID: (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210), acknowledgedThrough: 120, activeSegment: 101,
+                                 closedCleanly: true, epochs: [.init(id: 0x1122_3344_5566_7788, start: 1), .init(id: 0x99AA_BBCC_DDEE_FF00, start: 81)])
+        let bytes = EpochCodec.encode(record)
+        if V.writing {
+            try V.write("epochs.txt", header: "An EPOCHS file (TOKENS.md §7): two epochs, the second begun at 81; acknowledged through 120, appending to segment 101, closed cleanly.",
+                        blocks: [[("file", V.hex(bytes))]])
+        }
+        #expect(try V.blocks("epochs.txt")[0]["file"] == V.hex(bytes))
+        #expect(try EpochCodec.decode(bytes) == record)
+        #expect(record.refusal(epoch: 0x1122_3344_5566_7788, position: 80) == nil)
+        #expect(record.refusal(epoch: 0x1122_3344_5566_7788, position: 81) != nil)
+        #expect(record.refusal(epoch: 0x99AA_BBCC_DDEE_FF00, position: 500) == nil)
+        #expect(record.refusal(epoch: 7, position: 1) != nil)
     }
 
     @Test func zoneIndexVectorMatches() throws {
