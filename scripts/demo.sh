@@ -108,16 +108,32 @@ echo "== jlog inspect $store (compacted segments, the consumer) and jlog verify"
 "$JLOG" inspect "$store"
 "$JLOG" verify "$store"
 echo
-echo "== a torn tail: append one more entry, zero the last 7 bytes of its record (a write cut short by"
-echo "   a crash), verify, then reopen: recovery cuts the torn record and keeps its bytes in torn/"
+echo "== a damaged disk: append one more entry, then zero the last 7 bytes of its record. The store was"
+echo "   closed cleanly, so this is no torn write: an acknowledged entry is lost, and nothing may reuse its"
+echo "   sequence (an old change token would skip whatever took it). verify says so; a writer refuses"
 echo '{"zone":"List-db6a6e29-weekly","op":"add","item":"tea","text":"Tea bags","after":"eggs","by":"alice","at":"2026-11-22T18:00:00Z"}' \
   | "$JLOG" import "$store" - --sync
+tea_token=$("$JLOG" changes "$store" --zone "$W" --json --limit 100000 | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
 seg="$(ls "$store"/*.seg | tail -n 1)"
 end=$("$JLOG" inspect --json "$store" | python3 -c 'import json,sys; print(json.load(sys.stdin)["segments"][-1]["bytes"])')
 dd if=/dev/zero of="$seg" bs=1 seek=$((end - 7)) count=7 conv=notrunc status=none
-if "$JLOG" verify "$store"; then echo "verify should have reported the torn tail" >&2; exit 1; fi
+if "$JLOG" verify "$store"; then echo "verify should have reported the lost entry" >&2; exit 1; fi
+set +e
 echo '{"zone":"List-db6a6e29-weekly","op":"add","item":"filters","text":"Coffee filters","after":"coffee","by":"bob","at":"2026-11-22T18:05:00Z"}' \
   | "$JLOG" import "$store" - --sync
+status=$?
+set -e
+[ "$status" -eq 2 ] || { echo "expected the writer to refuse (exit 2), got $status" >&2; exit 1; }
+echo "== the operator accepts the loss: recovery cuts the damaged record (its bytes go to torn/) and begins"
+echo "   a new token epoch, so the token taken before the damage is refused instead of skipping entries"
+"$JLOG" recover "$store" --accept-loss
+echo '{"zone":"List-db6a6e29-weekly","op":"add","item":"filters","text":"Coffee filters","after":"coffee","by":"bob","at":"2026-11-22T18:05:00Z"}' \
+  | "$JLOG" import "$store" - --sync
+set +e
+"$JLOG" changes "$store" --zone "$W" --since "$tea_token" --json
+status=$?
+set -e
+[ "$status" -eq 4 ] || { echo "expected invalidToken (exit 4) for the token past the lost entry, got $status" >&2; exit 1; }
 "$JLOG" verify "$store"
 echo "bytes set aside by recovery:"
 ls -l "$store/torn"

@@ -42,3 +42,31 @@ enum StoreEpochs {
     /// A new random epoch id (never 0: that marks tokens issued before the store kept epochs).
     static func newID() -> UInt64 { UInt64.random(in: 1 ... .max) }
 }
+
+/// What `EPOCHS` says about a scanned log, for `jlog verify` and `inspect` (TOKENS.md §7).
+public struct EpochCheck: Sendable {
+    /// The record, when there is a readable one of this store.
+    public var record: EpochRecord?
+    /// Why there is none (missing, damaged, another store's).
+    public var note: String?
+    /// Acknowledged entries the log lacks: a writer refuses to open until an operator decides.
+    public var missing: String?
+
+    /// Checks the store at `path` against the log a scan found (its segments as read).
+    public static func check(store path: String, report: ScanReport, fs: any FileSystem = PosixFileSystem()) -> EpochCheck {
+        var c = EpochCheck()
+        switch StoreEpochs.load(store: path, fs: fs) {
+        case .missing: c.note = "no EPOCHS file (a store no writer of this version has opened): earlier change tokens will be refused"
+        case .unreadable(let why): c.note = why + ": the next writer begins a new epoch and refuses every earlier change token"
+        case .record(let r):
+            guard let id = report.segments.first?.header?.storeID, id == r.storeID else {
+                c.note = "EPOCHS belongs to another store"
+                return c
+            }
+            c.record = r
+            c.missing = StoreEpochs.missing(r, lastSequence: report.lastSequence,
+                                            segmentBases: report.segments.compactMap { $0.header?.baseSequence })
+        }
+        return c
+    }
+}

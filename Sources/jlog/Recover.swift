@@ -14,6 +14,8 @@ struct Recover: ParsableCommand {
     @Argument(help: "The store directory.") var store: String
     @Option(help: "tolerateTail or pointInTime (strict only checks; salvage only reads: use `jlog dump --mode salvage`).")
     var mode: RecoveryMode = .tolerateTail
+    @Flag(help: "Open even though acknowledged entries are missing (a removed segment, a restored copy): begins a new token epoch, so no change token skips what was lost.")
+    var acceptLoss = false
 
     func validate() throws {
         guard mode == .tolerateTail || mode == .pointInTime || mode == .strict else {
@@ -25,6 +27,7 @@ struct Recover: ParsableCommand {
         var options = StoreOptions()
         options.createIfMissing = false
         options.recovery = mode
+        options.acceptLoss = acceptLoss
         let s: JournalStore
         do { s = try JournalStore.open(store, options: options) } catch { throw fail(error, path: store) }
         let r = s.recovery
@@ -35,6 +38,8 @@ struct Recover: ParsableCommand {
         } else {
             print("nothing to repair")
         }
+        if let note = r.epochNote { print("epoch: \(note)") }
+        print("token epoch \(String(r.epoch, radix: 16)) begins at sequence \(r.lastSequence + 1)")
         print("store \(store): \(r.segments) segments, last sequence \(r.lastSequence)")
     }
 }

@@ -57,6 +57,9 @@ func fail(_ error: any Error, path: String) -> ExitCode {
         case .locked:
             printError(e.description)
             return ExitCode(Status.failure)
+        case .acknowledgedEntriesMissing:
+            printError(e.description.replacingOccurrences(of: "STORE", with: path))
+            return ExitCode(Status.corruption)
         case .storeMissing:
             printError(e.description + "; check the path (`jlog import` creates a store)")
             return ExitCode(Status.failure)

@@ -29,6 +29,19 @@ struct Verify: ParsableCommand {
             throw fail(error, path: path)
         }
         let (stats, report) = strict
+        let epochs = report.segments.isEmpty || !isDirectory(path) ? nil : EpochCheck.check(store: path, report: report)
+        if let missing = epochs?.missing {
+            if json {
+                print(JSON.object([("path", .string(path)), ("ok", .bool(false)),
+                                   ("problem", .object([("description", .string("acknowledged entries are missing: \(missing)"))])),
+                                   ("acknowledgedEntriesMissing", .bool(true))]).rendered)
+            } else {
+                print("problem: acknowledged entries are missing: \(missing)")
+                print("  every recovery mode keeps only what is there (\(stats.entries) entries through sequence \(stats.lastSequence)); a writer refuses to open")
+                print("next: put the missing segment files back (from a backup, or torn/), or accept the loss with `jlog recover \(path) --accept-loss`")
+            }
+            throw ExitCode(Status.corruption)
+        }
         let pendingNote = "a compaction run is committed but not finished (.swap files): every reader reads its rewritten segments; "
             + "the next writer's open (`jlog recover \(path)`) renames them into place"
         if report.isClean {
@@ -40,6 +53,12 @@ struct Verify: ParsableCommand {
             } else {
                 print("ok: \(report.segments.count) segments, \(stats.records) records, \(stats.entries) entries, last sequence \(stats.lastSequence)")
                 if report.compactionCommitPending { print("note: " + pendingNote) }
+                if let r = epochs?.record {
+                    print("epochs: \(r.epochs.count) (current \(String(r.current.id, radix: 16)), since sequence \(r.current.start)); "
+                          + "acknowledged through \(r.acknowledgedThrough)\(r.closedCleanly ? ", closed cleanly" : "")")
+                } else if let note = epochs?.note {
+                    print("note: \(note)")
+                }
                 if let first = report.segments.first?.header?.baseSequence, first > 1 {
                     print("note: the oldest segment present starts at sequence \(first); whether segments before it existed cannot be checked (FORMAT.md §3.3)")
                 }
@@ -93,4 +112,9 @@ struct Verify: ParsableCommand {
         }
         throw ExitCode(first.isTornTail ? Status.tornTail : Status.corruption)
     }
+}
+
+func isDirectory(_ path: String) -> Bool {
+    var d: ObjCBool = false
+    return FileManager.default.fileExists(atPath: path, isDirectory: &d) && d.boolValue
 }

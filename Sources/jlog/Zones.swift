@@ -36,6 +36,7 @@ func openExisting(_ path: String) throws -> JournalStore {
         if let p = store.recovery.problem {
             printError("recovered: \(p.description); removed bytes kept in \(store.recovery.setAside.joined(separator: ", "))")
         }
+        if let note = store.recovery.epochNote { printError("note: \(note)") }
         return store
     } catch {
         throw fail(error, path: path)

@@ -198,3 +198,119 @@ func appendRawFrame(_ segment: String, type: UInt8, sequence: SequenceNumber, pa
         }
     }
 }
+
+/// 17.2: a log whose end moves back never lets an old token skip entries silently.
+@Suite struct EpochTests {
+    typealias Z = ZoneFeedTests
+
+    static func filled(_ path: String, count: Int = 300) throws -> FeedToken {
+        let store = try JournalStore.open(path, options: storeOptions(segmentSize: 1_024))
+        for n in 0..<count { try store.append(Z.entry(n, zone: "L-1")) }
+        let token = try store.zoneToken("L-1")
+        try store.close()
+        return token
+    }
+
+    static func expectInvalid(_ store: JournalStore, _ token: FeedToken, sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            let page = try store.changes(in: "L-1", since: token)
+            Issue.record("an old token past the recovered end was answered with \(page.entries.count) entries", sourceLocation: sourceLocation)
+        } catch {
+            guard case .invalidToken = error else {
+                Issue.record("expected invalidToken, got \(error)", sourceLocation: sourceLocation)
+                return
+            }
+        }
+    }
+
+    @Test func removingTheNewestSegmentIsRefusedThenItsTokensAreInvalid() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            let token = try Self.filled(path)
+            let newest = try segmentFiles(path).last!
+            try FileManager.default.removeItem(atPath: newest)
+            let error = thrownError { try JournalStore.open(path, options: storeOptions(segmentSize: 1_024)) }
+            guard case .acknowledgedEntriesMissing? = error as? JournalError else {
+                Issue.record("expected acknowledgedEntriesMissing, got \(String(describing: error))")
+                return
+            }
+            // A reader's verify-style check says the same.
+            let report = try LogReader.scanRecords(path) { _ in }
+            #expect(EpochCheck.check(store: path, report: report).missing != nil)
+            var options = storeOptions(segmentSize: 1_024)
+            options.acceptLoss = true
+            let store = try JournalStore.open(path, options: options)
+            #expect(store.recovery.epochNote != nil)
+            for n in 1_000..<1_100 { try store.append(Z.entry(n, zone: "L-1")) }
+            Self.expectInvalid(store, token)
+            try store.close()
+        }
+    }
+
+    @Test func aDamagedLastFrameOfACleanlyClosedStoreIsNotTakenForATornWrite() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            let token = try Self.filled(path, count: 30)
+            let last = try recordLocations(path).last!
+            try flipByte(dir.path("s.wal/" + last.segment), at: last.offset + Frame.headerSize + 2)
+            let error = thrownError { try JournalStore.open(path, options: storeOptions(segmentSize: 1_024)) }
+            guard case .acknowledgedEntriesMissing? = error as? JournalError else {
+                Issue.record("expected acknowledgedEntriesMissing, got \(String(describing: error))")
+                return
+            }
+            #expect(tornFiles(path).isEmpty, "nothing was changed before refusing")
+            var options = storeOptions(segmentSize: 1_024)
+            options.acceptLoss = true
+            let store = try JournalStore.open(path, options: options)
+            #expect(store.recovery.lastSequence == 29)
+            try store.append(Z.entry(500, zone: "L-1"))
+            Self.expectInvalid(store, token)
+            try store.close()
+        }
+    }
+
+    @Test func tokensIssuedAfterACopyAreInvalidOnceTheCopyIsRestored() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            _ = try Self.filled(path, count: 50)
+            try FileManager.default.copyItem(atPath: path, toPath: dir.path("copy.wal"))
+            // The store goes on; a client takes a token; then the old copy is restored.
+            var store = try JournalStore.open(path, options: storeOptions(segmentSize: 1_024))
+            for n in 50..<80 { try store.append(Z.entry(n, zone: "L-1")) }
+            let later = try store.zoneToken("L-1")
+            let earlier = try store.zoneToken("L-1", position: 40)
+            try store.close()
+            try FileManager.default.removeItem(atPath: path)
+            try FileManager.default.copyItem(atPath: dir.path("copy.wal"), toPath: path)
+            store = try JournalStore.open(path, options: storeOptions(segmentSize: 1_024))
+            for n in 200..<240 { try store.append(Z.entry(n, zone: "L-1")) }
+            Self.expectInvalid(store, later)
+            // A token from an epoch the copy does not know is refused even at a position it holds.
+            Self.expectInvalid(store, earlier)
+            try store.close()
+        }
+    }
+
+    @Test func tokensAtPositionsTheLogStillHoldsStayValidAcrossOpens() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            let token = try Self.filled(path, count: 20)
+            let store = try JournalStore.open(path, options: storeOptions(segmentSize: 1_024))
+            for n in 20..<25 { try store.append(Z.entry(n, zone: "L-1")) }
+            #expect(try store.changes(in: "L-1", since: token).entries.count == 5)
+            try store.close()
+        }
+    }
+
+    @Test func aLostEpochsFileMakesEveryEarlierTokenInvalid() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            let token = try Self.filled(path, count: 20)
+            try FileManager.default.removeItem(atPath: path + "/EPOCHS")
+            let store = try JournalStore.open(path, options: storeOptions(segmentSize: 1_024))
+            #expect(store.recovery.epochNote != nil)
+            Self.expectInvalid(store, token)
+            try store.close()
+        }
+    }
+}

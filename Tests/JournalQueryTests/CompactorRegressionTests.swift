@@ -179,7 +179,7 @@ import ListModel
             k += 1
         }
         fs.openHook = nil
-        guard case .failure(.compactionConflict)? = box.result else {
+        guard let result = box.result, case .failure(let error) = result, case .compactionConflict = error else {
             Issue.record("expected a conflict, got \(String(describing: box.result)) fired \(box.fired)")
             return
         }
