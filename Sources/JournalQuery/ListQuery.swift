@@ -5,11 +5,18 @@ import ListModel
 public enum QueryError: Error, Sendable, CustomStringConvertible {
     case feed(FeedError)
     case storage(JournalError)
+    /// The zone's log was compacted (its low-water mark is above 0), so events of purged entries
+    /// live only in its history files, and none that covers the mark can be read: the history
+    /// would be silently short, so it is not given at all (COMPACTION.md §4).
+    case historyIncomplete(zone: String, reason: String)
 
     public var description: String {
         switch self {
         case .feed(let e): e.description
         case .storage(let e): e.description
+        case .historyIncomplete(let zone, let reason):
+            "the history of zone \(zone) cannot be read whole: \(reason). Events of entries compaction purged are kept only in its history files; "
+                + "restore snapshots/ from a backup (`jlog restore`) to answer it"
         }
     }
 }
@@ -191,8 +198,20 @@ public struct ListQuery: Sendable {
     }
 
     /// The newest valid history file of the zone's live incarnation and the sequence it runs
-    /// through (nil: none; an empty history), without reading the log.
+    /// through (nil: none; an empty history), without reading the log. Once the zone was compacted
+    /// (its low-water mark is above 0) that file must reach the mark, or the history it starts
+    /// would lack purged events: `historyIncomplete`, never a shorter answer.
     public func storedHistory(_ zone: String) throws(QueryError) -> (log: ActivityLog, through: SequenceNumber?, warnings: [String]) {
+        let (log, through, warnings, mark) = try newestHistory(zone)
+        if mark > 0, (through ?? 0) < mark {
+            let why = through.map { "the newest readable history file runs through \($0), below the low-water mark \(mark)" }
+                ?? "no readable history file, and the low-water mark is \(mark)"
+            throw .historyIncomplete(zone: zone, reason: why + (warnings.isEmpty ? "" : " (" + warnings.joined(separator: "; ") + ")"))
+        }
+        return (log, through, warnings)
+    }
+
+    private func newestHistory(_ zone: String) throws(QueryError) -> (log: ActivityLog, through: SequenceNumber?, warnings: [String], mark: SequenceNumber) {
         guard let info = store.zone(zone) else { throw .feed(.zoneNotFound(zone)) }
         if let d = info.deletedAt { throw .feed(.zoneDeleted(zone: zone, at: d, reason: info.deletionReason ?? .deleted)) }
         var warnings: [String] = []
@@ -204,12 +223,12 @@ public struct ListQuery: Sendable {
                     warnings.append("\(file.name): names another zone; skipped")
                     continue
                 }
-                return (decoded, file.sequence, warnings)
+                return (decoded, file.sequence, warnings, info.lowWaterMark)
             } catch {
                 warnings.append("\(file.name): damaged (\(error)); falling back")
             }
         }
-        return (ActivityLog(zone: zone), nil, warnings)
+        return (ActivityLog(zone: zone), nil, warnings, info.lowWaterMark)
     }
 
     /// Every entry of the zone now, in order, and the position read to.

@@ -21,6 +21,13 @@ func queryFailure(_ error: QueryError, json: Bool, path: String) -> ExitCode {
     switch error {
     case .feed(let f): return feedFailure(f, json: json)
     case .storage(let e): return fail(e, path: path)
+    case .historyIncomplete(let zone, let reason):
+        if json {
+            print(JSON.object([("error", .string("historyIncomplete")), ("zone", .string(zone)), ("reason", .string(reason)),
+                               ("next", .string("restore the store's snapshots/ from a backup"))]).rendered)
+        }
+        printError(error.description)
+        return ExitCode(Status.corruption)
     }
 }
 

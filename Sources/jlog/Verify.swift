@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JournalLog
+import JournalQuery
 
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,6 +43,19 @@ struct Verify: ParsableCommand {
             }
             throw ExitCode(Status.corruption)
         }
+        // The files beside the log: a compacted zone's history must be readable whole.
+        let files = report.isClean && isDirectory(path) ? (try? StoreReader.open(path)).map { StoreFileCheck.run($0) } : nil
+        if let files, !files.problems.isEmpty {
+            if json {
+                print(JSON.object([("path", .string(path)), ("ok", .bool(false)),
+                                   ("problem", .object([("description", .string(files.problems[0]))])),
+                                   ("historyProblems", .array(files.problems.map { .string($0) }))]).rendered)
+            } else {
+                for p in files.problems { print("problem: \(p)") }
+                print("  the log itself is whole: \(stats.entries) entries through sequence \(stats.lastSequence)")
+            }
+            throw ExitCode(Status.corruption)
+        }
         let pendingNote = "a compaction run is committed but not finished (.swap files): every reader reads its rewritten segments; "
             + "the next writer's open (`jlog recover \(path)`) renames them into place"
         if report.isClean {
@@ -53,6 +67,10 @@ struct Verify: ParsableCommand {
             } else {
                 print("ok: \(report.segments.count) segments, \(stats.records) records, \(stats.entries) entries, last sequence \(stats.lastSequence)")
                 if report.compactionCommitPending { print("note: " + pendingNote) }
+                if let files {
+                    print("files: \(files.snapshotFiles) snapshots, \(files.historyFiles) histories")
+                    for n in files.notes { print("note: \(n)") }
+                }
                 if let r = epochs?.record {
                     print("epochs: \(r.epochs.count) (current \(String(r.current.id, radix: 16)), since sequence \(r.current.start)); "
                           + "acknowledged through \(r.acknowledgedThrough)\(r.closedCleanly ? ", closed cleanly" : "")")

@@ -1,0 +1,41 @@
+import JournalLog
+import ListModel
+
+/// What `jlog verify` checks beyond the log: the snapshot and history files (SNAPSHOT.md).
+public struct StoreFileCheck: Sendable {
+    /// A compacted zone whose history cannot be read whole: an error (COMPACTION.md §4).
+    public var problems: [String] = []
+    /// Damaged or stray files that nothing needs (an older snapshot, a second history).
+    public var notes: [String] = []
+    public var snapshotFiles = 0
+    public var historyFiles = 0
+
+    public static func run(_ store: any StoreReading, fs: (any FileSystem)? = nil) -> StoreFileCheck {
+        let fs = fs ?? store.fileSystem
+        var c = StoreFileCheck()
+        for f in SnapshotDirectory.list(store: store.path, fs: fs) {
+            let bytes: [UInt8]
+            do {
+                bytes = try SnapshotDirectory.read(f.path, limit: f.kind == .state ? SnapshotCodec.maxStoredBytes : ActivityLogCodec.maxBytes, fs: fs)
+            } catch {
+                c.notes.append("snapshots/\(f.name): unreadable (\(error))")
+                continue
+            }
+            switch f.kind {
+            case .state:
+                c.snapshotFiles += 1
+                do { _ = try SnapshotCodec.decode(bytes) } catch { c.notes.append("snapshots/\(f.name): damaged (\(error)); materialise passes over it") }
+            case .history:
+                c.historyFiles += 1
+                do { _ = try ActivityLogCodec.decode(bytes) } catch { c.notes.append("snapshots/\(f.name): damaged (\(error))") }
+            }
+        }
+        let query = ListQuery(reader: store, fs: fs)
+        for z in store.zones() where !z.isDeleted && z.lowWaterMark > 0 {
+            do { _ = try query.storedHistory(z.name) } catch {
+                if case .historyIncomplete = error { c.problems.append(error.description) }
+            }
+        }
+        return c
+    }
+}
