@@ -513,7 +513,14 @@ extension JournalStore {
             if failure == nil { failure = error }
             throw error
         }
-        for s in staged { catalog.replaceSegment(base: s.base, frames: s.frames, entriesBefore: s.entriesBefore) }
+        // Segments in base order: an earlier one's new locations are in place before a later
+        // one's tracks may need to read its last frame.
+        for s in staged.sorted(by: { $0.base < $1.base }) {
+            let fetcher = FrameFetcher(store: path, fs: fs, segments: catalog.segments)
+            catalog.replaceSegment(base: s.base, frames: s.frames, entriesBefore: s.entriesBefore) { location in
+                try? fetcher.lastSequence(at: location)
+            }
+        }
     }
 
     private func readWhole(_ path: String) throws(JournalError) -> [UInt8] {
@@ -535,14 +542,18 @@ extension JournalStore {
 extension ZoneCatalog {
     /// After a segment was rewritten: its frames in every incarnation's lists are replaced by the
     /// new ones (same sequences, new offsets, purged frames gone).
-    mutating func replaceSegment(base: SequenceNumber, frames: [(offset: Int64, touches: [FrameTouch])], entriesBefore: [Int: Int]) {
+    /// `lastSequenceOfFrame` reads the last sequence of the frame at a location, for a track whose
+    /// last records went with the rewrite: its `lastSequence` is then what a rebuild would find.
+    mutating func replaceSegment(base: SequenceNumber, frames: [(offset: Int64, touches: [FrameTouch])], entriesBefore: [Int: Int],
+                                 lastSequenceOfFrame: (UInt64) -> SequenceNumber? = { _ in nil }) {
         guard let k = segments.firstIndex(of: base) else { return }
-        var fresh: [Int: (seqs: [SequenceNumber], locs: [UInt64], entries: Int)] = [:]
+        var fresh: [Int: (seqs: [SequenceNumber], locs: [UInt64], entries: Int, last: SequenceNumber)] = [:]
         for (offset, touches) in frames {
             for t in touches {
-                fresh[t.track, default: ([], [], 0)].seqs.append(t.firstSequence)
+                fresh[t.track, default: ([], [], 0, 0)].seqs.append(t.firstSequence)
                 fresh[t.track]!.locs.append(ZoneTrack.location(segmentOrdinal: k, offset: offset))
                 fresh[t.track]!.entries += t.entries
+                fresh[t.track]!.last = max(fresh[t.track]!.last, t.lastSequence)
             }
         }
         let lo = UInt64(k) << 32, hi = UInt64(k + 1) << 32
@@ -552,9 +563,21 @@ extension ZoneCatalog {
             var t = tracks[i]
             let a = t.frameLocations.partitionPoint { $0 < lo }
             let b = t.frameLocations.partitionPoint { $0 < hi }
+            let lastWasHere = b == t.frameLocations.count && b > a
             t.frameLocations.replaceSubrange(a..<b, with: n?.locs ?? [])
             t.frameSequences.replaceSubrange(a..<b, with: n?.seqs ?? [])
             t.entryCount += (n?.entries ?? 0) - (entriesBefore[i] ?? 0)
+            if lastWasHere && t.deletedAt == nil {
+                // The incarnation's last records were in this segment: its last change is now the
+                // last record kept, here or in the frame before (what a rebuilt index finds).
+                if let n, !n.seqs.isEmpty {
+                    t.lastSequence = n.last
+                } else if let before = t.frameLocations.last {
+                    t.lastSequence = lastSequenceOfFrame(before) ?? t.lastSequence
+                } else {
+                    t.lastSequence = t.incarnation
+                }
+            }
             // The entry that started an implicit incarnation became its zoneCreate record.
             if t.isImplicit, let seqs = n?.seqs, seqs.contains(t.incarnation),
                n!.entries == 0 || !frames.contains(where: { $0.touches.contains { $0.track == i && $0.firstSequence == t.incarnation && $0.entries > 0 } }) {

@@ -19,6 +19,8 @@ public protocol FileSystem: Sendable {
     func createDirectory(_ path: String) throws(JournalError)
     func rename(_ from: String, _ to: String) throws(JournalError)
     func remove(_ path: String) throws(JournalError)
+    /// Removes an empty directory.
+    func removeDirectory(_ path: String) throws(JournalError)
     /// Makes creates, renames and removes in the directory durable.
     func syncDirectory(_ path: String) throws(JournalError)
     func kind(of path: String) -> FileKind
@@ -123,6 +125,10 @@ public struct PosixFileSystem: FileSystem {
 
     public func remove(_ path: String) throws(JournalError) {
         if unlink(path) != 0 && errno != ENOENT { throw JournalError.io(operation: "unlink", path: path, errno: errno) }
+    }
+
+    public func removeDirectory(_ path: String) throws(JournalError) {
+        if rmdir(path) != 0 && errno != ENOENT { throw JournalError.io(operation: "rmdir", path: path, errno: errno) }
     }
 
     public func syncDirectory(_ path: String) throws(JournalError) {

@@ -166,6 +166,14 @@ final class FrameFetcher {
         }
     }
 
+    /// The last sequence the frame at `location` consumes (its own for a record that takes one).
+    func lastSequence(at location: UInt64) throws(JournalError) -> SequenceNumber {
+        try frame(at: location) { view throws(CodecError) in
+            if view.header.type == RecordType.batch.rawValue { return view.header.sequence + (try BatchCodec.summary(view.payload)).lastDelta }
+            return view.header.sequence
+        }
+    }
+
     /// Reads the frame at `location`, checks its chained checksum, and decodes it with `decode`.
     /// A damaged frame or payload is reported with its segment, offset and the last good sequence.
     private func frame<T>(at location: UInt64, _ decode: (RecordView) throws(CodecError) -> T) throws(JournalError) -> T {

@@ -205,10 +205,43 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
 
     public func rename(_ from: String, _ to: String) throws(JournalError) {
         try withLock { () throws(JournalError) in
+            if directories.contains(from) {
+                // A directory moves with everything in it (durably once its new parent is synced).
+                try mutation("rename", from)
+                let prefix = from + "/"
+                for (p, n) in files where p.hasPrefix(prefix) {
+                    files[p] = nil
+                    files[to + "/" + p.dropFirst(prefix.count)] = n
+                }
+                for d in directories where d == from || d.hasPrefix(prefix) {
+                    directories.remove(d)
+                    directories.insert(to + d.dropFirst(from.count))
+                }
+                for (d, entries) in durableEntries where d == from || d.hasPrefix(prefix) {
+                    durableEntries[d] = nil
+                    var moved: [String: Node] = [:]
+                    for (p, n) in entries { moved[to + p.dropFirst(from.count)] = n }
+                    durableEntries[to + d.dropFirst(from.count)] = moved
+                }
+                return
+            }
             guard let n = files[from] else { throw JournalError.io(operation: "rename", path: from, errno: ENOENT) }
             try mutation("rename", from)
             files[from] = nil
             files[to] = n
+        }
+    }
+
+    public func removeDirectory(_ path: String) throws(JournalError) {
+        try withLock { () throws(JournalError) in
+            guard directories.contains(path) else { return }
+            let prefix = path + "/"
+            guard !files.keys.contains(where: { $0.hasPrefix(prefix) }), !directories.contains(where: { $0.hasPrefix(prefix) }) else {
+                throw JournalError.io(operation: "rmdir", path: path, errno: ENOTEMPTY)
+            }
+            try mutation("rmdir", path)
+            directories.remove(path)
+            durableEntries[path] = nil
         }
     }
 

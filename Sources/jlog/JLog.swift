@@ -12,7 +12,8 @@ struct JLog: ParsableCommand {
         2 corruption, 3 other failure, 4 bad input (a bad argument too), 5 token expired, 6 zone deleted.
         """,
         subcommands: [Import.self, Inspect.self, Verify.self, Dump.self, Recover.self, Zones.self, Changes.self,
-                      CreateZone.self, DeleteZone.self, Show.self, History.self, Snapshot.self, Compact.self, Consumers.self]
+                      CreateZone.self, DeleteZone.self, Show.self, History.self, Snapshot.self, Compact.self, Consumers.self,
+                      Backup.self, Restore.self]
     )
 
     /// Argument errors exit with 4 (bad input), like every other bad input, not ArgumentParser's 64.

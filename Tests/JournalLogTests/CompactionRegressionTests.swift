@@ -141,6 +141,7 @@ final class HookFileSystem: FileSystem, @unchecked Sendable {
     func createDirectory(_ path: String) throws(JournalError) { try base.createDirectory(path) }
     func rename(_ from: String, _ to: String) throws(JournalError) { try base.rename(from, to) }
     func remove(_ path: String) throws(JournalError) { try base.remove(path) }
+    func removeDirectory(_ path: String) throws(JournalError) { try base.removeDirectory(path) }
     func syncDirectory(_ path: String) throws(JournalError) { try base.syncDirectory(path) }
     func kind(of path: String) -> FileKind { base.kind(of: path) }
     func lockDirectory(_ path: String) throws(JournalError) -> any FileLock { try base.lockDirectory(path) }

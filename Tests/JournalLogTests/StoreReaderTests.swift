@@ -14,6 +14,7 @@ final class ReadOnlyFileSystem: FileSystem, @unchecked Sendable {
     func createDirectory(_ path: String) throws(JournalError) { throw refuse("mkdir", path) }
     func rename(_ from: String, _ to: String) throws(JournalError) { throw refuse("rename", from) }
     func remove(_ path: String) throws(JournalError) { throw refuse("unlink", path) }
+    func removeDirectory(_ path: String) throws(JournalError) { throw refuse("rmdir", path) }
     func syncDirectory(_ path: String) throws(JournalError) { throw refuse("fsync directory", path) }
     func kind(of path: String) -> FileKind { base.kind(of: path) }
     func lockDirectory(_ path: String) throws(JournalError) -> any FileLock { throw refuse("flock", path) }

@@ -314,3 +314,62 @@ func appendRawFrame(_ segment: String, type: UInt8, sequence: SequenceNumber, pa
         }
     }
 }
+
+/// 17.4: `jlog backup` copies a store, live or not, to one that restores to exactly the same.
+@Suite struct BackupTests {
+    typealias Z = ZoneFeedTests
+
+    @Test func aBackupOfALiveStoreIsAWholePrefixAndRestores() throws {
+        let fs = MemoryFileSystem()
+        let (store, _) = try Z.memoryStore(fs, segmentSize: 1_024)
+        for n in 0..<100 { try store.append(Z.entry(n, zone: n % 2 == 0 ? "A" : "B")) }
+        try store.deleteZone("B")
+        try store.registerConsumer("uploaded", leaseUntil: nil)
+        try store.advanceConsumer("uploaded", zone: "A", to: 40)
+        final class Flag: @unchecked Sendable { var stop = false; let lock = NSLock() }
+        let flag = Flag()
+        let writer = Thread {
+            var n = 1_000
+            while true {
+                flag.lock.lock(); let stop = flag.stop; flag.lock.unlock()
+                if stop { break }
+                _ = try? store.append(Z.entry(n, zone: "A"), durability: Durability.none)
+                n += 1
+            }
+        }
+        writer.start()
+        let report = try StoreBackup.copy(from: "/d/s.wal", to: "/d/backup.wal", fs: fs)
+        flag.lock.lock(); flag.stop = true; flag.lock.unlock()
+        while !writer.isFinished { Thread.sleep(forTimeInterval: 0.001) }
+        try store.sync()
+        let original = try LogReader.entries("/d/s.wal", fs: fs)
+        let copied = try LogReader.entries("/d/backup.wal", fs: fs)
+        #expect(copied.count >= 100 && copied.last!.0 == report.lastSequence)
+        #expect(copied.map(\.0) == original.prefix(copied.count).map(\.0))
+        #expect(copied.map(\.1) == original.prefix(copied.count).map(\.1))
+        // Restored, it opens as a writer (a new epoch), with the deletion and the consumer.
+        let (_, recovery) = try StoreBackup.restore(from: "/d/backup.wal", to: "/d/restored.wal", fs: fs)
+        #expect(recovery.lastSequence == report.lastSequence)
+        let r = try StoreReader.open("/d/restored.wal", fileSystem: fs)
+        #expect(r.zone("B")?.isDeleted == true)
+        #expect(JournalStore.consumers(store: "/d/restored.wal", fs: fs).consumers.first?.marks.first?.position == 40)
+        // A token the live store issued past the copy's end is refused by the restored one.
+        let token = try store.zoneToken("A")
+        var o = store.options
+        o.fileSystem = fs
+        let restored = try JournalStore.open("/d/restored.wal", options: o)
+        try restored.append(Z.entry(99_999, zone: "A"))
+        #expect(throws: FeedError.self) { _ = try restored.changes(in: "A", since: token) }
+        try restored.close()
+        try store.close()
+    }
+
+    @Test func aBackupRefusesAnExistingDestination() throws {
+        let fs = MemoryFileSystem()
+        let (store, _) = try Z.memoryStore(fs)
+        try store.append(Z.entry(1))
+        try fs.createDirectory("/d/there")
+        #expect(throws: JournalError.self) { try StoreBackup.copy(from: "/d/s.wal", to: "/d/there", fs: fs) }
+        try store.close()
+    }
+}
