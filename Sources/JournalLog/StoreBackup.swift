@@ -92,8 +92,11 @@ public enum StoreBackup {
                 report.lastSequence = summary.lastSequence
             }
             let lastBase = Array(zip(set.segments, scanner.summaries)).last { $0.1.header != nil }?.0.base ?? 0
+            // A roll rewrites EPOCHS, and the copy's is rewritten below anyway: only snapshots,
+            // histories and consumers must be from the same moment as the log.
             let after = try sideFiles(source, fs: fs)
-            guard after == before, try set.isCurrent(fs: fs) else { continue }
+            func moment(_ files: [String: FileIdentity?]) -> [String: FileIdentity?] { files.filter { $0.key != StoreEpochs.fileName } }
+            guard moment(after) == moment(before), try set.isCurrent(fs: fs) else { continue }
             // The copy is a closed store: everything in it was acknowledged, and a writer of it
             // appends to its last segment.
             if case .record(var r) = StoreEpochs.load(store: partial, fs: fs) {
