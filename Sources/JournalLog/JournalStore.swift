@@ -131,6 +131,8 @@ public final class JournalStore: @unchecked Sendable {
     var epochRecord: EpochRecord
     /// Issues and checks change tokens: the store's id, key and epochs, fixed at open.
     let signer: TokenSigner
+    /// Wakes change streams (ChangeStreams.swift) when the horizon moves.
+    let changeSignal = ChangeSignal()
 
     // The writer's positions, read and written under `cond`.
     var lastAssigned: SequenceNumber { writer.lastAssigned }
@@ -679,6 +681,8 @@ public final class JournalStore: @unchecked Sendable {
             lastWritten = CoveredFrame(segment: at.segment, offset: at.offset, crc: f.crc, lastSequence: f.lastSequence)
         }
         bytesSinceCheckpoint += frames.last?.end ?? 0
+        // The feed serves what is durable (or, with durability none, written): that moved.
+        if durable || options.durability == .none { changeSignal.bump() }
         guard durable else { return }
         for m in pendingMarks { catalog.setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark) }
         pendingMarks.removeAll()

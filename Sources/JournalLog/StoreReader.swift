@@ -16,6 +16,13 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
     /// tolerateTail (damage anywhere but at the live end is an error) or pointInTime (the prefix
     /// before the first damage).
     public let mode: RecoveryMode
+    /// How often `waitForChange` (and so a change stream) looks for what a writer appended.
+    public var pollInterval: Duration {
+        get { lock.lock(); defer { lock.unlock() }; return poll }
+        set { lock.lock(); poll = newValue; lock.unlock() }
+    }
+    private var poll: Duration = .milliseconds(100)
+    let changeSignal = ChangeSignal()
     private let lock = NSLock()
     private var state: ReaderState
 
