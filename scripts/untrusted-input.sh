@@ -86,6 +86,7 @@ PY
   check 0 history "$work/d.wal" --zone List-db6a6e29-weekly
   check 0 inspect "$work/d.wal"
   check 1 changes "$work/d.wal" --zone List-db6a6e29-weekly --since "jlt2.$(head -c 58 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')"
+  check 1 changes "$work/d.wal" --zone List-db6a6e29-weekly --since "jlt3.$(head -c 66 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')"
 
   # 5. Consumer files: the real one with bytes flipped or cut short, random bytes, one over the
   #    64 MiB limit (sparse), one that is a directory. Each is reported; none may crash or hang.
@@ -112,6 +113,21 @@ PY
 
   head -c 20 /dev/urandom > "$work/d.wal/KEY"
   check 1 zones "$work/d.wal"
+
+  # 6. EPOCHS and LOCK garbage, or cut short: readers and writers still give clean answers (a
+  #    writer begins a new epoch and says so); and a store whose newest segment is gone is refused.
+  rm -rf "$work/e.wal"; cp -r "$work/real.wal" "$work/e.wal"
+  if [ $((i % 2)) -eq 0 ]; then head -c $(( RANDOM % 200 )) /dev/urandom > "$work/e.wal/EPOCHS"
+  else head -c $(( RANDOM % $(stat -c %s "$work/real.wal/EPOCHS") )) "$work/real.wal/EPOCHS" > "$work/e.wal/EPOCHS"; fi
+  head -c $(( RANDOM % 500 )) /dev/urandom > "$work/e.wal/LOCK"
+  check 0 verify "$work/e.wal"
+  check 0 zones "$work/e.wal"
+  check 0 changes "$work/e.wal" --zone List-db6a6e29-weekly
+  check 0 import "$work/e.wal" /dev/null
+  rm -rf "$work/m.wal"; cp -r "$work/real.wal" "$work/m.wal"
+  rm -f "$(ls "$work"/m.wal/*.seg | tail -n 1)"
+  check 1 import "$work/m.wal" /dev/null
+  check 1 verify "$work/m.wal"
 done
 
 echo "untrusted-input: $runs runs of jlog on arbitrary input, $failures failures (crash, hang, silent acceptance or no message)"

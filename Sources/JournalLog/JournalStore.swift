@@ -191,7 +191,8 @@ public final class JournalStore: @unchecked Sendable {
             // A segment file that is there, even with a torn header, held nothing acknowledged
             // beyond what its predecessors end with: only an absent one is missing.
             let present = paths.compactMap { SegmentName(fileName: String($0.split(separator: "/").last!))?.base }
-            if case .record(let rec) = loaded, let id = kept.first?.header?.storeID, rec.storeID == id,
+            // A store with no segment left but an EPOCHS file had a log: every segment is missing.
+            if case .record(let rec) = loaded, kept.first?.header.map({ rec.storeID == $0.storeID }) ?? true,
                let why = StoreEpochs.missing(rec, lastSequence: kept.last?.lastSequence ?? 0, segmentBases: present) {
                 guard options.acceptLoss || options.recovery == .pointInTime else { throw JournalError.acknowledgedEntriesMissing(why) }
                 report.epochNote = "acknowledged entries are missing and the loss was accepted: \(why)"

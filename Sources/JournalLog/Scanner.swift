@@ -223,7 +223,9 @@ struct StoreScanner {
         func corruption(_ at: Int64, _ p: Corruption.Problem, torn: Bool = false) -> Corruption {
             Corruption(segment: name, offset: at, lastGoodSequence: lastSeq, problem: p, isTornTail: torn && isLast)
         }
-        /// Records a problem; true when the scan stops there. At a live tail, it is the end.
+        /// Records a problem in the frames; true when the scan stops there. At a live tail, it is
+        /// the end. (A segment's header is never live: a writer renames a segment into place
+        /// only once its header is written and synced, so header damage is reported as such.)
         func report(_ c: Corruption) throws -> Bool {
             if liveTail {
                 liveTailProblem = c
@@ -250,30 +252,30 @@ struct StoreScanner {
             header = try SegmentHeader.decode(headerBytes)
         } catch {
             let torn = size < SegmentHeader.size || headerBytes.allSatisfy { $0 == 0 }
-            if try report(corruption(0, .badSegmentHeader(error), torn: torn)) { return true }
+            if try self.report(corruption(0, .badSegmentHeader(error), torn: torn)) { return true }
             // Salvage: resync inside the segment, seeding from the header's chain field if readable.
             summary.skippedBytes = size
             return false
         }
         summary.header = header
         if let id = storeID, id != header.storeID {
-            if try report(corruption(0, .foreignSegment)) { return true }
+            if try self.report(corruption(0, .foreignSegment)) { return true }
             return false
         }
         storeID = header.storeID
         guard header.baseSequence >= 1 && header.baseSequence < SequenceLimit.max else {
-            if try report(corruption(0, .baseSequenceMismatch(expected: parsedName?.base ?? 1, found: header.baseSequence))) { return true }
+            if try self.report(corruption(0, .baseSequenceMismatch(expected: parsedName?.base ?? 1, found: header.baseSequence))) { return true }
             return false
         }
         if let n = parsedName, header.baseSequence != n.base {
-            if try report(corruption(0, .baseSequenceMismatch(expected: n.base, found: header.baseSequence))) { return true }
+            if try self.report(corruption(0, .baseSequenceMismatch(expected: n.base, found: header.baseSequence))) { return true }
             return false
         }
         if !standalone, let c = chain, c != header.previousChain {
-            if try report(corruption(0, .chainBreak(expected: c, found: header.previousChain))) { return true }
+            if try self.report(corruption(0, .chainBreak(expected: c, found: header.previousChain))) { return true }
         }
         if !standalone, header.baseSequence <= lastSeq {
-            if try report(corruption(0, .sequenceOutOfOrder(previous: lastSeq, found: header.baseSequence))) { return true }
+            if try self.report(corruption(0, .sequenceOutOfOrder(previous: lastSeq, found: header.baseSequence))) { return true }
         }
         ch = header.previousChain
         lastSeq = max(lastSeq, header.baseSequence &- 1)
