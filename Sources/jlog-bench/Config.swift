@@ -43,6 +43,9 @@ struct Counts: Sendable {
     var compactionEntries: Int
     var compactionRuns: Int
     var compactionSegmentBytes: Int
+
+    // 10. A small store: one family list written one durable entry at a time.
+    var smallStoreEntries: Int
 }
 
 enum Workloads {
@@ -64,7 +67,8 @@ enum Workloads {
         materialiseEntries: 1_000_000,
         compactionEntries: 1_000_000,
         compactionRuns: 3,
-        compactionSegmentBytes: 4 << 20
+        compactionSegmentBytes: 4 << 20,
+        smallStoreEntries: 300
     )
 
     static let quick = Counts(
@@ -85,7 +89,8 @@ enum Workloads {
         materialiseEntries: 100_000,
         compactionEntries: 100_000,
         compactionRuns: 3,
-        compactionSegmentBytes: 1 << 20
+        compactionSegmentBytes: 1 << 20,
+        smallStoreEntries: 300
     )
 }
 
@@ -107,9 +112,12 @@ enum Group: String, CaseIterable, Sendable {
     case compaction = "compaction"
     /// Only the family-list opens of `compaction` (at three history lengths), for profiling them.
     case lifecycleOpen = "lifecycle_open"
+    /// A family list of a few hundred entries: bytes on disk and open time (issue 18).
+    case smallStore = "small_store"
 
     static func parse(_ s: String) -> Group? {
         switch s {
+        case "small_store", "small": .smallStore
         case "machine", "limits": .machine
         case "buffered_append", "buffered", "append": .buffered
         case "durable_single", "durable", "single": .durable

@@ -125,6 +125,10 @@ if only.contains(.compaction) {
     log("[8/8] compaction against DELETE + checkpoint, open from its snapshot")
     compare.compaction()
 }
+if only.contains(.smallStore) {
+    log("[9/9] a small store: bytes on disk and open time")
+    compare.smallStore()
+}
 if only.contains(.compaction) || only.contains(.lifecycleOpen) {
     log("[8/8] opening a family list from a snapshot at three history lengths")
     compare.lifecycleOpen()
