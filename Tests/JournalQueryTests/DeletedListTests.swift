@@ -42,3 +42,28 @@ import ListModel
         try reopened.close()
     }
 }
+
+/// Issue 17.8: without `hlc`, the shipped example gave different lists in different orders.
+@Suite struct ImportOrderTests {
+    static var examples: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("examples/weekly-shop.jsonl").path
+    }
+
+    @Test func theSameLinesInAnyOrderGiveTheSameLists() throws {
+        let lines = try String(contentsOfFile: Self.examples, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(lines.count > 20)
+        var rng = SplitMix64(seed: 5)
+        var digests: Set<[String: UInt64]> = []
+        for round in 0..<6 {
+            var order = lines
+            if round > 0 { order.shuffle(using: &rng) }
+            // Sent twice, in two orders: still one entry each.
+            let entries = try (order + order.reversed()).map { try EntryJSON.parse(line: $0).entry() }
+            var reducers: [String: ListReducer] = [:]
+            for e in entries { _ = reducers[e.zone, default: ListReducer(zone: e.zone)].apply(e) }
+            digests.insert(reducers.mapValues { $0.stateDigest() })
+        }
+        #expect(digests.count == 1)
+    }
+}
