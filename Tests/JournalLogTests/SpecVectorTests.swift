@@ -137,7 +137,8 @@ import Testing
                                    previousChain: 0xCAFEBABE, createdAt: 1_795_424_400_000)
         if Self.writing {
             try Self.write("segment-header.txt", header: "Segment header (FORMAT.md §3.1); the store's first chain is crc32c(storeID).",
-                           blocks: [[("storeID", "0123456789abcdeffedcba9876543210"), ("baseSequence", "1001"), ("previousChain", "cafebabe"),
+                           blocks: [[("storeID", "0123456789abcdef fedcba9876543210 (two u64, each written little-endian: bytes efcdab89674523011032547698badcfe)"),
+                                     ("baseSequence", "1001"), ("previousChain", "cafebabe"),
                                      ("createdAt", "1795424400000"), ("flags", "0"), ("header", Self.hex(header.encoded())),
                                      ("firstChain", String(format: "%08x", SegmentHeader.firstChain(storeID: header.storeID)))]])
         }
@@ -145,6 +146,11 @@ import Testing
         #expect(Self.hex(header.encoded()) == b["header"]!)
         #expect(try Self.bytes(b["header"]!).withUnsafeBytes { try SegmentHeader.decode($0) } == header)
         #expect(String(format: "%08x", SegmentHeader.firstChain(storeID: header.storeID)) == b["firstChain"]!)
+        // The store id's notation (FORMAT.md §3.1): two u64, the first stored first, each little-endian.
+        let id = b["storeID"]!.split(separator: " ")
+        #expect(UInt64(id[0], radix: 16) == header.storeID.0 && UInt64(id[1], radix: 16) == header.storeID.1)
+        let stored = String(b["storeID"]!.split(separator: "bytes ")[1].prefix(32))
+        #expect(Self.hex(Array(header.encoded()[16..<32])) == stored)
     }
 
     @Test func batchVectorsMatch() throws {
@@ -167,6 +173,160 @@ import Testing
         #expect(decoded.map(\.0) == [100, 102, 107])
         let lz = try Self.bytes(blocks[1]["payload"]!).withUnsafeBytes { try BatchCodec.summary($0) }
         #expect(lz.flags.contains(.lz4))
+    }
+
+    /// The steps of `CompactID.derived` (FORMAT.md §7.5), computed here from the spec's words (the
+    /// bytes hashed, the two SipHash-2-4 keys, the UUIDv8 bit layout) and checked against the code.
+    static let derivedLines = [
+        #"{"zone":"List-db6a6e29","op":"add","item":"milk","text":"Milk","after":null,"by":"alice","at":"2026-11-22T09:00:00.000Z","hlc":"1795338000000:0"}"#,
+        #"{"zone":"List-db6a6e29","op":"rename","text":"Weekly Shopping","by":"bob","at":"2026-11-22T10:02:00.123456+01:00"}"#,
+    ]
+
+    @Test func derivedIDStepsMatch() throws {
+        func hex64(_ v: UInt64) -> String { let s = String(v, radix: 16); return String(repeating: "0", count: 16 - s.count) + s }
+        func steps(_ line: String) throws -> [(String, String)] {
+            let e = try EntryJSON.parse(line: line).entry()
+            var probe = e
+            probe.id = CompactID("-")!
+            let hashed = EntryCodec.encode(probe)
+            let h1 = SipHash24.hash(key: (0x4A4C_4944_0000_0001, 0x6465_7269_7665_6431), hashed)
+            let h2 = SipHash24.hash(key: (0x4A4C_4944_0000_0002, 0x6465_7269_7665_6432), hashed)
+            // Bits 12–15 of hash1 become 1000 (version 8); bits 62–63 of hash2 become 10 (the variant).
+            let id = CompactID(uuidHigh: (h1 & ~0xF000) | 0x8000, low: (h2 & ~(0x3 << 62)) | (0x2 << 62))
+            #expect(id == CompactID.derived(from: e))
+            #expect(id == e.id, "a line without an id gets the derived one")
+            return [("line", line), ("hlc", e.clock.description), ("hashed", Self.hex(hashed)),
+                    ("hash1", hex64(h1)), ("hash2", hex64(h2)), ("id", id.description)]
+        }
+        let expected = try Self.derivedLines.map(steps)
+        if Self.writing {
+            try Self.write("derived-id-steps.txt", header: """
+                The steps of a derived entry id (FORMAT.md §7.5, CompactID.derived), for a JSON line without "id".
+                hlc: the entry's hlc (derived from "at" when the line has none); hashed: the entry's encoding
+                (FORMAT.md §6) with the id replaced by the text id "-" (00 01 2d); hash1, hash2: SipHash-2-4 of
+                those bytes under (k0, k1) = (0x4a4c494400000001, 0x6465726976656431) and
+                (0x4a4c494400000002, 0x6465726976656432); id: hash1 then hash2, each big-endian, with the
+                version nibble (bits 12-15 of hash1) set to 8 and the top two bits of hash2 set to 10.
+                """, blocks: expected)
+        }
+        let blocks = try Self.blocks("derived-id-steps.txt")
+        #expect(blocks.count == expected.count)
+        for (b, want) in zip(blocks, expected) {
+            for (k, v) in want { #expect(b[k] == v, "\(k) of \(want[0].1)") }
+        }
+        #expect(try Self.blocks("derived-id.txt")[0]["id"] == blocks[0]["id"], "derived-id.txt is the first line's id")
+    }
+
+    /// JSON Lines (FORMAT.md §7): lines a reader accepts and the exact line a writer makes of each,
+    /// and lines a reader rejects.
+    static let jsonAccepted: [(String, String)] = [
+        ("every escape a reader accepts, and what a writer escapes",
+         #"{"id":"e1","zone":"List-1","op":"add","item":"milk","text":"q\" b\\ s\/ n\n r\r t\t b\b f\f c\u0001\u001F é\u00e9\u00C9 \ud83d\ude00 €","after":null,"by":"alice","at":"2026-11-22T09:00:00.000Z","hlc":"1795338000000:0"}"#),
+        ("whitespace, any key order, an escaped key, an offset, extra fraction digits, no id and no hlc",
+         #"{ "op" : "markOff" , "item":"milk","\u007Aone":"List-1", "by":"bob","at":"2026-11-22T10:30:00.1239+01:30" }"#),
+        ("add without after (the head); an upper-case UUID is a text id; empty text; lower-case z; hlc with leading zeros",
+         #"{"zone":"List-1","op":"add","item":"3B0C5D2E-1F4A-4B6C-9D8E-7F6A5B4C3D2E","text":"","by":"alice","at":"2026-11-22T09:00:00z","hlc":"0001795338000000:007"}"#),
+        ("place (read by the codec; jlog import refuses it, FORMAT.md §6)",
+         #"{"id":"0f8e2c1a-9b7d-4e21-8c3f-5a6b7c8d9e0f","zone":"List-1","op":"place","item":"eggs","after":"milk","by":"alice","at":"2026-11-22T09:00:00.5Z","hlc":"1795338000500:1"}"#),
+        ("an opaque kind; a negative offset across midnight",
+         #"{"zone":"List-1","op":"op0x80","body":"00ff7f","by":"alice","at":"2026-11-21T23:30:00-09:30","hlc":"1795338000000:2"}"#),
+        ("an opaque kind with an empty body; an hlc far from the wall time",
+         #"{"zone":"List-1","op":"op0xff","body":"","by":"alice","at":"2026-11-22T09:00:00Z","hlc":"1:0"}"#),
+        ("join: text is the participant",
+         #"{"zone":"List-1","op":"join","text":"dörte","by":"alice","at":"2026-11-22T09:00:00Z"}"#),
+        ("the earliest time; the derived hlc is clamped to 0",
+         #"{"zone":"List-1","op":"rename","text":"Old list","by":"alice","at":"0001-01-01T00:00:00Z"}"#),
+        ("the latest time; fraction digits past the third are dropped, not rounded",
+         #"{"zone":"List-1","op":"recolour","text":"blue","by":"alice","at":"9999-12-31T23:59:59.999999999Z"}"#),
+        ("delete; the greatest counter",
+         #"{"zone":"List-1","op":"delete","item":"42","by":"alice","at":"2026-11-22T09:00:00Z","hlc":"1795338000000:65535"}"#),
+    ]
+
+    static let jsonRejected: [(String, String)] = {
+        let tail = #""by":"alice","at":"2026-11-22T09:00:00Z""#
+        func rename(_ text: String) -> String { #"{"zone":"List-1","op":"rename","text":""# + text + #"","# + tail + "}" }
+        func at(_ t: String) -> String { #"{"zone":"List-1","op":"rename","text":"x","by":"alice","at":""# + t + #""}"# }
+        func hlc(_ h: String) -> String { #"{"zone":"List-1","op":"rename","text":"x","# + tail + #","hlc":""# + h + #""}"# }
+        return [
+            ("a lone high surrogate", rename(#"\ud83d"#)),
+            ("a high surrogate not followed by a low one", rename(#"\ud83d\u0041"#)),
+            ("a lone low surrogate", rename(#"\ude00"#)),
+            ("an escape JSON does not define", rename(#"\x41"#)),
+            ("\\u with three hex digits", rename(#"\u00e"#)),
+            ("an unknown key", #"{"zone":"List-1","op":"recolour","colour":"blue","# + tail + "}"),
+            ("a duplicate key", #"{"zone":"List-1","zone":"List-2","op":"rename","text":"x","# + tail + "}"),
+            ("a number where a string is required", #"{"zone":"List-1","op":"rename","text":"x","# + tail + #","hlc":1795338000000}"#),
+            ("a boolean for after", #"{"zone":"List-1","op":"add","item":"milk","text":"Milk","after":false,"# + tail + "}"),
+            ("a nested value", #"{"zone":"List-1","op":"rename","text":["x"],"# + tail + "}"),
+            ("null for id", #"{"id":null,"zone":"List-1","op":"rename","text":"x","# + tail + "}"),
+            ("after (even null) on markOff", #"{"zone":"List-1","op":"markOff","item":"milk","after":null,"# + tail + "}"),
+            ("text on delete", #"{"zone":"List-1","op":"delete","item":"milk","text":"Milk","# + tail + "}"),
+            ("body on add", #"{"zone":"List-1","op":"add","item":"milk","text":"Milk","body":"00","# + tail + "}"),
+            ("item on rename", #"{"zone":"List-1","op":"rename","item":"milk","text":"x","# + tail + "}"),
+            ("add without item", #"{"zone":"List-1","op":"add","text":"Milk","# + tail + "}"),
+            ("add without text", #"{"zone":"List-1","op":"add","item":"milk","# + tail + "}"),
+            ("no by", #"{"zone":"List-1","op":"rename","text":"x","at":"2026-11-22T09:00:00Z"}"#),
+            ("no at", #"{"zone":"List-1","op":"rename","text":"x","by":"alice"}"#),
+            ("no op", #"{"zone":"List-1","text":"x","# + tail + "}"),
+            ("an op name in the wrong case", #"{"zone":"List-1","op":"Rename","text":"x","# + tail + "}"),
+            ("op0xNN below 0x80", #"{"zone":"List-1","op":"op0x7f","body":"","# + tail + "}"),
+            ("op0xNN in upper-case hex", #"{"zone":"List-1","op":"op0xFF","body":"","# + tail + "}"),
+            ("a body in upper-case hex", #"{"zone":"List-1","op":"op0x80","body":"FF","# + tail + "}"),
+            ("a body of odd length", #"{"zone":"List-1","op":"op0x80","body":"abc","# + tail + "}"),
+            ("an empty id", #"{"id":"","zone":"List-1","op":"rename","text":"x","# + tail + "}"),
+            ("an empty zone", #"{"zone":"","op":"rename","text":"x","# + tail + "}"),
+            ("an empty author", #"{"zone":"List-1","op":"rename","text":"x","by":"","at":"2026-11-22T09:00:00Z"}"#),
+            ("join with no participant", #"{"zone":"List-1","op":"join","text":"","# + tail + "}"),
+            ("a time without a zone designator", at("2026-11-22T09:00:00")),
+            ("a space for T", at("2026-11-22 09:00:00Z")),
+            ("a lower-case t", at("2026-11-22t09:00:00Z")),
+            ("a leap second", at("2026-11-22T09:00:60Z")),
+            ("ten fraction digits", at("2026-11-22T09:00:00.1234567890Z")),
+            ("a dot without fraction digits", at("2026-11-22T09:00:00.Z")),
+            ("an offset without a colon", at("2026-11-22T09:00:00+0100")),
+            ("an offset of hours only", at("2026-11-22T09:00:00+01")),
+            ("a day the month does not have", at("2026-02-29T00:00:00Z")),
+            ("year 0000", at("0000-12-31T00:00:00Z")),
+            ("an instant after 9999 once the offset is applied", at("9999-12-31T23:59:59.999-00:01")),
+            ("an hlc of 2^48 ms", hlc("281474976710656:0")),
+            ("an hlc counter of 65536", hlc("1:65536")),
+            ("an hlc without a counter", hlc("1")),
+            ("an hlc with three parts", hlc("1:2:3")),
+            ("an hlc without millis", hlc(":0")),
+            ("a second value after the object", #"{"zone":"List-1","op":"rename","text":"x","# + tail + "} {}"),
+            ("an array", "[]"),
+        ]
+    }()
+
+    @Test func jsonLinesVectorsMatch() throws {
+        if Self.writing {
+            var blocks: [[(String, String)]] = []
+            for (name, line) in Self.jsonAccepted {
+                blocks.append([("name", name), ("in", line), ("out", EntryJSON.format(try EntryJSON.parse(line: line).entry()))])
+            }
+            for (name, line) in Self.jsonRejected { blocks.append([("name", name), ("in", line), ("result", "rejected")]) }
+            try Self.write("json-lines.txt", header: """
+                JSON Lines (FORMAT.md §7). in: a line as a reader gets it. out: the line a writer makes of the
+                entry it stands for (a missing id and hlc derived, §7.5). result: rejected: a reader refuses the line.
+                """, blocks: blocks)
+        }
+        let blocks = try Self.blocks("json-lines.txt")
+        #expect(blocks.count == Self.jsonAccepted.count + Self.jsonRejected.count)
+        var accepted = 0, rejected = 0
+        for b in blocks {
+            let line = b["in"]!
+            if let out = b["out"] {
+                accepted += 1
+                let e = try EntryJSON.parse(line: line).entry()
+                #expect(EntryJSON.format(e) == out, "\(b["name"]!)")
+                #expect(try EntryJSON.parse(line: out).entry() == e, "what a writer makes reads back as the same entry")
+            } else {
+                rejected += 1
+                #expect(b["result"] == "rejected")
+                #expect(throws: EntryJSONError.self, "\(b["name"]!)") { try EntryJSON.parse(line: line) }
+            }
+        }
+        #expect(accepted == Self.jsonAccepted.count && rejected == Self.jsonRejected.count)
     }
 
     /// Golden stores: a clean one, one with a torn tail, one with a flipped byte in a sealed segment.
