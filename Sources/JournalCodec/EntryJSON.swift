@@ -160,7 +160,7 @@ public enum ISO8601Time {
 
 // MARK: - Parsed line and errors
 
-/// What one JSON line says. The caller fills in a missing id (a random UUID) or clock (from `at`).
+/// What one JSON line says; `entry()` derives a missing id (from the content) or clock (from `at`).
 public struct ParsedEntryLine: Equatable, Sendable {
     public var id: CompactID?
     public var zone: String

@@ -180,7 +180,9 @@ public struct HybridTime: Hashable, Comparable, Sendable, CustomStringConvertibl
 
     public init?(_ text: String) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, let p = UInt64(parts[0]), p < 1 << 48, let c = UInt16(parts[1]) else { return nil }
+        // Digits only: UInt64("+5") would accept a sign (FORMAT.md §7.2).
+        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }),
+              let p = UInt64(parts[0]), p < 1 << 48, let c = UInt16(parts[1]) else { return nil }
         self.init(physicalMillis: p, counter: c)
     }
 }

@@ -65,6 +65,12 @@ public enum Operation: Hashable, Sendable {
         }
     }
 
+    /// A compactor's placement (kind 9).
+    public var isPlace: Bool {
+        if case .place = self { return true }
+        return false
+    }
+
     public var kindByte: UInt8 {
         switch self {
         case .add: Kind.add.rawValue

@@ -76,6 +76,16 @@ public enum FeedError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// When a zone token expires (TOKENS.md §6, rule 3).
+public enum TokenExpiry: Sendable {
+    /// Below the zone's low-water mark and issued under a lower one: entries it has not seen
+    /// may have been purged. A store's own readers use this.
+    case belowMark
+    /// Issued under a lower mark, wherever it points: every holder re-fetches after each purge,
+    /// so every replica adopts the same compacted copy (a sync service, Spec/SYNC.md §6).
+    case issuedUnderAnOlderMark
+}
+
 /// What reads a store's change feed, list state and history: the writer itself (`JournalStore`),
 /// or a reader that never takes its lock (`StoreReader`), in this process or another one.
 public protocol StoreReading: AnyObject, Sendable {
@@ -138,17 +148,24 @@ extension JournalStore: StoreReading {
 
     /// Costs O(entries returned): the zone index says where they are.
     public func changes(in zone: String, since token: FeedToken?, limit: Int = 1_000) throws(FeedError) -> ZoneChanges {
-        try ZoneFeed.changes(limit: limit) { slack throws(FeedError) in try changes(in: zone, since: token, limit: limit, frameSlack: slack) }
+        try changes(in: zone, since: token, limit: limit, expiry: .belowMark)
     }
 
-    private func changes(in zone: String, since token: FeedToken?, limit: Int, frameSlack: Int) throws(FeedError) -> ZoneChanges {
+    /// `changes(in:since:limit:)` with a choice of when a token expires.
+    public func changes(in zone: String, since token: FeedToken?, limit: Int, expiry: TokenExpiry) throws(FeedError) -> ZoneChanges {
+        try ZoneFeed.changes(limit: limit) { slack throws(FeedError) in
+            try changes(in: zone, since: token, limit: limit, frameSlack: slack, expiry: expiry)
+        }
+    }
+
+    private func changes(in zone: String, since token: FeedToken?, limit: Int, frameSlack: Int, expiry: TokenExpiry) throws(FeedError) -> ZoneChanges {
         cond.lock()
         // A compaction swap is renaming a segment: its frame offsets are about to change.
         while swapWaiting { cond.wait() }
         let plan: ZoneFeed.PagePlan
         do {
             plan = try ZoneFeed.plan(zone, since: token, limit: limit, frameSlack: frameSlack, catalog, horizon: horizonLocked,
-                                     seen: writtenThrough, signer: signer) { z, inc in
+                                     seen: writtenThrough, expiry: expiry, signer: signer) { z, inc in
                 SnapshotDirectory.list(store: path, zone: z, incarnation: inc, kind: .state, fs: fs)
             }
         } catch {
@@ -165,6 +182,11 @@ extension JournalStore: StoreReading {
             cond.unlock()
         }
         return try ZoneFeed.read(plan, fetcher: FrameFetcher(store: path, fs: fs, segments: plan.segments), signer: signer)
+    }
+
+    /// The position a database token of this store stands at, or nil when it is not one.
+    public func databaseTokenPosition(_ token: FeedToken) -> SequenceNumber? {
+        try? signer.parse(token, kind: .database, horizon: .max).position
     }
 
     /// A token at the feed's current end for `zone` (or at `position`): what a client that just

@@ -218,8 +218,8 @@ final class FrameFetcher {
 
 /// Small files replaced atomically: written under a temporary name, synced, renamed into place,
 /// and the directory synced, so a crash leaves the old file or the new one, never a mix.
-enum AtomicFile {
-    static func write(_ bytes: [UInt8], to path: String, fs: any FileSystem) throws(JournalError) {
+public enum AtomicFile {
+    public static func write(_ bytes: [UInt8], to path: String, fs: any FileSystem) throws(JournalError) {
         let dir = parentDirectory(path)
         if fs.kind(of: dir) == .missing {
             try fs.createDirectory(dir)
@@ -240,7 +240,7 @@ enum AtomicFile {
     }
 
     /// The whole file, refusing one larger than `limit` before allocating for it.
-    static func read(_ path: String, fs: any FileSystem, limit: Int) throws(JournalError) -> [UInt8] {
+    public static func read(_ path: String, fs: any FileSystem, limit: Int) throws(JournalError) -> [UInt8] {
         let file = try fs.openForReading(path)
         defer { file.close() }
         let size = try file.size()

@@ -114,7 +114,8 @@ public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
     /// The last sequence read intact before the damage (0 when none).
     public var lastGoodSequence: SequenceNumber
     public var problem: Problem
-    /// True when the damage is a torn tail: at the end of the last segment, followed only by zeros or EOF.
+    /// True when the damage is a torn tail: at the end of the last segment, with nothing intact
+    /// after it (zeros, EOF, or bytes in which no frame validates: FORMAT.md §9.1).
     public var isTornTail: Bool
 
     public init(segment: String, offset: Int64, lastGoodSequence: SequenceNumber, problem: Problem, isTornTail: Bool) {

@@ -187,7 +187,11 @@ public final class JournalStore: @unchecked Sendable {
             // everything the store acknowledged? If not, refuse, unless an operator accepted it
             // (or chose pointInTime, which keeps a prefix by definition).
             let loaded = StoreEpochs.load(store: path, fs: fs)
-            let kept = scanner.cut.map { cut in scanner.summaries[...cut.segment].filter { $0.header != nil } } ?? scanner.summaries
+            let kept = scanner.cut.map { cut in
+                scanner.summaries[...cut.segment].enumerated().filter { k, s in
+                    s.header != nil && (k < cut.segment || cut.offset >= Int64(SegmentHeader.size))
+                }.map(\.element)
+            } ?? scanner.summaries
             // A segment file that is there, even with a torn header, held nothing acknowledged
             // beyond what its predecessors end with: only an absent one is missing.
             let present = paths.compactMap { SegmentName(fileName: String($0.split(separator: "/").last!))?.base }
@@ -202,7 +206,7 @@ public final class JournalStore: @unchecked Sendable {
                 try JournalStore.setAside(store: path, paths: paths, cut: cut, summary: scanner.summaries[cut.segment],
                                           fs: fs, report: &report)
                 scanner.summaries.removeSubrange((cut.segment + 1)...)
-                if scanner.summaries[cut.segment].header == nil { scanner.summaries.removeLast() }
+                if scanner.summaries[cut.segment].header == nil || cut.offset < Int64(SegmentHeader.size) { scanner.summaries.removeLast() }
             }
             var covered: CoveredFrame? = builder.lastFrame
             if !builder.isCurrent || (builder.checkpoint.map { $0.storeID != (scanner.summaries.first?.header?.storeID ?? $0.storeID) } ?? false) {
@@ -239,13 +243,19 @@ public final class JournalStore: @unchecked Sendable {
                 let size = try file.size()
                 active = LogWriter.ActiveSegment(file: file, name: name, writeOffset: last.validEnd, records: last.records, allocated: size)
                 report.segments = scanner.summaries.count
-                if last.sealed {
-                    // A compacted segment is never appended to: start the next one.
+                if last.sealed || header.minor < SegmentHeader.currentMinor {
+                    // A compacted segment is never appended to, and nothing is appended to a
+                    // segment whose minor version says it cannot hold what this writer may write
+                    // (a replicated `place`, FORMAT.md §1): start the next one. One that holds no
+                    // frame is made again under its own name.
+                    let empty = last.records == 0 && !last.sealed
+                    if !empty && active.allocated > active.writeOffset { try active.file.truncate(to: active.writeOffset) }
                     try active.file.sync()
                     active.file.close()
-                    active = try LogWriter.createSegment(store: path, base: lastAssigned + 1, storeID: id, previousChain: chain,
-                                                         segmentSize: options.segmentSize, preallocate: options.preallocate, fs: fs)
-                    report.segments += 1
+                    active = try LogWriter.createSegment(store: path, base: empty ? header.baseSequence : lastAssigned + 1, storeID: id,
+                                                         previousChain: chain, segmentSize: options.segmentSize,
+                                                         preallocate: options.preallocate, fs: fs)
+                    if !empty { report.segments += 1 }
                 }
             } else {
                 guard scanner.summaries.isEmpty else {
@@ -340,11 +350,15 @@ public final class JournalStore: @unchecked Sendable {
 
     /// Why an application may not append `e`, or nil. A `place` is the compactor's (FORMAT.md
     /// §6): appended, it would land in a minor-1 segment that a 1.1 reader calls corrupt.
-    public static func refusal(_ e: JournalEntry) -> String? { withUnsafePointer(to: e) { refusal($0) } }
+    public static func refusal(_ e: JournalEntry, replicated: Bool = false) -> String? {
+        withUnsafePointer(to: e) { refusal($0, replicated: replicated) }
+    }
 
     /// `refusal(_:)` for an entry read where it lies: passed by value, it is copied whole first.
-    static func refusal(_ e: UnsafePointer<JournalEntry>) -> String? {
-        if case .place = e.pointee.operation {
+    /// `replicated`: copied as another store wrote it (a sync engine installing a zone that its
+    /// service compacted), so a `place` is accepted.
+    static func refusal(_ e: UnsafePointer<JournalEntry>, replicated: Bool = false) -> String? {
+        if !replicated, case .place = e.pointee.operation {
             return "place entries are written only by the compactor (FORMAT.md §6); leave them out of what you append or import "
                 + "(a compacted store is copied whole with `jlog backup` and `jlog restore`)"
         }
@@ -367,10 +381,10 @@ public final class JournalStore: @unchecked Sendable {
     /// An entry whose id its zone already holds is not stored again: the append returns the
     /// sequence it was stored at, once that is acknowledged (an upload retry is normal).
     @discardableResult
-    public func append(_ entry: JournalEntry, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
-        if let why = Self.refusal(entry) { throw JournalError.invalidEntry(why) }
+    public func append(_ entry: JournalEntry, durability: Durability? = nil, replicated: Bool = false) throws(JournalError) -> SequenceNumber {
+        if let why = Self.refusal(entry, replicated: replicated) { throw JournalError.invalidEntry(why) }
         let payload = EntryCodec.encode(entry)
-        let fingerprint = EntryFingerprint.of(payload)
+        let fingerprint = entry.operation.isPlace ? EntryFingerprint.any : EntryFingerprint.of(payload)
         let mode = durability ?? options.durability
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             try checkWritable()
@@ -402,12 +416,13 @@ public final class JournalStore: @unchecked Sendable {
 
     /// Appends entries atomically: after a crash either all of them are recovered or none.
     @discardableResult
-    public func append(batch: [JournalEntry], durability: Durability? = nil) throws(JournalError) -> ClosedRange<SequenceNumber> {
+    /// `replicated`: entries another store wrote, copied as they are (see `refusal`).
+    public func append(batch: [JournalEntry], durability: Durability? = nil, replicated: Bool = false) throws(JournalError) -> ClosedRange<SequenceNumber> {
         guard !batch.isEmpty else { throw JournalError.invalidEntry("an empty batch") }
         let mode = durability ?? options.durability
         if batch.count == 1 {
             // A one-entry batch is still a batch: synced under onBatch.
-            let s = try append(batch[0], durability: mode == .none ? Durability.none : .always)
+            let s = try append(batch[0], durability: mode == .none ? Durability.none : .always, replicated: replicated)
             return s...s
         }
         guard batch.count <= Limits.maxBatchEntries else {
@@ -415,7 +430,7 @@ public final class JournalStore: @unchecked Sendable {
         }
         try batch.withUnsafeBufferPointer { b throws(JournalError) in
             for k in b.indices {
-                if let why = Self.refusal(b.baseAddress! + k) { throw JournalError.invalidEntry(why) }
+                if let why = Self.refusal(b.baseAddress! + k, replicated: replicated) { throw JournalError.invalidEntry(why) }
             }
         }
         var fresh = batch
@@ -426,6 +441,10 @@ public final class JournalStore: @unchecked Sendable {
             let payload = firstPass
                 ? fingerprints.withUnsafeMutableBufferPointer { BatchCodec.encode(journalEntries: fresh, compress: options.compressBatches, fingerprints: $0) }
                 : BatchCodec.encode(journalEntries: fresh, compress: options.compressBatches)
+            if firstPass && replicated {
+                // A place matches any retry of the add it replaced (TOKENS.md §2).
+                for k in batch.indices where batch[k].operation.isPlace { fingerprints[k] = EntryFingerprint.any }
+            }
             firstPass = false
             // The encoded body (before compression) must fit a frame too, so any reader can decode it.
             let raw = payload.withUnsafeBytes { (try? BatchCodec.summary($0))?.rawLength } ?? payload.count
@@ -726,7 +745,9 @@ public final class JournalStore: @unchecked Sendable {
         let tornDir = store + "/" + StoreLayout.tornDirectory
         try fs.createDirectory(tornDir)
         let stamp = Int64(Date().timeIntervalSince1970 * 1000)
-        let keepWhole = summary.header != nil
+        // Damage in the header, or found checking it against its neighbours (a chain break, a
+        // foreign segment), sets the whole segment aside: there is no prefix of it to keep.
+        let keepWhole = summary.header != nil && cut.offset >= Int64(SegmentHeader.size)
         for (i, p) in paths.enumerated() where i >= cut.segment {
             let name = String(p.split(separator: "/").last!)
             if i == cut.segment && keepWhole {

@@ -296,15 +296,20 @@ struct StoreScanner {
             let h = Frame.parseHeader(hb, at: 0)
             if h.isZero {
                 guard let nz = try reader.firstNonZero(from: pos) else { break frames }
-                let intactAfter = isLast ? try resync(reader, from: nz, lastSeq: lastSeq) != nil : true
+                // The search starts right after the zero header (a frame's own first bytes may be
+                // zero); its zero-run jump skips the rest of the fill.
+                let next = try resync(reader, from: pos + 1, lastSeq: lastSeq)
+                let intactAfter = isLast ? next != nil : true
                 if try report(corruption(nz, .dataAfterZeroTail, torn: !intactAfter)) { return true }
-                if let next = try resync(reader, from: nz, lastSeq: lastSeq) { summary.skippedBytes += next - pos; pos = next; ch = try seed(reader, next); continue frames }
-                summary.skippedBytes += size - pos
+                if let next { summary.skippedBytes += next - pos; pos = next; ch = try seed(reader, next); continue frames }
+                summary.skippedBytes += try reader.endOfData(from: pos) - pos
                 break frames
             }
             var problem: Corruption? = nil
             if Int64(h.frameSize) > remaining {
-                problem = corruption(pos, .lengthPastEOF(length: h.length, available: remaining), torn: true)
+                // A write cut short, unless an intact frame follows (a damaged length field).
+                let intactAfter = isLast ? try resync(reader, from: pos + 1, lastSeq: lastSeq) != nil : true
+                problem = corruption(pos, .lengthPastEOF(length: h.length, available: remaining), torn: !intactAfter)
             } else if Int(h.length) > Limits.maxPayloadBytes {
                 let intactAfter = isLast ? try resync(reader, from: pos + 1, lastSeq: lastSeq) != nil : true
                 problem = corruption(pos, .badLength(h.length), torn: !intactAfter)

@@ -113,7 +113,7 @@ enum ZoneFeed {
     /// it is accepted (a reader in another process may have read a record the writer has not
     /// synced yet), and its page holds nothing until the horizon passes it.
     static func plan(_ zone: String, since token: FeedToken?, limit: Int, frameSlack: Int, _ catalog: ZoneCatalog,
-                     horizon h: SequenceNumber, seen: SequenceNumber? = nil, signer: TokenSigner,
+                     horizon h: SequenceNumber, seen: SequenceNumber? = nil, expiry: TokenExpiry = .belowMark, signer: TokenSigner,
                      snapshots: (String, SequenceNumber) -> [SnapshotFile]) throws(FeedError) -> PagePlan {
         let track: Int
         let position: SequenceNumber
@@ -136,7 +136,7 @@ enum ZoneFeed {
         if let d = t.deletedAt, d <= h { throw .zoneDeleted(zone: zone, at: d, reason: t.deletionReason) }
         // Expired when the mark rose past the position after the token was issued: entries the
         // holder has not seen may be gone. A token issued under the current mark is still whole.
-        if token != nil && position < t.lowWaterMark && floor < t.lowWaterMark {
+        if token != nil && floor < t.lowWaterMark && (position < t.lowWaterMark || expiry == .issuedUnderAnOlderMark) {
             // The newest snapshot at or above the mark: an older one plus the tail could miss a
             // purged add/mark-off pair that straddles it.
             let snapshot = snapshots(zone, t.incarnation).first { $0.sequence >= t.lowWaterMark && $0.sequence <= h }

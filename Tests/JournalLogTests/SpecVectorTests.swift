@@ -139,7 +139,8 @@ import Testing
             try Self.write("segment-header.txt", header: "Segment header (FORMAT.md §3.1); the store's first chain is crc32c(storeID).",
                            blocks: [[("storeID", "0123456789abcdef fedcba9876543210 (two u64, each written little-endian: bytes efcdab89674523011032547698badcfe)"),
                                      ("baseSequence", "1001"), ("previousChain", "cafebabe"),
-                                     ("createdAt", "1795424400000"), ("flags", "0"), ("header", Self.hex(header.encoded())),
+                                     ("createdAt", "1795424400000"), ("flags", "0"), ("minor", String(header.minor)),
+                                     ("header", Self.hex(header.encoded())),
                                      ("firstChain", String(format: "%08x", SegmentHeader.firstChain(storeID: header.storeID)))]])
         }
         let b = try Self.blocks("segment-header.txt")[0]

@@ -575,7 +575,7 @@ import PropertyBased
                                     coveredSequence: 10, segments: [1, 9], zones: [z, d])
         let bytes = ZoneIndexCodec.encode(c)
         if V.writing {
-            try V.write("zone-index.txt", header: "A zone index checkpoint (INDEX.md §4): List-a (implicit, frames at 1:64, 4:130, 9:64 in segment 9) and List-b (deleted at 3).",
+            try V.write("zone-index.txt", header: "A zone index checkpoint (INDEX.md §4), store ID (1, 2): List-a (implicit, frames at 1:64, 4:130, 9:64 in segment 9) and List-b (deleted at 3).",
                         blocks: [[("file", V.hex(bytes))]])
         }
         #expect(try V.blocks("zone-index.txt")[0]["file"] == V.hex(bytes))
