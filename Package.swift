@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "JournalLog", targets: ["JournalLog"]),
         .library(name: "ListModel", targets: ["ListModel"]),
         .library(name: "JournalQuery", targets: ["JournalQuery"]),
+        .library(name: "JournalSync", targets: ["JournalSync"]),
+        .library(name: "JournalService", targets: ["JournalService"]),
         .executable(name: "jlog", targets: ["jlog"]),
         .executable(name: "jlog-bench", targets: ["jlog-bench"]),
     ],
@@ -42,6 +44,12 @@ let package = Package(
         ),
         // Layer 3: the query layer: list state, history and snapshots, read through the feed.
         .target(name: "JournalQuery", dependencies: ["JournalLog", "ListModel"]),
+        // Layer 4: sync. The protocol a service offers (CloudKit-shaped) and the client engine;
+        // no networking here: transports live in their own targets.
+        .target(name: "JournalSync", dependencies: ["JournalLog", "JournalQuery", "ListModel"]),
+        // Layer 4: the reference sync service over a JournalStore (accounts' databases, sharing,
+        // compaction), usable in process; `jlog serve` puts HTTP in front of it.
+        .target(name: "JournalService", dependencies: ["JournalSync", "JournalLog", "JournalQuery", "ListModel"]),
         // Outermost: the operator's CLI.
         .executableTarget(
             name: "jlog",
@@ -70,6 +78,10 @@ let package = Package(
         .testTarget(
             name: "JournalQueryTests",
             dependencies: ["JournalQuery", .product(name: "PropertyBased", package: "swift-property-based")]
+        ),
+        .testTarget(
+            name: "JournalSyncTests",
+            dependencies: ["JournalSync", "JournalService", "JournalQuery", "ListModel"]
         ),
         .testTarget(
             name: "ListModelTests",

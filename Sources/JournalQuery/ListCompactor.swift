@@ -64,6 +64,10 @@ public struct ListCompactor: Sendable {
     /// (A zone is never split: one larger than this is a group of its own.)
     public var maxEntriesPerGroup = 1_000_000
 
+    /// Which live zones a run considers (all by default). A sync service compacts only zones it
+    /// can expire every older token of (Spec/SYNC.md §6).
+    public var zoneFilter: @Sendable (ZoneInfo) -> Bool = { _ in true }
+
     public init(query: ListQuery, retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
         self.query = query
         self.retentionMillis = retentionMillis
@@ -96,7 +100,7 @@ public struct ListCompactor: Sendable {
         let store = try self.store
         var report = ListCompactionReport()
         let cutoff = now - retentionMillis
-        let zones = store.zones().filter { !$0.isDeleted }
+        let zones = store.zones().filter { !$0.isDeleted && zoneFilter($0) }
         // Entries old enough to go that still sit in the active segment would wait for it to fill
         // (a segment can span months of a family's list): seal it first. A dry run assumes it.
         // Only the active segment's entries are read for this.

@@ -1,0 +1,94 @@
+import JournalLog
+import JournalSync
+
+/// Who belongs to which shared zone, and since when (Spec/SYNC.md §5). The service records each
+/// change as an entry of its own zone, `_service/members` (an opaque kind, so no list reducer
+/// interprets it), appended in the same atomic batch as the `join` or `leave` entry that shows
+/// it in the shared zone's history. Membership is rebuilt from that zone at startup; the
+/// sequences of its entries are the positions at which an account's shared database changed,
+/// including for zones deleted since (whose own entries no feed serves any more).
+struct Membership: Sendable {
+    static let zone = "_service/members"
+    static let author = "_service"
+    /// The opaque operation kind of a membership record.
+    static let kind: UInt8 = 0x80
+
+    struct Event: Sendable, Equatable {
+        var account: String
+        var zone: String
+        var member: Bool
+        /// Why the account left (nil while it is a member).
+        var reason: ZoneGoneReason?
+        var sequence: SequenceNumber
+    }
+
+    /// By zone (store name), by account: the latest event.
+    private(set) var current: [String: [String: Event]] = [:]
+    /// By account: its events in sequence order (what its shared database's changes are made of).
+    private(set) var history: [String: [Event]] = [:]
+
+    func isMember(_ account: String, of zone: String) -> Bool { current[zone]?[account]?.member == true }
+
+    /// The latest event of `account` in `zone`, if it ever belonged to it.
+    func latest(_ account: String, in zone: String) -> Event? { current[zone]?[account] }
+
+    /// The accounts that belong to `zone` now.
+    func members(of zone: String) -> [String] { (current[zone] ?? [:]).values.filter(\.member).map(\.account).sorted() }
+
+    /// The account's events after `position` and at or below `horizon`.
+    func events(of account: String, after position: SequenceNumber, through horizon: SequenceNumber) -> [Event] {
+        guard let all = history[account] else { return [] }
+        let from = all.partitionPoint { $0.sequence <= position }
+        return all[from...].filter { $0.sequence <= horizon }
+    }
+
+    /// Zones the account belongs to now.
+    func zones(of account: String) -> [String] {
+        current.compactMap { zone, byAccount in byAccount[account]?.member == true ? zone : nil }.sorted()
+    }
+
+    mutating func record(_ e: Event) {
+        current[e.zone, default: [:]][e.account] = e
+        history[e.account, default: []].append(e)
+    }
+
+    /// Applies a membership entry read from `_service/members`.
+    mutating func observe(_ entry: JournalEntry, at sequence: SequenceNumber) {
+        guard case .opaque(Self.kind, let body) = entry.operation, let e = Self.decode(body, sequence: sequence) else { return }
+        record(e)
+    }
+
+    static func encode(account: String, zone: String, member: Bool, reason: ZoneGoneReason?) -> [UInt8] {
+        var w = ByteWriter()
+        w.u8(1)
+        w.u8(member ? 1 : 0)
+        w.u8(UInt8(ZoneGoneReason.allCases.firstIndex(of: reason ?? .removed)!))
+        w.string(account)
+        w.string(zone)
+        return w.bytes
+    }
+
+    static func decode(_ body: [UInt8], sequence: SequenceNumber) -> Event? {
+        body.withUnsafeBytes { b -> Event? in
+            var r = ByteReader(b)
+            guard (try? r.u8()) == 1, let member = try? r.u8(), member <= 1, let reason = try? r.u8(),
+                  Int(reason) < ZoneGoneReason.allCases.count,
+                  let account = try? r.string("account", limit: 64), let zone = try? r.string("zone", limit: Limits.maxZoneBytes),
+                  r.isAtEnd else { return nil }
+            return Event(account: account, zone: zone, member: member == 1,
+                         reason: member == 1 ? nil : ZoneGoneReason.allCases[Int(reason)], sequence: sequence)
+        }
+    }
+}
+
+extension Array {
+    /// The index of the first element for which `belongsToFirstPart` is false: a binary search.
+    func partitionPoint(_ belongsToFirstPart: (Element) -> Bool) -> Int {
+        var lo = 0, hi = count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if belongsToFirstPart(self[mid]) { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+}

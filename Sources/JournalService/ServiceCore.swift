@@ -1,0 +1,428 @@
+import Foundation
+import JournalLog
+import JournalQuery
+import JournalSync
+import ListModel
+
+/// What one service accepts (Spec/SYNC.md §4): requests over these get `limitExceeded` or
+/// `quotaExceeded`, never unbounded work.
+public struct ServiceLimits: Sendable {
+    /// Entries per upload (CloudKit allows 400 records per modify operation).
+    public var maxUploadEntries = 400
+    /// Encoded bytes per upload (the entry encodings, FORMAT.md §6).
+    public var maxUploadBytes = 1 << 20
+    /// Entries per zone-changes page, whatever the client asks.
+    public var maxPageEntries = 1_000
+    /// Zones an account may own.
+    public var maxZonesPerAccount = 1_000
+    /// Entries in the zones an account owns (nil: no quota).
+    public var maxEntriesPerAccount: Int? = nil
+    /// How long finished lifecycles stay before the service compacts them (COMPACTION.md §2).
+    public var retentionMillis: Int64 = ListRetention.defaultRetentionMillis
+
+    public init() {}
+}
+
+/// The reference sync service (Spec/SYNC.md): accounts' private and shared databases over one
+/// `JournalStore`, each list a zone named `owner/name`, the feed's tokens, compaction with the
+/// retention and snapshots for devices that re-fetch. Every call names its caller; transports
+/// (an in-process session, `jlog serve`'s HTTP) authenticate the caller and then call this.
+/// Thread-safe: calls are serialised.
+public final class ServiceCore: @unchecked Sendable {
+    public let store: JournalStore
+    public let limits: ServiceLimits
+    /// Wall-clock milliseconds: the service's time for the entries it writes and for compaction.
+    public let now: @Sendable () -> Int64
+    /// Whether an account exists (a participant must, to be invited).
+    public let accountExists: @Sendable (String) -> Bool
+    private let lock = NSLock()
+    private var membership = Membership()
+    private var clock = HybridClock()
+    private let invitations: InvitationSigner
+    /// Per zone: ids its history holds that its log no longer does (entries compaction purged):
+    /// a late retry of one is acknowledged, never stored again (Spec/SYNC.md §6).
+    private var purged: [String: Set<CompactID>] = [:]
+    /// Upload calls and entries received, and entries stored new (what the simulation measures).
+    public private(set) var counters = Counters()
+
+    public struct Counters: Sendable, Equatable {
+        public var uploads = 0
+        public var entriesReceived = 0
+        public var entriesStored = 0
+    }
+
+    public init(store: JournalStore, limits: ServiceLimits = ServiceLimits(), now: @escaping @Sendable () -> Int64,
+                accountExists: @escaping @Sendable (String) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws(JournalError) {
+        self.store = store
+        self.limits = limits
+        self.now = now
+        self.accountExists = accountExists
+        invitations = InvitationSigner(key: try ServiceFiles.key(store: store.path, fs: store.fileSystem))
+        try rebuild()
+    }
+
+    /// Membership from `_service/members`, and the marks a crash may have left behind a compaction.
+    private func rebuild() throws(JournalError) {
+        var token: FeedToken? = nil
+        if store.zone(Membership.zone) != nil {
+            do {
+                while true {
+                    let page = try store.changes(in: Membership.zone, since: token, limit: 10_000)
+                    for e in page.entries {
+                        membership.observe(e.entry, at: e.sequence)
+                        clock.observe(e.entry.clock)
+                    }
+                    token = page.token
+                    if !page.moreComing { break }
+                }
+            } catch { throw JournalError.invalidEntry("the service's membership zone cannot be read: \(error)") }
+        }
+        // A compaction that committed without its mark being raised (a crash between the two)
+        // wrote a history file above the mark first: raise it now, so every older token expires.
+        for z in store.zones() where !z.isDeleted && !ServiceCore.isSystemZone(z.name) {
+            let newest = SnapshotDirectory.list(store: store.path, zone: z.name, incarnation: z.incarnation, kind: .history,
+                                                fs: store.fileSystem).first?.sequence ?? 0
+            if newest > z.lowWaterMark && newest <= z.lastChange { try store.setLowWaterMark(z.name, to: newest) }
+        }
+    }
+
+    static func isSystemZone(_ name: String) -> Bool { name.hasPrefix("_") }
+
+    private func locked<T>(_ body: () throws(SyncError) -> T) throws(SyncError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: Access
+
+    private enum Access { case owner, member }
+
+    /// The caller's access to a zone, or the answer a caller without it gets: a zone it may not
+    /// see answers exactly like one that does not exist; a zone it was removed from, or that was
+    /// deleted while it belonged to it, answers `zoneDeleted` with the reason.
+    private func access(_ caller: String, _ zone: ZoneID) throws(SyncError) -> (Access, ZoneInfo) {
+        let info = store.zone(zone.storeName)
+        if zone.owner == caller {
+            guard let info else { throw .zoneNotFound }
+            if info.isDeleted { throw .zoneDeleted(reason: info.deletionReason == .purged ? .purged : .deleted) }
+            return (.owner, info)
+        }
+        guard let event = membership.latest(caller, in: zone.storeName) else { throw .zoneNotFound }
+        guard event.member else { throw .zoneDeleted(reason: event.reason ?? .removed) }
+        guard let info, !info.isDeleted else { throw .zoneDeleted(reason: .deleted) }
+        return (.member, info)
+    }
+
+    // MARK: Calls
+
+    public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
+        try locked { () throws(SyncError) -> UploadResult in
+            _ = try access(caller, zone)
+            counters.uploads += 1
+            counters.entriesReceived += entries.count
+            guard entries.count <= limits.maxUploadEntries else { throw .limitExceeded }
+            var bytes = 0
+            for e in entries { bytes += EntryCodec.encode(e).count }
+            guard bytes <= limits.maxUploadBytes else { throw .limitExceeded }
+            var result = UploadResult()
+            var fresh: [JournalEntry] = []
+            let gone = try purgedIDs(zone.storeName)
+            for e in entries {
+                if let why = Self.refusal(e, caller: caller, zone: zone) {
+                    result.failed[e.id] = .invalid(why)
+                } else if gone.contains(e.id) {
+                    result.saved.append(e.id)   // stored once, then purged: acknowledged
+                } else {
+                    fresh.append(e)
+                }
+            }
+            if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
+                let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == zone.owner }
+                if owned.reduce(0, { $0 + $1.entryCount }) + fresh.count > quota { throw .quotaExceeded }
+            }
+            while !fresh.isEmpty {
+                let before = store.nextSequence
+                do throws(JournalError) {
+                    try store.append(batch: fresh)
+                    counters.entriesStored += Int(store.nextSequence - before)
+                    result.saved += fresh.map(\.id)
+                    break
+                } catch .idConflict(_, let id, let at) {
+                    result.failed[id] = .conflict("the zone holds entry \(id) with other content" + (at.map { " (stored at \($0))" } ?? ""))
+                    fresh.removeAll { $0.id == id }
+                } catch .zoneDeleted {
+                    throw .zoneDeleted(reason: .deleted)
+                } catch {
+                    throw .serviceBusy(retryAfter: .seconds(1))
+                }
+            }
+            if !result.failed.isEmpty { throw .partialFailure(result) }
+            return result
+        }
+    }
+
+    /// Why the service refuses an entry from `caller` for `zone` (Spec/SYNC.md §3), or nil.
+    static func refusal(_ e: JournalEntry, caller: String, zone: ZoneID) -> String? {
+        guard e.zone == zone.storeName else { return "the entry names zone \(e.zone), not \(zone.storeName)" }
+        guard SyncNames.account(ofAuthor: e.author) == caller else {
+            return "the entry's author \(e.author) is not this account (\(caller)) or one of its devices (\(caller):device)"
+        }
+        switch e.operation {
+        case .join, .leave: return "participants join and leave through shares (accept, remove), not by upload"
+        case .place: return "place entries are the service's compactor's"
+        default: break
+        }
+        return JournalStore.refusal(e)
+    }
+
+    public func fetchDatabaseChanges(caller: String, scope: DatabaseScope, since token: ServiceToken?, limit: Int) throws(SyncError) -> DatabaseChangesPage {
+        try locked { () throws(SyncError) -> DatabaseChangesPage in
+            let feed: DatabaseChanges
+            do { feed = try store.changedZones(since: token.map { FeedToken($0.text) }) } catch {
+                // A token from before a restore, or garbled: start over, as after expiry.
+                throw .tokenExpired
+            }
+            let position = token == nil ? nil : positionOf(feed, since: token)
+            var changed: [ZoneID] = []
+            var deleted: [ZoneGone] = []
+            switch scope {
+            case .private:
+                for z in feed.changed {
+                    if let id = ZoneID(storeName: z.name), id.owner == caller { changed.append(id) }
+                }
+                for z in feed.deleted {
+                    if let id = ZoneID(storeName: z.name), id.owner == caller {
+                        deleted.append(ZoneGone(zone: id, reason: z.deletionReason == .purged ? .purged : .deleted))
+                    }
+                }
+            case .shared:
+                let horizon = store.horizon
+                if let position {
+                    // Zones it joined or left in the range, then zones of its that changed.
+                    var decided = Set<String>()
+                    for e in membership.events(of: caller, after: position, through: horizon).reversed() where decided.insert(e.zone).inserted {
+                        guard let id = ZoneID(storeName: e.zone) else { continue }
+                        if !e.member {
+                            deleted.append(ZoneGone(zone: id, reason: e.reason ?? .removed))
+                        } else if let info = store.zone(e.zone), info.isDeleted {
+                            deleted.append(ZoneGone(zone: id, reason: .deleted))
+                        } else {
+                            changed.append(id)
+                        }
+                    }
+                    for z in feed.changed where !decided.contains(z.name) && membership.isMember(caller, of: z.name) {
+                        if let id = ZoneID(storeName: z.name) { changed.append(id) }
+                    }
+                    for z in feed.deleted where !decided.contains(z.name) && membership.isMember(caller, of: z.name) {
+                        if let id = ZoneID(storeName: z.name) { deleted.append(ZoneGone(zone: id, reason: .deleted)) }
+                    }
+                } else {
+                    for name in membership.zones(of: caller) {
+                        if let info = store.zone(name), !info.isDeleted, let id = ZoneID(storeName: name) { changed.append(id) }
+                    }
+                }
+            }
+            changed.sort()
+            return DatabaseChangesPage(changed: changed, deleted: deleted.sorted { $0.zone < $1.zone },
+                                       token: ServiceToken(feed.token.text), moreComing: false)
+        }
+    }
+
+    /// The position a database token stood at: the feed answered from it, so it parsed; its
+    /// position is what `changedZones` compared with. Read back through a zero-change probe.
+    private func positionOf(_ feed: DatabaseChanges, since token: ServiceToken?) -> SequenceNumber? {
+        guard let token else { return nil }
+        return store.databaseTokenPosition(FeedToken(token.text))
+    }
+
+    public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
+        try locked { () throws(SyncError) -> ZoneChangesPage in
+            _ = try access(caller, zone)
+            let page: ZoneChanges
+            do throws(FeedError) {
+                page = try store.changes(in: zone.storeName, since: token.map { FeedToken($0.text) },
+                                         limit: max(1, min(limit, limits.maxPageEntries)), expiry: .issuedUnderAnOlderMark)
+            } catch {
+                switch error {
+                case .tokenExpired, .invalidToken: throw .tokenExpired
+                case .zoneDeleted: throw .zoneDeleted(reason: .deleted)
+                case .zoneNotFound: throw .zoneNotFound
+                case .storage: throw .serviceBusy(retryAfter: .seconds(1))
+                }
+            }
+            return ZoneChangesPage(zone: zone, entries: page.entries.map(\.entry), token: ServiceToken(page.token.text), moreComing: page.moreComing)
+        }
+    }
+
+    public func fetchZoneHistory(caller: String, zone: ZoneID) throws(SyncError) -> [UInt8] {
+        try locked { () throws(SyncError) -> [UInt8] in
+            let (_, info) = try access(caller, zone)
+            guard info.lowWaterMark > 0 else { return [] }
+            do throws(QueryError) { return ActivityLogCodec.encode(try ListQuery(store: store, fs: store.fileSystem).history(zone.storeName).log) } catch {
+                if case .historyIncomplete = error { throw .serviceBusy(retryAfter: nil) }
+                throw .zoneNotFound
+            }
+        }
+    }
+
+    public func createZone(caller: String, zone: ZoneID) throws(SyncError) {
+        try locked { () throws(SyncError) in
+            guard zone.owner == caller else { throw .invalidRequest("an account creates zones it owns (\(caller)/…) only") }
+            if let info = store.zone(zone.storeName), !info.isDeleted { return }
+            let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == caller }.count
+            guard owned < limits.maxZonesPerAccount else { throw .quotaExceeded }
+            do { try store.createZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        }
+    }
+
+    public func deleteZone(caller: String, zone: ZoneID) throws(SyncError) {
+        try locked { () throws(SyncError) in
+            let (kind, _) = try access(caller, zone)
+            guard kind == .owner else { throw .invalidRequest("only the owner deletes a zone; a participant leaves it (removeParticipant)") }
+            do { try store.deleteZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+            purged[zone.storeName] = nil
+        }
+    }
+
+    public func shareZone(caller: String, zone: ZoneID, with participant: String) throws(SyncError) -> ShareInvitation {
+        try locked { () throws(SyncError) -> ShareInvitation in
+            let (kind, info) = try access(caller, zone)
+            guard kind == .owner else { throw .invalidRequest("only the owner shares a zone") }
+            guard participant != caller, accountExists(participant) else { throw .invalidRequest("no account named \(participant) to share with") }
+            return invitations.issue(.init(zone: zone.storeName, incarnation: info.incarnation, participant: participant, issuedAt: store.horizon))
+        }
+    }
+
+    public func acceptShare(caller: String, invitation: ShareInvitation) throws(SyncError) -> ZoneID {
+        try locked { () throws(SyncError) -> ZoneID in
+            guard let i = invitations.parse(invitation), let zone = ZoneID(storeName: i.zone) else {
+                throw .invalidRequest("not an invitation of this service")
+            }
+            guard i.participant == caller else { throw .zoneNotFound }
+            guard let info = store.zone(i.zone), !info.isDeleted, info.incarnation == i.incarnation else { throw .zoneNotFound }
+            if let last = membership.latest(caller, in: i.zone) {
+                if last.member { return zone }
+                guard i.issuedAt >= last.sequence else { throw .zoneNotFound }   // issued before its removal
+            }
+            try recordMembership(caller, zone: zone, member: true, reason: nil, by: caller)
+            return zone
+        }
+    }
+
+    public func removeParticipant(caller: String, participant: String, from zone: ZoneID) throws(SyncError) {
+        try locked { () throws(SyncError) in
+            let (kind, _) = try access(caller, zone)
+            guard kind == .owner || participant == caller else { throw .invalidRequest("only the owner removes another participant") }
+            guard membership.isMember(participant, of: zone.storeName) else { return }
+            try recordMembership(participant, zone: zone, member: false, reason: .removed, by: caller)
+        }
+    }
+
+    public func stopSharing(caller: String, zone: ZoneID) throws(SyncError) {
+        try locked { () throws(SyncError) in
+            let (kind, _) = try access(caller, zone)
+            guard kind == .owner else { throw .invalidRequest("only the owner stops sharing a zone") }
+            for p in membership.members(of: zone.storeName) {
+                try recordMembership(p, zone: zone, member: false, reason: .sharingStopped, by: caller)
+            }
+        }
+    }
+
+    /// One atomic batch: the `join`/`leave` entry in the shared zone (its history shows it) and
+    /// the membership record in `_service/members` (what the service answers from).
+    private func recordMembership(_ account: String, zone: ZoneID, member: Bool, reason: ZoneGoneReason?, by actor: String) throws(SyncError) {
+        let wall = now()
+        let t1 = clock.tick(wallMillis: wall), t2 = clock.tick(wallMillis: wall)
+        var visible = JournalEntry(id: CompactID("-")!, zone: zone.storeName, author: actor, wallTime: wall, clock: t1,
+                                   operation: member ? .join(participant: account) : .leave(participant: account))
+        visible.id = CompactID.derived(from: visible)
+        var record = JournalEntry(id: CompactID("-")!, zone: Membership.zone, author: Membership.author, wallTime: wall, clock: t2,
+                                  operation: .opaque(kind: Membership.kind, body: Membership.encode(account: account, zone: zone.storeName,
+                                                                                                     member: member, reason: reason)))
+        record.id = CompactID.derived(from: record)
+        let range: ClosedRange<SequenceNumber>
+        do { range = try store.append(batch: [visible, record]) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        membership.record(.init(account: account, zone: zone.storeName, member: member, reason: member ? nil : reason, sequence: range.upperBound))
+    }
+
+    // MARK: Compaction
+
+    /// The service's compaction (Spec/SYNC.md §6): only zones whose last change is above their
+    /// low-water mark, so that raising the mark afterwards expires every token issued before,
+    /// and every device adopts the compacted copy.
+    @discardableResult
+    public func compact(now time: Int64) throws(SyncError) -> ListCompactionReport {
+        try locked { () throws(SyncError) -> ListCompactionReport in
+            var compactor = ListCompactor(store: store, fs: store.fileSystem, retentionMillis: limits.retentionMillis)
+            compactor.zoneFilter = { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark }
+            let report: ListCompactionReport
+            do { report = try compactor.run(now: time) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
+            for z in report.zones {
+                purged[z.zone] = nil
+                if let info = store.zone(z.zone), !info.isDeleted, z.snapshotSequence > info.lowWaterMark {
+                    do { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
+                }
+            }
+            return report
+        }
+    }
+
+    /// Ids the zone's history holds and its log does not: what compaction purged.
+    private func purgedIDs(_ zone: String) throws(SyncError) -> Set<CompactID> {
+        if let known = purged[zone] { return known }
+        guard let info = store.zone(zone), info.lowWaterMark > 0 else { return [] }
+        let q = ListQuery(store: store, fs: store.fileSystem)
+        do {
+            let history = try q.storedHistory(zone).log
+            var ids = Set(history.allEvents().map(\.entryID))
+            for (_, e) in try q.entries(zone).entries { ids.remove(e.id) }
+            purged[zone] = ids
+            return ids
+        } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+    }
+
+    /// Who belongs to a zone now (for tests and diagnostics).
+    public func members(of zone: ZoneID) -> [String] { lock.withLock { membership.members(of: zone.storeName) } }
+}
+
+/// The service's own files beside its store: `service/invite.key`, which signs invitations.
+enum ServiceFiles {
+    static func key(store: String, fs: any FileSystem) throws(JournalError) -> (UInt64, UInt64) {
+        let dir = store + "/service"
+        let path = dir + "/invite.key"
+        if fs.kind(of: path) == .file {
+            let file = try fs.openForReading(path)
+            defer { file.close() }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 20, alignment: 8)
+            defer { buffer.deallocate() }
+            guard try file.read(into: buffer, at: 0) == 20,
+                  CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: buffer[0..<16])) == buffer.loadUnaligned(fromByteOffset: 16, as: UInt32.self).littleEndian else {
+                throw JournalError.storeKeyDamaged(path: path)
+            }
+            return (buffer.loadUnaligned(fromByteOffset: 0, as: UInt64.self).littleEndian, buffer.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian)
+        }
+        if fs.kind(of: dir) == .missing {
+            try fs.createDirectory(dir)
+            try fs.syncDirectory(store)
+        }
+        let key = (UInt64.random(in: 0 ... .max), UInt64.random(in: 0 ... .max))
+        var w = ByteWriter(capacity: 20)
+        w.u64(key.0)
+        w.u64(key.1)
+        w.u32(CRC32C.checksum(w.bytes))
+        let temp = path + ".tmp"
+        let file = try fs.openFile(temp, create: true, truncate: true)
+        do throws(JournalError) {
+            try file.write(w.bytes, at: 0)
+            try file.sync()
+            file.close()
+        } catch {
+            file.close()
+            throw error
+        }
+        try fs.rename(temp, path)
+        try fs.syncDirectory(dir)
+        return key
+    }
+}

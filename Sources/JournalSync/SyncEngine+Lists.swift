@@ -1,0 +1,84 @@
+import JournalLog
+import ListModel
+
+extension SyncEngine {
+    // MARK: Sharing (Spec/SYNC.md §5)
+
+    /// Invites `participant` to a list this account owns (the service must hold it: pushes first).
+    public func share(_ zone: ZoneID, with participant: String) async throws(SyncEngineError) -> ShareInvitation {
+        var report = SyncReport()
+        if state.zones[zone.storeName]?.existsOnService != true {
+            _ = await pushZone(zone.storeName, &report)
+        }
+        do { return try await service.shareZone(zone, with: participant) } catch { throw .service(error) }
+    }
+
+    /// Accepts an invitation: the list joins this device (fetched by the next pull).
+    public func accept(_ invitation: ShareInvitation) async throws(SyncEngineError) -> ZoneID {
+        let zone: ZoneID
+        do { zone = try await service.acceptShare(invitation) } catch { throw .service(error) }
+        var z = state.zones[zone.storeName] ?? SyncState.Zone(zone: zone, scope: .shared)
+        z.needsFetch = true
+        z.existsOnService = true
+        z.pendingDelete = false
+        state.zones[zone.storeName] = z
+        if store.zone(zone.storeName)?.isDeleted != false {
+            do { try store.createZone(zone.storeName) } catch { throw .storage(error) }
+        }
+        try save()
+        return zone
+    }
+
+    /// Removes a participant from a list this account owns.
+    public func remove(_ participant: String, from zone: ZoneID) async throws(SyncEngineError) {
+        do { try await service.removeParticipant(participant, from: zone) } catch { throw .service(error) }
+    }
+
+    /// Stops sharing a list this account owns: it leaves every participant's devices.
+    public func stopSharing(_ zone: ZoneID) async throws(SyncEngineError) {
+        do { try await service.stopSharing(zone) } catch { throw .service(error) }
+    }
+
+    // MARK: Shopping mode (MERGE.md §7)
+
+    /// While shopping, remote changes to the list are stored (durably, in the engine's state) but
+    /// held back from the visible list; local changes push as usual. Ending it applies them.
+    public func setShopping(_ on: Bool, in zone: ZoneID) throws(SyncEngineError) {
+        guard state.zones[zone.storeName] != nil else { throw .noSuchList(zone.storeName) }
+        state.zones[zone.storeName]!.shopping = on
+        if !on { moveHeldToApply(zone.storeName) { _ in true } }
+        try save()
+        if !on {
+            var report = SyncReport()
+            applyQueued(zone.storeName, &report)
+        }
+    }
+
+    /// The held-back additions, offered as notifications (oldest first).
+    public func notifications(in zone: ZoneID) -> [PendingNotification] {
+        guard let held = state.zones[zone.storeName]?.held else { return [] }
+        return ShoppingSession(applied: ListReducer(zone: zone.storeName), pending: held).notifications
+    }
+
+    /// Applies the chosen held entries (by entry id) now, while shopping goes on.
+    public func applyHeld(_ ids: Set<CompactID>, in zone: ZoneID) throws(SyncEngineError) {
+        guard state.zones[zone.storeName] != nil else { throw .noSuchList(zone.storeName) }
+        moveHeldToApply(zone.storeName) { ids.contains($0.id) }
+        try save()
+        var report = SyncReport()
+        applyQueued(zone.storeName, &report)
+    }
+
+    private func moveHeldToApply(_ name: String, where chosen: (JournalEntry) -> Bool) {
+        guard var z = state.zones[name] else { return }
+        let take = z.held.filter(chosen)
+        z.held.removeAll(where: chosen)
+        z.toApply += take
+        state.zones[name] = z
+    }
+
+    // MARK: Status
+
+    /// What `jlog sync-status` prints: queues, tokens and errors per list.
+    public func status() -> SyncStatus { SyncStatus(state: state, store: store) }
+}

@@ -1,0 +1,260 @@
+import JournalLog
+import JournalQuery
+import ListModel
+
+extension SyncEngine {
+    /// Database changes of both scopes, then each changed zone's changes (Spec/SYNC.md §7, pull).
+    func pull(_ report: inout SyncReport) async {
+        for scope in DatabaseScope.allCases {
+            guard await pullDatabase(scope, &report) else { return }
+        }
+        for name in state.zones.keys.sorted() {
+            guard let z = state.zones[name], !z.pendingDelete, z.needsFetch || z.replacing != nil || !z.toApply.isEmpty else { continue }
+            await fetchZone(name, &report)
+            if report.offline || report.signedOut { return }
+        }
+    }
+
+    /// One database's changes. Zones gone are removed locally first, then the changed ones are
+    /// marked for fetching together with the new token, in one state write. False: stop.
+    func pullDatabase(_ scope: DatabaseScope, _ report: inout SyncReport) async -> Bool {
+        var token = state.databaseTokens[scope]
+        var changed = Set<ZoneID>()
+        var gone: [ZoneGone] = []
+        var fresh = token == nil
+        while true {
+            let page: DatabaseChangesPage
+            do { page = try await service.fetchDatabaseChanges(scope, since: token, limit: 1_000) } catch {
+                if case .tokenExpired = error, !fresh {
+                    // Start the database over: every zone is listed, and those not listed are gone.
+                    (token, fresh, changed, gone) = (nil, true, [], [])
+                    continue
+                }
+                return !stop(on: error, &report)
+            }
+            changed.formUnion(page.changed)
+            gone += page.deleted
+            token = page.token
+            if !page.moreComing { break }
+        }
+        if fresh {
+            // A full listing: a zone of this scope the service no longer lists is gone.
+            for (name, z) in state.zones.sorted(by: { $0.key < $1.key }) where z.scope == scope && z.existsOnService && !changed.contains(z.zone) {
+                if !gone.contains(where: { $0.zone.storeName == name }) { gone.append(ZoneGone(zone: z.zone, reason: .deleted)) }
+            }
+        }
+        for g in gone where state.zones[g.zone.storeName] != nil || store.zone(g.zone.storeName)?.isDeleted == false {
+            // A zone gone, then back (created again) in the same range, is fetched anew.
+            if changed.contains(g.zone) { continue }
+            removeLocal(g.zone.storeName, reason: g.reason, &report)
+        }
+        for zone in changed.sorted() {
+            var z = state.zones[zone.storeName] ?? SyncState.Zone(zone: zone, scope: scope)
+            if z.pendingDelete { continue }
+            z.needsFetch = true
+            z.existsOnService = true
+            state.zones[zone.storeName] = z
+            if store.zone(zone.storeName)?.isDeleted != false {
+                do { try store.createZone(zone.storeName) } catch {
+                    note("cannot create the local list: \(error)", zone: zone.storeName, &report)
+                }
+            }
+        }
+        state.databaseTokens[scope] = token
+        do { try save() } catch {
+            note("\(error)", zone: nil, &report)
+            return false
+        }
+        return true
+    }
+
+    /// Removes a zone the service no longer gives this account: its local copy and its state.
+    func removeLocal(_ name: String, reason: ZoneGoneReason, _ report: inout SyncReport) {
+        if let info = store.zone(name), !info.isDeleted {
+            _ = try? store.deleteZone(name, reason: reason == .purged ? .purged : .deleted)
+        }
+        if let z = state.zones[name] {
+            report.gone.append(ZoneGone(zone: z.zone, reason: reason))
+        } else if let id = ZoneID(storeName: name) {
+            report.gone.append(ZoneGone(zone: id, reason: reason))
+        }
+        state.zones[name] = nil
+        try? save()
+    }
+
+    /// A zone's changes, page by page: each into the to-apply queue with its token, then into the
+    /// log (or, while shopping, held back).
+    func fetchZone(_ name: String, _ report: inout SyncReport) async {
+        guard let z = state.zones[name] else { return }
+        if z.replacing != nil { return await refetch(name, &report) }
+        if !z.toApply.isEmpty { applyQueued(name, &report) }
+        while true {
+            guard let z = state.zones[name] else { return }
+            let page: ZoneChangesPage
+            do { page = try await service.fetchZoneChanges(z.zone, since: z.token, limit: options.pageLimit) } catch {
+                switch error {
+                case .tokenExpired: return await refetch(name, &report)
+                case .zoneDeleted(let reason): return removeLocal(name, reason: reason, &report)
+                case .zoneNotFound:
+                    if z.zone.owner == state.account && !z.existsOnService { return }
+                    return removeLocal(name, reason: .deleted, &report)
+                default:
+                    _ = stop(on: error, &report, zone: name)
+                    return
+                }
+            }
+            if !page.entries.isEmpty {
+                if z.shopping {
+                    state.zones[name]?.held += page.entries
+                    state.zones[name]?.token = page.token
+                    report.held += page.entries.count
+                    try? save()
+                } else {
+                    state.zones[name]?.toApply = page.entries
+                    state.zones[name]?.token = page.token
+                    guard (try? save()) != nil else { return }
+                    applyQueued(name, &report)
+                }
+            } else if z.token != page.token {
+                state.zones[name]?.token = page.token
+                try? save()
+            }
+            if !page.moreComing { break }
+        }
+        state.zones[name]?.needsFetch = false
+        state.zones[name]?.lastError = nil
+        try? save()
+    }
+
+    /// Appends the to-apply queue to the local log (idempotent by id), then empties it.
+    func applyQueued(_ name: String, _ report: inout SyncReport) {
+        guard let entries = state.zones[name]?.toApply, !entries.isEmpty else { return }
+        for e in entries { hlc.observe(e.clock) }
+        if store.zone(name)?.isDeleted != false { _ = try? store.createZone(name) }
+        var todo = entries
+        while !todo.isEmpty {
+            do {
+                try store.append(batch: todo, replicated: true)
+                report.applied += todo.count
+                todo = []
+            } catch {
+                if case .idConflict(_, let id, _) = error {
+                    // The service and this device hold one id with two contents: keep ours, say so.
+                    note("entry \(id) arrived with content other than the local entry of that id; kept the local one", zone: name, &report)
+                    todo.removeAll { $0.id == id }
+                } else if case .batchTooLarge = error, todo.count > 1 {
+                    let half = todo.count / 2
+                    let (a, b) = (Array(todo[..<half]), Array(todo[half...]))
+                    state.zones[name]?.toApply = a
+                    applyQueued(name, &report)
+                    state.zones[name]?.toApply = b
+                    applyQueued(name, &report)
+                    return
+                } else {
+                    note("cannot apply fetched entries: \(error)", zone: name, &report)
+                    return
+                }
+            }
+        }
+        state.zones[name]?.toApply = []
+        try? save()
+    }
+
+    // MARK: Re-fetch
+
+    /// After `tokenExpired` (the service compacted the zone, or this device was away longer
+    /// than it keeps changes): push what is pending, fetch the service's copy from no token into
+    /// a new local incarnation, install the service's history beside it, and put local changes
+    /// not yet uploaded back on top. Resumable at every step (`SyncState.Replacing`).
+    func refetch(_ name: String, _ report: inout SyncReport) async {
+        guard var z = state.zones[name] else { return }
+        if z.replacing == nil {
+            guard await pushZone(name, &report) else {
+                note("the list must be fetched anew, after its pending changes are uploaded", zone: name, &report)
+                return
+            }
+            let pending = ((try? pendingLocal(name))?.entries ?? []).map(\.entry)
+            z = state.zones[name] ?? z
+            z.replacing = SyncState.Replacing(oldIncarnation: store.zone(name).map { $0.isDeleted ? 0 : $0.incarnation } ?? 0,
+                                              pendingLocal: pending)
+            z.toApply = []
+            z.held = []
+            state.zones[name] = z
+            guard (try? save()) != nil else { return }
+        }
+        guard var r = state.zones[name]?.replacing else { return }
+        // The old copy goes (once): a new incarnation receives the service's.
+        if let info = store.zone(name), !info.isDeleted, info.incarnation == r.oldIncarnation {
+            do { try store.deleteZone(name, reason: .purged) } catch {
+                return note("cannot replace the local copy: \(error)", zone: name, &report)
+            }
+        }
+        if store.zone(name)?.isDeleted != false {
+            do { try store.createZone(name) } catch { return note("cannot replace the local copy: \(error)", zone: name, &report) }
+        }
+        while true {
+            let page: ZoneChangesPage
+            do { page = try await service.fetchZoneChanges(z.zone, since: r.token, limit: options.pageLimit) } catch {
+                switch error {
+                case .tokenExpired:
+                    // Compacted again meanwhile: start over into yet another incarnation.
+                    r = SyncState.Replacing(oldIncarnation: store.zone(name)?.incarnation ?? 0, pendingLocal: r.pendingLocal)
+                    state.zones[name]?.replacing = r
+                    try? save()
+                    return await refetch(name, &report)
+                case .zoneDeleted(let reason): return removeLocal(name, reason: reason, &report)
+                case .zoneNotFound: return removeLocal(name, reason: .deleted, &report)
+                default:
+                    _ = stop(on: error, &report, zone: name)
+                    return
+                }
+            }
+            if !page.entries.isEmpty {
+                for e in page.entries { hlc.observe(e.clock) }
+                do { try store.append(batch: page.entries, replicated: true) } catch {
+                    return note("cannot store the fetched copy: \(error)", zone: name, &report)
+                }
+                report.applied += page.entries.count
+            }
+            r.token = page.token
+            state.zones[name]?.replacing = r
+            guard (try? save()) != nil else { return }
+            if !page.moreComing { break }
+        }
+        // The history the service keeps (purged events live only there), with what was fetched.
+        let blob: [UInt8]
+        do { blob = try await service.fetchZoneHistory(z.zone) } catch {
+            _ = stop(on: error, &report, zone: name)
+            return
+        }
+        guard let info = store.zone(name), !info.isDeleted else { return }
+        let installed = info.lastChange
+        if !blob.isEmpty {
+            let q = ListQuery(store: store, fs: store.fileSystem)
+            do {
+                var log = try ActivityLogCodec.decode(blob)
+                guard log.zone == name else { return note("the service's history names another list", zone: name, &report) }
+                for (s, e) in try q.entries(name).entries where s <= installed { _ = log.record(e) }
+                try q.writeHistory(name, history: log, incarnation: info.incarnation, sequence: installed)
+                if installed > info.lowWaterMark { try store.setLowWaterMark(name, to: installed) }
+            } catch {
+                return note("cannot install the service's history: \(error)", zone: name, &report)
+            }
+        }
+        // Local changes the service has not taken go back on top, and everything fetched counts
+        // as uploaded: it came from the service.
+        if !r.pendingLocal.isEmpty {
+            do { try store.append(batch: r.pendingLocal) } catch {
+                return note("cannot put local changes back: \(error)", zone: name, &report)
+            }
+        }
+        advanceUploaded(name, to: installed)
+        state.zones[name]?.token = r.token
+        state.zones[name]?.replacing = nil
+        state.zones[name]?.needsFetch = false
+        state.zones[name]?.existsOnService = true
+        state.zones[name]?.lastError = nil
+        report.refetched.append(z.zone)
+        try? save()
+    }
+}

@@ -1,0 +1,197 @@
+import JournalLog
+
+extension SyncEngine {
+    /// Uploads every zone's local changes (Spec/SYNC.md §7, push), and the deletions and leaves
+    /// made here.
+    func push(_ report: inout SyncReport) async {
+        for name in state.zones.keys.sorted() {
+            guard let z = state.zones[name] else { continue }
+            if z.pendingDelete {
+                do {
+                    if z.zone.owner == state.account {
+                        try await service.deleteZone(z.zone)
+                    } else if let me = state.account {
+                        try await service.removeParticipant(me, from: z.zone)
+                    }
+                    state.zones[name] = nil
+                    try? save()
+                } catch {
+                    switch error {
+                    case .zoneNotFound, .zoneDeleted:
+                        state.zones[name] = nil
+                        try? save()
+                    default:
+                        if stop(on: error, &report, zone: name) { return }
+                    }
+                }
+                continue
+            }
+            guard z.replacing == nil else { continue }  // the pull finishes it (and pushes first)
+            if await !pushZone(name, &report) && (report.offline || report.signedOut) { return }
+        }
+    }
+
+    /// Local entries not yet uploaded (authored here, above the uploaded mark, not refused for
+    /// good), in order, and the position through which nothing else is pending.
+    func pendingLocal(_ name: String) throws(JournalError) -> (entries: [FeedEntry], safe: SequenceNumber, mark: SequenceNumber) {
+        guard let info = store.zone(name), !info.isDeleted else { return ([], 0, 0) }
+        let mark = uploadedMark(name, incarnation: info.incarnation)
+        let rejected = Set(state.zones[name]?.rejected ?? [])
+        var out: [FeedEntry] = []
+        do throws(FeedError) {
+            var token: FeedToken? = mark > 0 ? try store.zoneToken(name, position: min(mark, info.lastChange)) : nil
+            while true {
+                let page = try store.changes(in: name, since: token, limit: 4_096)
+                for e in page.entries where e.entry.author == replica && !rejected.contains(e.entry.id) { out.append(e) }
+                token = page.token
+                if !page.moreComing { break }
+            }
+        } catch {
+            if case .storage(let e) = error { throw e }
+            return ([], mark, mark)
+        }
+        let safe = out.first.map { $0.sequence - 1 } ?? max(mark, info.lastChange)
+        return (out, safe, mark)
+    }
+
+    func uploadedMark(_ name: String, incarnation: SequenceNumber) -> SequenceNumber {
+        store.consumer(Self.consumer)?.marks.first { $0.zone == name && $0.incarnation == incarnation }?.position ?? 0
+    }
+
+    func advanceUploaded(_ name: String, to position: SequenceNumber) {
+        guard let info = store.zone(name), !info.isDeleted, position > uploadedMark(name, incarnation: info.incarnation) else { return }
+        _ = try? store.advanceConsumer(Self.consumer, zone: name, to: min(position, store.horizon))
+    }
+
+    /// Pushes one zone; false when something stopped it (what is left stays queued).
+    func pushZone(_ name: String, _ report: inout SyncReport) async -> Bool {
+        guard var z = state.zones[name] else { return true }
+        let pending: [FeedEntry]
+        do {
+            let p = try pendingLocal(name)
+            pending = p.entries
+            if p.safe > p.mark { advanceUploaded(name, to: p.safe) }
+        } catch {
+            note("the local log cannot be read: \(error)", zone: name, &report)
+            return false
+        }
+        guard !pending.isEmpty else { return true }
+        if z.zone.owner == state.account && !z.existsOnService {
+            do { try await service.createZone(z.zone) } catch {
+                _ = stop(on: error, &report, zone: name)
+                return false
+            }
+            z.existsOnService = true
+            state.zones[name] = z
+            try? save()
+        }
+        var done = Set<CompactID>()
+        var i = 0
+        while i < pending.count {
+            var batch: [JournalEntry] = []
+            var bytes = 0
+            while i < pending.count && batch.count < options.uploadBatchEntries {
+                let size = EntryCodec.encode(pending[i].entry).count
+                if !batch.isEmpty && bytes + size > options.uploadBatchBytes { break }
+                batch.append(pending[i].entry)
+                bytes += size
+                i += 1
+            }
+            let outcome: (saved: Set<CompactID>, refused: [CompactID: EntryFailure])
+            do { outcome = try await send(batch, to: z.zone) } catch {
+                switch error {
+                case .zoneNotFound where z.zone.owner == state.account:
+                    // Gone from the service (deleted elsewhere, or never made): make it again.
+                    state.zones[name]?.existsOnService = false
+                    try? save()
+                    note("the service had no such list; it is created again on the next push", zone: name, &report)
+                    return false
+                case .zoneNotFound:
+                    removeLocal(name, reason: .deleted, &report)
+                    return false
+                case .zoneDeleted(let reason):
+                    removeLocal(name, reason: reason, &report)
+                    return false
+                default:
+                    _ = stop(on: error, &report, zone: name)
+                    return false
+                }
+            }
+            report.uploaded += outcome.saved.count
+            totals.entriesUploaded += outcome.saved.count
+            done.formUnion(outcome.saved)
+            if !outcome.refused.isEmpty {
+                for (id, why) in outcome.refused.sorted(by: { $0.key < $1.key }) {
+                    state.zones[name]?.rejected.append(id)
+                    done.insert(id)
+                    report.rejected.append((id, why.description))
+                }
+                try? save()
+            }
+            // Through the longest prefix of what was pending that the service now holds.
+            var through: SequenceNumber? = nil
+            for e in pending {
+                guard done.contains(e.entry.id) else { break }
+                through = e.sequence
+            }
+            if let through { advanceUploaded(name, to: through) }
+        }
+        return true
+    }
+
+    /// One upload, with every retry it takes (Spec/SYNC.md §7): `limitExceeded` halves the batch
+    /// down to single entries; a busy or rate-limited service is waited for (its `retryAfter`, or
+    /// jittered exponential backoff) up to `maxAttempts` times; a partial failure retries only the
+    /// entries that may succeed. Errors that concern the whole request are thrown.
+    func send(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> (saved: Set<CompactID>, refused: [CompactID: EntryFailure]) {
+        var todo = entries
+        var saved = Set<CompactID>()
+        var refused: [CompactID: EntryFailure] = [:]
+        var attempt = 0
+        while !todo.isEmpty {
+            totals.entriesSent += todo.count
+            do {
+                let r = try await service.upload(todo, to: zone)
+                saved.formUnion(r.saved)
+                todo = []
+            } catch {
+                switch error {
+                case .limitExceeded where todo.count > 1:
+                    let half = todo.count / 2
+                    let a = try await send(Array(todo[..<half]), to: zone)
+                    let b = try await send(Array(todo[half...]), to: zone)
+                    saved.formUnion(a.saved)
+                    saved.formUnion(b.saved)
+                    refused.merge(a.refused) { x, _ in x }
+                    refused.merge(b.refused) { x, _ in x }
+                    todo = []
+                case .limitExceeded:
+                    refused[todo[0].id] = .invalid("larger than the service takes")
+                    todo = []
+                case .partialFailure(let r):
+                    saved.formUnion(r.saved)
+                    var again: [JournalEntry] = []
+                    for e in todo where !r.saved.contains(e.id) {
+                        switch r.failed[e.id] {
+                        case .retryable?, nil: again.append(e)
+                        case let f?: refused[e.id] = f
+                        }
+                    }
+                    todo = again
+                    if !todo.isEmpty {
+                        attempt += 1
+                        guard attempt < options.maxAttempts else { throw .serviceBusy(retryAfter: nil) }
+                        await backoff(attempt: attempt, retryAfter: nil)
+                    }
+                case .rateLimited(let after), .serviceBusy(let after):
+                    attempt += 1
+                    guard attempt < options.maxAttempts else { throw error }
+                    await backoff(attempt: attempt, retryAfter: after)
+                default:
+                    throw error
+                }
+            }
+        }
+        return (saved, refused)
+    }
+}

@@ -1,0 +1,287 @@
+import JournalLog
+import JournalQuery
+import ListModel
+
+public struct SyncEngineOptions: Sendable {
+    /// Entries and encoded bytes per upload (a service's limits split larger ones anyway).
+    public var uploadBatchEntries = 200
+    public var uploadBatchBytes = 512 << 10
+    /// Entries asked for per zone-changes page.
+    public var pageLimit = 500
+    /// Tries of one request that the service rate-limits or finds busy, before the sync gives up
+    /// on it for now (everything stays queued).
+    public var maxAttempts = 5
+    /// Jittered exponential backoff when the service names no wait.
+    public var backoffBase: Duration = .milliseconds(500)
+    public var backoffMax: Duration = .seconds(60)
+
+    public init() {}
+}
+
+/// What one `sync()` did.
+public struct SyncReport: Sendable {
+    /// Entries the service took (stored now, or before).
+    public var uploaded = 0
+    /// Entries sent, retries included.
+    public var sent = 0
+    /// Entries appended to the local log from the service.
+    public var applied = 0
+    /// Entries held back while shopping.
+    public var held = 0
+    public var refetched: [ZoneID] = []
+    public var gone: [ZoneGone] = []
+    /// Local entries the service refused for good, and why.
+    public var rejected: [(id: CompactID, why: String)] = []
+    public var errors: [String] = []
+    public var offline = false
+    public var quotaExceeded = false
+    public var signedOut = false
+
+    public init() {}
+    /// Nothing failed: the device is up to date with the service as of this sync.
+    public var isComplete: Bool { errors.isEmpty && !offline && !quotaExceeded && !signedOut }
+}
+
+/// Totals since the engine was made (what the simulation measures).
+public struct SyncTotals: Sendable, Equatable {
+    public var localChanges = 0
+    public var entriesSent = 0
+    public var entriesUploaded = 0
+}
+
+public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
+    case storage(JournalError)
+    case stateDamaged(String)
+    case notSignedIn
+    case noSuchList(String)
+    case invalid(String)
+    case service(SyncError)
+
+    public var description: String {
+        switch self {
+        case .storage(let e): e.description
+        case .stateDamaged(let why): "the sync state is damaged (\(why)); move sync/state aside to start over (local changes not yet uploaded are still in the log)"
+        case .notSignedIn: "not signed in: sign in to sync"
+        case .noSuchList(let z): "no list \(z) on this device"
+        case .invalid(let why): why
+        case .service(let e): e.description
+        }
+    }
+}
+
+/// The client side of sync (Spec/SYNC.md §7), over one local `JournalStore` and one
+/// `SyncService`:
+/// - **The log is the upload queue.** A local change is appended durably first; an "uploaded"
+///   consumer mark records what the service has, so local compaction never takes what it lacks.
+///   Local changes are the entries this device (`replica`) authored above that mark; entries
+///   from the service are never sent back.
+/// - **Pull**: database changes, then each changed zone's pages; a page goes into the durable
+///   to-apply queue with its token, then into the log: a crash between any two steps loses and
+///   duplicates nothing (appends are idempotent by entry id).
+/// - **Stale devices**: `tokenExpired` pushes what is pending, re-fetches the zone from the
+///   service (its compacted entries, not the whole history, and its history file), replaces the
+///   local copy, and puts pending local changes back on top.
+public actor SyncEngine {
+    public let store: JournalStore
+    public private(set) var service: any SyncService
+    public nonisolated let replica: String
+    public var options: SyncEngineOptions
+    let clock: any SyncClock
+    var rng: SplitMix64
+    var hlc: HybridClock
+    var state: SyncState
+    public internal(set) var totals = SyncTotals()
+
+    static let consumer = "uploaded"
+    static let stateFile = "sync/state"
+
+    /// Opens the engine's state beside `store` (creating it), as `replica`: the author of every
+    /// local change, `account` or `account:device`.
+    public init(store: JournalStore, service: any SyncService, replica: String, clock: any SyncClock = SystemSyncClock(),
+                seed: UInt64 = UInt64.random(in: 0 ... .max), options: SyncEngineOptions = SyncEngineOptions()) throws(SyncEngineError) {
+        guard SyncNames.account(ofAuthor: replica) == service.account else {
+            throw .invalid("the replica \(replica) is not a device of account \(service.account) (use \(service.account) or \(service.account):device)")
+        }
+        self.store = store
+        self.service = service
+        self.replica = replica
+        self.clock = clock
+        self.options = options
+        rng = SplitMix64(seed: seed)
+        let path = store.path + "/" + Self.stateFile
+        var loaded: SyncState
+        if store.fileSystem.kind(of: path) == .file {
+            do {
+                loaded = try SyncStateCodec.decode(try AtomicFile.read(path, fs: store.fileSystem, limit: SyncStateCodec.maxFileBytes))
+            } catch { throw .stateDamaged(String(describing: error)) }
+            guard loaded.replica == replica else { throw .invalid("this store syncs as replica \(loaded.replica), not \(replica)") }
+        } else {
+            loaded = SyncState(replica: replica, account: service.account)
+        }
+        if loaded.account == nil && loaded.signedOutAccount == nil { loaded.account = service.account }
+        state = loaded
+        hlc = HybridClock(last: HybridTime(rawValue: loaded.clock))
+        do {
+            if store.consumer(Self.consumer) == nil { try store.registerConsumer(Self.consumer, leaseUntil: nil) }
+            try AtomicFile.write(SyncStateCodec.encode(loaded), to: path, fs: store.fileSystem)
+        } catch { throw .storage(error) }
+    }
+
+    func save() throws(SyncEngineError) {
+        state.clock = max(state.clock, hlc.last.rawValue)
+        do { try AtomicFile.write(SyncStateCodec.encode(state), to: store.path + "/" + Self.stateFile, fs: store.fileSystem) } catch {
+            throw .storage(error)
+        }
+    }
+
+    /// The engine's state as saved (for diagnostics and tests).
+    public var syncState: SyncState { state }
+
+    // MARK: Local changes
+
+    /// Creates a list this account owns; the service learns of it on the next push.
+    public func createList(_ name: String) throws(SyncEngineError) -> ZoneID {
+        guard let account = state.account else { throw .notSignedIn }
+        guard let zone = ZoneID(owner: account, name: name) else { throw .invalid("\(name) is not a list name a service takes") }
+        do { try store.createZone(zone.storeName) } catch { throw .storage(error) }
+        if state.zones[zone.storeName] == nil { state.zones[zone.storeName] = SyncState.Zone(zone: zone, scope: .private) }
+        try save()
+        return zone
+    }
+
+    /// Appends a local change to the list, durably (the UI may show it once this returns).
+    @discardableResult
+    public func record(_ operation: Operation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
+        guard state.account != nil else { throw .notSignedIn }
+        guard state.zones[zone.storeName] != nil, let info = store.zone(zone.storeName), !info.isDeleted else { throw .noSuchList(zone.storeName) }
+        let now = clock.now()
+        let entry = JournalEntry(id: CompactID.random(using: &rng), zone: zone.storeName, author: replica, wallTime: now,
+                                 clock: hlc.tick(wallMillis: now), operation: operation)
+        do { try store.append(entry) } catch { throw .storage(error) }
+        totals.localChanges += 1
+        // The clock must never run back, even across a restart.
+        try save()
+        return entry
+    }
+
+    /// Deletes a list here and, on the next push, on the service (its owner), or leaves it (a
+    /// participant).
+    public func deleteList(_ zone: ZoneID) throws(SyncEngineError) {
+        guard var z = state.zones[zone.storeName] else { throw .noSuchList(zone.storeName) }
+        if let info = store.zone(zone.storeName), !info.isDeleted {
+            do { try store.deleteZone(zone.storeName) } catch { throw .storage(error) }
+        }
+        if z.existsOnService {
+            z.pendingDelete = true
+            state.zones[zone.storeName] = z
+        } else {
+            state.zones[zone.storeName] = nil
+        }
+        try save()
+    }
+
+    /// The lists this device syncs.
+    public var lists: [ZoneID] { state.zones.values.filter { !$0.pendingDelete }.map(\.zone).sorted() }
+
+    // MARK: Sync
+
+    /// Push, then pull (Spec/SYNC.md §7).
+    @discardableResult
+    public func sync() async -> SyncReport {
+        var report = SyncReport()
+        guard state.account != nil else {
+            report.signedOut = true
+            return report
+        }
+        let sentBefore = totals.entriesSent
+        await push(&report)
+        if !report.offline && !report.signedOut { await pull(&report) }
+        if !report.offline && !report.signedOut { restoreSignedOutChanges(&report) }
+        state.lastSync = report.isComplete ? clock.now() : state.lastSync
+        state.lastError = report.errors.first ?? (report.offline ? "offline" : nil)
+        try? save()
+        report.sent = totals.entriesSent - sentBefore
+        return report
+    }
+
+    /// Handles a service error common to every call; returns true when the sync must stop.
+    func stop(on error: SyncError, _ report: inout SyncReport, zone: String? = nil) -> Bool {
+        switch error {
+        case .networkUnavailable:
+            report.offline = true
+            return true
+        case .notAuthenticated:
+            signOut(&report)
+            return true
+        case .quotaExceeded:
+            report.quotaExceeded = true
+            note("the account's quota is exceeded: changes stay queued", zone: zone, &report)
+            return false
+        case .rateLimited, .serviceBusy:
+            note("the service is busy: \(error)", zone: zone, &report)
+            return true
+        default:
+            note(error.description, zone: zone, &report)
+            return false
+        }
+    }
+
+    func note(_ message: String, zone: String?, _ report: inout SyncReport) {
+        report.errors.append(zone.map { "\($0): \(message)" } ?? message)
+        if let zone, state.zones[zone] != nil { state.zones[zone]!.lastError = message }
+    }
+
+    /// Waits before retrying a request: the service's `retryAfter`, or jittered exponential backoff.
+    func backoff(attempt: Int, retryAfter: Duration?) async {
+        if let retryAfter { return await clock.sleep(for: retryAfter) }
+        let base = options.backoffBase * (1 << min(attempt, 20))
+        let capped = min(base, options.backoffMax)
+        let jitter = 0.5 + Double(rng.next() % 1_000) / 1_000
+        await clock.sleep(for: capped * jitter)
+    }
+
+    // MARK: Sign-out and sign-in
+
+    /// The service says the account is signed out: lists hosted there leave the device, and local
+    /// changes not yet uploaded are kept for when the same account signs in again.
+    func signOut(_ report: inout SyncReport) {
+        report.signedOut = true
+        var kept: [JournalEntry] = []
+        for name in state.zones.keys.sorted() {
+            kept += ((try? pendingLocal(name))?.entries ?? []).map(\.entry)
+            if let info = store.zone(name), !info.isDeleted { _ = try? store.deleteZone(name) }
+        }
+        state.signedOut += kept
+        state.signedOutAccount = state.signedOutAccount ?? state.account
+        state.account = nil
+        state.zones = [:]
+        state.databaseTokens = [:]
+        try? save()
+    }
+
+    /// Signs in with `service` (after `notAuthenticated`, or to switch accounts): the next sync
+    /// fetches every list anew, and the kept changes of the same account go back on top.
+    public func signIn(_ service: any SyncService) throws(SyncEngineError) {
+        guard SyncNames.account(ofAuthor: replica) == service.account else {
+            throw .invalid("the replica \(replica) is not a device of account \(service.account)")
+        }
+        self.service = service
+        state.account = service.account
+        try save()
+    }
+
+    func restoreSignedOutChanges(_ report: inout SyncReport) {
+        guard !state.signedOut.isEmpty, state.account == state.signedOutAccount else { return }
+        var left: [JournalEntry] = []
+        for e in state.signedOut {
+            guard state.zones[e.zone] != nil, let info = store.zone(e.zone), !info.isDeleted else {
+                left.append(e)
+                continue
+            }
+            if (try? store.append(e)) == nil { left.append(e) }
+        }
+        state.signedOut = left
+        if left.isEmpty { state.signedOutAccount = nil }
+        try? save()
+    }
+}

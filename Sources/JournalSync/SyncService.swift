@@ -1,0 +1,247 @@
+import JournalLog
+
+/// A list on the service: a zone owned by one account (CKRecordZone.ID: zone name and owner).
+/// Its `storeName`, `owner/name`, is the zone's name in every store that holds it, the service's
+/// and every device's, so an entry's bytes are the same everywhere (Spec/SYNC.md §1).
+public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let owner: String
+    public let name: String
+
+    /// Nil unless `owner` is an account name (`SyncNames.accountRefusal`) and `name` a zone name
+    /// that, as `owner/name`, fits a store's zone (1–255 bytes, no control characters).
+    public init?(owner: String, name: String) {
+        guard SyncNames.accountRefusal(owner) == nil, !name.isEmpty,
+              JournalStore.zoneNameRefusal(owner + "/" + name) == nil else { return nil }
+        self.owner = owner
+        self.name = name
+    }
+
+    /// `owner/name` as a store names the zone; nil for a name no service zone has.
+    public init?(storeName: String) {
+        guard let slash = storeName.firstIndex(of: "/") else { return nil }
+        self.init(owner: String(storeName[..<slash]), name: String(storeName[storeName.index(after: slash)...]))
+    }
+
+    public var storeName: String { owner + "/" + name }
+    public var description: String { storeName }
+    public static func < (a: ZoneID, b: ZoneID) -> Bool { a.storeName < b.storeName }
+}
+
+/// Which of an account's databases (CKDatabase.Scope): the zones it owns, or the zones others
+/// shared with it.
+public enum DatabaseScope: String, Sendable, CaseIterable {
+    case `private`
+    case shared
+}
+
+/// An opaque position in the service's feeds (CKServerChangeToken): kept by the client with what
+/// it covers, handed back, never interpreted.
+public struct ServiceToken: Hashable, Sendable, CustomStringConvertible {
+    public let text: String
+    public init(_ text: String) { self.text = text }
+    public var description: String { text }
+}
+
+/// Why a zone left a database (CKSyncEngine's deletion reasons, and a participant's removal).
+public enum ZoneGoneReason: String, Sendable, CaseIterable {
+    /// Its owner deleted it.
+    case deleted
+    /// The service purged it (an operator, a quota).
+    case purged
+    /// The owner removed this participant, or the participant left.
+    case removed
+    /// The owner stopped sharing it.
+    case sharingStopped
+}
+
+/// Why one entry of an upload was not taken (CKModifyRecordsOperation's per-record errors).
+public enum EntryFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The zone holds this id with other content (CKError.serverRecordChanged): not a retry.
+    case conflict(String)
+    /// Not an entry this caller may write to this zone: never retried (CKError.invalidArguments).
+    case invalid(String)
+    /// Not taken this time (CKError.zoneBusy, .batchRequestFailed): retry it.
+    case retryable(String)
+
+    public var description: String {
+        switch self {
+        case .conflict(let why): "conflict: \(why)"
+        case .invalid(let why): "invalid: \(why)"
+        case .retryable(let why): "retry: \(why)"
+        }
+    }
+}
+
+/// What an upload did, entry by entry: every id of the request is in `saved` or `failed`.
+public struct UploadResult: Sendable, Equatable {
+    /// Stored now, or stored before (an upload retried after its response was lost): either way
+    /// the service holds it (Spec/SYNC.md §3, idempotency).
+    public var saved: [CompactID]
+    public var failed: [CompactID: EntryFailure]
+
+    public init(saved: [CompactID] = [], failed: [CompactID: EntryFailure] = [:]) {
+        self.saved = saved
+        self.failed = failed
+    }
+}
+
+/// One page of `fetchDatabaseChanges` (CKFetchDatabaseChangesOperation).
+public struct DatabaseChangesPage: Sendable, Equatable {
+    public var changed: [ZoneID]
+    public var deleted: [ZoneGone]
+    public var token: ServiceToken
+    public var moreComing: Bool
+
+    public init(changed: [ZoneID], deleted: [ZoneGone], token: ServiceToken, moreComing: Bool) {
+        self.changed = changed
+        self.deleted = deleted
+        self.token = token
+        self.moreComing = moreComing
+    }
+}
+
+public struct ZoneGone: Sendable, Equatable {
+    public var zone: ZoneID
+    public var reason: ZoneGoneReason
+    public init(zone: ZoneID, reason: ZoneGoneReason) {
+        self.zone = zone
+        self.reason = reason
+    }
+}
+
+/// One page of `fetchZoneChanges` (CKFetchRecordZoneChangesOperation): entries in the service's
+/// order, and a token that covers exactly them.
+public struct ZoneChangesPage: Sendable, Equatable {
+    public var zone: ZoneID
+    public var entries: [JournalEntry]
+    public var token: ServiceToken
+    public var moreComing: Bool
+
+    public init(zone: ZoneID, entries: [JournalEntry], token: ServiceToken, moreComing: Bool) {
+        self.zone = zone
+        self.entries = entries
+        self.token = token
+        self.moreComing = moreComing
+    }
+}
+
+/// An invitation to a shared zone (a CKShare's URL): issued to one participant by the owner,
+/// accepted by that participant. Signed by the service, so it carries its own proof.
+public struct ShareInvitation: Hashable, Sendable, CustomStringConvertible {
+    public let text: String
+    public init(_ text: String) { self.text = text }
+    public var description: String { text }
+}
+
+/// Everything a service can answer instead (Spec/SYNC.md §4, with CloudKit's error codes).
+public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No answer (CKError.networkUnavailable, .networkFailure): the request may or may not have
+    /// been applied; everything stays queued.
+    case networkUnavailable
+    /// The request is too large (CKError.limitExceeded): split it.
+    case limitExceeded
+    /// Too many requests (CKError.requestRateLimited): wait, then retry.
+    case rateLimited(retryAfter: Duration?)
+    /// The service is busy (CKError.serviceUnavailable, .zoneBusy): wait, then retry.
+    case serviceBusy(retryAfter: Duration?)
+    /// Some entries of an upload were not taken (CKError.partialFailure).
+    case partialFailure(UploadResult)
+    /// The token is older than what the service keeps (CKError.changeTokenExpired): re-fetch the
+    /// zone from no token and replace the local copy.
+    case tokenExpired
+    /// No such zone, or one this account may not see (CKError.zoneNotFound): the two answer alike.
+    case zoneNotFound
+    /// The zone is gone for this account (CKError.userDeletedZone and the deletion reasons).
+    case zoneDeleted(reason: ZoneGoneReason)
+    /// The account is not signed in, or its credential was refused (CKError.notAuthenticated).
+    case notAuthenticated
+    /// The account's storage is full (CKError.quotaExceeded): changes stay queued.
+    case quotaExceeded
+    /// A request no retry will fix (CKError.invalidArguments): a bug, or a hostile client.
+    case invalidRequest(String)
+
+    public var description: String {
+        switch self {
+        case .networkUnavailable: "the service could not be reached"
+        case .limitExceeded: "the request is larger than the service takes"
+        case .rateLimited(let a): "rate limited" + (a.map { ", retry after \($0)" } ?? "")
+        case .serviceBusy(let a): "the service is busy" + (a.map { ", retry after \($0)" } ?? "")
+        case .partialFailure(let r): "\(r.failed.count) of \(r.failed.count + r.saved.count) entries were not taken"
+        case .tokenExpired: "the change token expired: re-fetch the zone"
+        case .zoneNotFound: "no such zone"
+        case .zoneDeleted(let reason): "the zone is gone (\(reason.rawValue))"
+        case .notAuthenticated: "not signed in"
+        case .quotaExceeded: "the account's quota is exceeded"
+        case .invalidRequest(let why): "invalid request: \(why)"
+        }
+    }
+
+    /// Worth retrying the same request after a wait.
+    public var isTransient: Bool {
+        switch self {
+        case .networkUnavailable, .rateLimited, .serviceBusy: true
+        default: false
+        }
+    }
+}
+
+/// What a CloudKit-like sync service offers one signed-in account: one call per CloudKit
+/// operation (Spec/SYNC.md §3 gives each mapping). Implementations: the reference service in
+/// this process (`JournalService`), an HTTP client of `jlog serve` (`JournalSyncHTTP`), and on
+/// Apple platforms a thin CloudKit adapter.
+public protocol SyncService: Sendable {
+    /// The account these calls act as (CKContainer.userRecordID).
+    var account: String { get }
+
+    /// Uploads entries to a zone (CKModifyRecordsOperation, savePolicy `.ifServerRecordUnchanged`
+    /// on immutable records): idempotent by entry id; the result says what became of each one.
+    func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult
+
+    /// The zones of one database changed or gone since `token` (CKFetchDatabaseChangesOperation).
+    func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage
+
+    /// A zone's entries after `token`, in pages (CKFetchRecordZoneChangesOperation).
+    func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage
+
+    /// The zone's activity history as the service holds it (SNAPSHOT.md §5 encoding; a
+    /// CKAsset-valued record): what a device re-fetching the zone installs beside the entries,
+    /// since purged events live nowhere else. Empty when the zone was never compacted.
+    func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8]
+
+    /// Creates a zone of this account (CKModifyRecordZonesOperation, save): idempotent.
+    func createZone(_ zone: ZoneID) async throws(SyncError)
+
+    /// Deletes a zone of this account, for every participant (CKModifyRecordZonesOperation, delete).
+    func deleteZone(_ zone: ZoneID) async throws(SyncError)
+
+    /// Invites `participant` to a zone this account owns (a CKShare and its URL).
+    func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation
+
+    /// Accepts an invitation addressed to this account (CKAcceptSharesOperation): the zone joins its
+    /// shared database, and a `join` entry records it in the zone.
+    func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID
+
+    /// Removes a participant (the owner removing anyone, or a participant leaving), recorded as a
+    /// `leave` entry (CKShare.removeParticipant).
+    func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError)
+
+    /// Removes every participant (deleting the CKShare): the zone leaves their shared databases.
+    func stopSharing(_ zone: ZoneID) async throws(SyncError)
+}
+
+/// The names a service accepts.
+public enum SyncNames {
+    /// Why `name` is not an account name (1–64 bytes of letters, digits, `.`, `_`, `-`), or nil.
+    public static func accountRefusal(_ name: String) -> String? {
+        guard !name.isEmpty, name.utf8.count <= 64 else { return "an account name is 1–64 bytes" }
+        guard name.utf8.allSatisfy({ c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
+        }) else { return "an account name holds only letters, digits, '.', '_' and '-'" }
+        return nil
+    }
+
+    /// The account an entry's author belongs to: `account` or `account:device` (Spec/SYNC.md §1).
+    public static func account(ofAuthor author: String) -> String {
+        author.firstIndex(of: ":").map { String(author[..<$0]) } ?? author
+    }
+}

@@ -1,0 +1,235 @@
+import JournalLog
+
+/// What a sync engine keeps beside its store (Spec/SYNC.md §7): tokens, per zone its queues and
+/// progress. Written atomically (`sync/state`) whenever it changes, so a crash between any two
+/// steps leaves a state that matches the log: a token is saved only with what it covers.
+public struct SyncState: Equatable, Sendable {
+    /// A zone this device syncs.
+    public struct Zone: Equatable, Sendable {
+        public var zone: ZoneID
+        public var scope: DatabaseScope
+        /// The service's zone token: everything before it is in the local log, or in `toApply`
+        /// or `held` below.
+        public var token: ServiceToken?
+        /// The database changes named it; its changes are not fetched yet.
+        public var needsFetch = false
+        /// The service holds the zone (an owner's new list is created there before its first upload).
+        public var existsOnService = false
+        /// Deleted locally; the service's deletion is still to be made.
+        public var pendingDelete = false
+        /// The to-apply queue: fetched, stored here, not yet appended to the local log.
+        public var toApply: [JournalEntry] = []
+        /// Shopping mode: remote entries held back from the visible list until applied.
+        public var shopping = false
+        public var held: [JournalEntry] = []
+        /// Local entries the service refused for good (conflict, invalid): reported, not resent.
+        public var rejected: [CompactID] = []
+        /// A re-fetch in progress (after `tokenExpired`).
+        public var replacing: Replacing?
+        public var lastError: String?
+
+        public init(zone: ZoneID, scope: DatabaseScope) {
+            self.zone = zone
+            self.scope = scope
+        }
+    }
+
+    /// A zone being replaced by the service's copy (Spec/SYNC.md §7, stale devices).
+    public struct Replacing: Equatable, Sendable {
+        /// The local incarnation being replaced: once it is deleted, the new one is filled.
+        public var oldIncarnation: SequenceNumber
+        /// The token of the last page appended to the new incarnation (nil: none yet).
+        public var token: ServiceToken?
+        /// Local changes not yet uploaded, put back on top once the copy is in.
+        public var pendingLocal: [JournalEntry]
+
+        public init(oldIncarnation: SequenceNumber, token: ServiceToken? = nil, pendingLocal: [JournalEntry] = []) {
+            self.oldIncarnation = oldIncarnation
+            self.token = token
+            self.pendingLocal = pendingLocal
+        }
+    }
+
+    public var replica: String
+    /// The signed-in account; nil after a sign-out (`notAuthenticated`).
+    public var account: String?
+    public var databaseTokens: [DatabaseScope: ServiceToken] = [:]
+    public var zones: [String: Zone] = [:]
+    /// The local hybrid clock's last value: local changes order after everything seen.
+    public var clock: UInt64 = 0
+    /// Local changes kept across a sign-out, put back when the same account signs in again.
+    public var signedOut: [JournalEntry] = []
+    /// The account those belong to.
+    public var signedOutAccount: String?
+    public var lastSync: Int64?
+    public var lastError: String?
+
+    public init(replica: String, account: String?) {
+        self.replica = replica
+        self.account = account
+    }
+}
+
+/// `sync/state`: `magic "JLSY" | version u8 (1) | replica string | account (u8 flag, string) |
+/// clock u64 | lastSync (flag, zigzag) | lastError (flag, string) | tokens varint × (scope u8,
+/// string) | signedOutAccount (flag, string) | signedOut entries | zones varint × zone | crc32c`.
+/// A zone: `owner string | name string | scope u8 | token (flag, string) | flags u8 (needsFetch,
+/// existsOnService, pendingDelete, shopping) | toApply entries | held entries | rejected varint ×
+/// id | replacing (flag, incarnation varint, token (flag, string), entries) | lastError (flag,
+/// string)`. Entries: `count varint × (length varint | entry, FORMAT.md §6)`.
+public enum SyncStateCodec {
+    public static let magic: [UInt8] = [0x4A, 0x4C, 0x53, 0x59]  // "JLSY"
+    public static let version: UInt8 = 1
+    /// Refused before reading; a to-apply queue is one page of entries.
+    public static let maxFileBytes = 256 << 20
+
+    public static func encode(_ s: SyncState) -> [UInt8] {
+        var w = ByteWriter()
+        w.append(contentsOf: magic)
+        w.u8(version)
+        w.string(s.replica)
+        optional(&w, s.account) { $0.string($1) }
+        w.u64(s.clock)
+        optional(&w, s.lastSync) { $0.zigzag($1) }
+        optional(&w, s.lastError) { $0.string($1) }
+        let tokens = s.databaseTokens.sorted { $0.key.rawValue < $1.key.rawValue }
+        w.varint(UInt64(tokens.count))
+        for (scope, t) in tokens {
+            w.u8(scope == .private ? 0 : 1)
+            w.string(t.text)
+        }
+        optional(&w, s.signedOutAccount) { $0.string($1) }
+        entries(&w, s.signedOut)
+        w.varint(UInt64(s.zones.count))
+        for key in s.zones.keys.sorted() {
+            let z = s.zones[key]!
+            w.string(z.zone.owner)
+            w.string(z.zone.name)
+            w.u8(z.scope == .private ? 0 : 1)
+            optional(&w, z.token) { $0.string($1.text) }
+            w.u8((z.needsFetch ? 1 : 0) | (z.existsOnService ? 2 : 0) | (z.pendingDelete ? 4 : 0) | (z.shopping ? 8 : 0))
+            entries(&w, z.toApply)
+            entries(&w, z.held)
+            w.varint(UInt64(z.rejected.count))
+            for id in z.rejected { id.encoded(into: &w) }
+            optional(&w, z.replacing) { w, r in
+                w.varint(r.oldIncarnation)
+                optional(&w, r.token) { $0.string($1.text) }
+                entries(&w, r.pendingLocal)
+            }
+            optional(&w, z.lastError) { $0.string($1) }
+        }
+        w.u32(CRC32C.checksum(w.bytes))
+        return w.bytes
+    }
+
+    private static func optional<T>(_ w: inout ByteWriter, _ v: T?, _ body: (inout ByteWriter, T) -> Void) {
+        guard let v else { return w.u8(0) }
+        w.u8(1)
+        body(&w, v)
+    }
+
+    private static func entries(_ w: inout ByteWriter, _ es: [JournalEntry]) {
+        w.varint(UInt64(es.count))
+        for e in es {
+            let bytes = EntryCodec.encode(e)
+            w.varint(UInt64(bytes.count))
+            w.append(contentsOf: bytes)
+        }
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> SyncState {
+        let r: Result<SyncState, CodecError> = bytes.withUnsafeBytes { b in
+            do throws(CodecError) { return .success(try decode(b)) } catch { return .failure(error) }
+        }
+        return try r.get()
+    }
+
+    public static func decode(_ b: UnsafeRawBufferPointer) throws(CodecError) -> SyncState {
+        guard b.count <= maxFileBytes else { throw CodecError(.lengthOutOfRange(field: "sync state", length: b.count, limit: maxFileBytes), at: 0) }
+        guard b.count >= 9, b.prefix(4).elementsEqual(magic) else { throw CodecError(.invalidValue(field: "sync state magic"), at: 0) }
+        let stored = b.loadUnaligned(fromByteOffset: b.count - 4, as: UInt32.self).littleEndian
+        guard CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: b[0..<b.count - 4])) == stored else {
+            throw CodecError(.invalidValue(field: "sync state crc"), at: b.count - 4)
+        }
+        var r = ByteReader(b, offset: 4, end: b.count - 4)
+        guard try r.u8() == version else { throw CodecError(.invalidValue(field: "sync state version"), at: 4) }
+        var s = SyncState(replica: try r.string("replica", limit: Limits.maxAuthorBytes), account: nil)
+        s.account = try optional(&r) { (r: inout ByteReader) throws(CodecError) in try r.string("account", limit: 64) }
+        s.clock = try r.u64()
+        s.lastSync = try optional(&r) { (r: inout ByteReader) throws(CodecError) in try r.zigzag() }
+        s.lastError = try optional(&r) { (r: inout ByteReader) throws(CodecError) in try r.string("error", limit: 4_096, allowEmpty: true) }
+        let tokenCount = try count(&r, each: 2)
+        for _ in 0..<tokenCount {
+            let at = r.offset
+            let scope = try r.u8()
+            guard scope <= 1 else { throw CodecError(.invalidValue(field: "scope"), at: at) }
+            s.databaseTokens[scope == 0 ? .private : .shared] = ServiceToken(try r.string("token", limit: 1_024))
+        }
+        s.signedOutAccount = try optional(&r) { (r: inout ByteReader) throws(CodecError) in try r.string("account", limit: 64) }
+        s.signedOut = try entries(&r)
+        let zoneCount = try count(&r, each: 6)
+        for _ in 0..<zoneCount {
+            let at = r.offset
+            let owner = try r.string("owner", limit: 64), name = try r.string("zone", limit: Limits.maxZoneBytes)
+            guard let id = ZoneID(owner: owner, name: name) else { throw CodecError(.invalidValue(field: "zone"), at: at) }
+            let scopeAt = r.offset
+            let scope = try r.u8()
+            guard scope <= 1 else { throw CodecError(.invalidValue(field: "scope"), at: scopeAt) }
+            var z = SyncState.Zone(zone: id, scope: scope == 0 ? .private : .shared)
+            z.token = try optional(&r) { (r: inout ByteReader) throws(CodecError) in ServiceToken(try r.string("token", limit: 1_024)) }
+            let flagsAt = r.offset
+            let flags = try r.u8()
+            guard flags & ~0xF == 0 else { throw CodecError(.invalidValue(field: "zone flags"), at: flagsAt) }
+            z.needsFetch = flags & 1 != 0
+            z.existsOnService = flags & 2 != 0
+            z.pendingDelete = flags & 4 != 0
+            z.shopping = flags & 8 != 0
+            z.toApply = try entries(&r)
+            z.held = try entries(&r)
+            let rejected = try count(&r, each: 2)
+            for _ in 0..<rejected { z.rejected.append(try CompactID.decoded(&r)) }
+            z.replacing = try optional(&r) { (r: inout ByteReader) throws(CodecError) in
+                let inc = try r.varint()
+                let token = try optional(&r) { (r: inout ByteReader) throws(CodecError) in ServiceToken(try r.string("token", limit: 1_024)) }
+                return SyncState.Replacing(oldIncarnation: inc, token: token, pendingLocal: try entries(&r))
+            }
+            z.lastError = try optional(&r) { (r: inout ByteReader) throws(CodecError) in try r.string("error", limit: 4_096, allowEmpty: true) }
+            guard s.zones[id.storeName] == nil else { throw CodecError(.invalidValue(field: "zone (twice)"), at: at) }
+            s.zones[id.storeName] = z
+        }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        return s
+    }
+
+    private static func optional<T>(_ r: inout ByteReader, _ body: (inout ByteReader) throws(CodecError) -> T) throws(CodecError) -> T? {
+        let at = r.offset
+        switch try r.u8() {
+        case 0: return nil
+        case 1: return try body(&r)
+        default: throw CodecError(.invalidValue(field: "presence flag"), at: at)
+        }
+    }
+
+    /// A count, refused when the bytes left cannot hold that many elements of `each` bytes.
+    private static func count(_ r: inout ByteReader, each: Int) throws(CodecError) -> Int {
+        let at = r.offset
+        let n = try r.varint()
+        guard n <= UInt64(r.remaining / max(1, each)) else {
+            throw CodecError(.lengthOutOfRange(field: "count", length: Int(clamping: n), limit: r.remaining / max(1, each)), at: at)
+        }
+        return Int(n)
+    }
+
+    private static func entries(_ r: inout ByteReader) throws(CodecError) -> [JournalEntry] {
+        let n = try count(&r, each: 10)
+        var out: [JournalEntry] = []
+        out.reserveCapacity(n)
+        for _ in 0..<n {
+            let len = try r.length("entry", limit: Limits.maxPayloadBytes)
+            let bytes = try r.bytes(len)
+            out.append(try EntryCodec.decode(bytes))
+        }
+        return out
+    }
+}

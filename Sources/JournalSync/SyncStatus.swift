@@ -1,0 +1,79 @@
+import JournalLog
+
+/// A device's sync status and diagnostics (Spec/SYNC.md §7): per list, what is queued each way,
+/// its token, and the last error; like Shopping UK's diagnostic log. Read from the engine's state
+/// and the store alone, so `jlog sync-status` needs no service and takes no lock.
+public struct SyncStatus: Sendable {
+    public struct List: Sendable {
+        public var zone: ZoneID
+        public var scope: DatabaseScope
+        /// Local changes not yet uploaded.
+        public var queued: Int
+        /// Fetched, not yet in the local log.
+        public var toApply: Int
+        /// Held back while shopping.
+        public var held: Int
+        /// Refused by the service for good.
+        public var rejected: Int
+        public var shopping: Bool
+        public var needsFetch: Bool
+        public var refetching: Bool
+        public var pendingDelete: Bool
+        public var existsOnService: Bool
+        /// Everything at or below this the service has.
+        public var uploadedThrough: SequenceNumber
+        public var token: String?
+        public var lastError: String?
+    }
+
+    public var replica: String
+    public var account: String?
+    public var lastSync: Int64?
+    public var lastError: String?
+    public var databaseTokens: [String: String]
+    public var lists: [List]
+    /// Local changes kept across a sign-out.
+    public var keptAcrossSignOut: Int
+
+    public init(state: SyncState, store: any StoreReading) {
+        replica = state.replica
+        account = state.account
+        lastSync = state.lastSync
+        lastError = state.lastError
+        databaseTokens = Dictionary(uniqueKeysWithValues: state.databaseTokens.map { ($0.key.rawValue, $0.value.text) })
+        keptAcrossSignOut = state.signedOut.count
+        let marks = JournalStore.consumers(store: store.path, fs: store.fileSystem).consumers
+            .first { $0.name == SyncEngine.consumer }?.marks ?? []
+        lists = state.zones.keys.sorted().map { name in
+            let z = state.zones[name]!
+            let info = store.zone(name)
+            let mark = info.flatMap { i in marks.first { $0.zone == name && $0.incarnation == i.incarnation }?.position } ?? 0
+            var queued = 0
+            if let info, !info.isDeleted {
+                let rejected = Set(z.rejected)
+                var token: FeedToken? = mark > 0 ? try? store.zoneToken(name, position: min(mark, info.lastChange)) : nil
+                while let page = try? store.changes(in: name, since: token, limit: 4_096) {
+                    queued += page.entries.filter { $0.entry.author == state.replica && !rejected.contains($0.entry.id) }.count
+                    token = page.token
+                    if !page.moreComing { break }
+                }
+            }
+            return List(zone: z.zone, scope: z.scope, queued: queued, toApply: z.toApply.count, held: z.held.count, rejected: z.rejected.count,
+                        shopping: z.shopping, needsFetch: z.needsFetch, refetching: z.replacing != nil, pendingDelete: z.pendingDelete,
+                        existsOnService: z.existsOnService, uploadedThrough: mark, token: z.token?.text, lastError: z.lastError)
+        }
+    }
+
+    /// The status of the store at `path` (its engine's state file), without opening it as a writer.
+    public static func read(store path: String, fs: any FileSystem = PosixFileSystem()) throws(SyncEngineError) -> SyncStatus {
+        let file = path + "/" + SyncEngine.stateFile
+        guard fs.kind(of: file) == .file else { throw .invalid("\(path) has never synced (no \(SyncEngine.stateFile)); run `jlog sync` first") }
+        let state: SyncState
+        do { state = try SyncStateCodec.decode(try AtomicFile.read(file, fs: fs, limit: SyncStateCodec.maxFileBytes)) } catch {
+            throw .stateDamaged(String(describing: error))
+        }
+        let reader: StoreReader
+        do { reader = try StoreReader.open(path, fileSystem: fs) } catch { throw .storage(error) }
+        return SyncStatus(state: state, store: reader)
+    }
+}
