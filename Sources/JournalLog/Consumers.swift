@@ -56,8 +56,13 @@ extension JournalStore {
         "it holds every zone back until removed (`jlog consumers STORE --remove \(fileName)`)"
     }
 
+    /// The consumer named `name`, read from its own file; nil when it has none or the file
+    /// cannot be read (`consumers()` reports why).
     public func consumer(_ name: String) -> ConsumerState? {
-        consumers().consumers.first { $0.name == name }
+        let file = JournalStore.consumerPath(store: path, name: name)
+        guard fs.kind(of: file) == .file, let bytes = try? AtomicFile.read(file, fs: fs, limit: ConsumerCodec.maxFileBytes),
+              let state = try? bytes.withUnsafeBytes({ b throws(CodecError) in try ConsumerCodec.decode(b) }), state.name == name else { return nil }
+        return state
     }
 
     /// Registers (or replaces) a consumer. `leaseUntil` nil: the lease never expires.

@@ -831,7 +831,7 @@ func uniquePath(_ stem: String, suffix: String, fs: any FileSystem) -> String {
 }
 
 func parentDirectory(_ path: String) -> String {
-    guard let slash = path.lastIndex(of: "/") else { return "." }
+    guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
     let p = String(path[..<slash])
     return p.isEmpty ? "/" : p
 }

@@ -48,8 +48,38 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         return lastInode
     }
 
+    /// Files by path, indexed by directory: syncs, listings and crashes look at one directory,
+    /// not at every file (a simulated service holds thousands).
+    struct FileTable: Sequence {
+        private(set) var byPath: [String: Node] = [:]
+        private var byDirectory: [String: Set<String>] = [:]
+
+        subscript(path: String) -> Node? {
+            get { byPath[path] }
+            set {
+                if newValue == nil { removeValue(forKey: path); return }
+                if byPath.updateValue(newValue!, forKey: path) == nil { byDirectory[parentDirectory(path), default: []].insert(path) }
+            }
+        }
+        mutating func removeValue(forKey path: String) {
+            guard byPath.removeValue(forKey: path) != nil else { return }
+            let dir = parentDirectory(path)
+            byDirectory[dir]?.remove(path)
+            if byDirectory[dir]?.isEmpty == true { byDirectory[dir] = nil }
+        }
+        var keys: Dictionary<String, Node>.Keys { byPath.keys }
+        /// The paths of the files directly in `dir`.
+        func paths(in dir: String) -> Set<String> { byDirectory[dir] ?? [] }
+        /// Whether any file lies under `dir`, at any depth.
+        func hasFiles(under dir: String) -> Bool {
+            let prefix = dir + "/"
+            return byDirectory.contains { $0.key == dir || $0.key.hasPrefix(prefix) }
+        }
+        func makeIterator() -> Dictionary<String, Node>.Iterator { byPath.makeIterator() }
+    }
+
     private let mutex = NSLock()
-    private var files: [String: Node] = [:]
+    private var files = FileTable()
     private var directories: Set<String> = ["/"]
     /// Names each directory holds durably (as of its last sync) and now.
     private var durableEntries: [String: [String: Node]] = [:]
@@ -136,7 +166,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         }
         for dir in directories {
             let entries = durableEntries[dir] ?? [:]
-            for path in files.keys where parentDirectory(path) == dir && entries[path] == nil { files[path] = nil }
+            for path in files.paths(in: dir) where entries[path] == nil { files[path] = nil }
             for (path, node) in entries { files[path] = node }
         }
         locks.removeAll()
@@ -185,9 +215,9 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             guard directories.contains(path) else { throw JournalError.io(operation: "opendir", path: path, errno: ENOENT) }
             let prefix = path.hasSuffix("/") ? path : path + "/"
             var names = Set<String>()
-            for p in files.keys where p.hasPrefix(prefix) {
-                names.insert(String(p.dropFirst(prefix.count).split(separator: "/").first!))
-            }
+            let depth = prefix.utf8.count
+            let dir = prefix == "/" ? "/" : String(prefix.dropLast())
+            for p in files.paths(in: dir) { names.insert(String(Substring(p.utf8.dropFirst(depth)))) }
             for d in directories where d.hasPrefix(prefix) && d != path {
                 names.insert(String(d.dropFirst(prefix.count).split(separator: "/").first!))
             }
@@ -236,7 +266,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try withLock { () throws(JournalError) in
             guard directories.contains(path) else { return }
             let prefix = path + "/"
-            guard !files.keys.contains(where: { $0.hasPrefix(prefix) }), !directories.contains(where: { $0.hasPrefix(prefix) }) else {
+            guard !files.hasFiles(under: path), !directories.contains(where: { $0.hasPrefix(prefix) }) else {
                 throw JournalError.io(operation: "rmdir", path: path, errno: ENOTEMPTY)
             }
             try mutation("rmdir", path)
@@ -256,7 +286,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try withLock { () throws(JournalError) in
             try mutation("fsync directory", path)
             var entries: [String: Node] = [:]
-            for (p, n) in files where parentDirectory(p) == path { entries[p] = n }
+            for p in files.paths(in: path) { entries[p] = files[p] }
             durableEntries[path] = entries
         }
     }

@@ -54,8 +54,12 @@ public enum SnapshotDirectory {
     /// The files of one zone incarnation of one kind, newest first.
     public static func list(store: String, zone: String, incarnation: SequenceNumber, kind: SnapshotFile.Kind,
                             fs: any FileSystem = PosixFileSystem()) -> [SnapshotFile] {
-        let key = zoneKey(zone)
-        return list(store: store, fs: fs).filter { $0.zoneKey == key && $0.incarnation == incarnation && $0.kind == kind }
+        // Only this incarnation's names are parsed: a service's directory holds thousands.
+        let dir = store + "/" + name
+        guard fs.kind(of: dir) == .directory, let names = try? fs.listDirectory(dir) else { return [] }
+        let prefix = zoneKey(zone) + "-" + digits(incarnation) + "-", suffix = "." + kind.rawValue
+        return names.lazy.filter { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }
+            .compactMap { SnapshotDirectory.parse($0, in: dir) }.sorted { ($0.sequence, $0.name) > ($1.sequence, $1.name) }
     }
 
     /// Writes `bytes` atomically under its final name; a crash leaves the whole file or none.
