@@ -50,12 +50,17 @@ let package = Package(
         // Layer 4: the reference sync service over a JournalStore (accounts' databases, sharing,
         // compaction), usable in process; `jlog serve` puts HTTP in front of it.
         .target(name: "JournalService", dependencies: ["JournalSync", "JournalLog", "JournalQuery", "ListModel"]),
+        // The seeded multi-device simulation (`jlog simulate`, the sync tests).
+        .target(name: "JournalSimulation", dependencies: ["JournalService", "JournalSync", "JournalQuery", "ListModel", "JournalLog"]),
         // Outermost: the operator's CLI.
         .executableTarget(
             name: "jlog",
             dependencies: [
                 "JournalLog",
                 "JournalQuery",
+                "JournalSync",
+                "JournalService",
+                "JournalSimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -81,7 +86,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JournalSyncTests",
-            dependencies: ["JournalSync", "JournalService", "JournalQuery", "ListModel"]
+            dependencies: ["JournalSync", "JournalService", "JournalSimulation", "JournalQuery", "ListModel"]
         ),
         .testTarget(
             name: "ListModelTests",

@@ -37,6 +37,13 @@ public final class ServiceCore: @unchecked Sendable {
     public let accountExists: @Sendable (String) -> Bool
     private let lock = NSLock()
     private var membership = Membership()
+    /// Per zone: the low-water mark its last compaction announced, and the position of that
+    /// announcement in `_service/compactions` (a database change for everyone who sees the zone).
+    private var announced: [String: (mark: SequenceNumber, at: SequenceNumber)] = [:]
+    /// The announcements in position order: what database changes are made of besides entries.
+    private var announcements: [(zone: String, at: SequenceNumber)] = []
+    static let compactionsZone = "_service/compactions"
+    static let compactionKind: UInt8 = 0x81
     private var clock = HybridClock()
     private let invitations: InvitationSigner
     /// Per zone: ids its history holds that its log no longer does (entries compaction purged):
@@ -77,13 +84,63 @@ public final class ServiceCore: @unchecked Sendable {
                 }
             } catch { throw JournalError.invalidEntry("the service's membership zone cannot be read: \(error)") }
         }
+        token = nil
+        if store.zone(Self.compactionsZone) != nil {
+            do {
+                while true {
+                    let page = try store.changes(in: Self.compactionsZone, since: token, limit: 10_000)
+                    for e in page.entries {
+                        if case .opaque(Self.compactionKind, let body) = e.entry.operation, let (zone, mark) = Self.decodeAnnouncement(body) {
+                            announced[zone] = (mark, e.sequence)
+                            announcements.append((zone, e.sequence))
+                        }
+                        clock.observe(e.entry.clock)
+                    }
+                    token = page.token
+                    if !page.moreComing { break }
+                }
+            } catch { throw JournalError.invalidEntry("the service's compactions zone cannot be read: \(error)") }
+        }
         // A compaction that committed without its mark being raised (a crash between the two)
-        // wrote a history file above the mark first: raise it now, so every older token expires.
+        // wrote a history file above the mark first: raise it now, so every older token expires;
+        // and one whose raise was not announced yet is announced now.
         for z in store.zones() where !z.isDeleted && !ServiceCore.isSystemZone(z.name) {
             let newest = SnapshotDirectory.list(store: store.path, zone: z.name, incarnation: z.incarnation, kind: .history,
                                                 fs: store.fileSystem).first?.sequence ?? 0
             if newest > z.lowWaterMark && newest <= z.lastChange { try store.setLowWaterMark(z.name, to: newest) }
+            let mark = store.zone(z.name)?.lowWaterMark ?? 0
+            if mark > 0 && mark > (announced[z.name]?.mark ?? 0) { try announceCompaction(z.name, mark: mark) }
         }
+    }
+
+    /// Records in `_service/compactions` that `zone` was compacted through `mark`: every device
+    /// that sees the zone is told it changed, fetches it, gets `tokenExpired`, and re-fetches.
+    private func announceCompaction(_ zone: String, mark: SequenceNumber) throws(JournalError) {
+        let wall = now()
+        var w = ByteWriter()
+        w.u8(1)
+        w.string(zone)
+        w.varint(mark)
+        var record = JournalEntry(id: CompactID("-")!, zone: Self.compactionsZone, author: Membership.author, wallTime: wall,
+                                  clock: clock.tick(wallMillis: wall), operation: .opaque(kind: Self.compactionKind, body: w.bytes))
+        record.id = CompactID.derived(from: record)
+        let at = try store.append(record)
+        announced[zone] = (mark, at)
+        announcements.append((zone, at))
+    }
+
+    static func decodeAnnouncement(_ body: [UInt8]) -> (String, SequenceNumber)? {
+        body.withUnsafeBytes { b -> (String, SequenceNumber)? in
+            var r = ByteReader(b)
+            guard (try? r.u8()) == 1, let zone = try? r.string("zone", limit: Limits.maxZoneBytes), let mark = try? r.varint(), r.isAtEnd else { return nil }
+            return (zone, mark)
+        }
+    }
+
+    /// Zones announced compacted after `position`, at or below `horizon`.
+    private func compactedZones(after position: SequenceNumber, through horizon: SequenceNumber) -> Set<String> {
+        let from = announcements.partitionPoint { $0.at <= position }
+        return Set(announcements[from...].filter { $0.at <= horizon }.map(\.zone))
     }
 
     static func isSystemZone(_ name: String) -> Bool { name.hasPrefix("_") }
@@ -186,10 +243,14 @@ public final class ServiceCore: @unchecked Sendable {
             let position = token == nil ? nil : positionOf(feed, since: token)
             var changed: [ZoneID] = []
             var deleted: [ZoneGone] = []
+            let compacted = position.map { compactedZones(after: $0, through: store.horizon) } ?? []
             switch scope {
             case .private:
                 for z in feed.changed {
                     if let id = ZoneID(storeName: z.name), id.owner == caller { changed.append(id) }
+                }
+                for name in compacted.sorted() where !changed.contains(where: { $0.storeName == name }) {
+                    if let id = ZoneID(storeName: name), id.owner == caller, store.zone(name)?.isDeleted == false { changed.append(id) }
                 }
                 for z in feed.deleted {
                     if let id = ZoneID(storeName: z.name), id.owner == caller {
@@ -211,8 +272,8 @@ public final class ServiceCore: @unchecked Sendable {
                             changed.append(id)
                         }
                     }
-                    for z in feed.changed where !decided.contains(z.name) && membership.isMember(caller, of: z.name) {
-                        if let id = ZoneID(storeName: z.name) { changed.append(id) }
+                    for name in Set(feed.changed.map(\.name)).union(compacted).sorted() where !decided.contains(name) && membership.isMember(caller, of: name) {
+                        if let id = ZoneID(storeName: name), store.zone(name)?.isDeleted == false { changed.append(id) }
                     }
                     for z in feed.deleted where !decided.contains(z.name) && membership.isMember(caller, of: z.name) {
                         if let id = ZoneID(storeName: z.name) { deleted.append(ZoneGone(zone: id, reason: .deleted)) }
@@ -360,9 +421,12 @@ public final class ServiceCore: @unchecked Sendable {
             do { report = try compactor.run(now: time) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
             for z in report.zones {
                 purged[z.zone] = nil
-                if let info = store.zone(z.zone), !info.isDeleted, z.snapshotSequence > info.lowWaterMark {
-                    do { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
-                }
+                guard let info = store.zone(z.zone), !info.isDeleted else { continue }
+                do {
+                    if z.snapshotSequence > info.lowWaterMark { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) }
+                    let mark = store.zone(z.zone)?.lowWaterMark ?? 0
+                    if mark > (announced[z.zone]?.mark ?? 0) { try announceCompaction(z.zone, mark: mark) }
+                } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
             }
             return report
         }

@@ -86,7 +86,9 @@ extension SyncEngine {
     /// log (or, while shopping, held back).
     func fetchZone(_ name: String, _ report: inout SyncReport) async {
         guard let z = state.zones[name] else { return }
-        if z.replacing != nil { return await refetch(name, &report) }
+        // A first fetch is a re-fetch: the service's copy, with its history (a list compacted
+        // before this device joined holds purged events only there).
+        if z.replacing != nil || (z.token == nil && z.toApply.isEmpty) { return await refetch(name, &report) }
         if !z.toApply.isEmpty { applyQueued(name, &report) }
         while true {
             guard let z = state.zones[name] else { return }
@@ -241,14 +243,16 @@ extension SyncEngine {
                 return note("cannot install the service's history: \(error)", zone: name, &report)
             }
         }
-        // Local changes the service has not taken go back on top, and everything fetched counts
-        // as uploaded: it came from the service.
-        if !r.pendingLocal.isEmpty {
-            do { try store.append(batch: r.pendingLocal) } catch {
+        // Local changes the service has not taken go back on top (those made while the copy came
+        // in are there already), and everything fetched counts as uploaded: it came from the
+        // service. Never past a local change.
+        var firstLocal = installed + 1
+        for e in r.pendingLocal {
+            do { firstLocal = min(firstLocal, try store.append(e)) } catch {
                 return note("cannot put local changes back: \(error)", zone: name, &report)
             }
         }
-        advanceUploaded(name, to: installed)
+        advanceUploaded(name, to: min(installed, firstLocal - 1))
         state.zones[name]?.token = r.token
         state.zones[name]?.replacing = nil
         state.zones[name]?.needsFetch = false

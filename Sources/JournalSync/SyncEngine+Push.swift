@@ -75,7 +75,8 @@ extension SyncEngine {
             note("the local log cannot be read: \(error)", zone: name, &report)
             return false
         }
-        guard !pending.isEmpty else { return true }
+        // A list made here exists on the service before anything is uploaded to it (and even
+        // when nothing is: it can be shared empty).
         if z.zone.owner == state.account && !z.existsOnService {
             do { try await service.createZone(z.zone) } catch {
                 _ = stop(on: error, &report, zone: name)
@@ -85,6 +86,7 @@ extension SyncEngine {
             state.zones[name] = z
             try? save()
         }
+        guard !pending.isEmpty else { return true }
         var done = Set<CompactID>()
         var i = 0
         while i < pending.count {

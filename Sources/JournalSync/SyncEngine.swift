@@ -47,6 +47,7 @@ public struct SyncTotals: Sendable, Equatable {
     public var localChanges = 0
     public var entriesSent = 0
     public var entriesUploaded = 0
+    public init() {}
 }
 
 public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
@@ -159,6 +160,8 @@ public actor SyncEngine {
                                  clock: hlc.tick(wallMillis: now), operation: operation)
         do { try store.append(entry) } catch { throw .storage(error) }
         totals.localChanges += 1
+        // A re-fetch in progress may replace the incarnation this went into: it is put back.
+        state.zones[zone.storeName]?.replacing?.pendingLocal.append(entry)
         // The clock must never run back, even across a restart.
         try save()
         return entry

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 
 @main
-struct JLog: ParsableCommand {
+struct JLog: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "jlog",
         abstract: "Inspect, verify, dump, import and compact JournalLog stores.",
@@ -13,14 +13,18 @@ struct JLog: ParsableCommand {
         """,
         subcommands: [Import.self, Inspect.self, Verify.self, Dump.self, Recover.self, Zones.self, Changes.self,
                       CreateZone.self, DeleteZone.self, Show.self, History.self, Snapshot.self, Compact.self, Consumers.self,
-                      Backup.self, Restore.self]
+                      Backup.self, Restore.self, Simulate.self]
     )
 
     /// Argument errors exit with 4 (bad input), like every other bad input, not ArgumentParser's 64.
-    static func main() {
+    static func main() async {
         do {
             var command = try parseAsRoot()
-            try command.run()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
         } catch {
             if exitCode(for: error).rawValue == 64 {
                 FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))

@@ -1,0 +1,451 @@
+import Foundation
+import JournalLog
+import JournalQuery
+import JournalService
+import JournalSync
+import ListModel
+
+/// A seeded multi-device run (Spec/SYNC.md §8, `jlog simulate`): devices, each with its own store
+/// on a simulated disk, edit shared lists at random while a faulty service drops, duplicates,
+/// delays and refuses their requests, while they go offline, lose power, and while the service
+/// compacts (expiring tokens), restarts and loses power itself, and owners share, remove and
+/// delete. Then everything syncs until quiet, and the run checks that every device holds exactly
+/// the service's lists and histories, that the service's lists equal a full replay of its log,
+/// that no acknowledged local change was lost and nothing was stored twice. Everything runs in
+/// one task on virtual time, so a seed replays exactly.
+public struct SimulationOptions: Sendable {
+    public var replicas = 5
+    public var ops = 1_000
+    public var seed: UInt64 = 1
+    /// Inject service faults (`serviceFaults`), partitions, power losses and restarts.
+    public var faults = true
+    /// Which faults, when `faults` holds.
+    public var serviceFaults = ServiceFaults.all
+    public var partitions = true
+    public var powerLosses = true
+    public var serviceRestarts = true
+    /// Accounts the devices belong to (at most `replicas`).
+    public var accounts = 3
+    public var retentionDays: Int64 = 2
+
+    public init() {}
+}
+
+public struct SimulationResult: Sendable {
+    public var seed: UInt64
+    public var replicas: Int
+    public var ops: Int
+    public var converged: Bool
+    /// Acknowledged local changes missing from the service's history at the end.
+    public var lost: Int
+    /// Entry ids stored twice in one zone's log, anywhere.
+    public var duplicated: Int
+    /// Distinct entries a device uploaded per local change it made: 1 when every change goes up
+    /// once and nothing fetched goes back up (less when a list went away before its upload).
+    public var uploadsPerChange: Double
+    /// Entries sent per local change, retries after faults included.
+    public var sendsPerChange = 0.0
+    /// Entries a device uploaded that another device authored: always 0.
+    public var foreignUploads = 0
+    public var localChanges: Int
+    public var entriesSent: Int
+    public var faultsInjected = 0
+    public var powerLosses = 0
+    public var serviceRestarts = 0
+    public var compactions = 0
+    public var purged = 0
+    public var refetches = 0
+    public var membershipChanges = 0
+    public var settleRounds = 0
+    /// The first differences found, for a failing seed.
+    public var problems: [String] = []
+    public var seconds = 0.0
+}
+
+/// Routes a device's calls to the current service core: a restart replaces it.
+final class CoreBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: ServiceCore
+    init(_ core: ServiceCore) { value = core }
+    var core: ServiceCore {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}
+
+/// What one device sent up: the distinct ids, and any it did not author.
+final class UploadLedger: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids = Set<CompactID>()
+    private var foreign = 0
+    func record(_ entries: [JournalEntry], replica: String) {
+        lock.withLock {
+            for e in entries {
+                ids.insert(e.id)
+                if e.author != replica { foreign += 1 }
+            }
+        }
+    }
+    var counts: (distinct: Int, foreign: Int) { lock.withLock { (ids.count, foreign) } }
+}
+
+struct RoutedService: SyncService {
+    let box: CoreBox
+    let account: String
+    let replica: String
+    let ledger = UploadLedger()
+    var local: LocalService { LocalService(core: box.core, account: account) }
+    func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
+        ledger.record(entries, replica: replica)
+        return try await local.upload(entries, to: zone)
+    }
+    func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
+        try await local.fetchDatabaseChanges(scope, since: token, limit: limit)
+    }
+    func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
+        try await local.fetchZoneChanges(zone, since: token, limit: limit)
+    }
+    func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] { try await local.fetchZoneHistory(zone) }
+    func createZone(_ zone: ZoneID) async throws(SyncError) { try await local.createZone(zone) }
+    func deleteZone(_ zone: ZoneID) async throws(SyncError) { try await local.deleteZone(zone) }
+    func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation { try await local.shareZone(zone, with: participant) }
+    func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID { try await local.acceptShare(invitation) }
+    func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) { try await local.removeParticipant(participant, from: zone) }
+    func stopSharing(_ zone: ZoneID) async throws(SyncError) { try await local.stopSharing(zone) }
+}
+
+public enum SyncSimulation {
+    static func storeOptions(_ fs: any FileSystem) -> StoreOptions {
+        var o = StoreOptions(durability: .always, segmentSize: 32 << 10, preallocate: false)
+        o.fileSystem = fs
+        o.indexCheckpointBytes = 64 << 10
+        return o
+    }
+
+    final class Node {
+        let replica: String
+        let account: String
+        let fs = MemoryFileSystem()
+        var store: JournalStore
+        var engine: SyncEngine
+        let service: FaultyService
+        let ledger: UploadLedger
+        var starts: UInt64 = 0
+        /// Totals of the engines this node ran before the current one.
+        var earlier = SyncTotals()
+
+        init(replica: String, account: String, box: CoreBox, clock: VirtualClock, seed: UInt64) throws {
+            self.replica = replica
+            self.account = account
+            let routed = RoutedService(box: box, account: account, replica: replica)
+            ledger = routed.ledger
+            self.service = FaultyService(routed, faults: ServiceFaults(), seed: seed ^ 0x5EED)
+            try fs.createDirectory("/d")
+            store = try JournalStore.open("/d/local.wal", options: SyncSimulation.storeOptions(fs))
+            engine = try SyncEngine(store: store, service: service, replica: replica, clock: clock, seed: seed)
+        }
+
+        func restart(clock: VirtualClock, seed: UInt64, crash: MemoryFileSystem.CrashMode) async throws {
+            let t = await engine.totals
+            earlier.localChanges += t.localChanges
+            earlier.entriesSent += t.entriesSent
+            earlier.entriesUploaded += t.entriesUploaded
+            try? store.close()
+            fs.crash(crash)
+            store = try JournalStore.open("/d/local.wal", options: SyncSimulation.storeOptions(fs))
+            starts += 1
+            engine = try SyncEngine(store: store, service: service, replica: replica, clock: clock, seed: seed &+ starts &* 0x9E37_79B9_7F4A_7C15)
+        }
+    }
+
+    /// A local change the sim made and the engine acknowledged.
+    struct Acked {
+        var id: CompactID
+        var zone: String
+        var account: String
+        /// The account's access generation for the zone when it was made: a removal since voids it.
+        var generation: Int
+    }
+
+    public static func run(_ options: SimulationOptions) async -> SimulationResult {
+        let started = Date()
+        var result = SimulationResult(seed: options.seed, replicas: options.replicas, ops: options.ops, converged: false, lost: 0,
+                                      duplicated: 0, uploadsPerChange: 0, localChanges: 0, entriesSent: 0)
+        do {
+            try await simulate(options, &result)
+        } catch {
+            result.problems.insert("the run stopped: \(error)", at: 0)
+        }
+        result.converged = result.converged && result.problems.isEmpty
+        result.seconds = Date().timeIntervalSince(started)
+        return result
+    }
+
+    static func simulate(_ o: SimulationOptions, _ result: inout SimulationResult) async throws {
+        var rng = SplitMix64(seed: o.seed)
+        let clock = VirtualClock(startingAt: 1_795_424_400_000)
+        let serverFS = MemoryFileSystem()
+        try serverFS.createDirectory("/srv")
+        var limits = ServiceLimits()
+        limits.retentionMillis = o.retentionDays * 86_400_000
+        limits.maxUploadEntries = 40
+        var serverStore = try JournalStore.open("/srv/service.wal", options: storeOptions(serverFS))
+        let box = CoreBox(try ServiceCore(store: serverStore, limits: limits, now: { clock.now() }))
+        let accounts = (0..<max(1, min(o.accounts, o.replicas))).map { "a\($0)" }
+        var nodes: [Node] = []
+        for i in 0..<max(1, o.replicas) {
+            let account = accounts[i % accounts.count]
+            nodes.append(try Node(replica: "\(account):d\(i)", account: account, box: box, clock: clock, seed: rng.next()))
+        }
+        var acked: [Acked] = []
+        /// Per (account, zone): how often the account lost access (a removal voids its pending changes).
+        var generation: [String: Int] = [:]
+        func key(_ account: String, _ zone: String) -> String { account + "|" + zone }
+        /// Items ever added, per zone: what later operations name.
+        var items: [String: [CompactID]] = [:]
+        var itemCounter = 0
+
+        // Every account starts with a list, shared with every other account.
+        for account in accounts {
+            let owner = nodes.first { $0.account == account }!
+            let zone = try await owner.engine.createList("list-\(account)")
+            _ = await owner.engine.sync()
+            for other in accounts where other != account {
+                let invitation = try await owner.engine.share(zone, with: other)
+                let member = nodes.first { $0.account == other }!
+                _ = try await member.engine.accept(invitation)
+            }
+        }
+        if o.faults { for n in nodes { n.service.faults = o.serviceFaults } }
+
+        func pick<T>(_ xs: [T]) -> T? { xs.isEmpty ? nil : xs[Int(rng.next() % UInt64(xs.count))] }
+
+        for _ in 0..<o.ops {
+            let roll = rng.next() % 1_000
+            let node = nodes[Int(rng.next() % UInt64(nodes.count))]
+            switch roll {
+            case 0..<550:
+                // A local edit.
+                guard let zone = pick(await node.engine.lists) else { continue }
+                let known = items[zone.storeName] ?? []
+                let op: JournalCodec.Operation
+                switch rng.next() % 10 {
+                case 0..<4:
+                    itemCounter += 1
+                    let item = CompactID("i\(itemCounter)")!
+                    op = .add(item: item, text: "thing \(itemCounter)", after: rng.next() % 3 == 0 ? nil : pick(known))
+                    items[zone.storeName, default: []].append(item)
+                case 4..<6: guard let i = pick(known) else { continue }; op = .markOff(item: i)
+                case 6: guard let i = pick(known) else { continue }; op = .unmark(item: i)
+                case 7: guard let i = pick(known) else { continue }; op = .delete(item: i)
+                case 8: op = .rename(name: "List \(rng.next() % 100)")
+                default: op = .recolour(colour: ["red", "green", "blue"][Int(rng.next() % 3)])
+                }
+                do throws(SyncEngineError) {
+                    let e = try await node.engine.record(op, in: zone)
+                    // A change made to a list the service already took from this account (the
+                    // device has not heard yet) goes with the list: it is not counted.
+                    let access = zone.owner == node.account ? box.core.store.zone(zone.storeName)?.isDeleted != true
+                        : box.core.members(of: zone).contains(node.account)
+                    acked.append(Acked(id: e.id, zone: zone.storeName, account: node.account,
+                                       generation: generation[key(node.account, zone.storeName), default: 0] + (access ? 0 : 1_000_000)))
+                } catch {
+                    if case .noSuchList = error { continue }
+                    throw error
+                }
+            case 550..<800:
+                _ = await node.engine.sync()
+            case 800..<840:
+                if o.faults && o.partitions { node.service.offline.toggle() }
+            case 840..<870:
+                if o.faults && o.powerLosses {
+                    let modes: [MemoryFileSystem.CrashMode] = [.dropUnsynced, .tearLastWrite(seed: rng.next()), .garbleLastWrite(seed: rng.next())]
+                    try await node.restart(clock: clock, seed: rng.next(), crash: modes[Int(rng.next() % 3)])
+                    result.powerLosses += 1
+                }
+            case 870..<890:
+                clock.advance(by: Int64(rng.next() % (3 * 86_400_000)))
+            case 890..<905:
+                let report = try box.core.compact(now: clock.now())
+                result.compactions += 1
+                result.purged += report.storage.entriesPurged + report.storage.entriesReplaced
+            case 905..<915:
+                if o.faults && o.serviceRestarts {
+                    // The service restarts; half the time its machine lost power.
+                    try? serverStore.close()
+                    if rng.next() % 2 == 0 { serverFS.crash(.dropUnsynced) }
+                    serverStore = try JournalStore.open("/srv/service.wal", options: storeOptions(serverFS))
+                    box.core = try ServiceCore(store: serverStore, limits: limits, now: { clock.now() })
+                    result.serviceRestarts += 1
+                }
+            case 915..<940:
+                // Sharing changes: an owner removes a participant, a participant leaves, an owner
+                // shares again (the participant accepts), or a list is deleted or made.
+                // Whoever lost access, even by a call whose response was lost, loses the changes
+                // it had not uploaded yet: they go with the list.
+                let before = memberships(box.core)
+                defer {
+                    let after = memberships(box.core)
+                    for (zone, members) in before {
+                        for a in members.subtracting(after[zone] ?? []) { generation[key(a, zone), default: 0] += 1 }
+                    }
+                }
+                let owners = nodes.filter { $0.account == node.account }
+                guard let owner = owners.first else { continue }
+                let mine = await owner.engine.lists.filter { $0.owner == owner.account }
+                switch rng.next() % 5 {
+                case 0, 1:
+                    guard let zone = pick(mine), let other = pick(accounts.filter { $0 != owner.account }) else { continue }
+                    let members = box.core.members(of: zone)
+                    if members.contains(other) {
+                        if (try? await owner.engine.remove(other, from: zone)) != nil { result.membershipChanges += 1 }
+                    } else if let invitation = try? await owner.engine.share(zone, with: other),
+                              let member = pick(nodes.filter({ $0.account == other })), (try? await member.engine.accept(invitation)) != nil {
+                        result.membershipChanges += 1
+                    }
+                case 2:
+                    // A participant leaves a list shared with it.
+                    guard let zone = pick(await node.engine.lists.filter { $0.owner != node.account }) else { continue }
+                    if (try? await node.engine.remove(node.account, from: zone)) != nil { result.membershipChanges += 1 }
+                case 3:
+                    guard rng.next() % 4 == 0, let zone = pick(mine) else { continue }
+                    try await owner.engine.deleteList(zone)
+                    for a in accounts { generation[key(a, zone.storeName), default: 0] += 1 }
+                    result.membershipChanges += 1
+                default:
+                    _ = try? await owner.engine.createList("list-\(owner.account)-\(rng.next() % 1_000)")
+                }
+            case 940..<960:
+                guard let zone = pick(await node.engine.lists) else { continue }
+                try? await node.engine.setShopping(rng.next() % 2 == 0, in: zone)
+            default:
+                _ = await node.engine.sync()
+            }
+        }
+
+        // Quiet: everyone online, no faults, shopping over; sync until nothing moves.
+        for n in nodes {
+            n.service.offline = false
+            n.service.faults = ServiceFaults()
+            for z in await n.engine.lists { try? await n.engine.setShopping(false, in: z) }
+        }
+        try await settle(nodes, &result)
+        let final = try box.core.compact(now: clock.now())
+        result.compactions += 1
+        result.purged += final.storage.entriesPurged + final.storage.entriesReplaced
+        try await settle(nodes, &result)
+
+        var distinctUploads = 0
+        for n in nodes {
+            let t = await n.engine.totals
+            result.localChanges += n.earlier.localChanges + t.localChanges
+            result.entriesSent += n.earlier.entriesSent + t.entriesSent
+            result.faultsInjected += n.service.injected
+            let (distinct, foreign) = n.ledger.counts
+            distinctUploads += distinct
+            result.foreignUploads += foreign
+        }
+        if result.localChanges > 0 {
+            result.uploadsPerChange = Double(distinctUploads) / Double(result.localChanges)
+            result.sendsPerChange = Double(result.entriesSent) / Double(result.localChanges)
+        }
+        if result.foreignUploads > 0 { result.problems.append("devices uploaded \(result.foreignUploads) entries they did not author") }
+        try check(nodes, core: box.core, store: serverStore, acked: acked, generation: generation, &result)
+    }
+
+    /// Every service list's participants.
+    static func memberships(_ core: ServiceCore) -> [String: Set<String>] {
+        var m: [String: Set<String>] = [:]
+        for z in core.store.zones() where !z.isDeleted {
+            if let id = ZoneID(storeName: z.name) { m[z.name] = Set(core.members(of: id)) }
+        }
+        return m
+    }
+
+    /// Rounds of syncing every device until a round changes nothing anywhere.
+    static func settle(_ nodes: [Node], _ result: inout SimulationResult) async throws {
+        for _ in 0..<40 {
+            result.settleRounds += 1
+            var moved = false
+            for n in nodes {
+                let r = await n.engine.sync()
+                result.refetches += r.refetched.count
+                if r.sent > 0 || r.applied > 0 || !r.refetched.isEmpty || !r.gone.isEmpty || !r.isComplete { moved = true }
+            }
+            if !moved { return }
+        }
+        result.problems.append("the devices did not settle in 40 rounds")
+    }
+
+    static func check(_ nodes: [Node], core: ServiceCore, store: JournalStore, acked: [Acked], generation: [String: Int],
+                      _ result: inout SimulationResult) throws {
+        let q = ListQuery(store: store, fs: store.fileSystem)
+        var serviceLists: [String: (ListState, ActivityLog)] = [:]
+        for z in store.zones() where !z.isDeleted && !z.name.hasPrefix("_") {
+            let m = try q.materialise(z.name)
+            let (entries, _) = try q.entries(z.name)
+            var full = ListReducer(zone: z.name)
+            for (_, e) in entries { _ = full.apply(e) }
+            if full.state() != m.state { result.problems.append("service \(z.name): materialise differs from a full replay of its log") }
+            let ids = entries.map(\.1.id)
+            result.duplicated += ids.count - Set(ids).count
+            serviceLists[z.name] = (m.state, try q.history(z.name).log)
+        }
+        for n in nodes {
+            let dq = ListQuery(store: n.store, fs: n.fs)
+            let visible = Set(serviceLists.keys.filter { name in
+                ZoneID(storeName: name)?.owner == n.account || core.members(of: ZoneID(storeName: name)!).contains(n.account)
+            })
+            let held = try SyncStatus(state: awaitState(n), store: n.store)
+            let lists = Set(held.lists.filter { !$0.pendingDelete }.map(\.zone.storeName))
+            if lists != visible {
+                result.problems.append("\(n.replica) syncs \(lists.sorted()), the service gives it \(visible.sorted())")
+            }
+            for name in visible.sorted() {
+                guard let (state, history) = serviceLists[name] else { continue }
+                do {
+                    let mine = try dq.materialise(name).state
+                    if mine != state {
+                        let a = mine.items.map { "\($0.id):\($0.state == .markedOff ? "x" : "o")" }
+                        let b = state.items.map { "\($0.id):\($0.state == .markedOff ? "x" : "o")" }
+                        result.problems.append("\(n.replica) \(name): the list differs from the service's: device-only "
+                            + "\(Set(a).subtracting(b).sorted().prefix(5)), service-only \(Set(b).subtracting(a).sorted().prefix(5)), "
+                            + "named \(mine.name) / \(state.name)")
+                    }
+                    if try dq.history(name).log != history { result.problems.append("\(n.replica) \(name): the history differs from the service's") }
+                    let ids = try dq.entries(name).entries.map(\.1.id)
+                    result.duplicated += ids.count - Set(ids).count
+                } catch {
+                    result.problems.append("\(n.replica) \(name): \(error)")
+                }
+            }
+        }
+        // Every acknowledged change of a list that still exists, by an account that kept access.
+        var historyIDs: [String: Set<CompactID>] = [:]
+        for (name, (_, log)) in serviceLists { historyIDs[name] = Set(log.allEvents().map(\.entryID)) }
+        for a in acked {
+            guard let ids = historyIDs[a.zone] else { continue }
+            guard generation[a.account + "|" + a.zone, default: 0] == a.generation else { continue }
+            let owner = ZoneID(storeName: a.zone)?.owner
+            guard owner == a.account || core.members(of: ZoneID(storeName: a.zone)!).contains(a.account) else { continue }
+            if !ids.contains(a.id) {
+                result.lost += 1
+                var detail = ""
+                if result.problems.count < 20 {
+                    for n in nodes {
+                        let found = (try? ListQuery(store: n.store, fs: n.fs).entries(a.zone).entries.first { $0.1.id == a.id }) ?? nil
+                        if let found { detail += " [on \(n.replica) at \(found.0): \(found.1.operation.name) by \(found.1.author)]" }
+                    }
+                }
+                if result.problems.count < 20 { result.problems.append("lost: \(a.id) in \(a.zone) by \(a.account)" + detail) }
+            }
+        }
+        result.converged = result.problems.isEmpty && result.lost == 0 && result.duplicated == 0
+        if result.problems.count > 20 { result.problems.removeSubrange(20...) }
+    }
+
+    /// The engine's state, read back from its file (the actor's copy is the same once it saved).
+    static func awaitState(_ n: Node) throws -> SyncState {
+        try SyncStateCodec.decode(try AtomicFile.read("/d/local.wal/" + "sync/state", fs: n.fs, limit: SyncStateCodec.maxFileBytes))
+    }
+}

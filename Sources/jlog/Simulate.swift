@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import JournalSimulation
+
+/// `jlog simulate`: the seeded multi-device run of Spec/SYNC.md §8, for users and for CI sweeps.
+struct Simulate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the seeded sync simulation: devices editing shared lists through a faulty service, then a convergence check.",
+        discussion: """
+        Every device has its own store on a simulated disk; the service is the reference service \
+        over its own store. With --faults all, the service drops responses after applying them, \
+        duplicates and delays deliveries, refuses large batches and rate-limits; devices go \
+        offline and lose power; the service compacts (expiring tokens), restarts and loses power. \
+        Exit status 0 when every device converged to the service's lists and histories with \
+        nothing lost or duplicated, 2 otherwise. The same seed replays the same run exactly.
+        """)
+
+    enum Faults: String, ExpressibleByArgument, CaseIterable { case none, all }
+
+    @Option(help: "Devices (each an account's phone; accounts share lists with each other).") var replicas = 5
+    @Option(help: "Random steps: edits, syncs, partitions, power losses, compactions, sharing changes.") var ops = 1_000
+    @Option(help: "The seed; a failing seed replays exactly.") var seed: UInt64 = 1
+    @Option(help: "Which faults to inject: none or all.") var faults: Faults = .none
+    @Option(help: "Accounts (at most --replicas).") var accounts = 3
+    @Flag(help: "One JSON object: {converged, lost, duplicated, uploadsPerChange, sendsPerChange, seed, …}.") var json = false
+
+    func validate() throws {
+        guard (1...64).contains(replicas) else { throw ValidationError("--replicas must be 1…64") }
+        guard (0...10_000_000).contains(ops) else { throw ValidationError("--ops must be 0…10000000") }
+        guard (1...64).contains(accounts) else { throw ValidationError("--accounts must be 1…64") }
+    }
+
+    func run() async throws {
+        var o = SimulationOptions()
+        o.replicas = replicas
+        o.ops = ops
+        o.seed = seed
+        o.faults = faults == .all
+        o.accounts = accounts
+        let r = await SyncSimulation.run(o)
+        if json {
+            let out: JSON = .object([
+                ("seed", .uint(r.seed)), ("replicas", .int(Int64(r.replicas))), ("ops", .int(Int64(r.ops))),
+                ("faults", .string(faults.rawValue)),
+                ("converged", .bool(r.converged)), ("lost", .int(Int64(r.lost))), ("duplicated", .int(Int64(r.duplicated))),
+                ("uploadsPerChange", .double(r.uploadsPerChange)), ("sendsPerChange", .double(r.sendsPerChange)),
+                ("foreignUploads", .int(Int64(r.foreignUploads))),
+                ("localChanges", .int(Int64(r.localChanges))), ("entriesSent", .int(Int64(r.entriesSent))),
+                ("faultsInjected", .int(Int64(r.faultsInjected))), ("powerLosses", .int(Int64(r.powerLosses))),
+                ("serviceRestarts", .int(Int64(r.serviceRestarts))), ("compactions", .int(Int64(r.compactions))),
+                ("purged", .int(Int64(r.purged))), ("refetches", .int(Int64(r.refetches))),
+                ("membershipChanges", .int(Int64(r.membershipChanges))), ("settleRounds", .int(Int64(r.settleRounds))),
+                ("seconds", .double((r.seconds * 1000).rounded() / 1000)),
+                ("problems", .array(r.problems.map { .string($0) })),
+            ])
+            print(out.rendered)
+        } else {
+            print("seed \(r.seed): \(r.replicas) devices, \(r.ops) steps, faults \(faults.rawValue)")
+            print("  \(r.converged ? "converged" : "DID NOT CONVERGE"): lost \(r.lost), duplicated \(r.duplicated)")
+            print("  \(r.localChanges) local changes, \(String(format: "%.3f", r.uploadsPerChange)) uploads and \(String(format: "%.3f", r.sendsPerChange)) sends per change")
+            print("  \(r.faultsInjected) faults, \(r.powerLosses) power losses, \(r.serviceRestarts) service restarts, \(r.compactions) compactions (\(r.purged) entries purged), \(r.refetches) re-fetches, \(r.membershipChanges) sharing changes")
+            print("  settled in \(r.settleRounds) rounds, \(String(format: "%.2f", r.seconds)) s")
+            for p in r.problems { print("  problem: \(p)") }
+            if !r.converged { print("  replay: jlog simulate --replicas \(replicas) --ops \(ops) --seed \(seed) --faults \(faults.rawValue) --accounts \(accounts)") }
+        }
+        if !r.converged { throw ExitCode(Status.corruption) }
+    }
+}
