@@ -83,7 +83,7 @@ public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
 ///   service (its compacted entries, not the whole history, and its history file), replaces the
 ///   local copy, and puts pending local changes back on top.
 public actor SyncEngine {
-    public let store: JournalStore
+    public nonisolated let store: JournalStore
     public private(set) var service: any SyncService
     public nonisolated let replica: String
     public var options: SyncEngineOptions

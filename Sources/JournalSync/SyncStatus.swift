@@ -77,3 +77,33 @@ public struct SyncStatus: Sendable {
         return SyncStatus(state: state, store: reader)
     }
 }
+
+extension SyncStatus {
+    /// The diagnostic report, a line each (like Shopping UK's diagnostic log): who this device
+    /// is, when it last synced, and per list what is queued each way, its token and last error.
+    public func reportLines(now: Int64) -> [String] {
+        var lines = ["replica \(replica), account \(account ?? "none (signed out)")"]
+        if let lastSync {
+            lines.append("last complete sync \(ISO8601Time.format(lastSync)) (\((now - lastSync) / 1000) s ago)")
+        } else {
+            lines.append("never synced completely")
+        }
+        if let lastError { lines.append("last error: \(lastError)") }
+        for (scope, token) in databaseTokens.sorted(by: { $0.key < $1.key }) { lines.append("\(scope) database token \(token)") }
+        if keptAcrossSignOut > 0 { lines.append("\(keptAcrossSignOut) local changes kept across a sign-out, sent after signing in again") }
+        if lists.isEmpty { lines.append("no lists") }
+        for l in lists {
+            var flags: [String] = [l.scope.rawValue]
+            if !l.existsOnService { flags.append("not yet on the service") }
+            if l.shopping { flags.append("shopping") }
+            if l.needsFetch { flags.append("changes to fetch") }
+            if l.refetching { flags.append("re-fetching") }
+            if l.pendingDelete { flags.append("deletion to send") }
+            lines.append("\(l.zone.storeName)  (\(flags.joined(separator: ", ")))")
+            lines.append("  upload queue \(l.queued), to apply \(l.toApply), held \(l.held), rejected \(l.rejected); uploaded through \(l.uploadedThrough)")
+            lines.append("  token \(l.token ?? "none")")
+            if let e = l.lastError { lines.append("  last error: \(e)") }
+        }
+        return lines
+    }
+}

@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import JournalLog
+import JournalService
+import JournalSync
+
+/// Where a device's service is: for now the reference service over a store this process opens
+/// (`--service-store`); `jlog serve`'s HTTP API with `--server` and `--credential`.
+struct ServiceConnection: ParsableArguments {
+    @Option(help: ArgumentHelp("Sync through the reference service over this store directory, opened by this process (created if missing).", valueName: "dir"))
+    var serviceStore: String?
+    @Option(help: ArgumentHelp("With --service-store: the account to act as (the first sync of a store records it).", valueName: "name"))
+    var account: String?
+    @Option(help: ArgumentHelp("This device's name: the store syncs as ACCOUNT:DEVICE (default: the store directory's name).", valueName: "name"))
+    var device: String?
+
+    func validate() throws {
+        guard serviceStore != nil else { throw ValidationError("give --service-store DIR (the service to sync with)") }
+        if let account, let why = SyncNames.accountRefusal(account) { throw ValidationError("--account: \(why)") }
+    }
+}
+
+/// A service connection opened for one command: the service, and what to close afterwards.
+struct OpenService {
+    var service: any SyncService
+    var close: () -> Void
+}
+
+extension ServiceConnection {
+    /// Opens the service as `account` (the store's recorded account wins; --account must agree).
+    func open(as recorded: String?) throws -> OpenService {
+        guard let dir = serviceStore else { throw ValidationError("give --service-store DIR") }
+        if let recorded, let account, recorded != account {
+            printError("this store syncs as account \(recorded), not \(account)")
+            throw ExitCode(Status.badInput)
+        }
+        guard let name = recorded ?? account else {
+            printError("the first sync of a store needs --account NAME (the account it syncs as)")
+            throw ExitCode(Status.badInput)
+        }
+        let store: JournalStore
+        do { store = try JournalStore.open(dir, options: StoreOptions()) } catch { throw fail(error, path: dir) }
+        let core: ServiceCore
+        do { core = try ServiceCore(store: store, now: { nowMillis() }) } catch {
+            try? store.close()
+            throw fail(error, path: dir)
+        }
+        return OpenService(service: LocalService(core: core, account: name)) { try? store.close() }
+    }
+}
+
+/// The sync state of a store, if it has synced before (`sync/state`), read without the engine.
+func recordedSyncState(_ path: String) throws -> SyncState? {
+    let file = path + "/sync/state"
+    guard PosixFileSystem().kind(of: file) == .file else { return nil }
+    do { return try SyncStateCodec.decode(try AtomicFile.read(file, fs: PosixFileSystem(), limit: SyncStateCodec.maxFileBytes)) } catch {
+        printError("\(file) cannot be read (\(error)); move it aside to start syncing over (local changes not yet uploaded stay in the log)")
+        throw ExitCode(Status.corruption)
+    }
+}
+
+/// The replica name a store syncs as: recorded, or ACCOUNT:DEVICE for its first sync.
+func replicaName(store: String, account: String, device: String?) throws -> String {
+    let base = (store as NSString).lastPathComponent.split(separator: ".").first.map(String.init) ?? "device"
+    let name = device ?? String(base.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || "-_".unicodeScalars.contains($0) })
+    guard !name.isEmpty, name.utf8.count <= 64, !name.contains(":") else {
+        printError("--device: 1–64 bytes without ':'")
+        throw ExitCode(Status.badInput)
+    }
+    return account + ":" + name
+}
+
+/// Opens `path` (created if missing) and its engine against `service`.
+func openEngine(_ path: String, service: any SyncService, replica: String) throws -> (JournalStore, SyncEngine) {
+    let store: JournalStore
+    do { store = try JournalStore.open(path, options: StoreOptions()) } catch { throw fail(error, path: path) }
+    do { return (store, try SyncEngine(store: store, service: service, replica: replica)) } catch {
+        try? store.close()
+        printError(error.description)
+        throw ExitCode(Status.failure)
+    }
+}
+
+/// A store's engine for editing without a connection: changes queue for the next `jlog sync`.
+func openOfflineEngine(_ path: String) throws -> (JournalStore, SyncEngine) {
+    guard let state = try recordedSyncState(path), let account = state.account ?? state.signedOutAccount else {
+        printError("\(path) has not synced yet, so it has no account: run `jlog sync \(path) --service-store DIR --account NAME` first")
+        throw ExitCode(Status.badInput)
+    }
+    return try openEngine(path, service: OfflineService(account: account), replica: state.replica)
+}
+
+/// A list named on the command line: `owner/name`, or a name of the store's own account.
+func resolveList(_ text: String, engine: SyncEngine) async throws -> ZoneID {
+    let lists = await engine.lists
+    if let z = ZoneID(storeName: text), lists.contains(z) { return z }
+    let own = lists.filter { $0.name == text }
+    if own.count == 1 { return own[0] }
+    if own.count > 1 {
+        printError("\(text) names several lists: \(own.map(\.storeName).joined(separator: ", ")); give OWNER/NAME")
+        throw ExitCode(Status.badInput)
+    }
+    printError("no list \(text) on this device (lists: \(lists.map(\.storeName).joined(separator: ", ")); `jlog create-list` makes one, `jlog accept` joins one)")
+    throw ExitCode(Status.badInput)
+}
+
+func reportLines(_ r: SyncReport) -> [String] {
+    var lines = ["sent \(r.sent) (\(r.uploaded) taken), applied \(r.applied), held \(r.held)"]
+    if !r.refetched.isEmpty { lines.append("re-fetched: \(r.refetched.map(\.storeName).joined(separator: ", "))") }
+    for g in r.gone { lines.append("gone: \(g.zone.storeName) (\(g.reason.rawValue))") }
+    for (id, why) in r.rejected { lines.append("rejected: \(id) (\(why))") }
+    if r.offline { lines.append("offline: everything stays queued") }
+    if r.quotaExceeded { lines.append("the account's quota is exceeded: changes stay queued") }
+    if r.signedOut { lines.append("signed out: lists left this device; local changes are kept for the next sign-in") }
+    for e in r.errors { lines.append("error: \(e)") }
+    return lines
+}
+
+func reportJSON(_ r: SyncReport) -> JSON {
+    .object([
+        ("complete", .bool(r.isComplete)), ("sent", .int(Int64(r.sent))), ("uploaded", .int(Int64(r.uploaded))),
+        ("applied", .int(Int64(r.applied))), ("held", .int(Int64(r.held))),
+        ("refetched", .array(r.refetched.map { .string($0.storeName) })),
+        ("gone", .array(r.gone.map { .object([("zone", .string($0.zone.storeName)), ("reason", .string($0.reason.rawValue))]) })),
+        ("rejected", .array(r.rejected.map { .object([("id", .string($0.id.description)), ("why", .string($0.why))]) })),
+        ("offline", .bool(r.offline)), ("quotaExceeded", .bool(r.quotaExceeded)), ("signedOut", .bool(r.signedOut)),
+        ("errors", .array(r.errors.map { .string($0) })),
+    ])
+}
