@@ -3,13 +3,15 @@ import PackageDescription
 
 let package = Package(
     name: "JournalLog",
-    platforms: [.macOS(.v13), .iOS(.v16)],
+    platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "JournalLog", targets: ["JournalLog"]),
         .library(name: "ListModel", targets: ["ListModel"]),
         .library(name: "JournalQuery", targets: ["JournalQuery"]),
         .library(name: "JournalSync", targets: ["JournalSync"]),
         .library(name: "JournalService", targets: ["JournalService"]),
+        .library(name: "JournalServer", targets: ["JournalServer"]),
+        .library(name: "JournalSyncHTTP", targets: ["JournalSyncHTTP"]),
         .executable(name: "jlog", targets: ["jlog"]),
         .executable(name: "jlog-bench", targets: ["jlog-bench"]),
     ],
@@ -17,6 +19,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+        // Only the network targets (JournalServer, JournalSyncHTTP) and the CLI use these: an
+        // embedder of the engine or the sync layer builds no SwiftNIO.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.60.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.20.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.0.0"),
     ],
     targets: [
         // Layer 0: C helpers. CRC32C needs no unsafeFlags (target attribute + runtime check).
@@ -49,7 +58,26 @@ let package = Package(
         .target(name: "JournalSync", dependencies: ["JournalLog", "JournalQuery", "ListModel"]),
         // Layer 4: the reference sync service over a JournalStore (accounts' databases, sharing,
         // compaction), usable in process; `jlog serve` puts HTTP in front of it.
-        .target(name: "JournalService", dependencies: ["JournalSync", "JournalLog", "JournalQuery", "ListModel"]),
+        .target(name: "JournalService", dependencies: [
+            "JournalSync", "JournalLog", "JournalQuery", "ListModel",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        // Layer 4, transports: `jlog serve`'s HTTP server (Hummingbird) over the reference service,
+        // with accounts and access control; and the engine's HTTP client (AsyncHTTPClient).
+        .target(name: "JournalServer", dependencies: [
+            "JournalService", "JournalSync", "JournalLog",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+        .target(name: "JournalSyncHTTP", dependencies: [
+            "JournalSync", "JournalLog",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
         // The seeded multi-device simulation (`jlog simulate`, the sync tests).
         .target(name: "JournalSimulation", dependencies: ["JournalService", "JournalSync", "JournalQuery", "ListModel", "JournalLog"]),
         // Outermost: the operator's CLI.
@@ -61,6 +89,8 @@ let package = Package(
                 "JournalSync",
                 "JournalService",
                 "JournalSimulation",
+                "JournalServer",
+                "JournalSyncHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

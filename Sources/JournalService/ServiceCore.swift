@@ -35,6 +35,8 @@ public final class ServiceCore: @unchecked Sendable {
     public let now: @Sendable () -> Int64
     /// Whether an account exists (a participant must, to be invited).
     public let accountExists: @Sendable (String) -> Bool
+    /// "Zone Z changed", for the accounts that see it (a transport's hint channel).
+    public let hints = HintHub()
     private let lock = NSLock()
     private var membership = Membership()
     /// Per zone: the low-water mark its last compaction announced, and the position of that
@@ -127,6 +129,7 @@ public final class ServiceCore: @unchecked Sendable {
         let at = try store.append(record)
         announced[zone] = (mark, at)
         announcements.append((zone, at))
+        hints.changed(zone, for: audience(zone))
     }
 
     static func decodeAnnouncement(_ body: [UInt8]) -> (String, SequenceNumber)? {
@@ -144,6 +147,13 @@ public final class ServiceCore: @unchecked Sendable {
     }
 
     static func isSystemZone(_ name: String) -> Bool { name.hasPrefix("_") }
+    /// How far ahead of the service's clock an uploaded entry may be dated.
+    static let maxClockSkewMillis: Int64 = 86_400_000
+
+    /// The accounts that see `zone`: its owner and its participants.
+    private func audience(_ zone: String) -> [String] {
+        (ZoneID(storeName: zone).map { [$0.owner] } ?? []) + membership.members(of: zone)
+    }
 
     private func locked<T>(_ body: () throws(SyncError) -> T) throws(SyncError) -> T {
         lock.lock()
@@ -185,9 +195,14 @@ public final class ServiceCore: @unchecked Sendable {
             var result = UploadResult()
             var fresh: [JournalEntry] = []
             let gone = try purgedIDs(zone.storeName)
+            let latest = now() + Self.maxClockSkewMillis
             for e in entries {
                 if let why = Self.refusal(e, caller: caller, zone: zone) {
                     result.failed[e.id] = .invalid(why)
+                } else if e.wallTime > latest {
+                    // A clock far ahead would drag every replica's clock with it, and its entry
+                    // would never be old enough to compact.
+                    result.failed[e.id] = .invalid("the entry is dated more than a day ahead of the service's clock")
                 } else if gone.contains(e.id) {
                     result.saved.append(e.id)   // stored once, then purged: acknowledged
                 } else {
@@ -203,6 +218,7 @@ public final class ServiceCore: @unchecked Sendable {
                 do throws(JournalError) {
                     try store.append(batch: fresh)
                     counters.entriesStored += Int(store.nextSequence - before)
+                    if store.nextSequence > before { hints.changed(zone.storeName, for: audience(zone.storeName)) }
                     result.saved += fresh.map(\.id)
                     break
                 } catch .idConflict(_, let id, let at) {
@@ -307,7 +323,10 @@ public final class ServiceCore: @unchecked Sendable {
             } catch {
                 switch error {
                 case .tokenExpired, .invalidToken: throw .tokenExpired
-                case .zoneDeleted: throw .zoneDeleted(reason: .deleted)
+                case .zoneDeleted:
+                    // The token's incarnation was deleted; a newer one is live: start it over.
+                    if store.zone(zone.storeName)?.isDeleted == false { throw .tokenExpired }
+                    throw .zoneDeleted(reason: .deleted)
                 case .zoneNotFound: throw .zoneNotFound
                 case .storage: throw .serviceBusy(retryAfter: .seconds(1))
                 }
@@ -334,6 +353,7 @@ public final class ServiceCore: @unchecked Sendable {
             let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == caller }.count
             guard owned < limits.maxZonesPerAccount else { throw .quotaExceeded }
             do { try store.createZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+            hints.changed(zone.storeName, for: [caller])
         }
     }
 
@@ -341,8 +361,14 @@ public final class ServiceCore: @unchecked Sendable {
         try locked { () throws(SyncError) in
             let (kind, _) = try access(caller, zone)
             guard kind == .owner else { throw .invalidRequest("only the owner deletes a zone; a participant leaves it (removeParticipant)") }
+            let told = audience(zone.storeName)
+            // Participants leave with it, so a list created again under the name is not shared.
+            for p in membership.members(of: zone.storeName) {
+                try recordMembership(p, zone: zone, member: false, reason: .deleted, by: caller)
+            }
             do { try store.deleteZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
             purged[zone.storeName] = nil
+            hints.changed(zone.storeName, for: told)
         }
     }
 
@@ -404,7 +430,9 @@ public final class ServiceCore: @unchecked Sendable {
         record.id = CompactID.derived(from: record)
         let range: ClosedRange<SequenceNumber>
         do { range = try store.append(batch: [visible, record]) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        let told = audience(zone.storeName) + [account]
         membership.record(.init(account: account, zone: zone.storeName, member: member, reason: member ? nil : reason, sequence: range.upperBound))
+        hints.changed(zone.storeName, for: told)
     }
 
     // MARK: Compaction

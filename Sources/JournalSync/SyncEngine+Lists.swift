@@ -57,7 +57,8 @@ extension SyncEngine {
     /// The held-back additions, offered as notifications (oldest first).
     public func notifications(in zone: ZoneID) -> [PendingNotification] {
         guard let held = state.zones[zone.storeName]?.held else { return [] }
-        return ShoppingSession(applied: ListReducer(zone: zone.storeName), pending: held).notifications
+        // This device's own changes come back from the service too: they are not news.
+        return ShoppingSession(applied: ListReducer(zone: zone.storeName), pending: held.filter { $0.author != replica }).notifications
     }
 
     /// Applies the chosen held entries (by entry id) now, while shopping goes on.

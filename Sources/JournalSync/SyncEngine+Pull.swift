@@ -89,7 +89,11 @@ extension SyncEngine {
         // A first fetch is a re-fetch: the service's copy, with its history (a list compacted
         // before this device joined holds purged events only there).
         if z.replacing != nil || (z.token == nil && z.toApply.isEmpty) { return await refetch(name, &report) }
-        if !z.toApply.isEmpty { applyQueued(name, &report) }
+        if !z.toApply.isEmpty {
+            applyQueued(name, &report)
+            // What could not be applied stays queued, and the token stays with it.
+            if state.zones[name]?.toApply.isEmpty == false { return }
+        }
         while true {
             guard let z = state.zones[name] else { return }
             let page: ZoneChangesPage
@@ -116,6 +120,7 @@ extension SyncEngine {
                     state.zones[name]?.token = page.token
                     guard (try? save()) != nil else { return }
                     applyQueued(name, &report)
+                    if state.zones[name]?.toApply.isEmpty == false { return }
                 }
             } else if z.token != page.token {
                 state.zones[name]?.token = page.token
@@ -149,6 +154,12 @@ extension SyncEngine {
                     let (a, b) = (Array(todo[..<half]), Array(todo[half...]))
                     state.zones[name]?.toApply = a
                     applyQueued(name, &report)
+                    // The first half failed: all of what is left stays queued, in order.
+                    if let left = state.zones[name]?.toApply, !left.isEmpty {
+                        state.zones[name]?.toApply = left + b
+                        try? save()
+                        return
+                    }
                     state.zones[name]?.toApply = b
                     applyQueued(name, &report)
                     return

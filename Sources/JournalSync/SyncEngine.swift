@@ -61,7 +61,7 @@ public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .storage(let e): e.description
-        case .stateDamaged(let why): "the sync state is damaged (\(why)); move sync/state aside to start over (local changes not yet uploaded are still in the log)"
+        case .stateDamaged(let why): "the sync state is damaged (\(why)); move sync/state aside to start over (local changes not yet uploaded are still in the log, but changes kept across a sign-out or put aside by a re-fetch in progress are not)"
         case .notSignedIn: "not signed in: sign in to sync"
         case .noSuchList(let z): "no list \(z) on this device"
         case .invalid(let why): why
@@ -158,12 +158,12 @@ public actor SyncEngine {
         let now = clock.now()
         let entry = JournalEntry(id: CompactID.random(using: &rng), zone: zone.storeName, author: replica, wallTime: now,
                                  clock: hlc.tick(wallMillis: now), operation: operation)
+        // Saved before the append: the clock never runs back across a restart, and a re-fetch in
+        // progress (which may replace the incarnation this goes into) puts the change back.
+        state.zones[zone.storeName]?.replacing?.pendingLocal.append(entry)
+        try save()
         do { try store.append(entry) } catch { throw .storage(error) }
         totals.localChanges += 1
-        // A re-fetch in progress may replace the incarnation this went into: it is put back.
-        state.zones[zone.storeName]?.replacing?.pendingLocal.append(entry)
-        // The clock must never run back, even across a restart.
-        try save()
         return entry
     }
 
@@ -171,9 +171,7 @@ public actor SyncEngine {
     /// participant).
     public func deleteList(_ zone: ZoneID) throws(SyncEngineError) {
         guard var z = state.zones[zone.storeName] else { throw .noSuchList(zone.storeName) }
-        if let info = store.zone(zone.storeName), !info.isDeleted {
-            do { try store.deleteZone(zone.storeName) } catch { throw .storage(error) }
-        }
+        // The deletion to send is saved first: a crash after it still deletes on the service.
         if z.existsOnService {
             z.pendingDelete = true
             state.zones[zone.storeName] = z
@@ -181,6 +179,9 @@ public actor SyncEngine {
             state.zones[zone.storeName] = nil
         }
         try save()
+        if let info = store.zone(zone.storeName), !info.isDeleted {
+            do { try store.deleteZone(zone.storeName) } catch { throw .storage(error) }
+        }
     }
 
     /// The lists this device syncs.
@@ -201,7 +202,7 @@ public actor SyncEngine {
         if !report.offline && !report.signedOut { await pull(&report) }
         if !report.offline && !report.signedOut { restoreSignedOutChanges(&report) }
         state.lastSync = report.isComplete ? clock.now() : state.lastSync
-        state.lastError = report.errors.first ?? (report.offline ? "offline" : nil)
+        state.lastError = (report.errors.first ?? (report.offline ? "offline" : nil)).map(Self.bounded)
         try? save()
         report.sent = totals.entriesSent - sentBefore
         return report
@@ -231,7 +232,19 @@ public actor SyncEngine {
 
     func note(_ message: String, zone: String?, _ report: inout SyncReport) {
         report.errors.append(zone.map { "\($0): \(message)" } ?? message)
-        if let zone, state.zones[zone] != nil { state.zones[zone]!.lastError = message }
+        // Bounded: the state file keeps it (SyncStateCodec reads at most 4,096 bytes).
+        if let zone, state.zones[zone] != nil { state.zones[zone]!.lastError = Self.bounded(message) }
+    }
+
+    /// `text` cut to at most 1,000 UTF-8 bytes, at a character boundary.
+    static func bounded(_ text: String) -> String {
+        guard text.utf8.count > 1_000 else { return text }
+        var out = ""
+        for c in text {
+            if out.utf8.count + c.utf8.count > 997 { break }
+            out.append(c)
+        }
+        return out + "…"
     }
 
     /// Waits before retrying a request: the service's `retryAfter`, or jittered exponential backoff.
@@ -250,19 +263,21 @@ public actor SyncEngine {
     func signOut(_ report: inout SyncReport) {
         report.signedOut = true
         var kept: [JournalEntry] = []
-        for name in state.zones.keys.sorted() {
-            kept += ((try? pendingLocal(name))?.entries ?? []).map(\.entry)
-            if let info = store.zone(name), !info.isDeleted { _ = try? store.deleteZone(name) }
-        }
+        let names = state.zones.keys.sorted()
+        for name in names { kept += ((try? pendingLocal(name))?.entries ?? []).map(\.entry) }
+        // The kept changes are saved before any list leaves: a crash between loses none.
         state.signedOut += kept
         state.signedOutAccount = state.signedOutAccount ?? state.account
         state.account = nil
         state.zones = [:]
         state.databaseTokens = [:]
         try? save()
+        for name in names {
+            if let info = store.zone(name), !info.isDeleted { _ = try? store.deleteZone(name) }
+        }
     }
 
-    /// Signs in with `service` (after `notAuthenticated`, or to switch accounts): the next sync
+    /// Signs in with `service` (after `notAuthenticated`; the same account only): the next sync
     /// fetches every list anew, and the kept changes of the same account go back on top.
     public func signIn(_ service: any SyncService) throws(SyncEngineError) {
         guard SyncNames.account(ofAuthor: replica) == service.account else {

@@ -237,6 +237,8 @@ public enum SyncNames {
         guard name.utf8.allSatisfy({ c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
         }) else { return "an account name holds only letters, digits, '.', '_' and '-'" }
+        // The service's own zones are `_service/…`: no account may own them.
+        guard !name.hasPrefix("_") else { return "an account name does not start with '_'" }
         return nil
     }
 

@@ -42,6 +42,8 @@ struct Sync: AsyncParsableCommand {
             return
         }
         let hints = SyncHints()
+        let listener = open.listen.map { listen in Task { await listen(hints) } }
+        defer { listener?.cancel() }
         let period = interval
         let timer = Task {
             while !Task.isCancelled {

@@ -3,10 +3,15 @@ import Foundation
 import JournalLog
 import JournalService
 import JournalSync
+import JournalSyncHTTP
 
-/// Where a device's service is: for now the reference service over a store this process opens
-/// (`--service-store`); `jlog serve`'s HTTP API with `--server` and `--credential`.
+/// Where a device's service is: `jlog serve`'s HTTP API (`--server` and `--credential`), or the
+/// reference service over a store this process opens itself (`--service-store`, no network).
 struct ServiceConnection: ParsableArguments {
+    @Option(help: ArgumentHelp("The sync server's URL (`jlog serve`), e.g. http://127.0.0.1:8080.", valueName: "url"))
+    var server: String?
+    @Option(help: ArgumentHelp("With --server: the file holding this device's credential (`jlog accounts add … --output FILE`).", valueName: "file"))
+    var credential: String?
     @Option(help: ArgumentHelp("Sync through the reference service over this store directory, opened by this process (created if missing).", valueName: "dir"))
     var serviceStore: String?
     @Option(help: ArgumentHelp("With --service-store: the account to act as (the first sync of a store records it).", valueName: "name"))
@@ -15,20 +20,44 @@ struct ServiceConnection: ParsableArguments {
     var device: String?
 
     func validate() throws {
-        guard serviceStore != nil else { throw ValidationError("give --service-store DIR (the service to sync with)") }
+        switch (server, serviceStore) {
+        case (nil, nil): throw ValidationError("give --server URL --credential FILE (or --service-store DIR for a service in this process)")
+        case (.some, .some): throw ValidationError("give --server or --service-store, not both")
+        case (.some, nil):
+            guard credential != nil else { throw ValidationError("--server needs --credential FILE") }
+            guard account == nil else { throw ValidationError("with --server the credential names the account; drop --account") }
+            guard server!.hasPrefix("http://") || server!.hasPrefix("https://") else { throw ValidationError("--server takes an http:// or https:// URL") }
+        case (nil, .some):
+            guard credential == nil else { throw ValidationError("--credential goes with --server") }
+        }
         if let account, let why = SyncNames.accountRefusal(account) { throw ValidationError("--account: \(why)") }
     }
 }
 
-/// A service connection opened for one command: the service, and what to close afterwards.
+/// A service connection opened for one command: the service, what to close afterwards, and
+/// (for a server) its hint channel.
 struct OpenService {
     var service: any SyncService
     var close: () -> Void
+    var listen: (@Sendable (SyncHints) async -> Void)? = nil
 }
 
 extension ServiceConnection {
     /// Opens the service as `account` (the store's recorded account wins; --account must agree).
     func open(as recorded: String?) throws -> OpenService {
+        if let server, let file = credential {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8),
+                  let c = DeviceCredential(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                printError("\(file) does not hold a device credential (jlc1.ACCOUNT.ID.SECRET, as `jlog accounts add` prints it)")
+                throw ExitCode(Status.badInput)
+            }
+            if let recorded, recorded != c.account {
+                printError("this store syncs as account \(recorded); \(file) is a credential of \(c.account)")
+                throw ExitCode(Status.badInput)
+            }
+            let http = HTTPSyncService(server: server, credential: c)
+            return OpenService(service: http, close: {}, listen: { await http.listenForHints($0) })
+        }
         guard let dir = serviceStore else { throw ValidationError("give --service-store DIR") }
         if let recorded, let account, recorded != account {
             printError("this store syncs as account \(recorded), not \(account)")
@@ -84,7 +113,7 @@ func openEngine(_ path: String, service: any SyncService, replica: String) throw
 /// A store's engine for editing without a connection: changes queue for the next `jlog sync`.
 func openOfflineEngine(_ path: String) throws -> (JournalStore, SyncEngine) {
     guard let state = try recordedSyncState(path), let account = state.account ?? state.signedOutAccount else {
-        printError("\(path) has not synced yet, so it has no account: run `jlog sync \(path) --service-store DIR --account NAME` first")
+        printError("\(path) has not synced yet, so it has no account: run `jlog sync \(path) --server URL --credential FILE` (or `--service-store DIR --account NAME`) first")
         throw ExitCode(Status.badInput)
     }
     return try openEngine(path, service: OfflineService(account: account), replica: state.replica)

@@ -1,0 +1,63 @@
+import JournalLog
+import JournalService
+import JournalSync
+import NIOPosix
+
+/// `ServiceCore` on a thread pool: its calls block (a durable upload waits for fsync), and a
+/// server's event loops must never wait for a disk. Every call of the protocol hops to the pool
+/// and back; the core serialises them itself.
+public struct BlockingBackend: ServiceBackend {
+    public let core: ServiceCore
+    let pool: NIOThreadPool
+
+    public init(core: ServiceCore, pool: NIOThreadPool = .singleton) {
+        self.core = core
+        self.pool = pool
+    }
+
+    public var limits: ServiceLimits { core.limits }
+    public var hints: HintHub { core.hints }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable () throws(SyncError) -> T) async throws(SyncError) -> T {
+        let outcome: Result<T, SyncError>
+        do {
+            outcome = try await pool.runIfActive { () -> Result<T, SyncError> in
+                do throws(SyncError) { return .success(try body()) } catch { return .failure(error) }
+            }
+        } catch {
+            throw .serviceBusy(retryAfter: .seconds(1))   // the pool is shutting down
+        }
+        return try outcome.get()
+    }
+
+    public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
+        try await run { () throws(SyncError) in try core.upload(caller: caller, entries: entries, to: zone) }
+    }
+    public func fetchDatabaseChanges(caller: String, scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
+        try await run { () throws(SyncError) in try core.fetchDatabaseChanges(caller: caller, scope: scope, since: token, limit: limit) }
+    }
+    public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
+        try await run { () throws(SyncError) in try core.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit) }
+    }
+    public func fetchZoneHistory(caller: String, zone: ZoneID) async throws(SyncError) -> [UInt8] {
+        try await run { () throws(SyncError) in try core.fetchZoneHistory(caller: caller, zone: zone) }
+    }
+    public func createZone(caller: String, zone: ZoneID) async throws(SyncError) {
+        try await run { () throws(SyncError) in try core.createZone(caller: caller, zone: zone) }
+    }
+    public func deleteZone(caller: String, zone: ZoneID) async throws(SyncError) {
+        try await run { () throws(SyncError) in try core.deleteZone(caller: caller, zone: zone) }
+    }
+    public func shareZone(caller: String, zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
+        try await run { () throws(SyncError) in try core.shareZone(caller: caller, zone: zone, with: participant) }
+    }
+    public func acceptShare(caller: String, invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
+        try await run { () throws(SyncError) in try core.acceptShare(caller: caller, invitation: invitation) }
+    }
+    public func removeParticipant(caller: String, participant: String, from zone: ZoneID) async throws(SyncError) {
+        try await run { () throws(SyncError) in try core.removeParticipant(caller: caller, participant: participant, from: zone) }
+    }
+    public func stopSharing(caller: String, zone: ZoneID) async throws(SyncError) {
+        try await run { () throws(SyncError) in try core.stopSharing(caller: caller, zone: zone) }
+    }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import JournalLog
+import JournalService
+import JournalSync
+import Logging
+import NIOCore
+
+/// How `jlog serve` runs (Spec/SYNC.md §9.4).
+public struct ServerOptions: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// Requests per second per account, on average, and the burst allowed above it (0: no limit).
+    public var requestsPerSecond = 100.0
+    public var burst = 200.0
+    /// How often a hint channel sends a comment so proxies keep it open.
+    public var hintKeepAlive: Duration = .seconds(15)
+    /// Connections held at once; more wait in the listen backlog.
+    public var maxConnections = 4_096
+
+    public init() {}
+}
+
+/// The sync server: the protocol of Spec/SYNC.md over HTTP (Spec/openapi.yaml), in front of a
+/// `ServiceBackend`. It authenticates every request but `GET /v1/health`, limits each account's
+/// rate, refuses bodies over the backend's limits before reading them, and maps every answer to
+/// the binding's status codes (`HTTPBinding`). It never answers 5xx for a client's mistake.
+public struct SyncServer: Sendable {
+    public let backend: any ServiceBackend
+    public let accounts: AccountDirectory
+    public let options: ServerOptions
+    let limiter: RateLimiter
+    /// Wall-clock milliseconds (credential expiry).
+    let now: @Sendable () -> Int64
+
+    public init(backend: any ServiceBackend, accounts: AccountDirectory, options: ServerOptions = ServerOptions(),
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        self.backend = backend
+        self.accounts = accounts
+        self.options = options
+        self.now = now
+        limiter = RateLimiter(rate: options.requestsPerSecond, burst: options.burst)
+    }
+
+    /// Runs until the process is told to stop (SIGINT, SIGTERM) or the task is cancelled;
+    /// `onRunning` gets the port it listens on (useful with port 0).
+    public func run(logger: Logger? = nil, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        var log = logger ?? Logger(label: "jlog-serve")
+        if logger == nil { log.logLevel = .warning }
+        let app = Application(
+            router: makeRouter(),
+            configuration: .init(address: .hostname(options.host, port: options.port), serverName: "jlog",
+                                 availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections)),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
+            logger: log)
+        try await app.runService()
+        backend.hints.finishAll()
+    }
+
+    public func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.get("/v1/health") { _, _ in Self.json(200, ["status": "ok"]) }
+        router.get("/v1/account") { request, _ in
+            await handle(request) { caller throws(SyncError) in Self.json(200, HTTPBinding.AccountJSON(account: caller)) }
+        }
+        router.get("/v1/databases/:scope/changes") { request, context in
+            await handle(request) { caller throws(SyncError) in
+                guard let scope = context.parameters.get("scope").flatMap(DatabaseScope.init(rawValue:)) else {
+                    throw .invalidRequest("the database scope is private or shared")
+                }
+                let (token, limit) = try Self.paging(request)
+                let page = try await backend.fetchDatabaseChanges(caller: caller, scope: scope, since: token, limit: limit)
+                return Self.json(200, HTTPBinding.DatabaseChangesJSON(page))
+            }
+        }
+        router.post("/v1/zones/:owner/:name/entries") { request, context in
+            await handle(request) { caller throws(SyncError) in
+                let zone = try Self.zone(context)
+                let bytes = try await Self.body(request, limit: backend.limits.maxUploadBytes + 64 << 10)
+                let entries: [JournalEntry]
+                do { entries = try WireBatch.decode(bytes) } catch { throw .invalidRequest("the body is not a jlog wire batch: \(error)") }
+                guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
+                do throws(SyncError) {
+                    return Self.json(200, HTTPBinding.UploadJSON(try await backend.upload(caller: caller, entries: entries, to: zone)))
+                } catch {
+                    if case .partialFailure(let r) = error { return Self.json(200, HTTPBinding.UploadJSON(r)) }
+                    throw error
+                }
+            }
+        }
+        router.get("/v1/zones/:owner/:name/changes") { request, context in
+            await handle(request) { caller throws(SyncError) in
+                let zone = try Self.zone(context)
+                let (token, limit) = try Self.paging(request)
+                let page = try await backend.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit)
+                var headers = HTTPFields()
+                headers[.contentType] = WireBatch.mediaType
+                headers[HTTPField.Name(HTTPBinding.tokenHeader)!] = page.token.text
+                headers[HTTPField.Name(HTTPBinding.moreComingHeader)!] = page.moreComing ? "true" : "false"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: WireBatch.encode(page.entries))))
+            }
+        }
+        router.get("/v1/zones/:owner/:name/history") { request, context in
+            await handle(request) { caller throws(SyncError) in
+                let bytes = try await backend.fetchZoneHistory(caller: caller, zone: try Self.zone(context))
+                return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            }
+        }
+        router.put("/v1/zones/:owner/:name") { request, context in
+            await handle(request) { caller throws(SyncError) in
+                try await backend.createZone(caller: caller, zone: try Self.zone(context))
+                return Response(status: .noContent)
+            }
+        }
+        router.delete("/v1/zones/:owner/:name") { request, context in
+            await handle(request) { caller throws(SyncError) in
+                try await backend.deleteZone(caller: caller, zone: try Self.zone(context))
+                return Response(status: .noContent)
+            }
+        }
+        router.post("/v1/zones/:owner/:name/invitations") { request, context in
+            await handle(request) { caller throws(SyncError) in
+                let zone = try Self.zone(context)
+                let body: HTTPBinding.ParticipantJSON = try await Self.decode(request)
+                let invitation = try await backend.shareZone(caller: caller, zone: zone, with: body.participant)
+                return Self.json(200, HTTPBinding.InvitationJSON(invitation: invitation.text))
+            }
+        }
+        router.post("/v1/invitations/accept") { request, _ in
+            await handle(request) { caller throws(SyncError) in
+                let body: HTTPBinding.InvitationJSON = try await Self.decode(request)
+                let zone = try await backend.acceptShare(caller: caller, invitation: ShareInvitation(body.invitation))
+                return Self.json(200, HTTPBinding.ZoneJSON(zone))
+            }
+        }
+        router.delete("/v1/zones/:owner/:name/participants/:account") { request, context in
+            await handle(request) { caller throws(SyncError) in
+                let zone = try Self.zone(context)
+                guard let participant = context.parameters.get("account"), SyncNames.accountRefusal(participant) == nil else {
+                    throw .invalidRequest("not an account name")
+                }
+                try await backend.removeParticipant(caller: caller, participant: participant, from: zone)
+                return Response(status: .noContent)
+            }
+        }
+        router.delete("/v1/zones/:owner/:name/participants") { request, context in
+            await handle(request) { caller throws(SyncError) in
+                try await backend.stopSharing(caller: caller, zone: try Self.zone(context))
+                return Response(status: .noContent)
+            }
+        }
+        router.get("/v1/hints") { request, _ in
+            await handle(request) { caller throws(SyncError) in hintChannel(for: caller) }
+        }
+        return router
+    }
+
+    // MARK: Every request
+
+    /// Authenticates, limits the rate, runs `body`, and turns every error into its status.
+    func handle(_ request: Request, _ body: (String) async throws(SyncError) -> Response) async -> Response {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+              let caller = accounts.authenticate(String(header.dropFirst(7)), now: now()) else {
+            var r = Self.error(.notAuthenticated)
+            r.headers[.wwwAuthenticate] = "Bearer realm=\"jlog\""
+            return r
+        }
+        if let wait = limiter.admit(caller) { return Self.error(.rateLimited(retryAfter: .seconds(wait))) }
+        do throws(SyncError) { return try await body(caller) } catch { return Self.error(error) }
+    }
+
+    static func error(_ e: SyncError) -> Response {
+        let (status, body) = HTTPBinding.response(for: e)
+        var r = json(status, body)
+        if let after = body.retryAfter { r.headers[.retryAfter] = String(after) }
+        return r
+    }
+
+    static func json(_ status: Int, _ value: some Encodable) -> Response {
+        let data = (try? JSONEncoder().encode(value)) ?? Data("{}".utf8)
+        return Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// The zone a path names; a name that no zone can have answers like a zone that does not exist.
+    static func zone(_ context: BasicRequestContext) throws(SyncError) -> ZoneID {
+        guard let owner = context.parameters.get("owner"), let raw = context.parameters.get("name"),
+              let name = raw.removingPercentEncoding, let zone = ZoneID(owner: owner, name: name) else { throw .zoneNotFound }
+        return zone
+    }
+
+    static func paging(_ request: Request) throws(SyncError) -> (ServiceToken?, Int) {
+        let q = request.uri.queryParameters
+        var token: ServiceToken? = nil
+        if let t = q["token"] {
+            guard !t.isEmpty, t.utf8.count <= 512 else { throw .invalidRequest("a token is 1–512 bytes") }
+            token = ServiceToken(String(t))
+        }
+        var limit = 500
+        if let l = q["limit"] {
+            guard let n = Int(l), n >= 1, n <= 10_000 else { throw .invalidRequest("limit is 1…10000") }
+            limit = n
+        }
+        return (token, limit)
+    }
+
+    /// The whole body, refused (413) past `limit` before more than `limit` bytes are read: a
+    /// declared length over it is refused without reading any.
+    static func body(_ request: Request, limit: Int) async throws(SyncError) -> [UInt8] {
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit { throw .limitExceeded }
+        do {
+            var buffer = try await request.body.collect(upTo: limit)
+            return buffer.readBytes(length: buffer.readableBytes) ?? []
+        } catch is NIOTooManyBytesError {
+            throw .limitExceeded
+        } catch {
+            throw .invalidRequest("the body could not be read")
+        }
+    }
+
+    static func decode<T: Decodable>(_ request: Request) async throws(SyncError) -> T {
+        let bytes = try await body(request, limit: HTTPBinding.maxJSONBody)
+        do { return try JSONDecoder().decode(T.self, from: Data(bytes)) } catch {
+            throw .invalidRequest("the body is not the JSON this call takes (\(T.self))")
+        }
+    }
+}

@@ -1,0 +1,183 @@
+import Crypto
+import Foundation
+import JournalLog
+import JournalSync
+
+/// The accounts of a server and their device credentials (Spec/SYNC.md §9.2), in
+/// `STORE/service/accounts`: for each credential its id, account, SHA-256 of its secret, when it
+/// was issued, when it expires and whether it was revoked. Never a secret. `jlog accounts` edits
+/// the file (under a lock, replaced atomically) while `jlog serve` runs; the server notices a new
+/// file on the next request, so a revoked credential is refused from then on.
+public final class AccountDirectory: @unchecked Sendable {
+    public struct Credential: Sendable, Equatable {
+        public var id: String
+        public var account: String
+        /// Lowercase hex of SHA-256(secret).
+        public var secretHash: String
+        public var issuedAt: Int64
+        public var expiresAt: Int64?
+        public var revokedAt: Int64?
+
+        public func isValid(now: Int64) -> Bool { revokedAt == nil && (expiresAt.map { now < $0 } ?? true) }
+    }
+
+    public let path: String
+    private let fs: any FileSystem
+    private let lock = NSLock()
+    private var credentials: [String: Credential] = [:]
+    private var loadedIdentity: FileIdentity?
+
+    static let fileName = "service/accounts"
+    static let maxFileBytes = 8 << 20
+
+    /// The directory of the server store at `store` (empty until an account is added).
+    public init(store: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) {
+        path = store + "/" + Self.fileName
+        self.fs = fs
+        try reloadIfChanged()
+    }
+
+    /// Re-reads the file when it was replaced since it was last read.
+    private func reloadIfChanged() throws(JournalError) {
+        let identity = fs.identity(of: path)
+        guard identity != loadedIdentity || (identity == nil && !credentials.isEmpty) else { return }
+        guard identity != nil else {
+            credentials = [:]
+            loadedIdentity = nil
+            return
+        }
+        let bytes = try AtomicFile.read(path, fs: fs, limit: Self.maxFileBytes)
+        guard let parsed = AccountsFileCodec.decode(bytes) else { throw JournalError.invalidEntry("\(path) is damaged; restore it from a backup or remove it and issue new credentials") }
+        credentials = Dictionary(parsed.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        loadedIdentity = identity
+    }
+
+    /// The account `text` authenticates, or nil: unknown, malformed, tampered, expired or revoked
+    /// credentials are all refused alike.
+    public func authenticate(_ text: String, now: Int64) -> String? {
+        guard let presented = DeviceCredential(text) else { return nil }
+        let record: Credential? = lock.withLock {
+            try? reloadIfChanged()
+            return credentials[presented.id]
+        }
+        guard let record, record.account == presented.account, record.isValid(now: now) else { return nil }
+        return Self.constantTimeEqual(Self.hash(presented.secret), record.secretHash) ? record.account : nil
+    }
+
+    /// Whether an account has a credential that is valid now (only such accounts can be invited).
+    public func accountExists(_ account: String, now: Int64) -> Bool {
+        lock.withLock {
+            try? reloadIfChanged()
+            return credentials.values.contains { $0.account == account && $0.isValid(now: now) }
+        }
+    }
+
+    public func list() throws(JournalError) -> [Credential] {
+        lock.lock()
+        defer { lock.unlock() }
+        try reloadIfChanged()
+        return credentials.values.sorted { ($0.account, $0.issuedAt, $0.id) < ($1.account, $1.issuedAt, $1.id) }
+    }
+
+    /// Issues a credential for `account` (creating the account): the only time its secret exists
+    /// outside the device that keeps it.
+    public func issue(account: String, now: Int64, expiresAt: Int64?) throws(JournalError) -> DeviceCredential {
+        if let why = SyncNames.accountRefusal(account) { throw JournalError.invalidEntry(why) }
+        let credential = DeviceCredential.issue(for: account)
+        try modify { list in
+            list.append(Credential(id: credential.id, account: account, secretHash: Self.hash(credential.secret),
+                                   issuedAt: now, expiresAt: expiresAt, revokedAt: nil))
+        }
+        return credential
+    }
+
+    /// Revokes the credential with this id, or every credential of the account with this name;
+    /// returns how many it revoked.
+    @discardableResult
+    public func revoke(_ idOrAccount: String, now: Int64) throws(JournalError) -> Int {
+        var revoked = 0
+        try modify { list in
+            for i in list.indices where (list[i].id == idOrAccount || list[i].account == idOrAccount) && list[i].revokedAt == nil {
+                list[i].revokedAt = now
+                revoked += 1
+            }
+        }
+        return revoked
+    }
+
+    /// Read, change, write back atomically, under a lock on `service/` so two `jlog accounts`
+    /// never lose each other's change.
+    private func modify(_ change: (inout [Credential]) throws(JournalError) -> Void) throws(JournalError) {
+        // The store's directory too: accounts may be added before the server first runs.
+        let dir = (path as NSString).deletingLastPathComponent, store = (dir as NSString).deletingLastPathComponent
+        for d in [store, dir] where fs.kind(of: d) == .missing {
+            try fs.createDirectory(d)
+            let parent = (d as NSString).deletingLastPathComponent
+            try fs.syncDirectory(parent.isEmpty ? "." : parent)
+        }
+        let dirLock = try fs.lockDirectory(dir)
+        defer { dirLock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
+        try reloadIfChanged()
+        var list = credentials.values.sorted { ($0.issuedAt, $0.id) < ($1.issuedAt, $1.id) }
+        try change(&list)
+        try AtomicFile.write(AccountsFileCodec.encode(list), to: path, fs: fs)
+        credentials = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        loadedIdentity = fs.identity(of: path)
+    }
+
+    static func hash(_ secret: String) -> String {
+        SHA256.hash(data: Array(secret.utf8)).map { String($0, radix: 16).leftPadded(2) }.joined()
+    }
+
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var d: UInt8 = 0
+        for i in x.indices { d |= x[i] ^ y[i] }
+        return d == 0
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
+}
+
+/// The accounts file's text (Spec/SYNC.md §9.2): a header line, one line per credential
+/// `id account sha256hex issuedAt expiresAt|- revokedAt|-` (times in milliseconds), and a last
+/// line `crc32c HEX` over every byte before it. Anything else is damage: the whole file is refused.
+public enum AccountsFileCodec {
+    static let header = "jlog-accounts 1"
+
+    public static func encode(_ list: [AccountDirectory.Credential]) -> [UInt8] {
+        var text = header + "\n"
+        for c in list {
+            text += "\(c.id) \(c.account) \(c.secretHash) \(c.issuedAt) \(c.expiresAt.map(String.init) ?? "-") \(c.revokedAt.map(String.init) ?? "-")\n"
+        }
+        let body = Array(text.utf8)
+        return body + Array("crc32c \(String(CRC32C.checksum(body), radix: 16))\n".utf8)
+    }
+
+    public static func decode(_ bytes: [UInt8]) -> [AccountDirectory.Credential]? {
+        guard bytes.count <= AccountDirectory.maxFileBytes, let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count >= 3, lines.removeLast().isEmpty, let crcLine = lines.popLast(), lines.first == Substring(header) else { return nil }
+        let bodyLength = bytes.count - crcLine.utf8.count - 1
+        guard crcLine.hasPrefix("crc32c "), let crc = UInt32(crcLine.dropFirst(7), radix: 16),
+              String(crc, radix: 16) == crcLine.dropFirst(7), CRC32C.checksum(Array(bytes[..<bodyLength])) == crc else { return nil }
+        var out: [AccountDirectory.Credential] = []
+        for line in lines.dropFirst() {
+            let f = line.split(separator: " ", omittingEmptySubsequences: false)
+            guard f.count == 6, f[0].utf8.count == 11, Base64URL.decode(String(f[0]))?.count == 8,
+                  SyncNames.accountRefusal(String(f[1])) == nil,
+                  f[2].utf8.count == 64, f[2].utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
+                  let issued = Int64(f[3]) else { return nil }
+            func time(_ s: Substring) -> Int64?? { s == "-" ? .some(nil) : Int64(s).map { .some($0) } }
+            guard let expires = time(f[4]), let revoked = time(f[5]) else { return nil }
+            out.append(.init(id: String(f[0]), account: String(f[1]), secretHash: String(f[2]), issuedAt: issued,
+                             expiresAt: expires, revokedAt: revoked))
+        }
+        return out
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Tells connected devices that a zone they see changed (Spec/SYNC.md §7.7): the service calls
+/// `changed` after every change it stores; a transport turns each subscription into a channel
+/// (server-sent events for `jlog serve`). A hint names the zone and nothing else; a device that
+/// gets one fetches. A slow subscriber loses hints, never correctness: it keeps the newest few,
+/// and any one of them makes it fetch everything.
+public final class HintHub: @unchecked Sendable {
+    private let lock = NSLock()
+    private var subscribers: [String: [UInt64: AsyncStream<String>.Continuation]] = [:]
+    private var nextID: UInt64 = 0
+    /// Hints a subscriber keeps while it is not reading.
+    static let buffered = 16
+
+    public init() {}
+
+    /// The hints for `account`'s zones (store names, `owner/name`), until the stream is dropped.
+    public func subscribe(_ account: String) -> AsyncStream<String> {
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(Self.buffered))
+        let id: UInt64 = lock.withLock {
+            nextID += 1
+            subscribers[account, default: [:]][nextID] = continuation
+            return nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            self.lock.withLock {
+                self.subscribers[account]?[id] = nil
+                if self.subscribers[account]?.isEmpty == true { self.subscribers[account] = nil }
+            }
+        }
+        return stream
+    }
+
+    /// Subscriptions open now (for status and tests).
+    public var subscriptions: Int { lock.withLock { subscribers.values.reduce(0) { $0 + $1.count } } }
+
+    /// Tells every subscriber of these accounts that `zone` changed.
+    public func changed(_ zone: String, for accounts: some Sequence<String>) {
+        let targets: [AsyncStream<String>.Continuation] = lock.withLock {
+            Set(accounts).flatMap { subscribers[$0].map { Array($0.values) } ?? [] }
+        }
+        for c in targets { c.yield(zone) }
+    }
+
+    /// Ends every subscription (the server is stopping).
+    public func finishAll() {
+        let all = lock.withLock { subscribers.values.flatMap(\.values) }
+        for c in all { c.finish() }
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import JournalLog
+
+/// The HTTP binding of the protocol (Spec/SYNC.md §9 and Spec/openapi.yaml): the JSON bodies,
+/// the headers and how every `SyncError` travels as a status code. Shared by `jlog serve` and
+/// the HTTP client, so the two cannot disagree.
+public enum HTTPBinding {
+    public static let tokenHeader = "JLog-Token"
+    public static let moreComingHeader = "JLog-More-Coming"
+    /// Largest JSON request body a server reads (invitations, accept).
+    public static let maxJSONBody = 8 << 10
+
+    public struct ZoneJSON: Codable, Sendable, Equatable {
+        public var owner: String
+        public var name: String
+        public init(_ z: ZoneID) { owner = z.owner; name = z.name }
+        public var zone: ZoneID? { ZoneID(owner: owner, name: name) }
+    }
+
+    public struct GoneJSON: Codable, Sendable, Equatable {
+        public var zone: ZoneJSON
+        public var reason: String
+    }
+
+    public struct DatabaseChangesJSON: Codable, Sendable, Equatable {
+        public var changed: [ZoneJSON]
+        public var deleted: [GoneJSON]
+        public var token: String
+        public var moreComing: Bool
+
+        public init(_ p: DatabaseChangesPage) {
+            changed = p.changed.map(ZoneJSON.init)
+            deleted = p.deleted.map { GoneJSON(zone: ZoneJSON($0.zone), reason: $0.reason.rawValue) }
+            token = p.token.text
+            moreComing = p.moreComing
+        }
+
+        public var page: DatabaseChangesPage? {
+            var c: [ZoneID] = [], d: [ZoneGone] = []
+            for z in changed { guard let id = z.zone else { return nil }; c.append(id) }
+            for g in deleted {
+                guard let id = g.zone.zone, let r = ZoneGoneReason(rawValue: g.reason) else { return nil }
+                d.append(ZoneGone(zone: id, reason: r))
+            }
+            return DatabaseChangesPage(changed: c, deleted: d, token: ServiceToken(token), moreComing: moreComing)
+        }
+    }
+
+    public struct FailureJSON: Codable, Sendable, Equatable {
+        public var id: String
+        /// `conflict`, `invalid` or `retry`.
+        public var kind: String
+        public var reason: String
+    }
+
+    /// An upload's answer: 200 with every id in `saved` or `failed` (a non-empty `failed` is a
+    /// partial failure).
+    public struct UploadJSON: Codable, Sendable, Equatable {
+        public var saved: [String]
+        public var failed: [FailureJSON]
+
+        public init(_ r: UploadResult) {
+            saved = r.saved.map(\.description)
+            failed = r.failed.sorted { $0.key < $1.key }.map { id, f in
+                switch f {
+                case .conflict(let why): FailureJSON(id: id.description, kind: "conflict", reason: why)
+                case .invalid(let why): FailureJSON(id: id.description, kind: "invalid", reason: why)
+                case .retryable(let why): FailureJSON(id: id.description, kind: "retry", reason: why)
+                }
+            }
+        }
+
+        public var result: UploadResult? {
+            var r = UploadResult()
+            for s in saved { guard let id = CompactID(s) else { return nil }; r.saved.append(id) }
+            for f in failed {
+                guard let id = CompactID(f.id) else { return nil }
+                switch f.kind {
+                case "conflict": r.failed[id] = .conflict(f.reason)
+                case "invalid": r.failed[id] = .invalid(f.reason)
+                case "retry": r.failed[id] = .retryable(f.reason)
+                default: return nil
+                }
+            }
+            return r
+        }
+    }
+
+    public struct ParticipantJSON: Codable, Sendable { public var participant: String; public init(participant: String) { self.participant = participant } }
+    public struct InvitationJSON: Codable, Sendable { public var invitation: String; public init(invitation: String) { self.invitation = invitation } }
+    public struct AccountJSON: Codable, Sendable { public var account: String; public init(account: String) { self.account = account } }
+
+    /// Every error body: `error` names the SyncError case; `reason` is a zone's deletion reason
+    /// (for `zoneDeleted`); `retryAfter` seconds also travel as the Retry-After header.
+    public struct ErrorJSON: Codable, Sendable, Equatable {
+        public var error: String
+        public var message: String
+        public var reason: String?
+        public var retryAfter: Int?
+    }
+
+    /// The status and body a server answers `error` with.
+    public static func response(for error: SyncError) -> (status: Int, body: ErrorJSON) {
+        func seconds(_ d: Duration?) -> Int? { d.map { max(1, Int(($0.components.seconds)) + ($0.components.attoseconds > 0 ? 1 : 0)) } }
+        switch error {
+        case .networkUnavailable: return (502, ErrorJSON(error: "networkUnavailable", message: error.description))
+        case .limitExceeded: return (413, ErrorJSON(error: "limitExceeded", message: error.description))
+        case .rateLimited(let a): return (429, ErrorJSON(error: "rateLimited", message: error.description, retryAfter: seconds(a) ?? 1))
+        case .serviceBusy(let a): return (503, ErrorJSON(error: "serviceBusy", message: error.description, retryAfter: seconds(a) ?? 1))
+        case .partialFailure: return (200, ErrorJSON(error: "partialFailure", message: error.description))
+        case .tokenExpired: return (410, ErrorJSON(error: "tokenExpired", message: error.description))
+        case .zoneNotFound: return (404, ErrorJSON(error: "zoneNotFound", message: error.description))
+        case .zoneDeleted(let r): return (410, ErrorJSON(error: "zoneDeleted", message: error.description, reason: r.rawValue))
+        case .notAuthenticated: return (401, ErrorJSON(error: "notAuthenticated", message: error.description))
+        case .quotaExceeded: return (507, ErrorJSON(error: "quotaExceeded", message: error.description))
+        case .invalidRequest(let why): return (400, ErrorJSON(error: "invalidRequest", message: why))
+        }
+    }
+
+    /// The error a client reads from a status and body (Retry-After given separately); nil for a
+    /// status this binding does not use (the client treats it as the service being busy).
+    public static func error(status: Int, body: ErrorJSON?, retryAfter: Int?) -> SyncError {
+        let after = (retryAfter ?? body?.retryAfter).map { Duration.seconds($0) }
+        switch (status, body?.error) {
+        case (413, _): return .limitExceeded
+        case (429, _): return .rateLimited(retryAfter: after)
+        case (401, _): return .notAuthenticated
+        case (507, _): return .quotaExceeded
+        case (404, _): return .zoneNotFound
+        case (410, "zoneDeleted"): return .zoneDeleted(reason: body?.reason.flatMap(ZoneGoneReason.init(rawValue:)) ?? .deleted)
+        case (410, _): return .tokenExpired
+        case (400, _): return .invalidRequest(body?.message ?? "the service refused the request")
+        case (502, _), (504, _): return .networkUnavailable
+        default: return .serviceBusy(retryAfter: after)
+        }
+    }
+
+    /// A zone in a path: `/v1/zones/OWNER/NAME`, the name percent-encoded whole (its `/` too).
+    public static func zonePath(_ z: ZoneID) -> String {
+        "/v1/zones/" + z.owner + "/" + percentEncode(z.name)
+    }
+
+    static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+    public static func percentEncode(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? s }
+}

@@ -1,0 +1,138 @@
+import AsyncHTTPClient
+import Foundation
+import JournalLog
+import JournalSync
+import NIOCore
+import NIOHTTP1
+
+/// The protocol over HTTP (Spec/SYNC.md §9, Spec/openapi.yaml): a `SyncService` that talks to
+/// `jlog serve`. Connections are pooled and reused by the `HTTPClient`; every request has a
+/// deadline; anything that is not an answer from the server (refused, reset, timed out) is
+/// `networkUnavailable`, so the engine keeps everything queued and tries again later.
+public struct HTTPSyncService: SyncService {
+    public let account: String
+    public let server: String
+    let credential: DeviceCredential
+    let client: HTTPClient
+    /// The longest a request may take, connection included.
+    public var timeout: TimeAmount = .seconds(30)
+    /// The largest response body read (a zone page or a history); more is a broken server.
+    public static let maxResponseBytes = 64 << 20
+
+    /// `server` is the base URL (`http://host:port`); `client` is shared (connections are reused).
+    public init(server: String, credential: DeviceCredential, client: HTTPClient = .shared) {
+        self.server = server.hasSuffix("/") ? String(server.dropLast()) : server
+        self.credential = credential
+        self.account = credential.account
+        self.client = client
+    }
+
+    struct Answer {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: [UInt8]
+    }
+
+    /// One request; any status outside 2xx becomes the binding's `SyncError`.
+    func call(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
+              contentType: String? = nil) async throws(SyncError) -> Answer {
+        var url = server + path
+        if !query.isEmpty {
+            url += "?" + query.map { "\($0.0)=\(HTTPBinding.percentEncode($0.1))" }.joined(separator: "&")
+        }
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer " + credential.text)
+        if let body {
+            request.body = .bytes(ByteBuffer(bytes: body))
+            if let contentType { request.headers.add(name: "Content-Type", value: contentType) }
+        }
+        let answer: Answer
+        do {
+            let response = try await client.execute(request, timeout: timeout)
+            var buffer = try await response.body.collect(upTo: Self.maxResponseBytes)
+            answer = Answer(status: Int(response.status.code), headers: response.headers,
+                            body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+        } catch {
+            throw .networkUnavailable
+        }
+        guard (200..<300).contains(answer.status) else {
+            let body = try? JSONDecoder().decode(HTTPBinding.ErrorJSON.self, from: Data(answer.body))
+            throw HTTPBinding.error(status: answer.status, body: body, retryAfter: answer.headers.first(name: "Retry-After").flatMap { Int($0) })
+        }
+        return answer
+    }
+
+    func json<T: Decodable>(_ type: T.Type, _ a: Answer) throws(SyncError) -> T {
+        do { return try JSONDecoder().decode(T.self, from: Data(a.body)) } catch {
+            throw .serviceBusy(retryAfter: nil)   // not this binding's answer: a proxy, a broken server
+        }
+    }
+
+    static func encode(_ value: some Encodable) -> [UInt8] { Array((try? JSONEncoder().encode(value)) ?? Data()) }
+
+    public func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
+        let a = try await call(.POST, HTTPBinding.zonePath(zone) + "/entries", body: WireBatch.encode(entries), contentType: WireBatch.mediaType)
+        guard let result = try json(HTTPBinding.UploadJSON.self, a).result else { throw .serviceBusy(retryAfter: nil) }
+        if !result.failed.isEmpty { throw .partialFailure(result) }
+        return result
+    }
+
+    public func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
+        let a = try await call(.GET, "/v1/databases/\(scope.rawValue)/changes", query: Self.paging(token, limit))
+        guard let page = try json(HTTPBinding.DatabaseChangesJSON.self, a).page else { throw .serviceBusy(retryAfter: nil) }
+        return page
+    }
+
+    public func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
+        let a = try await call(.GET, HTTPBinding.zonePath(zone) + "/changes", query: Self.paging(token, limit))
+        guard let next = a.headers.first(name: HTTPBinding.tokenHeader), let more = a.headers.first(name: HTTPBinding.moreComingHeader) else {
+            throw .serviceBusy(retryAfter: nil)
+        }
+        let entries: [JournalEntry]
+        do { entries = try WireBatch.decode(a.body) } catch { throw .serviceBusy(retryAfter: nil) }
+        // Entries of another zone would be stored in the wrong list: never accepted.
+        guard entries.allSatisfy({ $0.zone == zone.storeName }) else { throw .serviceBusy(retryAfter: nil) }
+        return ZoneChangesPage(zone: zone, entries: entries, token: ServiceToken(next), moreComing: more == "true")
+    }
+
+    public func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
+        try await call(.GET, HTTPBinding.zonePath(zone) + "/history").body
+    }
+
+    public func createZone(_ zone: ZoneID) async throws(SyncError) { _ = try await call(.PUT, HTTPBinding.zonePath(zone)) }
+
+    public func deleteZone(_ zone: ZoneID) async throws(SyncError) { _ = try await call(.DELETE, HTTPBinding.zonePath(zone)) }
+
+    public func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
+        let a = try await call(.POST, HTTPBinding.zonePath(zone) + "/invitations",
+                               body: Self.encode(HTTPBinding.ParticipantJSON(participant: participant)), contentType: "application/json")
+        return ShareInvitation(try json(HTTPBinding.InvitationJSON.self, a).invitation)
+    }
+
+    public func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
+        let a = try await call(.POST, "/v1/invitations/accept", body: Self.encode(HTTPBinding.InvitationJSON(invitation: invitation.text)),
+                               contentType: "application/json")
+        guard let zone = try json(HTTPBinding.ZoneJSON.self, a).zone else { throw .serviceBusy(retryAfter: nil) }
+        return zone
+    }
+
+    public func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) {
+        _ = try await call(.DELETE, HTTPBinding.zonePath(zone) + "/participants/" + HTTPBinding.percentEncode(participant))
+    }
+
+    public func stopSharing(_ zone: ZoneID) async throws(SyncError) {
+        _ = try await call(.DELETE, HTTPBinding.zonePath(zone) + "/participants")
+    }
+
+    /// Who the server says this credential is (a check before the first sync).
+    public func whoAmI() async throws(SyncError) -> String {
+        try json(HTTPBinding.AccountJSON.self, try await call(.GET, "/v1/account")).account
+    }
+
+    static func paging(_ token: ServiceToken?, _ limit: Int) -> [(String, String)] {
+        var q = [("limit", String(max(1, min(limit, 10_000))))]
+        if let token { q.append(("token", token.text)) }
+        return q
+    }
+}

@@ -1,0 +1,184 @@
+import ArgumentParser
+import Foundation
+import JournalLog
+import JournalServer
+import JournalService
+import JournalSync
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the sync server: the protocol of Spec/SYNC.md over HTTP (Spec/openapi.yaml), over a store.",
+        discussion: """
+        The store holds every account's lists (one zone each), the membership of shared lists, \
+        and `service/accounts` (hashes of device credentials; `jlog accounts` edits it while the \
+        server runs). The server compacts finished lifecycles past the retention every \
+        --compact-every seconds; a device whose token predates a compaction re-fetches. Plain \
+        HTTP: put a TLS proxy in front of it for anything but loopback (README, "Running a server"). \
+        SIGINT or SIGTERM stops it cleanly; SIGKILL loses nothing acknowledged.
+        """)
+
+    @Argument(help: "The server's store directory (created if missing).") var store: String
+    @Option(help: ArgumentHelp("Address and port to listen on.", valueName: "host:port")) var listen = "127.0.0.1:8080"
+    @Option(help: ArgumentHelp("Days a finished lifecycle stays before compaction purges it.", valueName: "days")) var retentionDays: Double = 14
+    @Option(help: ArgumentHelp("Seconds between compactions (0: never).", valueName: "s")) var compactEvery: Double = 3_600
+    @Option(help: ArgumentHelp("Requests per second per account, on average (0: no limit).", valueName: "n")) var rateLimit: Double = 100
+    @Option(help: ArgumentHelp("Requests an account may make in a burst above --rate-limit.", valueName: "n")) var burst: Double = 200
+    @Option(help: ArgumentHelp("Entries per upload.", valueName: "n")) var maxUploadEntries = 400
+    @Option(help: ArgumentHelp("Lists an account may own.", valueName: "n")) var maxZonesPerAccount = 1_000
+    @Option(help: ArgumentHelp("Entries in the lists an account owns (default: no quota).", valueName: "n")) var maxEntriesPerAccount: Int?
+    @Option(help: ArgumentHelp("Write the port to this file once listening (for scripts that listen on port 0).", valueName: "file"))
+    var portFile: String?
+
+    func validate() throws {
+        guard hostPort != nil else { throw ValidationError("--listen takes HOST:PORT (port 0 picks a free one)") }
+        guard retentionDays >= 0, retentionDays <= 3_650 else { throw ValidationError("--retention-days must be 0…3650") }
+        guard compactEvery >= 0, compactEvery <= 86_400 * 365 else { throw ValidationError("--compact-every must be 0…31536000 seconds") }
+        guard rateLimit >= 0, burst >= 1 else { throw ValidationError("--rate-limit must be ≥ 0 and --burst ≥ 1") }
+        guard (1...65_536).contains(maxUploadEntries) else { throw ValidationError("--max-upload-entries must be 1…65536") }
+        guard maxZonesPerAccount >= 1, (maxEntriesPerAccount ?? 1) >= 1 else { throw ValidationError("quotas must be ≥ 1") }
+    }
+
+    var hostPort: (String, Int)? {
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
+        let host = String(listen[..<colon])
+        return (host.isEmpty ? "127.0.0.1" : host, port)
+    }
+
+    func run() async throws {
+        let (host, port) = hostPort!
+        let s: JournalStore
+        do { s = try JournalStore.open(store, options: StoreOptions()) } catch { throw fail(error, path: store) }
+        if let p = s.recovery.problem { printError("recovered: \(p.description)") }
+        var limits = ServiceLimits()
+        limits.retentionMillis = Int64(retentionDays * 86_400_000)
+        limits.maxUploadEntries = maxUploadEntries
+        limits.maxZonesPerAccount = maxZonesPerAccount
+        limits.maxEntriesPerAccount = maxEntriesPerAccount
+        let accounts: AccountDirectory
+        let core: ServiceCore
+        do {
+            accounts = try AccountDirectory(store: store)
+            core = try ServiceCore(store: s, limits: limits, now: { nowMillis() },
+                                   accountExists: { [accounts] in accounts.accountExists($0, now: nowMillis()) })
+        } catch {
+            try? s.close()
+            throw fail(error, path: store)
+        }
+        var options = ServerOptions()
+        options.host = host
+        options.port = port
+        options.requestsPerSecond = rateLimit
+        options.burst = burst
+        let server = SyncServer(backend: BlockingBackend(core: core), accounts: accounts, options: options)
+        let every = compactEvery
+        let compaction = Task.detached {
+            guard every > 0 else { return }
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(every))
+                if Task.isCancelled { return }
+                do {
+                    let r = try core.compact(now: nowMillis())
+                    if r.storage.entriesPurged + r.storage.entriesReplaced > 0 {
+                        printError("compacted: \(r.storage.entriesPurged) purged, \(r.storage.entriesReplaced) replaced")
+                    }
+                } catch {
+                    printError("compaction failed: \(error); the next one tries again")
+                }
+            }
+        }
+        let portFile = self.portFile
+        let storePath = store
+        do {
+            try await server.run { bound in
+                printError("serving \(storePath) on http://\(host):\(bound)")
+                if let portFile { try? "\(bound)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
+            }
+        } catch {
+            compaction.cancel()
+            try? s.close()
+            printError("the server stopped: \(error)")
+            throw ExitCode(Status.failure)
+        }
+        compaction.cancel()
+        try? s.close()
+    }
+}
+
+struct Accounts: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage a server's accounts and device credentials (the server may be running).",
+        subcommands: [AccountsAdd.self, AccountsList.self, AccountsRevoke.self])
+}
+
+struct AccountsAdd: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "add",
+        abstract: "Issue a device credential for an account (creating the account); prints it once — the server keeps only its hash.")
+    @Argument(help: "The server's store directory.") var store: String
+    @Argument(help: "The account name (letters, digits, '.', '_', '-').") var account: String
+    @Option(help: ArgumentHelp("The credential expires after this many days (default: never).", valueName: "days")) var expiresInDays: Double?
+    @Option(help: ArgumentHelp("Write the credential to this file (mode 0600) instead of printing it.", valueName: "file")) var output: String?
+
+    func run() throws {
+        let dir: AccountDirectory
+        do { dir = try AccountDirectory(store: store) } catch { throw fail(error, path: store) }
+        let now = nowMillis()
+        let credential: DeviceCredential
+        do {
+            credential = try dir.issue(account: account, now: now, expiresAt: expiresInDays.map { now + Int64($0 * 86_400_000) })
+        } catch {
+            printError("\(error)")
+            throw ExitCode(Status.badInput)
+        }
+        if let output {
+            guard FileManager.default.createFile(atPath: output, contents: Data((credential.text + "\n").utf8), attributes: [.posixPermissions: 0o600]) else {
+                printError("cannot write \(output)")
+                throw ExitCode(Status.failure)
+            }
+            printError("credential for \(account) written to \(output); give it to one device (`jlog sync STORE --server URL --credential \(output)`)")
+        } else {
+            print(credential.text)
+        }
+    }
+}
+
+struct AccountsList: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List accounts and their credentials (never a secret).")
+    @Argument(help: "The server's store directory.") var store: String
+    @Flag(help: "One JSON object: {credentials:[{id,account,issuedAt,expiresAt,revokedAt,valid}]}.") var json = false
+
+    func run() throws {
+        let list: [AccountDirectory.Credential]
+        do { list = try AccountDirectory(store: store).list() } catch { throw fail(error, path: store) }
+        let now = nowMillis()
+        if json {
+            print(JSON.object([("credentials", .array(list.map { c in
+                .object([("id", .string(c.id)), ("account", .string(c.account)), ("issuedAt", .string(iso(c.issuedAt))),
+                         ("expiresAt", c.expiresAt.map { .string(iso($0)) } ?? .null), ("revokedAt", c.revokedAt.map { .string(iso($0)) } ?? .null),
+                         ("valid", .bool(c.isValid(now: now)))])
+            }))]).rendered)
+            return
+        }
+        if list.isEmpty { print("no accounts; `jlog accounts add \(store) NAME` issues the first credential") }
+        for c in list {
+            let state = c.revokedAt.map { "revoked \(iso($0))" } ?? (c.isValid(now: now) ? "valid" : "expired")
+            print("\(c.account)  \(c.id)  issued \(iso(c.issuedAt))\(c.expiresAt.map { ", expires \(iso($0))" } ?? "")  \(state)")
+        }
+    }
+}
+
+struct AccountsRevoke: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "revoke",
+        abstract: "Revoke a credential (by its id) or every credential of an account (by its name); refused from the next request on.")
+    @Argument(help: "The server's store directory.") var store: String
+    @Argument(help: "A credential id (from `jlog accounts list`) or an account name.") var credential: String
+
+    func run() throws {
+        let n: Int
+        do { n = try AccountDirectory(store: store).revoke(credential, now: nowMillis()) } catch { throw fail(error, path: store) }
+        guard n > 0 else {
+            printError("no valid credential or account \(credential); `jlog accounts list \(store)` shows them")
+            throw ExitCode(Status.badInput)
+        }
+        print("revoked \(n) credential\(n == 1 ? "" : "s")")
+    }
+}
