@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "JournalSyncHTTP", targets: ["JournalSyncHTTP"]),
         .executable(name: "jlog", targets: ["jlog"]),
         .executable(name: "jlog-bench", targets: ["jlog-bench"]),
+        .executable(name: "jlog-load", targets: ["jlog-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -95,6 +96,12 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "CSQLite"]),
+        // The server's load test: devices over loopback against `jlog serve`, beside Hummingbird's ceiling.
+        .executableTarget(name: "jlog-load", dependencies: [
+            "JournalLog", "JournalSync", "JournalService", "JournalSyncHTTP",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         // libFuzzer targets (Fuzz/run-all builds them with -sanitize=fuzzer,address).
         .executableTarget(name: "FuzzEntry", dependencies: ["JournalLog"], path: "Fuzz/FuzzEntry"),
         .executableTarget(name: "FuzzBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzBatch"),
@@ -117,6 +124,11 @@ let package = Package(
         .testTarget(
             name: "JournalSyncTests",
             dependencies: ["JournalSync", "JournalService", "JournalSimulation", "JournalQuery", "ListModel"]
+        ),
+        .testTarget(
+            name: "JournalServerTests",
+            dependencies: ["JournalServer", "JournalSyncHTTP", "JournalService", "JournalSync", "JournalQuery", "ListModel",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
         .testTarget(
             name: "ListModelTests",

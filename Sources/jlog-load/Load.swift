@@ -1,0 +1,293 @@
+// jlog-load: drives `jlog serve` from a second process with many concurrent devices over
+// loopback, beside the HTTP framework's own ceiling measured on the same server in the same run
+// (Benchmarks/README.md, "Server"). It starts the server itself, on a fresh store.
+//
+//   jlog-load [--devices 200] [--families 50] [--seconds 10] [--runs 3] [--jlog PATH]
+//
+// stdout: one JSON object per line (the jlog-bench format). stderr: progress and a summary.
+
+import AsyncHTTPClient
+import Foundation
+import JournalLog
+import JournalService
+import JournalSync
+import JournalSyncHTTP
+import NIOCore
+
+struct Options {
+    var devices = 200
+    var families = 50
+    var seconds = 10.0
+    var runs = 3
+    var jlog: String?
+}
+
+func log(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
+
+/// The command line, or exit with usage.
+func parseOptions() -> Options {
+    var options = Options()
+    var args = Array(CommandLine.arguments.dropFirst())
+    while !args.isEmpty {
+        let a = args.removeFirst()
+        func value() -> String {
+            guard !args.isEmpty else { log("jlog-load: \(a) needs a value"); exit(64) }
+            return args.removeFirst()
+        }
+        switch a {
+        case "--devices": options.devices = Int(value()) ?? 200
+        case "--families": options.families = Int(value()) ?? 50
+        case "--seconds": options.seconds = Double(value()) ?? 10
+        case "--runs": options.runs = Int(value()) ?? 3
+        case "--jlog": options.jlog = value()
+        case "-h", "--help":
+            print("usage: jlog-load [--devices N] [--families N] [--seconds S] [--runs N] [--jlog PATH]")
+            exit(0)
+        default:
+            log("jlog-load: unknown argument \(a)")
+            exit(64)
+        }
+    }
+    guard options.devices >= 1, options.families >= 1, options.families <= options.devices, options.seconds > 0, options.runs >= 1 else {
+        log("jlog-load: need devices ≥ families ≥ 1, seconds > 0, runs ≥ 1")
+        exit(64)
+    }
+
+    return options
+}
+
+/// Latencies in nanoseconds, and a count, from one measured interval.
+struct Sample {
+    var latencies: [UInt64] = []
+    var operations = 0
+    var entries = 0
+    var errors = 0
+    func percentile(_ p: Double) -> Double {
+        guard !latencies.isEmpty else { return 0 }
+        let sorted = latencies.sorted()
+        return Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1e6
+    }
+    mutating func merge(_ o: Sample) {
+        latencies += o.latencies
+        operations += o.operations
+        entries += o.entries
+        errors += o.errors
+    }
+}
+
+func monotonic() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// `jlog serve` on a fresh store in a temporary directory, on a free loopback port.
+final class ServerProcess {
+    let process = Process()
+    let dir: String
+    var port = 0
+
+    init(jlog: String, dir: String) throws {
+        self.dir = dir
+        process.executableURL = URL(fileURLWithPath: jlog)
+        process.arguments = ["serve", dir + "/server.wal", "--listen", "127.0.0.1:0", "--port-file", dir + "/port", "--rate-limit", "0",
+                             "--compact-every", "0"]
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+    }
+
+    func start() throws {
+        try process.run()
+        for _ in 0..<400 {
+            if let text = try? String(contentsOfFile: dir + "/port", encoding: .utf8), let p = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                port = p
+                return
+            }
+            usleep(25_000)
+        }
+        throw NSError(domain: "jlog-load", code: 1, userInfo: [NSLocalizedDescriptionKey: "the server did not start"])
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+/// One device of a family: its own credential (the family's account), the family's list.
+struct Device {
+    var service: HTTPSyncService
+    var zone: ZoneID
+    var replica: String
+}
+
+@main
+struct Load {
+    static func main() async throws {
+        let options = parseOptions()
+        let jlog = options.jlog ?? (URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path + "/jlog")
+        guard FileManager.default.isExecutableFile(atPath: jlog) else {
+            log("jlog-load: no jlog at \(jlog); build it (swift build -c release --product jlog) or pass --jlog PATH")
+            exit(2)
+        }
+        let dir = NSTemporaryDirectory() + "jlog-load-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+
+        // Accounts first (the server reads the file on each request): one per family.
+        let accounts = try AccountDirectory(store: dir + "/server.wal")
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var credentials: [DeviceCredential] = []
+        for d in 0..<options.devices {
+            credentials.append(try accounts.issue(account: "family\(d % options.families)", now: now, expiresAt: nil))
+        }
+        let server = try ServerProcess(jlog: jlog, dir: dir)
+        try server.start()
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)"
+        var config = HTTPClient.Configuration()
+        config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = options.devices + 8
+        config.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
+        defer { _ = client.shutdown() as EventLoopFuture<Void> }
+
+        let devices = credentials.enumerated().map { d, c in
+            Device(service: HTTPSyncService(server: url, credential: c, client: client),
+                   zone: ZoneID(owner: c.account, name: "list")!, replica: "\(c.account):d\(d)")
+        }
+        for f in 0..<options.families { try await devices[f].service.createZone(devices[f].zone) }
+        log("jlog-load: \(options.devices) devices in \(options.families) families on \(url); \(options.runs) × (ceiling, sync) of \(options.seconds) s")
+
+        var ceilings: [Sample] = [], syncs: [Sample] = []
+        var uploaded: [[CompactID]] = Array(repeating: [], count: options.devices)
+        for run in 0..<options.runs {
+            ceilings.append(await ceiling(url: url, client: client, connections: options.devices, seconds: options.seconds))
+            let (s, ids) = await sync(devices, seconds: options.seconds)
+            syncs.append(s)
+            for (i, x) in ids.enumerated() { uploaded[i] += x }
+            log("  run \(run + 1): ceiling \(Int(Double(ceilings.last!.operations) / options.seconds)) requests/s; sync \(Int(Double(s.operations) / options.seconds)) round trips/s, p99 \(String(format: "%.1f", s.percentile(0.99))) ms, \(s.errors) errors")
+        }
+        let lost = try await verify(devices, uploaded: uploaded)
+
+        func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+        let ceilingRates = ceilings.map { Double($0.operations) / options.seconds }
+        let syncRates = syncs.map { Double($0.operations) / options.seconds }
+        let requestRates = syncs.map { Double($0.operations * 2) / options.seconds }
+        let entryRates = syncs.map { Double($0.entries) / options.seconds }
+        var all = Sample(); for s in syncs { all.merge(s) }
+        var top = Sample(); for s in ceilings { top.merge(s) }
+        func json(_ pairs: [(String, Any)]) -> String {
+            let body = pairs.map { k, v -> String in
+                let value: String
+                switch v {
+                case let s as String: value = "\"\(s)\""
+                case let d as Double: value = d.isFinite ? String(format: "%.3f", d) : "null"
+                case let a as [Double]: value = "[" + a.map { String(format: "%.1f", $0) }.joined(separator: ",") + "]"
+                default: value = "\(v)"
+                }
+                return "\"\(k)\":\(value)"
+            }
+            return "{" + body.joined(separator: ",") + "}"
+        }
+        print(json([("name", "server_ceiling"), ("system", "hummingbird"), ("unit", "requests/s"), ("median", median(ceilingRates)),
+                    ("runs", ceilingRates), ("connections", options.devices), ("endpoint", "GET /v1/health"),
+                    ("p50_ms", top.percentile(0.5)), ("p99_ms", top.percentile(0.99)), ("errors", top.errors)]))
+        let fraction = median(requestRates) / median(ceilingRates)
+        let p99 = all.percentile(0.99)
+        print(json([("name", "server_sync"), ("system", "journallog"), ("unit", "round trips/s"), ("median", median(syncRates)),
+                    ("runs", syncRates), ("devices", options.devices), ("families", options.families),
+                    ("requests_per_s", median(requestRates)), ("uploaded_entries_per_s", median(entryRates)),
+                    ("p50_ms", all.percentile(0.5)), ("p99_ms", p99), ("p999_ms", all.percentile(0.999)),
+                    ("fraction_of_ceiling", fraction), ("errors", all.errors), ("lost", lost),
+                    ("goal", "requests/s ≥ 0.5 × ceiling, p99 < 50 ms, 0 lost"),
+                    ("met", fraction >= 0.5 && p99 < 50 && lost == 0 ? "true" : "false")]))
+        log("jlog-load: ceiling \(Int(median(ceilingRates))) requests/s; sync \(Int(median(syncRates))) round trips/s = \(Int(median(requestRates))) requests/s (\(String(format: "%.0f", fraction * 100))% of the ceiling), \(Int(median(entryRates))) entries/s, p50 \(String(format: "%.1f", all.percentile(0.5))) ms, p99 \(String(format: "%.1f", p99)) ms, lost \(lost)")
+    }
+
+    /// `connections` clients calling the trivial endpoint as fast as they can.
+    static func ceiling(url: String, client: HTTPClient, connections: Int, seconds: Double) async -> Sample {
+        let deadline = monotonic() + UInt64(seconds * 1e9)
+        return await withTaskGroup(of: Sample.self) { group in
+            for _ in 0..<connections {
+                group.addTask {
+                    var s = Sample()
+                    let request = HTTPClientRequest(url: url + "/v1/health")
+                    while monotonic() < deadline {
+                        let t0 = monotonic()
+                        do {
+                            let r = try await client.execute(request, timeout: .seconds(30))
+                            _ = try await r.body.collect(upTo: 1 << 16)
+                            s.latencies.append(monotonic() - t0)
+                            s.operations += 1
+                        } catch { s.errors += 1 }
+                    }
+                    return s
+                }
+            }
+            var total = Sample()
+            for await s in group { total.merge(s) }
+            return total
+        }
+    }
+
+    /// Every device, as fast as it can: one local change uploaded, then the family list's
+    /// changes fetched since its token (what a phone does on each edit): one round trip.
+    static func sync(_ devices: [Device], seconds: Double) async -> (Sample, [[CompactID]]) {
+        let deadline = monotonic() + UInt64(seconds * 1e9)
+        return await withTaskGroup(of: (Int, Sample, [CompactID]).self) { group in
+            for (i, d) in devices.enumerated() {
+                group.addTask {
+                    var s = Sample()
+                    var ids: [CompactID] = []
+                    var token: ServiceToken? = nil
+                    var clock = HybridClock()
+                    var n = 0
+                    while monotonic() < deadline {
+                        n += 1
+                        let wall = Int64(Date().timeIntervalSince1970 * 1000)
+                        let e = JournalEntry(id: CompactID.random(), zone: d.zone.storeName, author: d.replica, wallTime: wall,
+                                             clock: clock.tick(wallMillis: wall), operation: .add(item: CompactID.random(), text: "item \(n)", after: nil))
+                        let t0 = monotonic()
+                        do {
+                            _ = try await d.service.upload([e], to: d.zone)
+                            ids.append(e.id)
+                            s.entries += 1
+                            while true {
+                                let page = try await d.service.fetchZoneChanges(d.zone, since: token, limit: 1_000)
+                                token = page.token
+                                if !page.moreComing { break }
+                            }
+                            s.latencies.append(monotonic() - t0)
+                            s.operations += 1
+                        } catch {
+                            s.errors += 1
+                        }
+                    }
+                    return (i, s, ids)
+                }
+            }
+            var total = Sample()
+            var ids = Array(repeating: [CompactID](), count: devices.count)
+            for await (i, s, x) in group {
+                total.merge(s)
+                ids[i] = x
+            }
+            return (total, ids)
+        }
+    }
+
+    /// Every acknowledged upload is in its family's list: the count of those missing.
+    static func verify(_ devices: [Device], uploaded: [[CompactID]]) async throws -> Int {
+        var byZone: [ZoneID: Set<CompactID>] = [:]
+        for (i, d) in devices.enumerated() { byZone[d.zone, default: []].formUnion(uploaded[i]) }
+        var lost = 0
+        for (zone, ids) in byZone {
+            let reader = devices.first { $0.zone == zone }!.service
+            var stored = Set<CompactID>()
+            var token: ServiceToken? = nil
+            while true {
+                let page = try await reader.fetchZoneChanges(zone, since: token, limit: 10_000)
+                for e in page.entries { stored.insert(e.id) }
+                token = page.token
+                if !page.moreComing { break }
+            }
+            lost += ids.subtracting(stored).count
+        }
+        return lost
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import JournalLog
+import JournalServer
+import JournalService
+import JournalSync
+import JournalSyncHTTP
+
+/// A `jlog serve` in this process, on a loopback port of its own, over a store in a temporary
+/// directory; stopped by `stop()`.
+final class TestServer: @unchecked Sendable {
+    let dir: String
+    let store: JournalStore
+    let core: ServiceCore
+    let accounts: AccountDirectory
+    let task: Task<Void, any Error>
+    let port: Int
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    init(limits: ServiceLimits = ServiceLimits(), options: ServerOptions = ServerOptions()) async throws {
+        dir = NSTemporaryDirectory() + "jlog-server-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        store = try JournalStore.open(dir + "/server.wal", options: StoreOptions(durability: .always, segmentSize: 1 << 20, preallocate: false))
+        let accounts = try AccountDirectory(store: dir + "/server.wal")
+        self.accounts = accounts
+        core = try ServiceCore(store: store, limits: limits, now: { Int64(Date().timeIntervalSince1970 * 1000) },
+                               accountExists: { accounts.accountExists($0, now: Int64(Date().timeIntervalSince1970 * 1000)) })
+        var o = options
+        o.host = "127.0.0.1"
+        o.port = 0
+        let server = SyncServer(backend: BlockingBackend(core: core), accounts: accounts, options: o)
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        task = Task { try await server.run { continuation.yield($0) } }
+        var it = ports.makeAsyncIterator()
+        port = await it.next() ?? 0
+    }
+
+    /// A new credential for `account`.
+    func credential(_ account: String, expiresAt: Int64? = nil) throws -> DeviceCredential {
+        try accounts.issue(account: account, now: Int64(Date().timeIntervalSince1970 * 1000), expiresAt: expiresAt)
+    }
+
+    func client(_ credential: DeviceCredential) -> HTTPSyncService { HTTPSyncService(server: url, credential: credential) }
+
+    func stop() async {
+        task.cancel()
+        _ = try? await task.value
+        try? store.close()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+}
