@@ -5,14 +5,17 @@ import NIOPosix
 
 /// `ServiceCore` on a thread pool: its calls block (a durable upload waits for fsync), and a
 /// server's event loops must never wait for a disk. Every call of the protocol hops to the pool
-/// and back; the core serialises them itself.
+/// and back. The pool is wider than the machine: its threads mostly wait for the disk, and
+/// uploads waiting together share one fsync (group commit).
 public struct BlockingBackend: ServiceBackend {
     public let core: ServiceCore
     let pool: NIOThreadPool
 
-    public init(core: ServiceCore, pool: NIOThreadPool = .singleton) {
+    /// A pool of `threads` threads of its own (started here, for the life of the process).
+    public init(core: ServiceCore, threads: Int = 64) {
         self.core = core
-        self.pool = pool
+        pool = NIOThreadPool(numberOfThreads: max(1, threads))
+        pool.start()
     }
 
     public var limits: ServiceLimits { core.limits }

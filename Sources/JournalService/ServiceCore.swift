@@ -37,7 +37,15 @@ public final class ServiceCore: @unchecked Sendable {
     public let accountExists: @Sendable (String) -> Bool
     /// "Zone Z changed", for the accounts that see it (a transport's hint channel).
     public let hints = HintHub()
+    /// Guards the service's own state (membership, announcements, the purged-id cache,
+    /// counters); held briefly, never across a write to the log.
     private let lock = NSLock()
+    /// Uploads and sharing changes read, compaction writes: a late retry of a purged entry is
+    /// recognised because no upload runs while compaction decides what is purged (Spec/SYNC.md §6).
+    private let compaction = ReadWriteLock()
+    /// One zone's changes at a time (uploads, membership, deletion), so their effects on its
+    /// entry count are exact; different zones append concurrently and share fsyncs.
+    private let zoneLocks = (0..<64).map { _ in NSLock() }
     private var membership = Membership()
     /// Per zone: the low-water mark its last compaction announced, and the position of that
     /// announcement in `_service/compactions` (a database change for everyone who sees the zone).
@@ -155,6 +163,20 @@ public final class ServiceCore: @unchecked Sendable {
         (ZoneID(storeName: zone).map { [$0.owner] } ?? []) + membership.members(of: zone)
     }
 
+    private func zoneLock(_ zone: String) -> NSLock {
+        zoneLocks[Int(truncatingIfNeeded: SipHash24.hash(key: (0, 0), Array(zone.utf8)) % UInt64(zoneLocks.count))]
+    }
+
+    /// `body` as a change to `zone`: beside other zones' changes, never beside a compaction.
+    private func changing<T>(_ zone: String, _ body: () throws(SyncError) -> T) throws(SyncError) -> T {
+        try compaction.reading { () throws(SyncError) -> T in
+            let l = zoneLock(zone)
+            l.lock()
+            defer { l.unlock() }
+            return try body()
+        }
+    }
+
     private func locked<T>(_ body: () throws(SyncError) -> T) throws(SyncError) -> T {
         lock.lock()
         defer { lock.unlock() }
@@ -184,41 +206,47 @@ public final class ServiceCore: @unchecked Sendable {
     // MARK: Calls
 
     public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
-        try locked { () throws(SyncError) -> UploadResult in
-            _ = try access(caller, zone)
-            counters.uploads += 1
-            counters.entriesReceived += entries.count
-            guard entries.count <= limits.maxUploadEntries else { throw .limitExceeded }
-            var bytes = 0
-            for e in entries { bytes += EntryCodec.encode(e).count }
-            guard bytes <= limits.maxUploadBytes else { throw .limitExceeded }
-            var result = UploadResult()
-            var fresh: [JournalEntry] = []
-            let gone = try purgedIDs(zone.storeName)
-            let latest = now() + Self.maxClockSkewMillis
-            for e in entries {
-                if let why = Self.refusal(e, caller: caller, zone: zone) {
-                    result.failed[e.id] = .invalid(why)
-                } else if e.wallTime > latest {
-                    // A clock far ahead would drag every replica's clock with it, and its entry
-                    // would never be old enough to compact.
-                    result.failed[e.id] = .invalid("the entry is dated more than a day ahead of the service's clock")
-                } else if gone.contains(e.id) {
-                    result.saved.append(e.id)   // stored once, then purged: acknowledged
-                } else {
-                    fresh.append(e)
+        try changing(zone.storeName) { () throws(SyncError) -> UploadResult in
+            var (result, fresh) = try locked { () throws(SyncError) -> (UploadResult, [JournalEntry]) in
+                _ = try access(caller, zone)
+                counters.uploads += 1
+                counters.entriesReceived += entries.count
+                guard entries.count <= limits.maxUploadEntries else { throw .limitExceeded }
+                var bytes = 0
+                for e in entries {
+                    var c = ByteCounter()
+                    withUnsafePointer(to: e) { EntryCodec.encode($0, into: &c) }
+                    bytes += c.count
                 }
+                guard bytes <= limits.maxUploadBytes else { throw .limitExceeded }
+                var result = UploadResult()
+                var fresh: [JournalEntry] = []
+                let gone = try purgedIDs(zone.storeName)
+                let latest = now() + Self.maxClockSkewMillis
+                for e in entries {
+                    if let why = Self.refusal(e, caller: caller, zone: zone) {
+                        result.failed[e.id] = .invalid(why)
+                    } else if e.wallTime > latest {
+                        // A clock far ahead would drag every replica's clock with it, and its entry
+                        // would never be old enough to compact.
+                        result.failed[e.id] = .invalid("the entry is dated more than a day ahead of the service's clock")
+                    } else if gone.contains(e.id) {
+                        result.saved.append(e.id)   // stored once, then purged: acknowledged
+                    } else {
+                        fresh.append(e)
+                    }
+                }
+                if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
+                    let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == zone.owner }
+                    if owned.reduce(0, { $0 + $1.entryCount }) + fresh.count > quota { throw .quotaExceeded }
+                }
+                return (result, fresh)
             }
-            if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
-                let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == zone.owner }
-                if owned.reduce(0, { $0 + $1.entryCount }) + fresh.count > quota { throw .quotaExceeded }
-            }
+            // The append runs outside the state lock: concurrent uploads to other zones share fsyncs.
+            let before = store.zone(zone.storeName)?.entryCount ?? 0
             while !fresh.isEmpty {
-                let before = store.nextSequence
                 do throws(JournalError) {
                     try store.append(batch: fresh)
-                    counters.entriesStored += Int(store.nextSequence - before)
-                    if store.nextSequence > before { hints.changed(zone.storeName, for: audience(zone.storeName)) }
                     result.saved += fresh.map(\.id)
                     break
                 } catch .idConflict(_, let id, let at) {
@@ -229,6 +257,14 @@ public final class ServiceCore: @unchecked Sendable {
                 } catch {
                     throw .serviceBusy(retryAfter: .seconds(1))
                 }
+            }
+            let stored = max(0, (store.zone(zone.storeName)?.entryCount ?? 0) - before)
+            if stored > 0 {
+                let told = lock.withLock {
+                    counters.entriesStored += stored
+                    return audience(zone.storeName)
+                }
+                hints.changed(zone.storeName, for: told)
             }
             if !result.failed.isEmpty { throw .partialFailure(result) }
             return result
@@ -314,8 +350,8 @@ public final class ServiceCore: @unchecked Sendable {
     }
 
     public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
-        try locked { () throws(SyncError) -> ZoneChangesPage in
-            _ = try access(caller, zone)
+        _ = try locked { () throws(SyncError) in try access(caller, zone) }
+        do {
             let page: ZoneChanges
             do throws(FeedError) {
                 page = try store.changes(in: zone.storeName, since: token.map { FeedToken($0.text) },
@@ -336,8 +372,8 @@ public final class ServiceCore: @unchecked Sendable {
     }
 
     public func fetchZoneHistory(caller: String, zone: ZoneID) throws(SyncError) -> [UInt8] {
-        try locked { () throws(SyncError) -> [UInt8] in
-            let (_, info) = try access(caller, zone)
+        let (_, info) = try locked { () throws(SyncError) in try access(caller, zone) }
+        do {
             guard info.lowWaterMark > 0 else { return [] }
             do throws(QueryError) { return ActivityLogCodec.encode(try ListQuery(store: store, fs: store.fileSystem).history(zone.storeName).log) } catch {
                 if case .historyIncomplete = error { throw .serviceBusy(retryAfter: nil) }
@@ -347,18 +383,18 @@ public final class ServiceCore: @unchecked Sendable {
     }
 
     public func createZone(caller: String, zone: ZoneID) throws(SyncError) {
-        try locked { () throws(SyncError) in
+        try changing(zone.storeName) { () throws(SyncError) in try locked { () throws(SyncError) in
             guard zone.owner == caller else { throw .invalidRequest("an account creates zones it owns (\(caller)/…) only") }
             if let info = store.zone(zone.storeName), !info.isDeleted { return }
             let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == caller }.count
             guard owned < limits.maxZonesPerAccount else { throw .quotaExceeded }
             do { try store.createZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
             hints.changed(zone.storeName, for: [caller])
-        }
+        } }
     }
 
     public func deleteZone(caller: String, zone: ZoneID) throws(SyncError) {
-        try locked { () throws(SyncError) in
+        try changing(zone.storeName) { () throws(SyncError) in try locked { () throws(SyncError) in
             let (kind, _) = try access(caller, zone)
             guard kind == .owner else { throw .invalidRequest("only the owner deletes a zone; a participant leaves it (removeParticipant)") }
             let told = audience(zone.storeName)
@@ -369,7 +405,7 @@ public final class ServiceCore: @unchecked Sendable {
             do { try store.deleteZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
             purged[zone.storeName] = nil
             hints.changed(zone.storeName, for: told)
-        }
+        } }
     }
 
     public func shareZone(caller: String, zone: ZoneID, with participant: String) throws(SyncError) -> ShareInvitation {
@@ -382,10 +418,10 @@ public final class ServiceCore: @unchecked Sendable {
     }
 
     public func acceptShare(caller: String, invitation: ShareInvitation) throws(SyncError) -> ZoneID {
-        try locked { () throws(SyncError) -> ZoneID in
-            guard let i = invitations.parse(invitation), let zone = ZoneID(storeName: i.zone) else {
-                throw .invalidRequest("not an invitation of this service")
-            }
+        guard let i = invitations.parse(invitation), let zone = ZoneID(storeName: i.zone) else {
+            throw .invalidRequest("not an invitation of this service")
+        }
+        return try changing(zone.storeName) { () throws(SyncError) -> ZoneID in try locked { () throws(SyncError) -> ZoneID in
             guard i.participant == caller else { throw .zoneNotFound }
             guard let info = store.zone(i.zone), !info.isDeleted, info.incarnation == i.incarnation else { throw .zoneNotFound }
             if let last = membership.latest(caller, in: i.zone) {
@@ -394,26 +430,26 @@ public final class ServiceCore: @unchecked Sendable {
             }
             try recordMembership(caller, zone: zone, member: true, reason: nil, by: caller)
             return zone
-        }
+        } }
     }
 
     public func removeParticipant(caller: String, participant: String, from zone: ZoneID) throws(SyncError) {
-        try locked { () throws(SyncError) in
+        try changing(zone.storeName) { () throws(SyncError) in try locked { () throws(SyncError) in
             let (kind, _) = try access(caller, zone)
             guard kind == .owner || participant == caller else { throw .invalidRequest("only the owner removes another participant") }
             guard membership.isMember(participant, of: zone.storeName) else { return }
             try recordMembership(participant, zone: zone, member: false, reason: .removed, by: caller)
-        }
+        } }
     }
 
     public func stopSharing(caller: String, zone: ZoneID) throws(SyncError) {
-        try locked { () throws(SyncError) in
+        try changing(zone.storeName) { () throws(SyncError) in try locked { () throws(SyncError) in
             let (kind, _) = try access(caller, zone)
             guard kind == .owner else { throw .invalidRequest("only the owner stops sharing a zone") }
             for p in membership.members(of: zone.storeName) {
                 try recordMembership(p, zone: zone, member: false, reason: .sharingStopped, by: caller)
             }
-        }
+        } }
     }
 
     /// One atomic batch: the `join`/`leave` entry in the shared zone (its history shows it) and
@@ -442,21 +478,24 @@ public final class ServiceCore: @unchecked Sendable {
     /// and every device adopts the compacted copy.
     @discardableResult
     public func compact(now time: Int64) throws(SyncError) -> ListCompactionReport {
-        try locked { () throws(SyncError) -> ListCompactionReport in
+        // Fetches go on while it runs (they take no part in it); uploads and sharing changes wait.
+        try compaction.writing { () throws(SyncError) -> ListCompactionReport in
             var compactor = ListCompactor(store: store, fs: store.fileSystem, retentionMillis: limits.retentionMillis)
             compactor.zoneFilter = { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark }
             let report: ListCompactionReport
             do { report = try compactor.run(now: time) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
-            for z in report.zones {
-                purged[z.zone] = nil
-                guard let info = store.zone(z.zone), !info.isDeleted else { continue }
-                do {
-                    if z.snapshotSequence > info.lowWaterMark { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) }
-                    let mark = store.zone(z.zone)?.lowWaterMark ?? 0
-                    if mark > (announced[z.zone]?.mark ?? 0) { try announceCompaction(z.zone, mark: mark) }
-                } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
+            return try locked { () throws(SyncError) -> ListCompactionReport in
+                for z in report.zones {
+                    purged[z.zone] = nil
+                    guard let info = store.zone(z.zone), !info.isDeleted else { continue }
+                    do {
+                        if z.snapshotSequence > info.lowWaterMark { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) }
+                        let mark = store.zone(z.zone)?.lowWaterMark ?? 0
+                        if mark > (announced[z.zone]?.mark ?? 0) { try announceCompaction(z.zone, mark: mark) }
+                    } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
+                }
+                return report
             }
-            return report
         }
     }
 

@@ -88,6 +88,9 @@ extension SyncEngine {
         guard let z = state.zones[name] else { return }
         // A first fetch is a re-fetch: the service's copy, with its history (a list compacted
         // before this device joined holds purged events only there).
+        // While shopping the visible list does not move: a re-fetch (which replaces it) waits
+        // for shopping to end; one already under way finishes.
+        if z.replacing == nil && z.token == nil && z.toApply.isEmpty && z.shopping { return }
         if z.replacing != nil || (z.token == nil && z.toApply.isEmpty) { return await refetch(name, &report) }
         if !z.toApply.isEmpty {
             applyQueued(name, &report)
@@ -99,7 +102,9 @@ extension SyncEngine {
             let page: ZoneChangesPage
             do { page = try await service.fetchZoneChanges(z.zone, since: z.token, limit: options.pageLimit) } catch {
                 switch error {
-                case .tokenExpired: return await refetch(name, &report)
+                case .tokenExpired:
+                    if z.shopping { return }   // after shopping (needsFetch stays set)
+                    return await refetch(name, &report)
                 case .zoneDeleted(let reason): return removeLocal(name, reason: reason, &report)
                 case .zoneNotFound:
                     if z.zone.owner == state.account && !z.existsOnService { return }
@@ -111,10 +116,15 @@ extension SyncEngine {
             }
             if !page.entries.isEmpty {
                 if z.shopping {
-                    state.zones[name]?.held += page.entries
+                    // This device's own changes come back too: they are applied (a no-op), not held.
+                    let remote = page.entries.filter { $0.author != replica }
+                    state.zones[name]?.held += remote
+                    state.zones[name]?.toApply = page.entries.filter { $0.author == replica }
                     state.zones[name]?.token = page.token
-                    report.held += page.entries.count
-                    try? save()
+                    report.held += remote.count
+                    guard (try? save()) != nil else { return }
+                    applyQueued(name, &report)
+                    if state.zones[name]?.toApply.isEmpty == false { return }
                 } else {
                     state.zones[name]?.toApply = page.entries
                     state.zones[name]?.token = page.token

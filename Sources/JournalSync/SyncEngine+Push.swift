@@ -27,7 +27,8 @@ extension SyncEngine {
                 continue
             }
             guard z.replacing == nil else { continue }  // the pull finishes it (and pushes first)
-            if await !pushZone(name, &report) && (report.offline || report.signedOut) { return }
+            // Offline, signed out or told to wait: no other list is tried in this sync.
+            if await !pushZone(name, &report) && !report.mayContinue { return }
         }
     }
 
@@ -99,7 +100,7 @@ extension SyncEngine {
                 bytes += size
                 i += 1
             }
-            let outcome: (saved: Set<CompactID>, refused: [CompactID: EntryFailure])
+            let outcome: SendOutcome
             do { outcome = try await send(batch, to: z.zone) } catch {
                 switch error {
                 case .zoneNotFound where z.zone.owner == state.account:
@@ -137,63 +138,83 @@ extension SyncEngine {
                 through = e.sequence
             }
             if let through { advanceUploaded(name, to: through) }
+            if let stopped = outcome.stoppedBy {
+                _ = stop(on: stopped, &report, zone: name)
+                return false
+            }
         }
         return true
+    }
+
+    /// What one upload achieved: what the service holds, what it refused for good, and, when it
+    /// gave up before the end (a busy service, retries exhausted), why: the rest stays queued.
+    struct SendOutcome {
+        var saved = Set<CompactID>()
+        var refused: [CompactID: EntryFailure] = [:]
+        var stoppedBy: SyncError?
     }
 
     /// One upload, with every retry it takes (Spec/SYNC.md §7): `limitExceeded` halves the batch
     /// down to single entries; a busy or rate-limited service is waited for (its `retryAfter`, or
     /// jittered exponential backoff) up to `maxAttempts` times; a partial failure retries only the
     /// entries that may succeed. Errors that concern the whole request are thrown.
-    func send(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> (saved: Set<CompactID>, refused: [CompactID: EntryFailure]) {
+    func send(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> SendOutcome {
         var todo = entries
-        var saved = Set<CompactID>()
-        var refused: [CompactID: EntryFailure] = [:]
+        var out = SendOutcome()
         var attempt = 0
         while !todo.isEmpty {
             totals.entriesSent += todo.count
             do {
                 let r = try await service.upload(todo, to: zone)
-                saved.formUnion(r.saved)
+                out.saved.formUnion(r.saved)
                 todo = []
             } catch {
                 switch error {
                 case .limitExceeded where todo.count > 1:
                     let half = todo.count / 2
-                    let a = try await send(Array(todo[..<half]), to: zone)
-                    let b = try await send(Array(todo[half...]), to: zone)
-                    saved.formUnion(a.saved)
-                    saved.formUnion(b.saved)
-                    refused.merge(a.refused) { x, _ in x }
-                    refused.merge(b.refused) { x, _ in x }
+                    for part in [Array(todo[..<half]), Array(todo[half...])] {
+                        let o = try await send(part, to: zone)
+                        out.saved.formUnion(o.saved)
+                        out.refused.merge(o.refused) { x, _ in x }
+                        if let stopped = o.stoppedBy {
+                            out.stoppedBy = stopped
+                            return out
+                        }
+                    }
                     todo = []
                 case .limitExceeded:
-                    refused[todo[0].id] = .invalid("larger than the service takes")
+                    out.refused[todo[0].id] = .invalid("larger than the service takes")
                     todo = []
                 case .partialFailure(let r):
-                    saved.formUnion(r.saved)
+                    out.saved.formUnion(r.saved)
                     var again: [JournalEntry] = []
                     for e in todo where !r.saved.contains(e.id) {
                         switch r.failed[e.id] {
                         case .retryable?, nil: again.append(e)
-                        case let f?: refused[e.id] = f
+                        case let f?: out.refused[e.id] = f
                         }
                     }
                     todo = again
                     if !todo.isEmpty {
                         attempt += 1
-                        guard attempt < options.maxAttempts else { throw .serviceBusy(retryAfter: nil) }
+                        guard attempt < options.maxAttempts else {
+                            out.stoppedBy = .serviceBusy(retryAfter: nil)
+                            return out
+                        }
                         await backoff(attempt: attempt, retryAfter: nil)
                     }
                 case .rateLimited(let after), .serviceBusy(let after):
                     attempt += 1
-                    guard attempt < options.maxAttempts else { throw error }
+                    guard attempt < options.maxAttempts else {
+                        out.stoppedBy = error
+                        return out
+                    }
                     await backoff(attempt: attempt, retryAfter: after)
                 default:
                     throw error
                 }
             }
         }
-        return (saved, refused)
+        return out
     }
 }

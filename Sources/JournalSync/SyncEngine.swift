@@ -36,10 +36,15 @@ public struct SyncReport: Sendable {
     public var offline = false
     public var quotaExceeded = false
     public var signedOut = false
+    /// The service said to wait (rate limited, busy, retries exhausted): the rest of this sync
+    /// was skipped; everything stays queued.
+    public var throttled = false
 
     public init() {}
     /// Nothing failed: the device is up to date with the service as of this sync.
-    public var isComplete: Bool { errors.isEmpty && !offline && !quotaExceeded && !signedOut }
+    public var isComplete: Bool { errors.isEmpty && !offline && !quotaExceeded && !signedOut && !throttled }
+    /// Whether the sync goes on to other lists and to the pull.
+    var mayContinue: Bool { !offline && !signedOut && !throttled }
 }
 
 /// Totals since the engine was made (what the simulation measures).
@@ -199,8 +204,8 @@ public actor SyncEngine {
         }
         let sentBefore = totals.entriesSent
         await push(&report)
-        if !report.offline && !report.signedOut { await pull(&report) }
-        if !report.offline && !report.signedOut { restoreSignedOutChanges(&report) }
+        if report.mayContinue { await pull(&report) }
+        if report.mayContinue { restoreSignedOutChanges(&report) }
         state.lastSync = report.isComplete ? clock.now() : state.lastSync
         state.lastError = (report.errors.first ?? (report.offline ? "offline" : nil)).map(Self.bounded)
         try? save()
@@ -222,6 +227,7 @@ public actor SyncEngine {
             note("the account's quota is exceeded: changes stay queued", zone: zone, &report)
             return false
         case .rateLimited, .serviceBusy:
+            report.throttled = true
             note("the service is busy: \(error)", zone: zone, &report)
             return true
         default:
@@ -263,13 +269,16 @@ public actor SyncEngine {
     func signOut(_ report: inout SyncReport) {
         report.signedOut = true
         var kept: [JournalEntry] = []
-        let names = state.zones.keys.sorted()
+        // Lists the service does not hold yet stay (they are this device's alone), and so do
+        // deletions still to send: both go up after signing in again.
+        let local = state.zones.filter { $0.value.pendingDelete || ($0.value.zone.owner == state.account && !$0.value.existsOnService) }
+        let names = state.zones.keys.filter { local[$0] == nil }.sorted()
         for name in names { kept += ((try? pendingLocal(name))?.entries ?? []).map(\.entry) }
         // The kept changes are saved before any list leaves: a crash between loses none.
         state.signedOut += kept
         state.signedOutAccount = state.signedOutAccount ?? state.account
         state.account = nil
-        state.zones = [:]
+        state.zones = local
         state.databaseTokens = [:]
         try? save()
         for name in names {

@@ -34,8 +34,27 @@ final class World: @unchecked Sendable {
         core = try ServiceCore(store: serverStore, limits: limits, now: { clock.now() })
     }
 
-    func device(_ replica: String, service: ((LocalService) -> any SyncService)? = nil) throws -> Device {
-        try Device(world: self, replica: replica, wrap: service)
+    func device(_ replica: String, options: SyncEngineOptions = SyncEngineOptions(),
+                service: ((LocalService) -> any SyncService)? = nil) throws -> Device {
+        try Device(world: self, replica: replica, options: options, wrap: service)
+    }
+
+    /// A device whose every call goes through `script` (kept across its restarts).
+    func device(_ replica: String, options: SyncEngineOptions = SyncEngineOptions(), script: Script) throws -> Device {
+        let clock = self.clock
+        return try Device(world: self, replica: replica, options: options) { ScriptedService($0, script: script, clock: clock) }
+    }
+
+    /// The ids of the zone's entries as the service's log holds them, in log order.
+    func serviceEntryIDs(_ zone: ZoneID) throws -> [CompactID] {
+        try ListQuery(store: serverStore, fs: serverFS).entries(zone.storeName).entries.map(\.1.id)
+    }
+
+    /// Moves time on and lets the service compact (what it alone decides, Spec/SYNC.md §6).
+    @discardableResult
+    func compact(after millis: Int64) throws -> ListCompactionReport {
+        clock.advance(by: millis)
+        return try core.compact(now: clock.now())
     }
 
     /// The list as the service holds it.
@@ -56,18 +75,21 @@ final class Device: @unchecked Sendable {
     var store: JournalStore
     var engine: SyncEngine
     let wrap: ((LocalService) -> any SyncService)?
+    let options: SyncEngineOptions
     var account: String { SyncNames.account(ofAuthor: replica) }
 
-    init(world: World, replica: String, wrap: ((LocalService) -> any SyncService)?) throws {
+    init(world: World, replica: String, options: SyncEngineOptions = SyncEngineOptions(),
+         wrap: ((LocalService) -> any SyncService)?) throws {
         self.world = world
         self.replica = replica
         self.wrap = wrap
+        self.options = options
         try fs.createDirectory("/dev")
         var o = StoreOptions(durability: .always, segmentSize: 8 << 10, preallocate: false)
         o.fileSystem = fs
         store = try JournalStore.open("/dev/local.wal", options: o)
         engine = try SyncEngine(store: store, service: Device.service(world, SyncNames.account(ofAuthor: replica), wrap),
-                                replica: replica, clock: world.clock, seed: Device.seed(replica, 0))
+                                replica: replica, clock: world.clock, seed: Device.seed(replica, 0), options: options)
     }
 
     static func service(_ world: World, _ account: String, _ wrap: ((LocalService) -> any SyncService)?) -> any SyncService {
@@ -82,13 +104,19 @@ final class Device: @unchecked Sendable {
         try reopen()
     }
 
+    /// The app restarted cleanly (the store closed first).
+    func restart() throws {
+        try? store.close()
+        try reopen()
+    }
+
     func reopen() throws {
         var o = StoreOptions(durability: .always, segmentSize: 8 << 10, preallocate: false)
         o.fileSystem = fs
         store = try JournalStore.open("/dev/local.wal", options: o)
         restarts += 1
         engine = try SyncEngine(store: store, service: Device.service(world, account, wrap), replica: replica, clock: world.clock,
-                                seed: Device.seed(replica, restarts))
+                                seed: Device.seed(replica, restarts), options: options)
     }
 
     var restarts: UInt64 = 0
@@ -115,7 +143,74 @@ final class Device: @unchecked Sendable {
 
     @discardableResult
     func sync() async -> SyncReport { await engine.sync() }
+
+    /// The ids of the zone's entries in this device's log, in log order.
+    func entryIDs(_ zone: ZoneID) throws -> [CompactID] {
+        try ListQuery(store: store, fs: fs).entries(zone.storeName).entries.map(\.1.id)
+    }
+
+    /// Whether this device's store holds the zone live.
+    func holds(_ zone: ZoneID) -> Bool { store.zone(zone.storeName).map { !$0.isDeleted } ?? false }
+
+    func status() async -> SyncStatus { await engine.status() }
+
+    /// The list's status line on this device (nil when it does not sync it).
+    func status(_ zone: ZoneID) async -> SyncStatus.List? { await engine.status().lists.first { $0.zone == zone } }
+
+    /// A new connection to the service for this device's account, through its wrapper (to sign in with).
+    func connection() -> any SyncService { Device.service(world, account, wrap) }
 }
+
+/// How the devices differ from the service for one list: each must show the service's list,
+/// with an equal digest and history, and no log (the service's included) may hold an id twice.
+func convergenceProblems(_ world: World, _ devices: [Device], _ zone: ZoneID) throws -> [String] {
+    var problems: [String] = []
+    let service = try world.serviceList(zone)
+    let serviceHistory = try world.serviceHistory(zone)
+    let serviceIDs = try world.serviceEntryIDs(zone)
+    if serviceIDs.count != Set(serviceIDs).count { problems.append("the service stores an entry twice") }
+    for d in devices {
+        guard d.holds(zone) else {
+            problems.append("\(d.replica) does not hold \(zone)")
+            continue
+        }
+        let mine = try d.list(zone)
+        if mine != service {
+            problems.append("\(d.replica) shows \(describe(mine)), the service \(describe(service))")
+        }
+        if mine.digest != service.digest { problems.append("\(d.replica)'s digest differs from the service's") }
+        if try d.history(zone) != serviceHistory { problems.append("\(d.replica)'s history differs from the service's") }
+        let ids = try d.entryIDs(zone)
+        if ids.count != Set(ids).count { problems.append("\(d.replica) stores an entry twice") }
+    }
+    return problems
+}
+
+/// Every device shows the service's list (see `convergenceProblems`).
+func expectConverged(_ world: World, _ devices: [Device], _ zone: ZoneID, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let problems = try convergenceProblems(world, devices, zone)
+    #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+}
+
+/// A list in a line: `Milk(x) Bread(o)` (x: marked off), for messages.
+func describe(_ s: ListState) -> String {
+    s.items.map { "\($0.text)(\($0.state == .markedOff ? "x" : "o"))" }.joined(separator: " ")
+        + (s.participants.isEmpty ? "" : " with \(s.participants)")
+}
+
+/// A list `owner` made and the service holds.
+func sharedList(_ owner: Device, with others: [Device], name: String = "weekly") async throws -> ZoneID {
+    let list = try await owner.engine.createList(name)
+    await owner.sync()
+    var invited = Set<String>()
+    for d in others where d.account != owner.account && invited.insert(d.account).inserted {
+        let invitation = try await owner.engine.share(list, with: d.account)
+        _ = try await d.engine.accept(invitation)
+    }
+    return list
+}
+
+let day: Int64 = 86_400_000
 
 /// Syncs every device until a whole round changes nothing.
 func settle(_ devices: [Device], rounds: Int = 6) async {

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+import JournalLog
+import JournalQuery
+import JournalService
+import ListModel
+@testable import JournalSync
+
+/// Shopping mode (MERGE.md §7): while someone is in the shop, remote changes do not move the
+/// list under their finger.
+@Suite struct ShoppingTests {
+    /// Alice and Bob share Milk and Bread; Bob goes shopping.
+    static func shopping() async throws -> (World, alice: Device, bob: Device, ZoneID, milk: CompactID) {
+        let world = try World()
+        let alice = try world.device("alice:phone"), bob = try world.device("bob:phone")
+        let list = try await sharedList(alice, with: [bob])
+        let milk = try await alice.add("Milk", list)
+        try await alice.add("Bread", list, after: milk)
+        await settle([alice, bob], rounds: 2)
+        try await bob.engine.setShopping(true, in: list)
+        return (world, alice, bob, list, milk)
+    }
+
+    /// Remote changes are stored but held back, adds are offered as notifications, the hold
+    /// survives a power loss, and ending shopping applies them.
+    @Test func remoteChangesAreHeldDurablyAndApplyWhenShoppingEnds() async throws {
+        let (world, alice, bob, list, milk) = try await Self.shopping()
+        let before = try bob.list(list)
+        let eggs = try await alice.add("Eggs", list)
+        try await alice.engine.record(.markOff(item: milk), in: list)
+        await alice.sync()
+
+        let r = await bob.sync()
+        #expect(r.held == 2 && r.applied == 0)
+        #expect(try bob.list(list) == before, "the visible list did not move")
+        #expect(await bob.engine.notifications(in: list).map(\.text) == ["Eggs"])
+        #expect(await bob.engine.notifications(in: list).first?.addedBy == "alice:phone")
+        #expect(await bob.status(list)?.held == 2)
+
+        try bob.powerLoss()
+        #expect(try bob.list(list) == before)
+        #expect(await bob.status(list)?.shopping == true)
+        #expect(await bob.status(list)?.held == 2, "held entries survived the power loss")
+        #expect(await bob.engine.notifications(in: list).map(\.text) == ["Eggs"])
+        await bob.sync()
+        #expect(await bob.status(list)?.held == 2, "nothing is held twice")
+
+        try await bob.engine.setShopping(false, in: list)
+        let after = try bob.list(list)
+        #expect(after.items.first { $0.id == eggs }?.state == .active)
+        #expect(after.items.first { $0.id == milk }?.state == .markedOff)
+        #expect(await bob.status(list)?.held == 0)
+        await settle([alice, bob], rounds: 2)
+        try expectConverged(world, [alice, bob], list)
+    }
+
+    /// Local changes made while shopping push as usual, and do not come back as notifications
+    /// of one's own adds.
+    @Test func localChangesPushAsUsualWhileShopping() async throws {
+        let (world, alice, bob, list, milk) = try await Self.shopping()
+        let tea = try await bob.add("Tea", list)
+        try await bob.engine.record(.markOff(item: milk), in: list)
+        let r = await bob.sync()
+        #expect(r.uploaded == 2)
+        #expect(try bob.list(list).items.first { $0.id == milk }?.state == .markedOff, "a local change shows at once")
+        await alice.sync()
+        #expect(try alice.list(list).items.contains { $0.id == tea })
+        #expect(try world.serviceList(list).items.first { $0.id == milk }?.state == .markedOff)
+        await bob.sync()
+        #expect(await bob.engine.notifications(in: list).isEmpty, "bob's own add is no news to bob")
+        #expect(await bob.status(list)?.held == 0, "bob's own entries are not held back from bob")
+    }
+
+    /// Applying one notification shows that item only; the rest stay held.
+    @Test func applyingOneNotificationShowsThatItemOnly() async throws {
+        let (_, alice, bob, list, _) = try await Self.shopping()
+        let eggs = try await alice.add("Eggs", list)
+        let jam = try await alice.add("Jam", list)
+        await alice.sync()
+        await bob.sync()
+        let notes = await bob.engine.notifications(in: list)
+        #expect(notes.map(\.text) == ["Eggs", "Jam"])
+        try await bob.engine.applyHeld([notes[0].entryID], in: list)
+        let shown = try bob.list(list).items.map(\.id)
+        #expect(shown.contains(eggs) && !shown.contains(jam))
+        #expect(await bob.engine.notifications(in: list).map(\.text) == ["Jam"])
+    }
+
+    /// A re-fetch (the service compacted) while shopping must not move the list either: it waits
+    /// for shopping to end, and what was held stays held and offered until then.
+    @Test func aReFetchWhileShoppingStillHoldsRemoteChangesBack() async throws {
+        var limits = ServiceLimits()
+        limits.retentionMillis = day
+        let world = try World(limits: limits)
+        let alice = try world.device("alice:phone"), bob = try world.device("bob:phone")
+        let list = try await sharedList(alice, with: [bob])
+        let milk = try await alice.add("Milk", list)
+        let jam = try await alice.add("Jam", list, after: milk)
+        try await alice.engine.record(.markOff(item: jam), in: list)
+        await settle([alice, bob], rounds: 2)
+        try await bob.engine.setShopping(true, in: list)
+        let eggs = try await alice.add("Eggs", list)
+        await alice.sync()
+        await bob.sync()
+        #expect(await bob.engine.notifications(in: list).map(\.text) == ["Eggs"])
+
+        let report = try world.compact(after: 2 * day)   // Jam goes: every older token expires
+        #expect(report.zones.map(\.zone) == [list.storeName])
+        let r = await bob.sync()
+        #expect(r.refetched.isEmpty, "the re-fetch waits for shopping to end")
+        #expect(try !bob.list(list).items.contains { $0.id == eggs }, "Eggs showed while shopping")
+        #expect(await bob.engine.notifications(in: list).map(\.text) == ["Eggs"], "the notification was lost")
+        try await bob.engine.setShopping(false, in: list)
+        #expect(try bob.list(list).items.contains { $0.id == eggs })
+        #expect(await bob.sync().refetched == [list])
+        await settle([alice, bob], rounds: 2)
+        try expectConverged(world, [alice, bob], list)
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+import JournalLog
+import JournalQuery
+import JournalService
+import ListModel
+@testable import JournalSync
+
+/// `notAuthenticated` (Spec/SYNC.md §7): lists leave the device, local changes not yet uploaded
+/// are kept, and signing in again with the same account brings both back.
+@Suite struct SignOutTests {
+    /// Signed out, the lists go and the unuploaded changes are kept; signed in again, the lists
+    /// come back and the kept changes are delivered, once.
+    @Test func signingOutKeepsUnuploadedChangesAndSigningInDeliversThem() async throws {
+        let world = try World()
+        let script = Script()
+        let phone = try world.device("alice:phone", script: script)
+        let ipad = try world.device("alice:ipad")
+        let list = try await phone.engine.createList("weekly")
+        try await phone.add("Milk", list)
+        await phone.sync()
+        let tea = try await phone.engine.record(.add(item: CompactID("tea")!, text: "Tea", after: nil), in: list)
+
+        script.signedOut = true
+        let r = await phone.sync()
+        #expect(r.signedOut && !r.isComplete)
+        #expect(!phone.holds(list), "the list left the device")
+        #expect(await phone.engine.lists.isEmpty)
+        let status = await phone.status()
+        #expect(status.account == nil)
+        #expect(status.keptAcrossSignOut == 1)
+        await #expect(throws: SyncEngineError.self) { try await phone.engine.record(.rename(name: "x"), in: list) }
+        #expect(await phone.sync().signedOut, "no sync while signed out")
+
+        script.signedOut = false
+        try await phone.engine.signIn(phone.connection())
+        await settle([phone, ipad], rounds: 2)
+        #expect(phone.holds(list))
+        #expect(await phone.engine.lists == [list])
+        #expect(await phone.status().keptAcrossSignOut == 0)
+        #expect(await phone.status(list)?.queued == 0)
+        #expect(try world.serviceEntryIDs(list).filter { $0 == tea.id }.count == 1, "the kept change was delivered once")
+        try expectConverged(world, [phone, ipad], list)
+        #expect(try phone.list(list).items.map(\.text) == ["Tea", "Milk"] || phone.list(list).items.map(\.text) == ["Milk", "Tea"])
+    }
+
+    /// A list made here and never uploaded is a local change too: it survives a sign-out and
+    /// reaches the service once the same account signs in again.
+    @Test func aListNeverUploadedSurvivesSignOut() async throws {
+        let world = try World()
+        let script = Script()
+        let phone = try world.device("alice:phone", script: script)
+        script.offline = true
+        let list = try await phone.engine.createList("weekly")
+        try await phone.add("Milk", list)
+        #expect(await phone.sync().offline)
+        script.offline = false
+        script.signedOut = true
+        #expect(await phone.sync().signedOut)
+        script.signedOut = false
+        try await phone.engine.signIn(phone.connection())
+        await settle([phone], rounds: 3)
+        #expect(await phone.engine.lists == [list])
+        #expect(await phone.status().keptAcrossSignOut == 0, "the kept change is still waiting")
+        #expect(try world.serviceList(list).items.map(\.text) == ["Milk"])
+    }
+
+    /// A list deleted here while offline is a local change too: a sign-out in between does not
+    /// bring it back, and the deletion reaches the service.
+    @Test func aListDeletedBeforeSignOutStaysDeleted() async throws {
+        let world = try World()
+        let script = Script()
+        let phone = try world.device("alice:phone", script: script)
+        let list = try await phone.engine.createList("weekly")
+        try await phone.add("Milk", list)
+        await phone.sync()
+        script.offline = true
+        try await phone.engine.deleteList(list)
+        #expect(await phone.sync().offline)
+        script.offline = false
+        script.signedOut = true
+        #expect(await phone.sync().signedOut)
+        script.signedOut = false
+        try await phone.engine.signIn(phone.connection())
+        await settle([phone], rounds: 2)
+        #expect(await phone.engine.lists.isEmpty, "the deleted list came back")
+        #expect(!phone.holds(list))
+        #expect(world.serverStore.zone(list.storeName)?.isDeleted == true, "the deletion never reached the service")
+    }
+}
