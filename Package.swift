@@ -95,7 +95,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "CSQLite"]),
+        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "JournalSync", "JournalService", "CSQLite"]),
         // The server's load test: devices over loopback against `jlog serve`, beside Hummingbird's ceiling.
         .executableTarget(name: "jlog-load", dependencies: [
             "JournalLog", "JournalSync", "JournalService", "JournalSyncHTTP",

@@ -46,6 +46,10 @@ struct Counts: Sendable {
 
     // 10. A small store: one family list written one durable entry at a time.
     var smallStoreEntries: Int
+
+    // 11. Sync: the list a new device syncs first, and the changes synced one at a time.
+    var syncListEntries: Int = 100_000
+    var syncChanges: Int = 200
 }
 
 enum Workloads {
@@ -90,7 +94,9 @@ enum Workloads {
         compactionEntries: 100_000,
         compactionRuns: 3,
         compactionSegmentBytes: 1 << 20,
-        smallStoreEntries: 300
+        smallStoreEntries: 300,
+        syncListEntries: 20_000,
+        syncChanges: 50
     )
 }
 
@@ -114,10 +120,13 @@ enum Group: String, CaseIterable, Sendable {
     case lifecycleOpen = "lifecycle_open"
     /// A family list of a few hundred entries: bytes on disk and open time (issue 18).
     case smallStore = "small_store"
+    /// A device's first sync of a large list, and one change's cost (issue 19).
+    case sync = "sync"
 
     static func parse(_ s: String) -> Group? {
         switch s {
         case "small_store", "small": .smallStore
+        case "sync", "initial_sync", "sync_per_change": .sync
         case "machine", "limits": .machine
         case "buffered_append", "buffered", "append": .buffered
         case "durable_single", "durable", "single": .durable

@@ -125,6 +125,9 @@ if only.contains(.compaction) {
     log("[8/8] compaction against DELETE + checkpoint, open from its snapshot")
     compare.compaction()
 }
+if only.contains(.sync) && systems.contains("journallog") {
+    SyncBench(counts: counts, dir: workDir, report: report).run()
+}
 if only.contains(.smallStore) {
     log("[9/9] a small store: bytes on disk and open time")
     compare.smallStore()

@@ -1,0 +1,207 @@
+import Foundation
+import JournalLog
+import JournalQuery
+import JournalService
+import JournalSync
+import ListModel
+
+/// What a device's calls cost on the wire, measured where a transport would put them: entries
+/// in the wire batch form (`WireBatch`), database changes and upload results as the HTTP
+/// binding's JSON, histories as they are. Wraps the reference service in this process.
+final class WireMeter: SyncService, @unchecked Sendable {
+    let inner: LocalService
+    var account: String { inner.account }
+    private let lock = NSLock()
+    private(set) var calls = 0
+    private(set) var entriesUp = 0, entriesDown = 0
+    private(set) var bytesUp = 0, bytesDown = 0
+
+    init(_ inner: LocalService) { self.inner = inner }
+
+    func reset() { lock.withLock { (calls, entriesUp, entriesDown, bytesUp, bytesDown) = (0, 0, 0, 0, 0) } }
+    private func count(up: Int = 0, down: Int = 0, entriesUp eu: Int = 0, entriesDown ed: Int = 0) {
+        lock.withLock {
+            calls += 1
+            bytesUp += up; bytesDown += down; entriesUp += eu; entriesDown += ed
+        }
+    }
+    static func json(_ v: some Encodable) -> Int { (try? JSONEncoder().encode(v).count) ?? 0 }
+
+    func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
+        let r = try await inner.upload(entries, to: zone)
+        count(up: WireBatch.encode(entries).count, down: Self.json(HTTPBinding.UploadJSON(r)), entriesUp: entries.count)
+        return r
+    }
+    func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
+        let p = try await inner.fetchDatabaseChanges(scope, since: token, limit: limit)
+        count(down: Self.json(HTTPBinding.DatabaseChangesJSON(p)))
+        return p
+    }
+    func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
+        let p = try await inner.fetchZoneChanges(zone, since: token, limit: limit)
+        count(down: WireBatch.encode(p.entries).count + p.token.text.utf8.count, entriesDown: p.entries.count)
+        return p
+    }
+    func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
+        let h = try await inner.fetchZoneHistory(zone)
+        count(down: h.count)
+        return h
+    }
+    func createZone(_ zone: ZoneID) async throws(SyncError) { try await inner.createZone(zone); count() }
+    func deleteZone(_ zone: ZoneID) async throws(SyncError) { try await inner.deleteZone(zone); count() }
+    func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
+        let i = try await inner.shareZone(zone, with: participant); count(); return i
+    }
+    func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
+        let z = try await inner.acceptShare(invitation); count(); return z
+    }
+    func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) {
+        try await inner.removeParticipant(participant, from: zone); count()
+    }
+    func stopSharing(_ zone: ZoneID) async throws(SyncError) { try await inner.stopSharing(zone); count() }
+}
+
+/// Issue 19's sync measurements, in this process over the reference service (no network: the
+/// transport's cost is the server's load test, `jlog-load`): a device's first sync of a large
+/// list, from the service's compacted copy (snapshot path: its entries after compaction and its
+/// history) against the same list never compacted (every entry replayed); and the steady-state
+/// cost of one change, on the wire and on the devices.
+struct SyncBench {
+    let counts: Counts
+    let dir: String
+    let report: Report
+
+    /// `body` in a fresh task, waited for on this thread (the bench is synchronous).
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> T {
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do { box.value = .success(try await body()) } catch { box.value = .failure(error) }
+            done.signal()
+        }
+        done.wait()
+        switch box.value! {
+        case .success(let v): return v
+        case .failure(let e): fail("the sync bench", e)
+        }
+    }
+
+    final class ResultBox<T>: @unchecked Sendable { var value: Result<T, any Error>? }
+
+    static func storeOptions() -> StoreOptions {
+        var o = StoreOptions()
+        o.durability = .always
+        return o
+    }
+
+    /// A service store holding the workload's list as `alice/list`, compacted as of 15 days after
+    /// its last entry or not; and its core.
+    func service(_ name: String, entries: [JournalEntry], compacted: Bool) throws -> (ServiceCore, JournalStore) {
+        let store = try JournalStore.open(dir + "/" + name, options: Self.storeOptions())
+        var k = 0
+        while k < entries.count {
+            try store.append(batch: Array(entries[k..<min(k + 1_000, entries.count)]))
+            k += 1_000
+        }
+        let last = entries.last!.wallTime
+        let core = try ServiceCore(store: store, now: { last + 15 * 86_400_000 })
+        if compacted { try core.compact(now: last + 15 * 86_400_000) }
+        return (core, store)
+    }
+
+    func run() {
+        let n = counts.syncListEntries
+        let zone = ZoneID(owner: "alice", name: "list")!
+        let w = ListWorkload.generate(n, seed: 41, zone: zone.storeName)
+        log("sync: a \(n)-entry list, its first sync on a new device (compacted and not), then one change at a time")
+        var results: [String: (ms: [Double], wire: (Int, Int, Int), state: Int)] = [:]
+        for compacted in [true, false] {
+            let label = compacted ? "snapshot" : "replay"
+            let (core, store): (ServiceCore, JournalStore)
+            do { (core, store) = try service("service-\(label).wal", entries: w.entries, compacted: compacted) } catch { fail("building the service store", error) }
+            var ms: [Double] = [], wire = (0, 0, 0), items = 0
+            for run in 0..<max(3, counts.runs) {
+                let meter = WireMeter(LocalService(core: core, account: "alice"))
+                let path = dir + "/device-\(label)-\(run).wal"
+                let dev: JournalStore
+                do { dev = try JournalStore.open(path, options: Self.storeOptions()) } catch { fail("opening a device store", error) }
+                var engineOptions = SyncEngineOptions()
+                engineOptions.pageLimit = 1_000
+                let options = engineOptions
+                let t = blocking { () async throws -> (Double, Int) in
+                    let engine = try SyncEngine(store: dev, service: meter, replica: "alice:new", options: options)
+                    let t0 = now()
+                    let r = await engine.sync()
+                    guard r.isComplete else { throw JournalError.invalidEntry("the first sync did not complete: \(r.errors)") }
+                    let state = try ListQuery(store: dev, fs: dev.fileSystem).materialise(zone.storeName).state
+                    return (now() - t0, state.items.count)
+                }
+                ms.append(t.0 * 1000)
+                items = t.1
+                wire = (meter.entriesDown, meter.bytesDown + meter.bytesUp, meter.calls)
+                try? dev.close()
+                removeTree(path)
+            }
+            try? store.close()
+            results[label] = (ms, wire, items)
+        }
+        for label in ["snapshot", "replay"] {
+            let r = results[label]!
+            let other = results[label == "snapshot" ? "replay" : "snapshot"]!
+            report.emit(Measurement(
+                name: "initial_sync_\(label)", system: "journallog", unit: "ms", runs: r.ms,
+                extra: [("list_entries", .i(n)), ("entries_on_wire", .i(r.wire.0)), ("bytes_on_wire", .i(r.wire.1)),
+                        ("requests", .i(r.wire.2)), ("items", .i(r.state)),
+                        ("note", .s(label == "snapshot"
+                            ? "the service compacted the list (14-day retention, 15 days after its last entry): the device fetches the compacted entries and the history, appends them durably and materialises the list"
+                            : "the list never compacted: the device fetches and appends every entry durably, then materialises the list (a full replay)"))],
+                ratio: label == "snapshot" ? medianOf(other.ms) / medianOf(r.ms) : nil))
+        }
+        steadyState(zone)
+    }
+
+    /// One change: Alice's phone records it and syncs; Bob's phone syncs and has it.
+    func steadyState(_ zone: ZoneID) {
+        let changes = counts.syncChanges
+        let serviceStore: JournalStore
+        let core: ServiceCore
+        do {
+            serviceStore = try JournalStore.open(dir + "/steady-service.wal", options: Self.storeOptions())
+            core = try ServiceCore(store: serviceStore, now: { Int64(Date().timeIntervalSince1970 * 1000) })
+        } catch { fail("building the steady-state service", error) }
+        let a = WireMeter(LocalService(core: core, account: "alice")), b = WireMeter(LocalService(core: core, account: "bob"))
+        let dir = self.dir
+        let (perChange, wire) = blocking { () async throws -> ([Double], (Int, Int, Int, Int)) in
+            let sa = try JournalStore.open(dir + "/steady-alice.wal", options: SyncBench.storeOptions())
+            let sb = try JournalStore.open(dir + "/steady-bob.wal", options: SyncBench.storeOptions())
+            let alice = try SyncEngine(store: sa, service: a, replica: "alice:phone")
+            let bob = try SyncEngine(store: sb, service: b, replica: "bob:phone")
+            let list = try await alice.createList(zone.name)
+            for i in 0..<50 { try await alice.record(.add(item: CompactID.random(), text: "item \(i)", after: nil), in: list) }
+            await alice.sync()
+            _ = try await bob.accept(try await alice.share(list, with: "bob"))
+            await bob.sync()
+            await alice.sync()
+            a.reset(); b.reset()
+            var times: [Double] = []
+            for i in 0..<changes {
+                let t0 = now()
+                try await alice.record(.add(item: CompactID.random(), text: "more \(i)", after: nil), in: list)
+                let ra = await alice.sync()
+                let rb = await bob.sync()
+                guard ra.isComplete, rb.isComplete, rb.applied == 1 else { throw JournalError.invalidEntry("a change did not arrive in one sync") }
+                times.append((now() - t0) * 1000)
+            }
+            try sa.close(); try sb.close()
+            return (times, (a.entriesUp + b.entriesUp, a.entriesDown + b.entriesDown, a.bytesUp + a.bytesDown + b.bytesUp + b.bytesDown, a.calls + b.calls))
+        }
+        try? serviceStore.close()
+        let c = Double(changes)
+        report.emit(Measurement(
+            name: "sync_per_change", system: "journallog", unit: "ms", runs: perChange,
+            extra: [("changes", .i(changes)), ("entries_up_per_change", .n(Double(wire.0) / c)),
+                    ("entries_down_per_change", .n(Double(wire.1) / c)), ("bytes_on_wire_per_change", .n(Double(wire.2) / c)),
+                    ("requests_per_change", .n(Double(wire.3) / c)),
+                    ("note", .s("one device records an add (durably) and syncs (push, then pull: its own entry comes back once), the other syncs and applies it; local work of both, in this process; bytes as the HTTP binding would carry them (wire batches, JSON)"))]))
+    }
+}
