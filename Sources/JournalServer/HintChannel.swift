@@ -1,6 +1,7 @@
 import Hummingbird
 import JournalService
 import NIOCore
+import ServiceLifecycle
 
 extension SyncServer {
     /// `GET /v1/hints`: server-sent events, one `changed` event per zone change the caller sees
@@ -34,5 +35,16 @@ extension SyncServer {
             for await event in events { try await writer.write(ByteBuffer(string: event)) }
             try await writer.finish(nil)
         })
+    }
+}
+
+/// Ends every hint channel when the server is told to stop (SIGTERM, SIGINT), so that the
+/// server's graceful shutdown, which waits for open responses, can finish.
+struct HintCloser: Service {
+    let hints: HintHub
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        hints.finishAll()
     }
 }

@@ -6,6 +6,7 @@ import JournalLog
 import JournalService
 import JournalSync
 import Logging
+import ServiceLifecycle
 import NIOCore
 
 /// How `jlog serve` runs (Spec/SYNC.md §9.4).
@@ -55,18 +56,24 @@ public struct SyncServer: Sendable {
                                  availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections)),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: log)
-        try await app.runService()
+        // The hint closer is last so that it is told first: a device's hint channel never ends
+        // by itself, and the server's graceful shutdown waits for every response to end.
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: app), .init(service: HintCloser(hints: backend.hints))],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: log))
+        try await group.run()
         backend.hints.finishAll()
     }
 
-    public func makeRouter() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public func makeRouter() -> Router<ServerRequestContext> {
+        let router = Router(context: ServerRequestContext.self)
+        router.middlewares.add(MethodNotAllowedMiddleware())
         router.get("/v1/health") { _, _ in Self.json(200, ["status": "ok"]) }
-        router.get("/v1/account") { request, _ in
-            await handle(request) { caller throws(SyncError) in Self.json(200, HTTPBinding.AccountJSON(account: caller)) }
+        router.get("/v1/account") { request, context in
+            await handle(request, context) { caller throws(SyncError) in Self.json(200, HTTPBinding.AccountJSON(account: caller)) }
         }
         router.get("/v1/databases/:scope/changes") { request, context in
-            await handle(request) { caller throws(SyncError) in
+            await handle(request, context) { caller throws(SyncError) in
                 guard let scope = context.parameters.get("scope").flatMap(DatabaseScope.init(rawValue:)) else {
                     throw .invalidRequest("the database scope is private or shared")
                 }
@@ -76,7 +83,7 @@ public struct SyncServer: Sendable {
             }
         }
         router.post("/v1/zones/:owner/:name/entries") { request, context in
-            await handle(request) { caller throws(SyncError) in
+            await handle(request, context) { caller throws(SyncError) in
                 let zone = try Self.zone(context)
                 let bytes = try await Self.body(request, limit: backend.limits.maxUploadBytes + 64 << 10)
                 let entries: [JournalEntry]
@@ -91,7 +98,7 @@ public struct SyncServer: Sendable {
             }
         }
         router.get("/v1/zones/:owner/:name/changes") { request, context in
-            await handle(request) { caller throws(SyncError) in
+            await handle(request, context) { caller throws(SyncError) in
                 let zone = try Self.zone(context)
                 let (token, limit) = try Self.paging(request)
                 let page = try await backend.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit)
@@ -103,40 +110,40 @@ public struct SyncServer: Sendable {
             }
         }
         router.get("/v1/zones/:owner/:name/history") { request, context in
-            await handle(request) { caller throws(SyncError) in
+            await handle(request, context) { caller throws(SyncError) in
                 let bytes = try await backend.fetchZoneHistory(caller: caller, zone: try Self.zone(context))
                 return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             }
         }
         router.put("/v1/zones/:owner/:name") { request, context in
-            await handle(request) { caller throws(SyncError) in
+            await handle(request, context) { caller throws(SyncError) in
                 try await backend.createZone(caller: caller, zone: try Self.zone(context))
                 return Response(status: .noContent)
             }
         }
         router.delete("/v1/zones/:owner/:name") { request, context in
-            await handle(request) { caller throws(SyncError) in
+            await handle(request, context) { caller throws(SyncError) in
                 try await backend.deleteZone(caller: caller, zone: try Self.zone(context))
                 return Response(status: .noContent)
             }
         }
         router.post("/v1/zones/:owner/:name/invitations") { request, context in
-            await handle(request) { caller throws(SyncError) in
+            await handle(request, context) { caller throws(SyncError) in
                 let zone = try Self.zone(context)
                 let body: HTTPBinding.ParticipantJSON = try await Self.decode(request)
                 let invitation = try await backend.shareZone(caller: caller, zone: zone, with: body.participant)
                 return Self.json(200, HTTPBinding.InvitationJSON(invitation: invitation.text))
             }
         }
-        router.post("/v1/invitations/accept") { request, _ in
-            await handle(request) { caller throws(SyncError) in
+        router.post("/v1/invitations/accept") { request, context in
+            await handle(request, context) { caller throws(SyncError) in
                 let body: HTTPBinding.InvitationJSON = try await Self.decode(request)
                 let zone = try await backend.acceptShare(caller: caller, invitation: ShareInvitation(body.invitation))
                 return Self.json(200, HTTPBinding.ZoneJSON(zone))
             }
         }
         router.delete("/v1/zones/:owner/:name/participants/:account") { request, context in
-            await handle(request) { caller throws(SyncError) in
+            await handle(request, context) { caller throws(SyncError) in
                 let zone = try Self.zone(context)
                 guard let participant = context.parameters.get("account"), SyncNames.accountRefusal(participant) == nil else {
                     throw .invalidRequest("not an account name")
@@ -146,13 +153,13 @@ public struct SyncServer: Sendable {
             }
         }
         router.delete("/v1/zones/:owner/:name/participants") { request, context in
-            await handle(request) { caller throws(SyncError) in
+            await handle(request, context) { caller throws(SyncError) in
                 try await backend.stopSharing(caller: caller, zone: try Self.zone(context))
                 return Response(status: .noContent)
             }
         }
-        router.get("/v1/hints") { request, _ in
-            await handle(request) { caller throws(SyncError) in hintChannel(for: caller) }
+        router.get("/v1/hints") { request, context in
+            await handle(request, context) { caller throws(SyncError) in hintChannel(for: caller) }
         }
         return router
     }
@@ -160,7 +167,15 @@ public struct SyncServer: Sendable {
     // MARK: Every request
 
     /// Authenticates, limits the rate, runs `body`, and turns every error into its status.
-    func handle(_ request: Request, _ body: (String) async throws(SyncError) -> Response) async -> Response {
+    func handle(_ request: Request, _ context: ServerRequestContext, _ body: (String) async throws(SyncError) -> Response) async -> Response {
+        let response = await authenticated(request, body)
+        // A refused request's body may be unread; reading the rest (as keeping the connection
+        // would) lets a client make the server swallow any number of bytes, so it is closed.
+        guard response.status.code >= 400, Self.hasBody(request) else { return response }
+        return Self.closingConnection(response, context.channel)
+    }
+
+    func authenticated(_ request: Request, _ body: (String) async throws(SyncError) -> Response) async -> Response {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
               let caller = accounts.authenticate(String(header.dropFirst(7)), now: now()) else {
             var r = Self.error(.notAuthenticated)
@@ -171,6 +186,23 @@ public struct SyncServer: Sendable {
         do throws(SyncError) { return try await body(caller) } catch { return Self.error(error) }
     }
 
+    static func hasBody(_ request: Request) -> Bool {
+        if let length = request.headers[.contentLength] { return length != "0" }
+        return request.headers[.transferEncoding] != nil
+    }
+
+    /// `response`, with `Connection: close`, and the connection closed once it is written.
+    static func closingConnection(_ response: Response, _ channel: any Channel) -> Response {
+        var r = response
+        r.headers[.connection] = "close"
+        let inner = response.body
+        r.body = ResponseBody(contentLength: response.body.contentLength) { writer in
+            try await inner.write(writer)
+            channel.close(promise: nil)
+        }
+        return r
+    }
+
     static func error(_ e: SyncError) -> Response {
         let (status, body) = HTTPBinding.response(for: e)
         var r = json(status, body)
@@ -178,13 +210,21 @@ public struct SyncServer: Sendable {
         return r
     }
 
+    /// Keys in one order: the same answer is the same bytes every time (a refusal for a zone the
+    /// caller may not see must not differ from one for no zone, even in its key order).
+    private static let sortedEncoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return e
+    }()
+
     static func json(_ status: Int, _ value: some Encodable) -> Response {
-        let data = (try? JSONEncoder().encode(value)) ?? Data("{}".utf8)
+        let data = (try? sortedEncoder.encode(value)) ?? Data("{}".utf8)
         return Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     /// The zone a path names; a name that no zone can have answers like a zone that does not exist.
-    static func zone(_ context: BasicRequestContext) throws(SyncError) -> ZoneID {
+    static func zone(_ context: ServerRequestContext) throws(SyncError) -> ZoneID {
         guard let owner = context.parameters.get("owner"), let raw = context.parameters.get("name"),
               let name = raw.removingPercentEncoding, let zone = ZoneID(owner: owner, name: name) else { throw .zoneNotFound }
         return zone

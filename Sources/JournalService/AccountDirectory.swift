@@ -26,6 +26,10 @@ public final class AccountDirectory: @unchecked Sendable {
     private let lock = NSLock()
     private var credentials: [String: Credential] = [:]
     private var loadedIdentity: FileIdentity?
+    /// The file last read, kept open: while it is, its inode cannot be given to a new file, so a
+    /// file replaced twice can never come back with the identity last read (ext4 reuses a freed
+    /// inode at once) and hide a revocation.
+    private var pinned: (any StorageFile)?
 
     static let fileName = "service/accounts"
     static let maxFileBytes = 8 << 20
@@ -37,6 +41,8 @@ public final class AccountDirectory: @unchecked Sendable {
         try reloadIfChanged()
     }
 
+    deinit { pinned?.close() }
+
     /// Re-reads the file when it was replaced since it was last read.
     private func reloadIfChanged() throws(JournalError) {
         let identity = fs.identity(of: path)
@@ -44,12 +50,37 @@ public final class AccountDirectory: @unchecked Sendable {
         guard identity != nil else {
             credentials = [:]
             loadedIdentity = nil
+            pinned?.close()
+            pinned = nil
             return
         }
-        let bytes = try AtomicFile.read(path, fs: fs, limit: Self.maxFileBytes)
+        let bytes = try readAndPin()
         guard let parsed = AccountsFileCodec.decode(bytes) else { throw JournalError.invalidEntry("\(path) is damaged; restore it from a backup or remove it and issue new credentials") }
         credentials = Dictionary(parsed.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        loadedIdentity = identity
+    }
+
+    /// The file's bytes, read through a handle kept open (`pinned`); `loadedIdentity` is the
+    /// identity the path had before the read, so a file replaced meanwhile is read again next time.
+    private func readAndPin() throws(JournalError) -> [UInt8] {
+        let before = fs.identity(of: path)
+        let file = try fs.openForReading(path)
+        let size = try file.size()
+        guard size <= Int64(Self.maxFileBytes) else {
+            file.close()
+            throw JournalError.notAStore(path: path, reason: "\(size) bytes is larger than the \(Self.maxFileBytes)-byte limit")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(size))
+        let result: Result<Int, JournalError> = bytes.withUnsafeMutableBytes { b in
+            do throws(JournalError) { return .success(try file.read(into: b, at: 0)) } catch { return .failure(error) }
+        }
+        let count: Int
+        do throws(JournalError) { count = try result.get() } catch { file.close(); throw error }
+        pinned?.close()
+        pinned = file
+        // Replaced between the look and the open: this read is the newer file's, and the next
+        // request reads again (the identity kept is the older one).
+        loadedIdentity = before
+        return Array(bytes.prefix(count))
     }
 
     /// The account `text` authenticates, or nil: unknown, malformed, tampered, expired or revoked
@@ -124,7 +155,9 @@ public final class AccountDirectory: @unchecked Sendable {
         try change(&list)
         try AtomicFile.write(AccountsFileCodec.encode(list), to: path, fs: fs)
         credentials = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        loadedIdentity = fs.identity(of: path)
+        // Pinned (and so read back) like any other load.
+        loadedIdentity = nil
+        try reloadIfChanged()
     }
 
     static func hash(_ secret: String) -> String {

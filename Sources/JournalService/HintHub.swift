@@ -9,6 +9,8 @@ public final class HintHub: @unchecked Sendable {
     private let lock = NSLock()
     private var subscribers: [String: [UInt64: AsyncStream<String>.Continuation]] = [:]
     private var nextID: UInt64 = 0
+    /// Set by `finishAll`: a subscription after it ends at once.
+    private var finished = false
     /// Hints a subscriber keeps while it is not reading.
     static let buffered = 16
 
@@ -17,10 +19,15 @@ public final class HintHub: @unchecked Sendable {
     /// The hints for `account`'s zones (store names, `owner/name`), until the stream is dropped.
     public func subscribe(_ account: String) -> AsyncStream<String> {
         let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(Self.buffered))
-        let id: UInt64 = lock.withLock {
+        let id: UInt64? = lock.withLock {
+            guard !finished else { return nil }
             nextID += 1
             subscribers[account, default: [:]][nextID] = continuation
             return nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
@@ -45,7 +52,10 @@ public final class HintHub: @unchecked Sendable {
 
     /// Ends every subscription (the server is stopping).
     public func finishAll() {
-        let all = lock.withLock { subscribers.values.flatMap(\.values) }
+        let all = lock.withLock {
+            finished = true
+            return subscribers.values.flatMap(\.values)
+        }
         for c in all { c.finish() }
     }
 }

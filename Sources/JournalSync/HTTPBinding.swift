@@ -97,6 +97,13 @@ public enum HTTPBinding {
         public var message: String
         public var reason: String?
         public var retryAfter: Int?
+
+        public init(error: String, message: String, reason: String? = nil, retryAfter: Int? = nil) {
+            self.error = error
+            self.message = message
+            self.reason = reason
+            self.retryAfter = retryAfter
+        }
     }
 
     /// The status and body a server answers `error` with.

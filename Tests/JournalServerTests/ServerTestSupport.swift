@@ -4,6 +4,7 @@ import JournalServer
 import JournalService
 import JournalSync
 import JournalSyncHTTP
+import Logging
 
 /// A `jlog serve` in this process, on a loopback port of its own, over a store in a temporary
 /// directory; stopped by `stop()`.
@@ -27,9 +28,13 @@ final class TestServer: @unchecked Sendable {
         var o = options
         o.host = "127.0.0.1"
         o.port = 0
-        let server = SyncServer(backend: BlockingBackend(core: core), accounts: accounts, options: o)
+        // A few threads: every TestServer starts a pool of its own that lives as long as the process.
+        let server = SyncServer(backend: BlockingBackend(core: core, threads: 4), accounts: accounts, options: o)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        task = Task { try await server.run { continuation.yield($0) } }
+        // Quiet: stopping a server by cancelling it logs every open connection as an error.
+        var log = Logger(label: "test-server")
+        log.logLevel = .critical
+        task = Task { [log] in try await server.run(logger: log) { continuation.yield($0) } }
         var it = ports.makeAsyncIterator()
         port = await it.next() ?? 0
     }

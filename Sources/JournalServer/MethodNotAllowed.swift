@@ -1,0 +1,46 @@
+import Hummingbird
+import JournalSync
+
+/// 405 with `Allow` for a path the API has under other methods (RFC 9110 §15.5.6); the router
+/// alone answers 404, as if the path did not exist. Paths are matched by shape (`:x` is any one
+/// segment), so the answer says nothing about which zones exist.
+struct MethodNotAllowedMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+
+    /// The API's paths and their methods (Spec/openapi.yaml).
+    static let routes: [([String], [HTTPRequest.Method])] = [
+        (["v1", "health"], [.get]),
+        (["v1", "account"], [.get]),
+        (["v1", "hints"], [.get]),
+        (["v1", "databases", ":", "changes"], [.get]),
+        (["v1", "invitations", "accept"], [.post]),
+        (["v1", "zones", ":", ":"], [.put, .delete]),
+        (["v1", "zones", ":", ":", "entries"], [.post]),
+        (["v1", "zones", ":", ":", "changes"], [.get]),
+        (["v1", "zones", ":", ":", "history"], [.get]),
+        (["v1", "zones", ":", ":", "invitations"], [.post]),
+        (["v1", "zones", ":", ":", "participants"], [.delete]),
+        (["v1", "zones", ":", ":", "participants", ":"], [.delete]),
+    ]
+
+    /// The methods the API has at `path`, or nil when it has no such path.
+    static func methods(at path: String) -> [HTTPRequest.Method]? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true)
+        return routes.first { route, _ in
+            route.count == segments.count && zip(route, segments).allSatisfy { $0 == ":" || $0 == $1 }
+        }?.1
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            guard let allowed = Self.methods(at: request.uri.path), !allowed.contains(request.method) else { throw error }
+            let names = allowed.map(\.rawValue).joined(separator: ", ")
+            var r = SyncServer.json(405, HTTPBinding.ErrorJSON(error: "invalidRequest", message: "\(request.method.rawValue) is not a method of this path; it takes \(names)"))
+            r.headers[.allow] = names
+            if SyncServer.hasBody(request) { r = SyncServer.closingConnection(r, context.channel) }
+            return r
+        }
+    }
+}
