@@ -174,11 +174,17 @@ public struct ListCompactor: Sendable {
             return
         }
         for plan in plans {
-            // 1. The history, holding every entry about to go: the stored one plus the entries
-            // after it, which are among those just read.
-            var (history, through, _) = try query.storedHistory(plan.zone.zone)
-            for (s, e) in plan.entries where s > through ?? 0 { _ = history.record(e) }
-            try query.writeHistory(plan.zone.zone, history: history, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
+            // 1. The history grows by a piece holding the events of every entry about to go or be
+            // written over (SNAPSHOT.md §5), after the pieces before it.
+            let piece = try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
+            do throws(JournalError) {
+                let gone = Set(plan.plan.purge).union(plan.plan.rewrite.map(\.sequence))
+                for (s, e) in plan.entries where gone.contains(s) { try piece.add(e) }
+                _ = try piece.finish()
+            } catch {
+                piece.abandon()
+                throw .storage(error)
+            }
             // 2. No snapshot may outlive the entries it was made from: until step 5, the list is
             // a replay of the log, compacted or not.
             let stale = SnapshotDirectory.list(store: store.path, zone: plan.zone.zone, incarnation: plan.zone.incarnation, kind: .state, fs: query.fs)
@@ -323,22 +329,19 @@ public struct ListCompactor: Sendable {
         return removed
     }
 
-    /// All but each zone's two newest histories (the newest holds everything; the other is a
-    /// fallback), and every file of a deleted or superseded zone incarnation.
+    /// Every file of a deleted or superseded zone incarnation, and history pieces no chain needs
+    /// (older than a whole history the chain ends at, or left off it).
     private func removeSuperseded() -> Int {
         let store = query.store
         // Keyed by hash and incarnation: two live zones whose names' hashes collide keep their files.
         var live: [String: Set<SequenceNumber>] = [:]
         for z in store.zones() where !z.isDeleted { live[SnapshotDirectory.zoneKey(z.name), default: []].insert(z.incarnation) }
-        var histories: [String: Int] = [:]
         var doomed: [SnapshotFile] = []
-        for file in SnapshotDirectory.list(store: store.path, fs: query.fs) {
-            if live[file.zoneKey]?.contains(file.incarnation) != true {
-                doomed.append(file)
-            } else if file.kind == .history {
-                histories[file.zoneKey, default: 0] += 1
-                if histories[file.zoneKey]! > 2 { doomed.append(file) }
-            }
+        for file in SnapshotDirectory.list(store: store.path, fs: query.fs) where live[file.zoneKey]?.contains(file.incarnation) != true {
+            doomed.append(file)
+        }
+        for z in store.zones() where !z.isDeleted {
+            doomed += query.historyPiecesNoChainNeeds(z)
         }
         return remove(doomed)
     }
