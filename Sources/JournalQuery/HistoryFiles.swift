@@ -270,6 +270,9 @@ final class HistoryPieceWriter {
     /// Events written so far.
     var events: Int { encoder.events }
 
+    /// Whether it takes the place of a piece under its name (holding that one's events too).
+    var isMerging: Bool { merged != nil }
+
     /// Adds every event of `log` with its item texts.
     func add(contentsOf log: ActivityLog) throws(JournalError) {
         encoder.add(contentsOf: log)

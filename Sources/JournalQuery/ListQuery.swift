@@ -80,7 +80,7 @@ public struct ListQuery: Sendable {
     /// Feeds the zone's entries after `position` (through `until`, when given) to `body`, page
     /// by page; returns the incarnation and the last position read. When the first page says
     /// more are coming, the rest are read ahead on another thread (`PageReader`).
-    private func replayPages(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
+    func replayPages(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
                              _ body: ([FeedEntry]) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
         var token: FeedToken?
         do throws(FeedError) {
