@@ -113,6 +113,7 @@ let package = Package(
         .executableTarget(name: "FuzzChangeToken", dependencies: ["JournalLog"], path: "Fuzz/FuzzChangeToken"),
         .executableTarget(name: "FuzzZoneIndex", dependencies: ["JournalLog"], path: "Fuzz/FuzzZoneIndex"),
         .executableTarget(name: "FuzzSnapshot", dependencies: ["ListModel"], path: "Fuzz/FuzzSnapshot"),
+        .executableTarget(name: "FuzzHistory", dependencies: ["ListModel"], path: "Fuzz/FuzzHistory"),
         .executableTarget(name: "FuzzConsumer", dependencies: ["JournalLog"], path: "Fuzz/FuzzConsumer"),
         .testTarget(
             name: "JournalLogTests",

@@ -278,6 +278,19 @@ extension UnsafeRawBufferPointer {
     @inlinable func u16(at i: Int) -> UInt16 { loadUnaligned(fromByteOffset: i, as: UInt16.self).littleEndian }
 }
 
+/// Whether two strings have the same UTF-8 bytes (not Unicode canonical equivalence), without
+/// copying either: native strings, small or not, are contiguous; anything else takes the
+/// generic path.
+@inline(__always)
+public func sameBytes(_ a: String, _ b: String) -> Bool {
+    guard a.utf8.count == b.utf8.count else { return false }
+    let fast = a.utf8.withContiguousStorageIfAvailable { x in
+        b.utf8.withContiguousStorageIfAvailable { y in sameBytes(UnsafeRawBufferPointer(x), UnsafeRawBufferPointer(y)) }
+    }
+    if let fast, let fast { return fast }
+    return a.utf8.elementsEqual(b.utf8)
+}
+
 /// Whether `a` and `b` hold the same bytes: eight at a time (the generic `elementsEqual` goes
 /// byte by byte, and the feed asks this of every entry in a batch).
 @inline(__always)

@@ -195,6 +195,36 @@ public enum BatchCodec {
     }
 }
 
+/// Builds a batch from entries' encodings as they are stored, in ascending sequences (gaps
+/// allowed): what a compaction keeps of a batch is copied, not decoded and encoded again.
+public struct BatchBuilder: Sendable {
+    private var body = ByteWriter(capacity: 1 << 12)
+    private var last: SequenceNumber = 0
+    private var first: SequenceNumber = 0
+    public private(set) var count = 0
+
+    public init() {}
+
+    /// The body's length before compression.
+    public var bodyBytes: Int { body.bytes.count }
+
+    public mutating func append(sequence: SequenceNumber, encoding: UnsafeRawBufferPointer) {
+        precondition(count == 0 || sequence > last, "batch entries in ascending sequences")
+        body.varint(count == 0 ? 0 : sequence - last)
+        body.varint(UInt64(encoding.count))
+        body.raw(encoding)
+        if count == 0 { first = sequence }
+        last = sequence
+        count += 1
+    }
+
+    /// The batch payload (FORMAT.md §5.2).
+    public func encoded(compress: Bool) -> [UInt8] {
+        precondition(count >= 1 && count <= Limits.maxBatchEntries)
+        return BatchCodec.wrap(body: body.bytes, count: count, lastDelta: last - first, compress: compress)
+    }
+}
+
 /// Why a zone was deleted; carried so clients can tell a user action from a purge.
 public enum ZoneDeletionReason: UInt8, Sendable, CaseIterable {
     case deleted = 0

@@ -33,6 +33,14 @@ public struct CompactionReport: Sendable, Equatable {
     }
 }
 
+/// What a compaction does with one entry, as its caller decides (`JournalStore.compact(within:choosing:)`).
+public enum CompactionChoice: Sendable {
+    case keep
+    case purge
+    /// Written over by this entry (same id and zone) at the same sequence.
+    case replace(JournalEntry)
+}
+
 /// The compactor's file names (Spec/FORMAT.md §9.4). Every rewrite of a run is written and synced
 /// as `.cleaned`; the run commits by renaming them all to `.swap`, then over their segments. The
 /// first `.swap` on disk is the commit point: a run is applied whole or not at all.
@@ -86,9 +94,6 @@ struct SegmentRewrite {
     var deletedZonePurged = 0
     var replaced = 0
     var kept = 0
-    /// Sequences asked to be replaced that hold an entry here (whatever the verdict): the run
-    /// refuses a replacement with nothing to replace.
-    var replacementsFound: [SequenceNumber] = []
     /// The new frames and the zone incarnations each touches, for the zone index.
     var frames: [(offset: Int64, touches: [FrameTouch])] = []
     /// Entries per zone incarnation (track) the segment held before.
@@ -100,11 +105,13 @@ struct SegmentRewrite {
 /// records re-chained with their sequences unchanged, and a closing `seal` that carries the
 /// original end chain and last sequence, so the next segment still links and numbering goes on.
 struct SegmentRewriter {
-    /// `replace` writes `replacements[sequence]` instead of the stored entry. `createInstead`
+    /// `replace` writes the entry instead of the stored one (same id and zone). `createInstead`
     /// purges the entry that started an implicitly created zone incarnation, writing a
     /// `zoneCreate` at its sequence: the incarnation keeps its identity (TOKENS.md §1) without
     /// pinning the entry and its item (COMPACTION.md §2).
-    enum Verdict { case keep, purge, purgeDeletedZone, keptAboveMark, replace, createInstead(deletedZone: Bool) }
+    /// `refused`: the caller asked for something it never may (a replacement with another id or
+    /// zone); the run stops.
+    enum Verdict { case keep, purge, purgeDeletedZone, keptAboveMark, replace(JournalEntry), createInstead(deletedZone: Bool), refused(JournalError) }
 
     /// The minor version that defines `place`, the kind replacements are written for: a segment
     /// holding a replaced entry is stamped at least this (FORMAT.md §1, §9.4).
@@ -113,12 +120,10 @@ struct SegmentRewriter {
     let name: String
     /// Which incarnation (track) a zone's record at a sequence belongs to.
     let trackOf: (String, SequenceNumber) -> Int?
-    let verdict: (SequenceNumber, Int?) -> Verdict
     let compress: Bool
-    /// Entries to write in place of the stored ones; each must have the stored entry's id and zone.
-    var replacements: [SequenceNumber: JournalEntry] = [:]
 
-    func rewrite(_ old: [UInt8]) throws(JournalError) -> SegmentRewrite {
+    /// `verdict` says what becomes of the entry at a sequence, of a zone incarnation (track).
+    func rewrite(_ old: [UInt8], verdict: (SequenceNumber, Int?, JournalEntry) -> Verdict) throws(JournalError) -> SegmentRewrite {
         func damaged(_ offset: Int, _ seq: SequenceNumber, _ p: Corruption.Problem) -> JournalError {
             .corruption(Corruption(segment: name, offset: Int64(offset), lastGoodSequence: seq, problem: p, isTornTail: false))
         }
@@ -149,13 +154,6 @@ struct SegmentRewriter {
             outChain = Frame.append(type: type, sequence: seq, payload: payload, chain: outChain, to: &out.bytes)
             if !touches.isEmpty { out.frames.append((at, touches)) }
         }
-        /// A replacement for another entry than the stored one is the caller's bug: the run stops.
-        func mismatch(_ seq: SequenceNumber, _ stored: JournalEntry) -> JournalError? {
-            guard let r = replacements[seq] else { return nil }
-            out.replacementsFound.append(seq)
-            guard r.id != stored.id || r.zone != stored.zone else { return nil }
-            return .invalidEntry("the replacement for sequence \(seq) has id \(r.id) in zone \(r.zone), but the stored entry has id \(stored.id) in zone \(stored.zone); a replacement keeps the id and zone of the entry it replaces (nothing was compacted)")
-        }
         func touches(_ records: [(SequenceNumber, String, entries: Int)]) -> [FrameTouch] {
             var result: [FrameTouch] = []
             for (seq, zone, n) in records {
@@ -184,10 +182,9 @@ struct SegmentRewriter {
                         case .entry:
                             let e = try EntryCodec.decode(payload)
                             lastSequence = h.sequence
-                            if let m = mismatch(h.sequence, e) { return m }
                             let t = trackOf(e.zone, h.sequence)
                             if let t { out.entriesBefore[t, default: 0] += 1 }
-                            switch verdict(h.sequence, t) {
+                            switch verdict(h.sequence, t, e) {
                             case .purge: out.purged += 1
                             case .purgeDeletedZone: out.deletedZonePurged += 1
                             case .createInstead(let deletedZone):
@@ -196,8 +193,9 @@ struct SegmentRewriter {
                                     emit(RecordType.zoneCreate.rawValue, h.sequence, $0, touches: touches([(h.sequence, e.zone, 0)]), into: &out)
                                 }
                                 lastKept = h.sequence
-                            case .replace where replacements[h.sequence] != nil:
-                                let bytes = EntryCodec.encode(replacements[h.sequence]!)
+                            case .refused(let why): return why
+                            case .replace(let r):
+                                let bytes = EntryCodec.encode(r)
                                 guard bytes.count <= Limits.maxPayloadBytes else { return tooLarge(h.sequence, bytes.count) }
                                 out.replaced += 1
                                 bytes.withUnsafeBytes { emit(h.type, h.sequence, $0, touches: touches([(h.sequence, e.zone, 1)]), into: &out) }
@@ -208,59 +206,69 @@ struct SegmentRewriter {
                                 lastKept = h.sequence
                             }
                         case .batch:
-                            let entries = try BatchCodec.decode(payload, firstSequence: h.sequence)
-                            lastSequence = entries.last?.0 ?? h.sequence
-                            // Kept entries go out in runs: a zoneCreate written in place of an
+                            let summary = try BatchCodec.summary(payload)
+                            lastSequence = h.sequence + summary.lastDelta
+                            // Kept entries go out in runs, as stored (their encodings copied, not
+                            // decoded and encoded again): a zoneCreate written in place of an
                             // entry splits the frame around it.
-                            var keep: [(SequenceNumber, JournalEntry)] = []
+                            var keep = BatchBuilder()
+                            var kept: [(SequenceNumber, String)] = []
                             var replacedHere = false
                             var split = false
+                            var failure: JournalError? = nil
                             func flush() -> JournalError? {
-                                guard let first = keep.first else { return nil }
-                                defer { keep = [] }
-                                let t = touches(keep.map { ($0.0, $0.1.zone, 1) })
-                                if keep.count == entries.count && !replacedHere {
+                                guard let first = kept.first else { return nil }
+                                defer {
+                                    kept.removeAll(keepingCapacity: true)
+                                    keep = BatchBuilder()
+                                }
+                                let t = touches(kept.map { ($0.0, $0.1, 1) })
+                                if kept.count == summary.count && !replacedHere {
                                     emit(h.type, h.sequence, payload, touches: t, into: &out)
                                 } else {
-                                    var deltas: [UInt64] = [0]
-                                    for i in 1..<keep.count { deltas.append(keep[i].0 - keep[i - 1].0) }
-                                    let rebuilt = BatchCodec.encode(entries: keep.map { EntryCodec.encode($0.1) }, sequenceDeltas: deltas, compress: compress)
+                                    let rebuilt = keep.encoded(compress: compress)
                                     if replacedHere {
                                         // A larger replacement can outgrow the frame; purges only shrink it.
                                         // The body before compression must fit too, as for an append.
-                                        let raw = rebuilt.withUnsafeBytes { (try? BatchCodec.summary($0))?.rawLength } ?? rebuilt.count
-                                        guard raw + 32 <= Limits.maxPayloadBytes, rebuilt.count <= Limits.maxPayloadBytes else {
-                                            return tooLarge(h.sequence, max(raw + 32, rebuilt.count))
+                                        guard keep.bodyBytes + 32 <= Limits.maxPayloadBytes, rebuilt.count <= Limits.maxPayloadBytes else {
+                                            return tooLarge(h.sequence, max(keep.bodyBytes + 32, rebuilt.count))
                                         }
                                     }
                                     rebuilt.withUnsafeBytes { emit(h.type, first.0, $0, touches: t, into: &out) }
                                 }
-                                lastKept = keep.last!.0
+                                lastKept = kept.last!.0
                                 return nil
                             }
-                            for (s, e) in entries {
-                                if let m = mismatch(s, e) { return m }
+                            try BatchCodec.decode(payload, firstSequence: h.sequence, withEncoding: { s, e, encoding in
                                 let t = trackOf(e.zone, s)
                                 if let t { out.entriesBefore[t, default: 0] += 1 }
-                                switch verdict(s, t) {
+                                switch verdict(s, t, e) {
                                 case .purge: out.purged += 1
                                 case .purgeDeletedZone: out.deletedZonePurged += 1
                                 case .createInstead(let deletedZone):
                                     if deletedZone { out.deletedZonePurged += 1 } else { out.purged += 1 }
                                     split = true
-                                    if let failure = flush() { return failure }
+                                    if let f = flush() { failure = f; return false }
                                     ZoneRecordCodec.encodeCreate(zone: e.zone).withUnsafeBytes {
                                         emit(RecordType.zoneCreate.rawValue, s, $0, touches: touches([(s, e.zone, 0)]), into: &out)
                                     }
                                     lastKept = s
-                                case .keptAboveMark: out.kept += 1; keep.append((s, e))
-                                case .replace where replacements[s] != nil:
+                                case .refused(let why):
+                                    failure = why
+                                    return false
+                                case .replace(let r):
                                     out.replaced += 1
                                     replacedHere = true
-                                    keep.append((s, replacements[s]!))
-                                case .keep, .replace: keep.append((s, e))
+                                    EntryCodec.encode(r).withUnsafeBytes { keep.append(sequence: s, encoding: $0) }
+                                    kept.append((s, e.zone))
+                                case let v:
+                                    if case .keptAboveMark = v { out.kept += 1 }
+                                    keep.append(sequence: s, encoding: encoding)
+                                    kept.append((s, e.zone))
                                 }
-                            }
+                                return true
+                            })
+                            if let failure { return failure }
                             if split { replacedHere = true }  // a run is never the whole frame as stored
                             if let failure = flush() { return failure }
                         case .zoneCreate:
@@ -368,6 +376,46 @@ extension JournalStore {
         }
         // Every sequence asked for, purged or replaced: only segments holding one are read.
         let sorted = (purge.union(replacing.keys)).sorted()
+        var found: Set<SequenceNumber> = []
+        let purgeSorted = purge.sorted()
+        var (report, sealedLimit) = try compactRun(within: sorted.map { $0...$0 }, choosing: { seq, _ in
+            let i = purgeSorted.partitionPoint { $0 < seq }
+            if i < purgeSorted.count && purgeSorted[i] == seq { return .purge }
+            guard !replacing.isEmpty, let r = replacing[seq] else { return .keep }
+            found.insert(seq)
+            return .replace(r)
+        }, purgeDeletedZones: purgeDeletedZones, unchangedAfter: unchangedAfter, beforeCommit: { sealedLimit throws(JournalError) in
+            // A replacement with no stored entry to replace (a zone record's sequence, one purged
+            // before, or none in a sealed segment) is a caller bug, as a mismatched id is.
+            if let missing = replacing.keys.filter({ $0 <= sealedLimit && !found.contains($0) }).min() {
+                throw JournalError.invalidEntry("no stored entry at sequence \(missing) to replace; replace only entries read from the store (nothing was compacted)")
+            }
+        })
+        // Entries asked for (purged or replaced) in the active segment were kept too.
+        report.entriesKept += sorted.count - sorted.partitionPoint { $0 <= sealedLimit }
+        _ = sealedLimit
+        return report
+    }
+
+    /// Rewrites sealed segments as `choose` says, entry by entry: the general form of
+    /// `compact(purging:replacing:)`, for a caller that decides as the entries go by (the list
+    /// compactor reads each entry once more here, not into memory). `choose` is asked about every
+    /// entry of the sealed segments that overlap `ranges` (all of them when nil), in log order;
+    /// the store's own rules apply on top (FORMAT.md §9.4): nothing above its zone's low-water
+    /// mark changes, the entry that started an implicit zone becomes its `zoneCreate`, entries of
+    /// deleted zones go. `beforeCommit` runs once every rewrite is written and synced, before the
+    /// commit point (the list compactor puts the history piece of what goes in place there); if it
+    /// throws, nothing changes. Then the run commits as `compact(purging:replacing:)` does.
+    public func compact(within ranges: [ClosedRange<SequenceNumber>]?, choosing choose: (SequenceNumber, JournalEntry) -> CompactionChoice,
+                        purgeDeletedZones: Bool = true, unchangedAfter: [String: SequenceNumber] = [:],
+                        beforeCommit: () throws(JournalError) -> Void = {}) throws(JournalError) -> CompactionReport {
+        try compactRun(within: ranges, choosing: choose, purgeDeletedZones: purgeDeletedZones, unchangedAfter: unchangedAfter,
+                       beforeCommit: { _ throws(JournalError) in try beforeCommit() }).report
+    }
+
+    private func compactRun(within ranges: [ClosedRange<SequenceNumber>]?, choosing choose: (SequenceNumber, JournalEntry) -> CompactionChoice,
+                            purgeDeletedZones: Bool, unchangedAfter: [String: SequenceNumber],
+                            beforeCommit: (SequenceNumber) throws(JournalError) -> Void) throws(JournalError) -> (report: CompactionReport, sealedLimit: SequenceNumber) {
         try locked { () throws(JournalError) in
             try checkWritable()
             guard !compactionRunning else { throw JournalError.invalidEntry("a compaction is already running on this store") }
@@ -392,43 +440,48 @@ extension JournalStore {
             return (ranges, catalog, durableThrough)
         }
         var staged: [StagedRewrite] = []
-        var found: Set<SequenceNumber> = []
+        let tracks = TrackLookup(catalogNow)
         do throws(JournalError) {
             let bases = try StoreLayout.segmentPaths(path, fs: fs).compactMap { SegmentName(fileName: String($0.split(separator: "/").last!))?.base }
             for (k, base) in bases.enumerated() where base <= sealedLimit {
                 let end = k + 1 < bases.count ? bases[k + 1] : sealedLimit + 1
                 guard end - 1 <= sealedLimit else { break }
                 // Look only at segments that can hold something to purge or replace.
-                let asked = sorted.partitionPoint { $0 < base } < sorted.partitionPoint { $0 < end }
+                let asked = ranges.map { r in
+                    let i = r.partitionPoint { $0.upperBound < base }
+                    return i < r.count && r[i].lowerBound <= end - 1
+                } ?? true
                 guard asked || deletedRanges.contains(where: { $0.overlaps(base...(end - 1)) }) else { continue }
                 report.segmentsExamined += 1
                 let name = SegmentName(base: base).fileName
                 let segmentPath = path + "/" + name
                 let old = try readWhole(segmentPath)
-                let rewrite = try SegmentRewriter(
-                    name: name,
-                    trackOf: { zone, seq in catalogNow.latest(zone, atOrBelow: seq) },
-                    verdict: { seq, track in
-                        guard let track else { return .keep }
-                        let t = catalogNow.tracks[track]
-                        // The entry that started an implicit incarnation is its identity (TOKENS.md
-                        // §1): without it a rebuilt index would start the zone elsewhere.
-                        let startsIncarnation = t.isImplicit && seq == t.incarnation
-                        // Only a durable deletion: one that a crash could undo purges nothing.
-                        if purgeDeletedZones, let d = t.deletedAt, d <= durable {
-                            return startsIncarnation ? .createInstead(deletedZone: true) : .purgeDeletedZone
-                        }
-                        if startsIncarnation && purge.contains(seq) {
-                            return seq <= t.lowWaterMark ? .createInstead(deletedZone: false) : .keptAboveMark
-                        }
-                        if purge.contains(seq) { return seq <= t.lowWaterMark ? .purge : .keptAboveMark }
-                        guard replacing[seq] != nil else { return .keep }
-                        return seq <= t.lowWaterMark ? .replace : .keptAboveMark
-                    },
-                    compress: options.compressBatches,
-                    replacements: replacing).rewrite(old)
+                let rewriter = SegmentRewriter(name: name, trackOf: { zone, seq in tracks.track(zone, atOrBelow: seq) },
+                                               compress: options.compressBatches)
+                let rewrite = try rewriter.rewrite(old) { seq, track, e in
+                    let choice = choose(seq, e)
+                    // A replacement for another entry than the stored one is the caller's bug.
+                    if case .replace(let r) = choice, r.id != e.id || r.zone != e.zone {
+                        return .refused(.invalidEntry("the replacement for sequence \(seq) has id \(r.id) in zone \(r.zone), but the stored entry has id \(e.id) in zone \(e.zone); a replacement keeps the id and zone of the entry it replaces (nothing was compacted)"))
+                    }
+                    guard let track else { return .keep }
+                    let t = catalogNow.tracks[track]
+                    // The entry that started an implicit incarnation is its identity (TOKENS.md
+                    // §1): without it a rebuilt index would start the zone elsewhere.
+                    let startsIncarnation = t.isImplicit && seq == t.incarnation
+                    // Only a durable deletion: one that a crash could undo purges nothing.
+                    if purgeDeletedZones, let d = t.deletedAt, d <= durable {
+                        return startsIncarnation ? .createInstead(deletedZone: true) : .purgeDeletedZone
+                    }
+                    switch choice {
+                    case .keep: return .keep
+                    case .purge:
+                        guard seq <= t.lowWaterMark else { return .keptAboveMark }
+                        return startsIncarnation ? .createInstead(deletedZone: false) : .purge
+                    case .replace(let r): return seq <= t.lowWaterMark ? .replace(r) : .keptAboveMark
+                    }
+                }
                 report.entriesKept += rewrite.kept
-                found.formUnion(rewrite.replacementsFound)
                 guard rewrite.changed else { continue }
                 staged.append(StagedRewrite(base: base, segmentPath: segmentPath, frames: rewrite.frames, entriesBefore: rewrite.entriesBefore))
                 let file = try fs.openFile(segmentPath + CompactionFiles.cleaned, create: true, truncate: true)
@@ -447,20 +500,14 @@ extension JournalStore {
                 report.bytesBefore += Int64(old.count)
                 report.bytesAfter += Int64(rewrite.bytes.count)
             }
-            // A replacement with no stored entry to replace (a zone record's sequence, one purged
-            // before, or none in a sealed segment) is a caller bug, as a mismatched id is.
-            if let missing = replacing.keys.filter({ $0 <= sealedLimit && !found.contains($0) }).min() {
-                throw JournalError.invalidEntry("no stored entry at sequence \(missing) to replace; replace only entries read from the store (nothing was compacted)")
-            }
+            try beforeCommit(sealedLimit)
             if !staged.isEmpty { try fs.syncDirectory(path) }
         } catch {
             for s in staged { try? fs.remove(s.segmentPath + CompactionFiles.cleaned) }
             throw error
         }
-        // Entries asked for (purged or replaced) in the active segment were kept too.
-        report.entriesKept += sorted.count - sorted.partitionPoint { $0 <= sealedLimit }
         if !staged.isEmpty { try commit(staged, unchangedAfter: unchangedAfter) }
-        return report
+        return (report, sealedLimit)
     }
 
     struct StagedRewrite {
@@ -536,6 +583,24 @@ extension JournalStore {
         }
         guard try result.get() == Int(size) else { throw JournalError.io(operation: "read (file shrank)", path: path, errno: 5) }
         return bytes
+    }
+}
+
+/// `ZoneCatalog.latest(_:atOrBelow:)` for entries read in a row: a run of one zone's entries
+/// looks its name up once.
+final class TrackLookup {
+    let catalog: ZoneCatalog
+    private var zone = ""
+    private var candidates: [Int] = []
+
+    init(_ catalog: ZoneCatalog) { self.catalog = catalog }
+
+    func track(_ zone: String, atOrBelow seq: SequenceNumber) -> Int? {
+        if !sameBytes(zone, self.zone) {
+            self.zone = zone
+            candidates = catalog.byName[zone] ?? []
+        }
+        return candidates.last { catalog.tracks[$0].incarnation <= seq }
     }
 }
 

@@ -44,13 +44,27 @@ public struct ListCompactionReport: Sendable {
     public var storage = CompactionReport()
     /// Snapshot and history files removed: superseded ones, and those of deleted zones.
     public var filesRemoved = 0
+    /// Where the run's time went, in milliseconds: `read` (the zones read through the planner
+    /// and decided), `prepare` (history chain checked, snapshots removed, marks raised, late
+    /// entries re-read), `rewrite` (the store's rewrite, with the history pieces written during
+    /// it), `snapshot` (the state that stays, read and written).
+    public var phaseMillis: [String: Double] = [:]
 }
 
-/// The compactor (Spec/COMPACTION.md §1): per zone, it decides with `ListRetention` what may go
-/// and writes the history; it removes the zone's snapshots, raises its low-water mark, has the
-/// store rewrite the sealed segments in one atomic run, and writes a snapshot of what stays. A
-/// crash between any two steps leaves a store whose every view agrees with its log; running
-/// again finishes the job.
+/// Milliseconds since `start`, on the monotonic clock.
+func millis(since start: ContinuousClock.Instant) -> Double {
+    let d = ContinuousClock.now - start
+    return Double(d.components.seconds) * 1e3 + Double(d.components.attoseconds) * 1e-15
+}
+
+
+/// The compactor (Spec/COMPACTION.md §1): per zone, it reads the entries once through a
+/// `RetentionPlanner` (which keeps per item what the list rules need, not the entries) and
+/// decides what may go; it removes the zone's snapshots and raises its low-water mark; the store
+/// rewrites the sealed segments, asking the decision about each entry as it reads it again, while
+/// the events of what goes are streamed into the zone's next history piece, which is in place
+/// before the rewrite commits; then it writes a snapshot of what stays. A crash between any two
+/// steps leaves a store whose every view agrees with its log; running again finishes the job.
 public struct ListCompactor: Sendable {
     public let query: ListQuery
     public var retentionMillis: Int64 = ListRetention.defaultRetentionMillis
@@ -59,9 +73,9 @@ public struct ListCompactor: Sendable {
     /// (`CompactionSkip.keptChanging`; the next run finishes the job).
     public static let maxAttempts = 4
 
-    /// Entries read and held at once: zones are planned and compacted in groups of about this
-    /// many entries, each group one atomic rewrite, so memory follows the group, not the store.
-    /// (A zone is never split: one larger than this is a group of its own.)
+    /// Entries read at once: zones are planned and compacted in groups of about this many
+    /// entries, each group one atomic rewrite. (A zone is never split: one larger than this is a
+    /// group of its own.)
     public var maxEntriesPerGroup = 1_000_000
 
     /// Which live zones a run considers (all by default). A sync service compacts only zones it
@@ -85,13 +99,16 @@ public struct ListCompactor: Sendable {
         }
     }
 
+    /// One zone of a group: what was read of it and what the rules decided.
     private struct Plan {
         var zone: ZoneCompaction
-        var entries: [(SequenceNumber, JournalEntry)]
-        var retention: ListRetention
-        var plan: RetentionPlan
+        var planner: RetentionPlanner
+        /// One per pass of the rules (COMPACTION.md §2.1); usually one.
+        var decisions: [RetentionDecision]
         var mark: SequenceNumber
         var raise: Bool
+        /// The last sequence given to the planner (the zone's read position, then its tail).
+        var readThrough: SequenceNumber
     }
 
     /// Compacts every live zone as of `now` (milliseconds since the epoch). `dryRun` decides and
@@ -117,41 +134,58 @@ public struct ListCompactor: Sendable {
                 do { sealed = try store.sealActiveSegment() } catch { throw .storage(error) }
             }
         }
-        // Zones are read, planned and compacted a group at a time, so what is held in memory
-        // follows the group, not the store.
+        // Zones are read, planned and compacted a group at a time.
         var group: [Plan] = []
         var held = 0
         for listed in zones {
             // A zone deleted (or deleted and created again) since the list was taken is not
             // compacted: its entries go with its deletion.
             guard let info = store.zone(listed.name), !info.isDeleted, info.incarnation == listed.incarnation else { continue }
-            let read: (entries: [(SequenceNumber, JournalEntry)], sequence: SequenceNumber)
-            do { read = try query.entries(info.name) } catch { if Self.isGone(error) { continue } else { throw error } }
+            let started = ContinuousClock.now
+            defer { report.phaseMillis["read", default: 0] += millis(since: started) }
+            var planner = RetentionPlanner()
+            var oldest = Int64.max
+            let read: SequenceNumber
+            do throws(QueryError) {
+                (_, read) = try query.replayPages(info.name, after: nil) { page in
+                    for e in page {
+                        planner.add(e.sequence, e.entry)
+                        oldest = min(oldest, RetentionPlanner.time(e.entry))
+                    }
+                }
+            } catch { if Self.isGone(error) { continue } else { throw error } }
             // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
             let unheld = min(sealed, info.lastChange)
             var limit = unheld
             if let floor = store.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
             let mark = min(max(info.lowWaterMark, limit), sealed)
-            let retention = ListRetention(now: now, retentionMillis: retentionMillis, mark: mark)
-            let chosen = mark > 0 ? retention.plan(read.entries) : RetentionPlan()
-            guard !chosen.isEmpty else {
-                // Held back by consumers only if, without them, something would go.
-                let heldBack = mark < unheld && !ListRetention(now: now, retentionMillis: retentionMillis, mark: unheld)
-                    .plan(read.entries).isEmpty
-                report.skipped.append((info.name, Self.whySkipped(read.entries, cutoff: cutoff, heldAt: heldBack ? mark : nil)))
+            let first = planner.decide(cutoff: cutoff, mark: mark)
+            guard mark > 0, !first.isEmpty else {
+                let why: CompactionSkip
+                if oldest >= cutoff {
+                    why = .nothingOlderThanCutoff
+                } else if mark < unheld && !planner.decide(cutoff: cutoff, mark: unheld).isEmpty {
+                    // Held back by consumers only if, without them, something would go.
+                    why = .heldByConsumers(at: mark)
+                } else {
+                    why = .nothingFinished
+                }
+                report.skipped.append((info.name, why))
                 continue
             }
-            group.append(Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
-                                                   chosen: chosen.purge.count, rewritten: chosen.rewrite.count, snapshotSequence: read.sequence),
-                              entries: read.entries, retention: retention, plan: chosen, mark: mark, raise: mark > info.lowWaterMark))
-            held += read.entries.count
+            var plan = Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
+                                                 chosen: first.purgeCount, rewritten: first.rewriteCount, snapshotSequence: read),
+                            planner: planner, decisions: [first], mark: mark, raise: mark > info.lowWaterMark, readThrough: read)
+            try morePasses(&plan, cutoff: cutoff)
+            group.append(plan)
+            held += planner.entries
             if held >= maxEntriesPerGroup {
-                try compact(&group, dryRun: dryRun, into: &report)
+                try compact(&group, dryRun: dryRun, cutoff: cutoff, into: &report)
                 group = []
                 held = 0
             }
         }
-        if !group.isEmpty || report.zones.isEmpty { try compact(&group, dryRun: dryRun, into: &report) }
+        if !group.isEmpty || report.zones.isEmpty { try compact(&group, dryRun: dryRun, cutoff: cutoff, into: &report) }
         report.skipped.sort { $0.zone < $1.zone }
         report.chosen.sort()
         report.rewritten.sort()
@@ -160,34 +194,88 @@ public struct ListCompactor: Sendable {
     }
 
     /// An entry's time is the later of its wall time and its hybrid clock (COMPACTION.md §2).
-    static func isOld(_ e: JournalEntry, cutoff: Int64) -> Bool {
-        max(e.wallTime, Int64(clamping: e.clock.physicalMillis)) < cutoff
+    static func isOld(_ e: JournalEntry, cutoff: Int64) -> Bool { RetentionPlanner.time(e) < cutoff }
+
+    /// When a decision says the rules may find more on their own result (COMPACTION.md §2.1):
+    /// the zone is read again through its last decisions, and decided again, until one says
+    /// nothing more, or `ListRetention.maxPasses`.
+    private func morePasses(_ plan: inout Plan, cutoff: Int64) throws(QueryError) {
+        plan.decisions.removeSubrange(1...)
+        while plan.decisions.last!.needsAnotherPass && !plan.decisions.last!.isEmpty && plan.decisions.count < ListRetention.maxPasses {
+            var next = RetentionPlanner()
+            let decisions = plan.decisions
+            _ = try query.replayPages(plan.zone.zone, after: nil, until: plan.readThrough) { page in
+                for e in page {
+                    switch Self.verdict(decisions, e.sequence, e.entry) {
+                    case .purge: continue
+                    case .keep: next.add(e.sequence, e.entry)
+                    case .replace(let op):
+                        var x = e.entry
+                        x.operation = op
+                        next.add(e.sequence, x)
+                    }
+                }
+            }
+            let d = next.decide(cutoff: cutoff, mark: plan.mark)
+            if d.isEmpty { break }
+            plan.decisions.append(d)
+        }
+    }
+
+    /// What the passes decided for one entry, one after another: purged if any pass purges it,
+    /// else written over by the last operation a pass gives it.
+    static func verdict(_ decisions: [RetentionDecision], _ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
+        var current = e
+        var changed = false
+        for d in decisions {
+            switch d.verdict(seq, current) {
+            case .keep: continue
+            case .purge: return .purge
+            case .replace(let op):
+                current.operation = op
+                changed = true
+            }
+        }
+        return changed ? .replace(current.operation) : .keep
     }
 
     /// Steps 3 to 7 of COMPACTION.md §1 for one group of planned zones, with one atomic rewrite;
-    /// a dry run only reports the plans. An empty group still has the store drop the entries of
-    /// deleted zones.
-    private func compact(_ plans: inout [Plan], dryRun: Bool, into report: inout ListCompactionReport) throws(QueryError) {
+    /// a dry run only reports what they would do. An empty group still has the store drop the
+    /// entries of deleted zones.
+    private func compact(_ plans: inout [Plan], dryRun: Bool, cutoff: Int64, into report: inout ListCompactionReport) throws(QueryError) {
         let store = try self.store
         if dryRun {
-            record(plans, into: &report)
+            for k in plans.indices { try countDry(&plans[k], into: &report) }
+            report.zones += plans.map(\.zone)
             return
         }
+        var started = ContinuousClock.now
+        // The chain of history pieces must be whole before anything changes (a new piece after a
+        // broken one would hide the loss): each zone's next piece is started now.
+        var pieces: [HistoryPieceWriter] = []
+        defer { for p in pieces { p.abandon() } }
         for plan in plans {
-            // 1. The history, holding every entry about to go: the stored one plus the entries
-            // after it, which are among those just read.
-            var (history, through, _) = try query.storedHistory(plan.zone.zone)
-            for (s, e) in plan.entries where s > through ?? 0 { _ = history.record(e) }
-            try query.writeHistory(plan.zone.zone, history: history, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
-            // 2. No snapshot may outlive the entries it was made from: until step 5, the list is
-            // a replay of the log, compacted or not.
+            let piece = try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
+            if plan.raise && piece.header.previous < plan.mark && !piece.isMerging {
+                // The history must reach the mark about to be raised before anything is purged
+                // (COMPACTION.md §1, step 3): an empty piece covering the zone's read position
+                // says so (nothing is gone yet); the piece of what goes takes its place.
+                do { _ = try piece.finish() } catch { throw .storage(error) }
+                pieces.append(try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence))
+            } else {
+                pieces.append(piece)
+            }
+        }
+        for plan in plans {
+            // No snapshot may outlive the entries it was made from: until the new one is written,
+            // the list is a replay of the log, compacted or not.
             let stale = SnapshotDirectory.list(store: store.path, zone: plan.zone.zone, incarnation: plan.zone.incarnation, kind: .state, fs: query.fs)
             do {
                 for f in stale { try query.fs.remove(f.path) }
                 if !stale.isEmpty { try query.fs.syncDirectory(store.path + "/" + SnapshotDirectory.name) }
             } catch { throw .storage(error) }
             report.filesRemoved += stale.count
-            // 3. Tokens below the mark expire from here on.
+            // Tokens below the mark expire from here on.
             if plan.raise {
                 do { try store.setLowWaterMark(plan.zone.zone, to: plan.mark) } catch { throw .storage(error) }
             }
@@ -195,37 +283,83 @@ public struct ListCompactor: Sendable {
         // Entries appended since the zones were read may name a chosen item (an unmark, a late
         // add after it): such an item is no longer finished, or anchors something new. Decide
         // again with them: they are above the mark, so they stay, and so does what they name.
-        // (The history holds every entry through the snapshot's sequence already.) One appended
-        // after this re-read makes the store refuse the rewrite at its commit point; then read
-        // and decide again. A zone refused `maxAttempts` times leaves the group.
+        // One appended after this re-read makes the store refuse the rewrite at its commit point;
+        // then read and decide again. A zone refused `maxAttempts` times leaves the group.
         var refusals: [String: Int] = [:]
         // Each refusal names a zone of the group, and a zone leaves it after `maxAttempts`: this
         // bound is never reached unless that breaks, but the loop cannot spin.
         let maxRefusals = Self.maxAttempts * max(plans.count, 1)
         var storage = CompactionReport()
+        var chosen: [SequenceNumber] = [], rewritten: [SequenceNumber] = []
         while true {
             var readThrough: [String: SequenceNumber] = [:]
             var gone: Set<String> = []
             for k in plans.indices {
-                guard let tail = try liveTail(plans[k].zone.zone, after: plans[k].zone.snapshotSequence, incarnation: plans[k].zone.incarnation) else {
+                guard let tail = try liveTail(plans[k].zone.zone, after: plans[k].readThrough, incarnation: plans[k].zone.incarnation) else {
                     gone.insert(plans[k].zone.zone)  // deleted meanwhile: its entries go with it
                     continue
                 }
-                readThrough[plans[k].zone.zone] = tail.last?.sequence ?? plans[k].zone.snapshotSequence
                 // Only what names an item: a later rename changes nothing chosen here.
-                let named = tail.filter { $0.entry.operation.item != nil }.map { ($0.sequence, $0.entry) }
-                guard !named.isEmpty else { continue }
-                let again = plans[k].retention.plan(plans[k].entries + named)
-                guard again != plans[k].plan else { continue }
-                plans[k].plan = again
-                plans[k].zone.chosen = again.purge.count
-                plans[k].zone.rewritten = again.rewrite.count
+                for e in tail where e.entry.operation.item != nil { plans[k].planner.add(e.sequence, e.entry) }
+                plans[k].readThrough = tail.last?.sequence ?? plans[k].readThrough
+                readThrough[plans[k].zone.zone] = plans[k].readThrough
+                guard tail.contains(where: { $0.entry.operation.item != nil }) else { continue }
+                plans[k].decisions = [plans[k].planner.decide(cutoff: cutoff, mark: plans[k].mark)]
+                try morePasses(&plans[k], cutoff: cutoff)
             }
-            plans.removeAll { gone.contains($0.zone.zone) }
-            // 4. One atomic rewrite for every zone of the group.
-            let replacing = Dictionary(uniqueKeysWithValues: plans.flatMap { $0.plan.rewrite.map { ($0.sequence, $0.entry) } })
-            do {
-                storage = try store.compact(purging: plans.flatMap(\.plan.purge).sorted(), replacing: replacing, unchangedAfter: readThrough)
+            for k in plans.indices.reversed() where gone.contains(plans[k].zone.zone) {
+                plans.remove(at: k)
+                pieces.remove(at: k).abandon()
+            }
+            // 4. One atomic rewrite for every zone of the group, each entry decided as it is read
+            // again; what goes is written to its zone's history piece, in place before the commit.
+            var byName: [String: [Int]] = [:]
+            for k in plans.indices { byName[plans[k].zone.zone, default: []].append(k) }
+            // Entries come in runs of one zone: its plan is looked up once a run.
+            var lastZone = "", lastPlan: Int? = nil, lastDecisions: [RetentionDecision] = []
+            var tallies = [(purged: Int, rewritten: Int)](repeating: (0, 0), count: plans.count)
+            chosen = []
+            rewritten = []
+            var pieceError: JournalError? = nil
+            let ranges = Self.union(plans.flatMap { $0.decisions.flatMap(\.ranges) })
+            report.phaseMillis["prepare", default: 0] += millis(since: started)
+            started = ContinuousClock.now
+            defer {
+                report.phaseMillis["rewrite", default: 0] += millis(since: started)
+                started = ContinuousClock.now
+            }
+            do throws(JournalError) {
+                storage = try store.compact(within: ranges, choosing: { seq, e in
+                    if !sameBytes(e.zone, lastZone) {
+                        lastZone = e.zone
+                        lastPlan = byName[e.zone]?.first { sameBytes(plans[$0].zone.zone, e.zone) }
+                        lastDecisions = lastPlan.map { plans[$0].decisions } ?? []
+                    }
+                    guard let k = lastPlan, seq >= plans[k].zone.incarnation, seq <= plans[k].readThrough else { return .keep }
+                    let v = lastDecisions.count == 1 ? lastDecisions[0].verdict(seq, e) : Self.verdict(lastDecisions, seq, e)
+                    switch v {
+                    case .keep: return .keep
+                    case .purge:
+                        tallies[k].purged += 1
+                        chosen.append(seq)
+                    case .replace:
+                        tallies[k].rewritten += 1
+                        rewritten.append(seq)
+                    }
+                    // The history keeps the event of what goes or is written over.
+                    if pieceError == nil { do throws(JournalError) { try pieces[k].add(e) } catch { pieceError = error } }
+                    guard case .replace(let op) = v else { return .purge }
+                    var x = e
+                    x.operation = op
+                    return .replace(x)
+                }, unchangedAfter: readThrough, beforeCommit: { () throws(JournalError) in
+                    if let pieceError { throw pieceError }
+                    for p in pieces { _ = try p.finish() }
+                })
+                for k in plans.indices {
+                    plans[k].zone.chosen = tallies[k].purged
+                    plans[k].zone.rewritten = tallies[k].rewritten
+                }
                 break
             } catch .compactionConflict(let zone, let at, let through) {
                 refusals[zone, default: 0] += 1
@@ -236,9 +370,16 @@ public struct ListCompactor: Sendable {
                     // Nothing of it was rewritten: a snapshot of its log as it stands, for the
                     // clients whose tokens the raised mark expired.
                     let left = plans.remove(at: k)
+                    pieces.remove(at: k).abandon()
                     let reducer = try query.materialise(zone, at: .sequence(left.zone.snapshotSequence)).reducer
                     try query.writeState(zone, reducer: reducer, incarnation: left.zone.incarnation, sequence: left.zone.snapshotSequence)
                     report.skipped.append((zone, .keptChanging))
+                }
+                // The pieces written for this attempt are in place: the next one adds to them.
+                for p in pieces { p.abandon() }
+                pieces = []
+                for plan in plans {
+                    pieces.append(try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence))
                 }
                 // What was appended meanwhile may not be durable yet, and the feed serves only
                 // what is: make it so before reading again.
@@ -248,35 +389,57 @@ public struct ListCompactor: Sendable {
             }
         }
         report.storage.add(storage)
-        // 5. The state that stays, for materialise and for expired clients to re-fetch from.
+        report.chosen += chosen
+        report.rewritten += rewritten
+        // 5. The state that stays, for materialise and for expired clients to re-fetch from:
+        // the compacted log through the snapshot's sequence (the planners are let go first).
+        for k in plans.indices {
+            plans[k].planner = RetentionPlanner()
+            plans[k].decisions = []
+        }
+        started = ContinuousClock.now
+        defer { report.phaseMillis["snapshot", default: 0] += millis(since: started) }
         for plan in plans {
-            var reducer = ListReducer(zone: plan.zone.zone)
-            if storage.entriesKept == 0 {
-                // Exactly the chosen entries went and the rewrites were written: the compacted log
-                // through the snapshot's sequence.
-                let purge = plan.plan.purge, rewrite = plan.plan.rewrite
-                var k = 0, w = 0
-                for (s, e) in plan.entries {
-                    if k < purge.count && purge[k] == s { k += 1; continue }
-                    if w < rewrite.count && rewrite[w].sequence == s {
-                        _ = reducer.apply(rewrite[w].entry)
-                        w += 1
-                        continue
-                    }
-                    _ = reducer.apply(e)
-                }
-            } else {
-                reducer = try query.materialise(plan.zone.zone, at: .sequence(plan.zone.snapshotSequence)).reducer
+            let reducer: ListReducer
+            do { reducer = try query.materialise(plan.zone.zone, at: .sequence(plan.zone.snapshotSequence)).reducer } catch {
+                if Self.isGone(error) { continue }  // deleted meanwhile: nothing to re-fetch
+                throw error
             }
             try query.writeState(plan.zone.zone, reducer: reducer, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
         }
-        record(plans, into: &report)
+        report.zones += plans.map(\.zone)
     }
 
-    private func record(_ plans: [Plan], into report: inout ListCompactionReport) {
-        report.zones += plans.map(\.zone)
-        report.chosen += plans.flatMap(\.plan.purge)
-        report.rewritten += plans.flatMap { $0.plan.rewrite.map(\.sequence) }
+    /// A dry run's counts: the zone read again, each entry decided as a rewrite would.
+    private func countDry(_ plan: inout Plan, into report: inout ListCompactionReport) throws(QueryError) {
+        var purged: [SequenceNumber] = [], rewritten: [SequenceNumber] = []
+        let decisions = plan.decisions
+        _ = try query.replayPages(plan.zone.zone, after: nil, until: plan.readThrough) { page in
+            for e in page {
+                switch Self.verdict(decisions, e.sequence, e.entry) {
+                case .keep: continue
+                case .purge: purged.append(e.sequence)
+                case .replace: rewritten.append(e.sequence)
+                }
+            }
+        }
+        plan.zone.chosen = purged.count
+        plan.zone.rewritten = rewritten.count
+        report.chosen += purged
+        report.rewritten += rewritten
+    }
+
+    /// Ranges merged into ascending, disjoint ones.
+    static func union(_ ranges: [ClosedRange<SequenceNumber>]) -> [ClosedRange<SequenceNumber>] {
+        var out: [ClosedRange<SequenceNumber>] = []
+        for r in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = out.last, r.lowerBound <= last.upperBound &+ 1 {
+                out[out.count - 1] = last.lowerBound...max(last.upperBound, r.upperBound)
+            } else {
+                out.append(r)
+            }
+        }
+        return out
     }
 
     /// Whether the error says the zone is gone (deleted, or never there).
@@ -291,14 +454,6 @@ public struct ListCompactor: Sendable {
     private func liveTail(_ zone: String, after position: SequenceNumber, incarnation: SequenceNumber? = nil) throws(QueryError) -> [FeedEntry]? {
         if let incarnation, try store.zone(zone)?.incarnation != incarnation { return nil }
         do { return try replayTail(zone, after: position) } catch { if Self.isGone(error) { return nil } else { throw error } }
-    }
-
-    /// Why a zone's plan came out empty: no entry old enough; consumers holding it at `heldAt`
-    /// (given when, without them, something would go); or old entries the rules keep.
-    static func whySkipped(_ entries: [(SequenceNumber, JournalEntry)], cutoff: Int64, heldAt: SequenceNumber?) -> CompactionSkip {
-        guard entries.contains(where: { isOld($1, cutoff: cutoff) }) else { return .nothingOlderThanCutoff }
-        if let heldAt { return .heldByConsumers(at: heldAt) }
-        return .nothingFinished
     }
 
     /// The zone's entries after `position`, through the feed.
@@ -323,22 +478,19 @@ public struct ListCompactor: Sendable {
         return removed
     }
 
-    /// All but each zone's two newest histories (the newest holds everything; the other is a
-    /// fallback), and every file of a deleted or superseded zone incarnation.
+    /// Every file of a deleted or superseded zone incarnation, and history pieces no chain needs
+    /// (older than a whole history the chain ends at, or left off it).
     private func removeSuperseded() -> Int {
         let store = query.store
         // Keyed by hash and incarnation: two live zones whose names' hashes collide keep their files.
         var live: [String: Set<SequenceNumber>] = [:]
         for z in store.zones() where !z.isDeleted { live[SnapshotDirectory.zoneKey(z.name), default: []].insert(z.incarnation) }
-        var histories: [String: Int] = [:]
         var doomed: [SnapshotFile] = []
-        for file in SnapshotDirectory.list(store: store.path, fs: query.fs) {
-            if live[file.zoneKey]?.contains(file.incarnation) != true {
-                doomed.append(file)
-            } else if file.kind == .history {
-                histories[file.zoneKey, default: 0] += 1
-                if histories[file.zoneKey]! > 2 { doomed.append(file) }
-            }
+        for file in SnapshotDirectory.list(store: store.path, fs: query.fs) where live[file.zoneKey]?.contains(file.incarnation) != true {
+            doomed.append(file)
+        }
+        for z in store.zones() where !z.isDeleted {
+            doomed += query.historyPiecesNoChainNeeds(z)
         }
         return remove(doomed)
     }

@@ -45,11 +45,9 @@ public struct MaterialisedList: Sendable {
 
 public struct SnapshotReport: Sendable {
     public var file: SnapshotFile
-    public var historyFile: SnapshotFile
     public var entries: Int
     public var fileBytes: Int
     public var rawBytes: Int
-    public var historyBytes: Int
     public var digest: UInt64
 }
 
@@ -82,7 +80,7 @@ public struct ListQuery: Sendable {
     /// Feeds the zone's entries after `position` (through `until`, when given) to `body`, page
     /// by page; returns the incarnation and the last position read. When the first page says
     /// more are coming, the rest are read ahead on another thread (`PageReader`).
-    private func replayPages(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
+    func replayPages(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
                              _ body: ([FeedEntry]) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
         var token: FeedToken?
         do throws(FeedError) {
@@ -197,38 +195,20 @@ public struct ListQuery: Sendable {
         return (log, warnings)
     }
 
-    /// The newest valid history file of the zone's live incarnation and the sequence it runs
-    /// through (nil: none; an empty history), without reading the log. Once the zone was compacted
-    /// (its low-water mark is above 0) that file must reach the mark, or the history it starts
-    /// would lack purged events: `historyIncomplete`, never a shorter answer.
+    /// What the zone's history pieces hold (SNAPSHOT.md §5: the events of entries compaction
+    /// removed from the log, or a whole history installed at a sequence) and the sequence to
+    /// replay the log after (nil: all of it), without reading the log. Once the zone was
+    /// compacted (its low-water mark is above 0) the pieces must chain back whole from the newest,
+    /// and the newest must reach the mark, or the history would lack purged events:
+    /// `historyIncomplete`, never a shorter answer.
     public func storedHistory(_ zone: String) throws(QueryError) -> (log: ActivityLog, through: SequenceNumber?, warnings: [String]) {
-        let (log, through, warnings, mark) = try newestHistory(zone)
-        if mark > 0, (through ?? 0) < mark {
-            let why = through.map { "the newest readable history file runs through \($0), below the low-water mark \(mark)" }
-                ?? "no readable history file, and the low-water mark is \(mark)"
-            throw .historyIncomplete(zone: zone, reason: why + (warnings.isEmpty ? "" : " (" + warnings.joined(separator: "; ") + ")"))
-        }
-        return (log, through, warnings)
+        try readHistoryPieces(zone)
     }
 
-    private func newestHistory(_ zone: String) throws(QueryError) -> (log: ActivityLog, through: SequenceNumber?, warnings: [String], mark: SequenceNumber) {
-        guard let info = store.zone(zone) else { throw .feed(.zoneNotFound(zone)) }
-        if let d = info.deletedAt { throw .feed(.zoneDeleted(zone: zone, at: d, reason: info.deletionReason ?? .deleted)) }
-        var warnings: [String] = []
-        for file in SnapshotDirectory.list(store: store.path, zone: zone, incarnation: info.incarnation, kind: .history, fs: fs) {
-            do {
-                let bytes = try SnapshotDirectory.read(file.path, limit: ActivityLogCodec.maxBytes, fs: fs)
-                let decoded = try ActivityLogCodec.decode(bytes)
-                guard decoded.zone == zone else {
-                    warnings.append("\(file.name): names another zone; skipped")
-                    continue
-                }
-                return (decoded, file.sequence, warnings, info.lowWaterMark)
-            } catch {
-                warnings.append("\(file.name): damaged (\(error)); falling back")
-            }
-        }
-        return (ActivityLog(zone: zone), nil, warnings, info.lowWaterMark)
+    /// The sequence the zone's history pieces cover (the newest piece's; nil when it has none):
+    /// every entry at or below it that the log no longer holds is in them.
+    public func historyCoverage(_ zone: String) throws(QueryError) -> SequenceNumber? {
+        try historyFiles(zone).files.first?.sequence
     }
 
     /// Every entry of the zone now, in order, and the position read to.
@@ -238,34 +218,40 @@ public struct ListQuery: Sendable {
         return (all, last)
     }
 
-    /// Writes a snapshot of the zone at the feed's horizon, and its history beside it.
+    /// Writes a snapshot of the zone at the feed's horizon. (Its history needs none: the log and
+    /// the history pieces compaction writes hold every event.)
     public func writeSnapshot(_ zone: String) throws(QueryError) -> SnapshotReport {
         let m = try materialise(zone)
-        let (history, _) = try self.history(zone)
-        return try writeSnapshot(zone, reducer: m.reducer, history: history, incarnation: m.incarnation, sequence: m.sequence)
+        return try writeSnapshot(zone, reducer: m.reducer, incarnation: m.incarnation, sequence: m.sequence)
     }
 
-    /// Writes `reducer` as the zone's snapshot at `sequence`, and `history` beside it.
+    /// Writes `reducer` as the zone's snapshot at `sequence`.
     @discardableResult
-    public func writeSnapshot(_ zone: String, reducer: ListReducer, history: ActivityLog, incarnation: SequenceNumber,
+    public func writeSnapshot(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber,
                               sequence: SequenceNumber) throws(QueryError) -> SnapshotReport {
-        // History first: a state snapshot is never newer than the history beside it.
-        let (histFile, histBytes) = try writeHistory(zone, history: history, incarnation: incarnation, sequence: sequence)
         let (file, bytes, raw) = try writeState(zone, reducer: reducer, incarnation: incarnation, sequence: sequence)
-        return SnapshotReport(file: file, historyFile: histFile, entries: reducer.entryCount, fileBytes: bytes, rawBytes: raw,
-                              historyBytes: histBytes, digest: reducer.stateDigest())
+        return SnapshotReport(file: file, entries: reducer.entryCount, fileBytes: bytes, rawBytes: raw, digest: reducer.stateDigest())
     }
 
-    /// Writes the zone's history through `sequence` (`.hist`, atomically): what survives compaction.
+    /// Installs `history` as the zone incarnation's whole history through `sequence` (a complete
+    /// piece, SNAPSHOT.md §5): what a device does with the history its service sends after a
+    /// re-fetch. A piece past `sequence` already there is refused (it would be newer than this).
     @discardableResult
     public func writeHistory(_ zone: String, history: ActivityLog, incarnation: SequenceNumber,
                              sequence: SequenceNumber) throws(QueryError) -> (SnapshotFile, Int) {
-        let bytes = ActivityLogCodec.encode(history)
-        let name = SnapshotDirectory.fileName(zone: zone, incarnation: incarnation, sequence: sequence, kind: .history)
-        do {
-            let path = try SnapshotDirectory.write(bytes, store: store.path, name: name, fs: fs)
-            return (SnapshotDirectory.parse(name, in: parentOf(path))!, bytes.count)
+        let newer = SnapshotDirectory.list(store: store.path, zone: zone, incarnation: incarnation, kind: .history, fs: fs)
+            .first { $0.sequence > sequence }
+        if let newer {
+            throw .storage(.invalidEntry("zone \(zone) has a history piece at \(newer.sequence), past \(sequence): a whole history at \(sequence) would be older"))
+        }
+        let header = HistoryPieceHeader(zone: zone, incarnation: incarnation, sequence: sequence, complete: true)
+        let w: HistoryPieceWriter
+        do { w = try HistoryPieceWriter(store: store.path, header: header, fs: fs) } catch { throw .storage(error) }
+        do throws(JournalError) {
+            try w.add(contentsOf: history)
+            return try w.finish()
         } catch {
+            w.abandon()
             throw .storage(error)
         }
     }

@@ -27,7 +27,7 @@ public struct StoreFileCheck: Sendable {
                 do { _ = try SnapshotCodec.decode(bytes) } catch { c.notes.append("snapshots/\(f.name): damaged (\(error)); materialise passes over it") }
             case .history:
                 c.historyFiles += 1
-                do { _ = try ActivityLogCodec.decode(bytes) } catch { c.notes.append("snapshots/\(f.name): damaged (\(error))") }
+                do { _ = try HistoryPieceCodec.decode(bytes) } catch { c.notes.append("snapshots/\(f.name): damaged (\(error))") }
             }
         }
         let query = ListQuery(reader: store, fs: fs)

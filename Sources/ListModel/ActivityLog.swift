@@ -69,6 +69,9 @@ public struct ActivityLog: Sendable, Equatable {
 
     public var count: Int { stored.count }
 
+    /// Whether the event of this entry is recorded.
+    public func holds(_ entry: CompactID) -> Bool { eventIndex[entry] != nil }
+
     /// Records one entry. Returns false for duplicates, other zones, opaque kinds and `place`
     /// (the compactor's, standing in for an add the history already holds).
     @discardableResult
@@ -87,17 +90,59 @@ public struct ActivityLog: Sendable, Equatable {
         case .leave(let p): kind = .left; text = p
         case .opaque, .place: return false
         }
+        guard eventIndex[e.id] == nil else { return false }
+        return recordEvent(entry: e.id, kind: kind, author: authors.intern(e.author), clock: e.clock.rawValue, wallTime: e.wallTime,
+                           item: item, text: text, addText: addText)
+    }
+
+    /// Records one event (`author` already interned); false when the entry id is recorded
+    /// already. `addText` is an add's text, offered to its item (the lowest key wins).
+    @discardableResult
+    mutating func recordEvent(entry: CompactID, kind: ActivityKind, author: Int32, clock: UInt64, wallTime: Int64,
+                              item: CompactID?, text: String?, addText: String?) -> Bool {
         let n = Int32(stored.count)
-        guard eventIndex.findOrInsert(e.id, n) == n else { return false }
-        let author = authors.intern(e.author)
+        guard eventIndex.findOrInsert(entry, n) == n else { return false }
         var slot: Int32 = -1
         if let item {
             slot = internItem(item)
-            if let t = addText { offerText(slot, ChangeKey(e), author, t) }
+            if let t = addText {
+                offerText(slot, ChangeKey(clock: HybridTime(rawValue: clock), author: authors.strings[Int(author)], entry: entry), author, t)
+            }
         }
-        stored.append(StoredEvent(entryID: e.id, clock: e.clock.rawValue, wallTime: e.wallTime, author: author,
+        stored.append(StoredEvent(entryID: entry, clock: clock, wallTime: wallTime, author: author,
                                   item: slot, kind: kind, text: text))
         return true
+    }
+
+    /// Adds every event of `other` (same zone) this log lacks, and its item texts.
+    mutating func merge(_ other: ActivityLog) {
+        var authorMap = [Int32](repeating: -1, count: other.authors.count)
+        for i in other.authors.strings.indices { authorMap[i] = authors.intern(other.authors.strings[i]) }
+        for e in other.stored {
+            recordEvent(entry: e.entryID, kind: e.kind, author: authorMap[Int(e.author)], clock: e.clock, wallTime: e.wallTime,
+                        item: e.item >= 0 ? other.itemTable[Int(e.item)].id : nil, text: e.text, addText: nil)
+        }
+        for it in other.itemTable {
+            guard let r = it.text else { continue }
+            offerText(internItem(it.id), r.key, authorMap[Int(it.textAuthor)], r.value)
+        }
+    }
+
+    /// Every stored event in recording order, item events with the item's text when this event
+    /// is the add that text came from (what a history piece writes).
+    func forEachStoredEvent(_ body: (ActivityKind, CompactID, String, UInt64, Int64, CompactID?, String?, String?) -> Void) {
+        for e in stored {
+            var item: CompactID? = nil, itemText: String? = nil
+            if e.item >= 0 {
+                let it = itemTable[Int(e.item)]
+                item = it.id
+                if e.kind == .added, let r = it.text, r.key.entry == e.entryID, r.key.clock.rawValue == e.clock,
+                   sameBytes(r.key.author, authors.strings[Int(e.author)]) {
+                    itemText = r.value
+                }
+            }
+            body(e.kind, e.entryID, authors.strings[Int(e.author)], e.clock, e.wallTime, item, e.text, itemText)
+        }
     }
 
     @discardableResult

@@ -68,17 +68,6 @@ struct AuthorTable: Sendable {
     }
 }
 
-/// Whether two strings have the same UTF-8 bytes, without copying either (native strings, small
-/// or not, are contiguous; anything else takes the generic path).
-@inline(__always)
-func sameBytes(_ a: String, _ b: String) -> Bool {
-    let fast = a.utf8.withContiguousStorageIfAvailable { x in
-        b.utf8.withContiguousStorageIfAvailable { y in x.count == y.count && x.elementsEqual(y) }
-    }
-    if let fast, let fast { return fast }
-    return a.utf8.elementsEqual(b.utf8)
-}
-
 extension ActivityLog {
     /// The index of `item` in `itemTable`, adding it (without text) if new.
     @inline(__always)

@@ -15,6 +15,24 @@ public enum ListFuzzChecks {
         }
     }
 
+    /// History decoding (a piece, or an older writer's whole history) never crashes; what decodes
+    /// re-encodes as a piece that decodes to the same history, and re-encoding that is canonical.
+    public static func history(_ bytes: UnsafeRawBufferPointer) {
+        _ = try? HistoryPieceCodec.decodeHeader(bytes)
+        guard let (header, log) = try? HistoryPieceCodec.decode(Array(bytes)) else { return }
+        var h = header
+        h.major = HistoryPieceCodec.major
+        if h.major != header.major { h.incarnation = 1; h.sequence = 2 }
+        let again = HistoryPieceCodec.encode(log, header: h)
+        let second: (header: HistoryPieceHeader, log: ActivityLog)
+        do { second = try HistoryPieceCodec.decode(again) } catch {
+            fatalError("a decoded history re-encodes to bytes that do not decode: \(error)")
+        }
+        if second.log != log || second.log.allEvents() != log.allEvents() { fatalError("history changed across re-encoding") }
+        if second.header != h { fatalError("history piece header changed across re-encoding") }
+        if HistoryPieceCodec.encode(second.log, header: h) != again { fatalError("history piece encoding is not canonical") }
+    }
+
     private static func roundTrip(_ reducer: ListReducer, incarnation: UInt64, sequence: UInt64, digest: UInt64) {
         let state = reducer.state()
         if state.digest != digest || reducer.stateDigest() != digest { fatalError("decoded state does not hash to the header's digest") }

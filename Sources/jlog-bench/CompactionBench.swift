@@ -227,6 +227,7 @@ extension CompareBench {
                 ("mb_before", mb(jlBefore.size)), ("mb_after", mb(jlAfter.size)),
                 ("rewritten_bytes_before", .i(Int(st.bytesBefore))), ("rewritten_bytes_after", .i(Int(st.bytesAfter))),
                 ("snapshot_bytes", .i(Int(snapBytes))), ("history_bytes", .i(Int(histBytes))),
+                ("phases_ms", .o((jlReport?.phaseMillis ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, JSON.n($0.value)) })),
                 ("breakdown_read_zone_ms", .n(readMs)),
                 ("breakdown_purgeable_ms", .n(purgeableMs)),
                 ("breakdown_store_compact_ms", .n(storeCompactMs)),

@@ -206,7 +206,6 @@ extension CompareBench {
                     report.emit(Measurement(name: "snapshot_\(label)", system: "journallog", unit: "ms to write", runs: [ms],
                                             extra: [("entries", .i(size)), ("file_bytes", .i(snap.fileBytes)), ("raw_bytes", .i(snap.rawBytes)),
                                                     ("lz4_ratio", .n(Double(snap.rawBytes) / Double(max(1, snap.fileBytes)))),
-                                                    ("history_bytes", .i(snap.historyBytes)),
                                                     ("bytes_per_entry", .n(Double(snap.fileBytes) / Double(size)))]))
                 }
                 var open: [Double] = []

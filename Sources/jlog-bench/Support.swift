@@ -34,6 +34,7 @@ enum JSON {
     case i(Int)
     case b(Bool)
     case a([JSON])
+    case o([(String, JSON)])
     case null
 
     var text: String {
@@ -43,6 +44,7 @@ enum JSON {
         case .b(let v): return v ? "true" : "false"
         case .null: return "null"
         case .a(let xs): return "[" + xs.map(\.text).joined(separator: ",") + "]"
+        case .o(let fields): return "{" + fields.map { quote($0.0) + ":" + $0.1.text }.joined(separator: ",") + "}"
         case .n(let v): return formatNumber(v)
         }
     }

@@ -154,7 +154,7 @@ struct History: ParsableCommand {
 
 struct Snapshot: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write a snapshot (LZ4, checksummed, with a state digest) and the history of one zone, or of every live zone.")
+        abstract: "Write a snapshot (LZ4, checksummed, with a state digest) of one zone, or of every live zone.")
 
     @Argument(help: "The store directory.") var store: String
     @Option(help: "Only this zone.") var zone: String?
@@ -171,7 +171,7 @@ struct Snapshot: ParsableCommand {
                 let ms = Date().timeIntervalSince(started) * 1000
                 print("\(z): \(r.file.name) at sequence \(r.file.sequence), \(r.entries) entries, \(r.fileBytes) bytes "
                       + "(raw \(r.rawBytes), LZ4 ratio \(String(format: "%.2f", Double(r.rawBytes) / Double(max(1, r.fileBytes))))), "
-                      + "history \(r.historyBytes) bytes, digest \(hex64(r.digest)), \(String(format: "%.1f", ms)) ms")
+                      + "digest \(hex64(r.digest)), \(String(format: "%.1f", ms)) ms")
             } catch {
                 throw queryFailure(error, json: false, path: store)
             }
@@ -193,8 +193,10 @@ func snapshotSummaries(_ store: String) -> [(SnapshotFile, String, Int64)] {
             } catch { return (f, "damaged: \(error)", size) }
         case .history:
             do {
-                let log = try ActivityLogCodec.decode(bytes)
-                return (f, "history of zone \(log.zone), \(log.count) events, ok", size)
+                let (h, log) = try HistoryPieceCodec.decode(bytes)
+                let what = h.major == ActivityLogCodec.major ? "whole history (an older writer's)" : h.complete ? "whole history" : "history piece"
+                let follows = h.previous > 0 ? ", after the piece at \(h.previous)" : ""
+                return (f, "\(what) of zone \(log.zone), \(log.count) events\(follows), ok", size)
             } catch { return (f, "damaged: \(error)", size) }
         }
     }

@@ -635,8 +635,8 @@ final class ManagedErrors: @unchecked Sendable {
                               marks: [ConsumerState.Mark(zone: "List-db6a6e29", incarnation: 1, position: 42)])
         let bytes = ConsumerCodec.encode(c)
         let before = Self.segment()
-        let after = try SegmentRewriter(name: "00000000000000000001.seg", trackOf: { _, _ in 0 },
-                                        verdict: { s, _ in s == 1 || s == 3 ? .purge : .keep }, compress: false).rewrite(before)
+        let after = try SegmentRewriter(name: "00000000000000000001.seg", trackOf: { _, _ in 0 }, compress: false)
+            .rewrite(before) { s, _, _ in s == 1 || s == 3 ? .purge : .keep }
         if V.writing {
             try V.write("compaction.txt", header: """
                 Compaction vectors (COMPACTION.md §3, FORMAT.md §9.4).
@@ -655,8 +655,8 @@ final class ManagedErrors: @unchecked Sendable {
     @Test func theRewrittenVectorSegmentReadsAsSealedWithTheOriginalEnd() throws {
         let fs = MemoryFileSystem()
         let before = Self.segment()
-        let after = try SegmentRewriter(name: "00000000000000000001.seg", trackOf: { _, _ in 0 },
-                                        verdict: { s, _ in s == 1 || s == 3 ? .purge : .keep }, compress: false).rewrite(before)
+        let after = try SegmentRewriter(name: "00000000000000000001.seg", trackOf: { _, _ in 0 }, compress: false)
+            .rewrite(before) { s, _, _ in s == 1 || s == 3 ? .purge : .keep }
         fs.install("/one.seg", bytes: before)
         fs.install("/two.seg", bytes: after.bytes)
         let old = try LogReader.scanRecords("/one.seg", mode: .strict, fs: fs) { _ in }

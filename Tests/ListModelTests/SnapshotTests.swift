@@ -218,17 +218,7 @@ import Testing
 
     /// Replays Fuzz/corpus/FuzzSnapshot and Fuzz/regressions/FuzzSnapshot through the fuzz check.
     @Test func fuzzCorpusPassesTheSnapshotCheck() throws {
-        var count = 0
-        for dir in ["Fuzz/corpus/FuzzSnapshot", "Fuzz/regressions/FuzzSnapshot"] {
-            let url = packageRoot.appendingPathComponent(dir)
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) else { continue }
-            for name in names.sorted() where !name.hasPrefix(".") {
-                let data = try [UInt8](Data(contentsOf: url.appendingPathComponent(name)))
-                data.withUnsafeBytes { ListFuzzChecks.snapshot($0) }
-                count += 1
-            }
-        }
-        #expect(count >= 3)
+        #expect(try replayFuzzCorpus("FuzzSnapshot", ListFuzzChecks.snapshot) >= 3)
     }
 
     /// Writes the seed corpus when JOURNALLOG_WRITE_VECTORS=1 (real snapshots of several shapes).

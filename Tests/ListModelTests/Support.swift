@@ -114,6 +114,21 @@ func shuffledWithDuplicates(_ entries: [JournalEntry], seed: UInt64) -> [Journal
 
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
 
+/// Feeds every file of Fuzz/corpus/TARGET and Fuzz/regressions/TARGET to `check`; returns how many.
+func replayFuzzCorpus(_ target: String, _ check: (UnsafeRawBufferPointer) -> Void) throws -> Int {
+    var count = 0
+    for dir in ["Fuzz/corpus/", "Fuzz/regressions/"] {
+        let url = packageRoot.appendingPathComponent(dir + target)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) else { continue }
+        for name in names.sorted() where !name.hasPrefix(".") {
+            let data = try [UInt8](Data(contentsOf: url.appendingPathComponent(name)))
+            data.withUnsafeBytes { check($0) }
+            count += 1
+        }
+    }
+    return count
+}
+
 /// Hostile entries: other zones (one differing only by a combining accent), a small pool of entry
 /// ids reused for different entries, self-anchors, anchor and placement cycles, opaque kinds, long
 /// and non-ASCII authors, UUID and text ids, and exact duplicates.

@@ -1,0 +1,7 @@
+import ListModel
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafeRawPointer?, _ size: Int) -> CInt {
+    ListFuzzChecks.history(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}

@@ -1,0 +1,86 @@
+import JournalCodec
+import PropertyBased
+import Testing
+@testable import ListModel
+
+/// The planner behind the rules (COMPACTION.md §2, §2.1): one read of the entries, a decision,
+/// and another pass only when the decision says one may find more.
+@Suite struct RetentionPlannerTests {
+    typealias R = RetentionTests
+    static let cutoff = Int64(t0) + 1 << 40, mark: SequenceNumber = 1 << 40
+
+    static func decide(_ entries: [(SequenceNumber, JournalEntry)], cutoff: Int64 = cutoff, mark: SequenceNumber = mark) -> RetentionDecision {
+        var p = RetentionPlanner()
+        for (s, e) in entries { p.add(s, e) }
+        return p.decide(cutoff: cutoff, mark: mark)
+    }
+
+    /// The entries after the decision, as the store would leave them.
+    static func applied(_ d: RetentionDecision, _ entries: [(SequenceNumber, JournalEntry)]) -> (left: [(SequenceNumber, JournalEntry)], purged: Int, rewritten: Int) {
+        var left: [(SequenceNumber, JournalEntry)] = [], purged = 0, rewritten = 0
+        for (s, e) in entries {
+            switch d.verdict(s, e) {
+            case .keep: left.append((s, e))
+            case .purge: purged += 1
+            case .replace(let op):
+                rewritten += 1
+                var x = e
+                x.operation = op
+                left.append((s, x))
+            }
+        }
+        return (left, purged, rewritten)
+    }
+
+    /// A decision that does not ask for another pass is a fixpoint: the rules on its result find
+    /// nothing (COMPACTION.md §2.1). Its counts are what its verdicts do, and its ranges hold
+    /// every entry it changes.
+    @Test func aDecisionThatAsksForNoOtherPassLeavesNothingForASecond() async {
+        await propertyCheck(count: 300, input: Gen.int(in: 0...Int.max), Gen.int(in: 1...200), Gen.int(in: 0...2)) { seed, n, k in
+            let entries = R.numbered(randomEntries(seed: UInt64(seed), count: n))
+            let (cutoff, mark) = [(Self.cutoff, Self.mark), (Int64(t0) + 1_000_000, SequenceNumber(n / 2)), (Int64(t0) + 500_000, SequenceNumber(n))][k]
+            let d = Self.decide(entries, cutoff: cutoff, mark: mark)
+            let (left, purged, rewritten) = Self.applied(d, entries)
+            #expect(purged == d.purgeCount && rewritten == d.rewriteCount, "seed \(seed): counts")
+            for (s, e) in entries where d.verdict(s, e) != .keep {
+                #expect(d.ranges.contains { $0.contains(s) }, "seed \(seed): \(s) outside the ranges")
+            }
+            if !d.needsAnotherPass { #expect(Self.decide(left, cutoff: cutoff, mark: mark).isEmpty, "seed \(seed), \(n) entries: a second pass found more") }
+        }
+    }
+
+    /// An item re-added after another anchor, given a place, no longer anchors by its other add:
+    /// that anchor may fold in a second pass, and the decision says so.
+    @Test func aPlaceThatDropsAnotherAddsAnchorAsksForAnotherPass() {
+        // i9 is finished and anchors i17 by i17's losing add; i17 is finished and folds into i24
+        // (placed after it), which takes i17's key, anchored to ghost0: i9 loses its only child.
+        let entries = R.numbered([
+            add("e9", "i9", "Nine", after: "i1", by: "carol", at: 1_354_253),
+            change("m9", .markOff(item: id("i9")), by: "bob", at: 1_570_571),
+            add("e17", "i17", "Seventeen", after: "i9", by: "bob", at: 647_411),
+            change("m17", .markOff(item: id("i17")), by: "carol", at: 1_219_689),
+            add("e21", "i17", "Seventeen", after: "ghost0", by: "carol", at: 207_368),
+            add("e24", "i24", "Twenty-four", by: "carol", at: 1_087_053),
+            change("p24", .place(item: id("i24"), after: id("i17")), by: "alice", at: 1_809_912),
+        ])
+        let d = Self.decide(entries)
+        #expect(d.needsAnotherPass)
+        let second = Self.decide(Self.applied(d, entries).left)
+        #expect(!second.isEmpty)
+        #expect(R.all.plan(R.compacted(entries)).isEmpty)
+    }
+
+    /// An item added twice after the same anchor is one child of it: the anchor folds into it in
+    /// the first pass.
+    @Test func anItemAddedTwiceAfterTheSameAnchorIsOneChild() {
+        let entries = R.numbered([
+            add("a1", "milk", "Milk", at: 0), change("m1", .markOff(item: id("milk")), at: 1),
+            add("b1", "eggs", "Eggs", after: "milk", at: 2), add("b2", "eggs", "Eggs", after: "milk", by: "bob", at: 3),
+        ])
+        let d = Self.decide(entries)
+        #expect(!d.needsAnotherPass)
+        // Milk folds into eggs: eggs' place is written over milk's add, and milk's mark-off goes.
+        #expect(R.rewritten(entries.map(\.1)) == ["a1": .place(item: id("eggs"), after: nil)])
+        #expect(R.purged(entries.map(\.1)) == ["m1"])
+    }
+}
