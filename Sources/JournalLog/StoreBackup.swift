@@ -30,13 +30,22 @@ public enum StoreBackup {
         for name in [StoreLayout.keyFile, StoreEpochs.fileName] where fs.kind(of: store + "/" + name) == .file {
             out[name] = fs.identity(of: store + "/" + name)
         }
-        for dir in [SnapshotDirectory.name, JournalStore.consumersDirectory] where fs.kind(of: store + "/" + dir) == .directory {
+        for dir in try carriedDirectories(store, fs: fs) {
             for name in try fs.listDirectory(store + "/" + dir) where !name.hasSuffix(".tmp") {
                 let rel = dir + "/" + name
                 if fs.kind(of: store + "/" + rel) == .file { out[rel] = fs.identity(of: store + "/" + rel) }
             }
         }
         return out
+    }
+
+    /// The store's directories a backup carries, one level deep: snapshots and histories,
+    /// consumers, and any other an application keeps in the store (a sync server's accounts and
+    /// keys under `service/`); never `torn/` (forensics of this store, not part of it).
+    static func carriedDirectories(_ store: String, fs: any FileSystem) throws(JournalError) -> [String] {
+        try fs.listDirectory(store).filter {
+            $0 != StoreLayout.tornDirectory && !$0.hasPrefix(".") && fs.kind(of: store + "/" + $0) == .directory
+        }.sorted()
     }
 
     /// Copies the store at `source` to `destination`, which must not exist yet. The copy is made
@@ -105,9 +114,7 @@ public enum StoreBackup {
                 r.closedCleanly = true
                 try StoreEpochs.write(r, store: partial, fs: fs)
             }
-            for dir in [SnapshotDirectory.name, JournalStore.consumersDirectory] where fs.kind(of: partial + "/" + dir) == .directory {
-                try fs.syncDirectory(partial + "/" + dir)
-            }
+            for dir in try carriedDirectories(partial, fs: fs) { try fs.syncDirectory(partial + "/" + dir) }
             try fs.syncDirectory(partial)
             try fs.rename(partial, destination)
             try fs.syncDirectory(parentDirectory(destination))

@@ -364,6 +364,22 @@ func appendRawFrame(_ segment: String, type: UInt8, sequence: SequenceNumber, pa
         try store.close()
     }
 
+    /// What an application keeps in its store's own directories (a sync server's accounts and
+    /// invitation key under `service/`) is carried; `torn/` (this store's forensics) is not.
+    @Test func aBackupCarriesTheApplicationsDirectoriesButNotTorn() throws {
+        let fs = MemoryFileSystem()
+        let (store, _) = try Z.memoryStore(fs)
+        try store.append(Z.entry(1))
+        try fs.createDirectory("/d/s.wal/service")
+        try AtomicFile.write(Array("accounts".utf8), to: "/d/s.wal/service/accounts", fs: fs)
+        try fs.createDirectory("/d/s.wal/torn")
+        try AtomicFile.write([1, 2, 3], to: "/d/s.wal/torn/x", fs: fs)
+        try StoreBackup.copy(from: "/d/s.wal", to: "/d/backup.wal", fs: fs)
+        #expect(try AtomicFile.read("/d/backup.wal/service/accounts", fs: fs, limit: 100) == Array("accounts".utf8))
+        #expect(fs.kind(of: "/d/backup.wal/torn") == .missing)
+        try store.close()
+    }
+
     @Test func aBackupRefusesAnExistingDestination() throws {
         let fs = MemoryFileSystem()
         let (store, _) = try Z.memoryStore(fs)
