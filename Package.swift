@@ -115,6 +115,8 @@ let package = Package(
         .executableTarget(name: "FuzzSnapshot", dependencies: ["ListModel"], path: "Fuzz/FuzzSnapshot"),
         .executableTarget(name: "FuzzHistory", dependencies: ["ListModel"], path: "Fuzz/FuzzHistory"),
         .executableTarget(name: "FuzzConsumer", dependencies: ["JournalLog"], path: "Fuzz/FuzzConsumer"),
+        .executableTarget(name: "FuzzWireBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzWireBatch"),
+        .executableTarget(name: "FuzzAccounts", dependencies: ["JournalSync"], path: "Fuzz/FuzzAccounts"),
         .testTarget(
             name: "JournalLogTests",
             dependencies: ["JournalLog", .product(name: "PropertyBased", package: "swift-property-based")],

@@ -75,7 +75,7 @@ public enum FuzzChecks {
     public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "FuzzEntry": entry, "FuzzBatch": batch, "FuzzSegmentHeader": segmentHeader,
         "FuzzSegment": segment, "FuzzJSONLine": jsonLine, "FuzzChangeToken": changeToken,
-        "FuzzZoneIndex": zoneIndex, "FuzzConsumer": consumer,
+        "FuzzZoneIndex": zoneIndex, "FuzzConsumer": consumer, "FuzzWireBatch": wireBatch,
     ]
 }
 
@@ -108,5 +108,29 @@ extension FuzzChecks {
         fixed.bytes.append(contentsOf: bytes.prefix(bytes.count - 4))
         fixed.u32(CRC32C.extend(0, fixed.bytes))
         fixed.bytes.withUnsafeBytes(roundTrip)
+    }
+}
+
+extension FuzzChecks {
+    /// Wire batches (an upload's body, a fetched page) never crash the decoder; what decodes
+    /// re-encodes to a batch that decodes to the same entries. The input is tried as it is and
+    /// framed afresh (magic, length, CRC), so that the fuzzer reaches the batch behind the frame.
+    public static func wireBatch(_ bytes: UnsafeRawBufferPointer) {
+        func roundTrip(_ b: UnsafeRawBufferPointer) {
+            guard let entries = try? WireBatch.decode(b), !entries.isEmpty else { return }
+            for compress in [false, true] {
+                guard let back = try? WireBatch.decode(WireBatch.encode(entries, compress: compress)), back == entries else {
+                    fatalError("wire batch round trip failed")
+                }
+            }
+        }
+        roundTrip(bytes)
+        guard !bytes.isEmpty, bytes.count <= Limits.maxPayloadBytes else { return }
+        var framed = ByteWriter(capacity: bytes.count + WireBatch.overhead)
+        framed.append(contentsOf: [0x4A, 0x4C, 0x42, 0x31])
+        framed.u32(UInt32(bytes.count))
+        framed.bytes.append(contentsOf: bytes)
+        framed.u32(CRC32C.extend(0, Array(framed.bytes[4...])))
+        framed.bytes.withUnsafeBytes(roundTrip)
     }
 }

@@ -9,17 +9,8 @@ import JournalSync
 /// the file (under a lock, replaced atomically) while `jlog serve` runs; the server notices a new
 /// file on the next request, so a revoked credential is refused from then on.
 public final class AccountDirectory: @unchecked Sendable {
-    public struct Credential: Sendable, Equatable {
-        public var id: String
-        public var account: String
-        /// Lowercase hex of SHA-256(secret).
-        public var secretHash: String
-        public var issuedAt: Int64
-        public var expiresAt: Int64?
-        public var revokedAt: Int64?
-
-        public func isValid(now: Int64) -> Bool { revokedAt == nil && (expiresAt.map { now < $0 } ?? true) }
-    }
+    /// A credential's record in the accounts file (`AccountsFileCodec`).
+    public typealias Credential = AccountCredential
 
     public let path: String
     private let fs: any FileSystem
@@ -32,7 +23,7 @@ public final class AccountDirectory: @unchecked Sendable {
     private var pinned: (any StorageFile)?
 
     static let fileName = "service/accounts"
-    static let maxFileBytes = 8 << 20
+    static var maxFileBytes: Int { AccountsFileCodec.maxFileBytes }
 
     /// The directory of the server store at `store` (empty until an account is added).
     public init(store: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) {
@@ -175,42 +166,4 @@ public final class AccountDirectory: @unchecked Sendable {
 
 extension String {
     fileprivate func leftPadded(_ n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
-}
-
-/// The accounts file's text (Spec/SYNC.md §9.2): a header line, one line per credential
-/// `id account sha256hex issuedAt expiresAt|- revokedAt|-` (times in milliseconds), and a last
-/// line `crc32c HEX` over every byte before it. Anything else is damage: the whole file is refused.
-public enum AccountsFileCodec {
-    static let header = "jlog-accounts 1"
-
-    public static func encode(_ list: [AccountDirectory.Credential]) -> [UInt8] {
-        var text = header + "\n"
-        for c in list {
-            text += "\(c.id) \(c.account) \(c.secretHash) \(c.issuedAt) \(c.expiresAt.map(String.init) ?? "-") \(c.revokedAt.map(String.init) ?? "-")\n"
-        }
-        let body = Array(text.utf8)
-        return body + Array("crc32c \(String(CRC32C.checksum(body), radix: 16))\n".utf8)
-    }
-
-    public static func decode(_ bytes: [UInt8]) -> [AccountDirectory.Credential]? {
-        guard bytes.count <= AccountDirectory.maxFileBytes, let text = String(validating: bytes, as: UTF8.self) else { return nil }
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count >= 3, lines.removeLast().isEmpty, let crcLine = lines.popLast(), lines.first == Substring(header) else { return nil }
-        let bodyLength = bytes.count - crcLine.utf8.count - 1
-        guard crcLine.hasPrefix("crc32c "), let crc = UInt32(crcLine.dropFirst(7), radix: 16),
-              String(crc, radix: 16) == crcLine.dropFirst(7), CRC32C.checksum(Array(bytes[..<bodyLength])) == crc else { return nil }
-        var out: [AccountDirectory.Credential] = []
-        for line in lines.dropFirst() {
-            let f = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard f.count == 6, f[0].utf8.count == 11, Base64URL.decode(String(f[0]))?.count == 8,
-                  SyncNames.accountRefusal(String(f[1])) == nil,
-                  f[2].utf8.count == 64, f[2].utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }),
-                  let issued = Int64(f[3]) else { return nil }
-            func time(_ s: Substring) -> Int64?? { s == "-" ? .some(nil) : Int64(s).map { .some($0) } }
-            guard let expires = time(f[4]), let revoked = time(f[5]) else { return nil }
-            out.append(.init(id: String(f[0]), account: String(f[1]), secretHash: String(f[2]), issuedAt: issued,
-                             expiresAt: expires, revokedAt: revoked))
-        }
-        return out
-    }
 }

@@ -46,6 +46,8 @@ import Testing
         try put("FuzzBatch", "plain", BatchCodec.encode(entries: encoded, compress: false))
         try put("FuzzBatch", "lz4", BatchCodec.encode(entries: Array(repeating: encoded, count: 4).flatMap { $0 }, compress: true))
         try put("FuzzBatch", "gaps", BatchCodec.encode(entries: Array(encoded.prefix(3)), sequenceDeltas: [0, 2, 5], compress: false))
+        try put("FuzzWireBatch", "plain", WireBatch.encode(entries, compress: false))
+        try put("FuzzWireBatch", "lz4", WireBatch.encode(Array(repeating: entries, count: 4).flatMap { $0 }, compress: true))
         let header = SegmentHeader(storeID: (1, 2), baseSequence: 1, previousChain: 7, createdAt: 0)
         try put("FuzzSegmentHeader", "header", header.encoded())
         let consumer = try SpecVectorTests.blocks("compaction.txt")[0]["consumer"].map(SpecVectorTests.bytes) ?? []

@@ -1,0 +1,7 @@
+import JournalLog
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafeRawPointer?, _ size: Int) -> CInt {
+    FuzzChecks.wireBatch(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}

@@ -1,0 +1,33 @@
+import Foundation
+import JournalSync
+import Testing
+
+/// The accounts file (Spec/SYNC.md §9.2) as the fuzz target sees it.
+@Suite struct AccountsFileTests {
+    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Fuzz").standardized
+
+    /// Replays Fuzz/corpus/FuzzAccounts and Fuzz/regressions/FuzzAccounts through the fuzz check.
+    @Test func theFuzzCorpusReplaysCleanly() throws {
+        var count = 0
+        for dir in ["corpus", "regressions"] {
+            let d = Self.corpus.appendingPathComponent(dir).appendingPathComponent("FuzzAccounts")
+            for name in ((try? FileManager.default.contentsOfDirectory(atPath: d.path)) ?? []).sorted() where !name.hasPrefix(".") {
+                let bytes = try [UInt8](Data(contentsOf: d.appendingPathComponent(name)))
+                bytes.withUnsafeBytes { SyncFuzzChecks.accounts($0) }
+                count += 1
+            }
+        }
+        #expect(count >= 2, "Fuzz/corpus/FuzzAccounts has no seeds")
+    }
+
+    /// A file whose every byte is right but one is refused whole, not read in part.
+    @Test func aFlippedByteRefusesTheWholeFile() throws {
+        let list = [AccountCredential(id: "AAAAAAAAAAA", account: "alice", secretHash: String(repeating: "ab", count: 32),
+                                                issuedAt: 1, expiresAt: nil, revokedAt: nil)]
+        var bytes = AccountsFileCodec.encode(list)
+        #expect(AccountsFileCodec.decode(bytes) == list)
+        bytes[20] ^= 0x01
+        #expect(AccountsFileCodec.decode(bytes) == nil)
+    }
+}
