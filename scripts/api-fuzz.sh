@@ -40,7 +40,14 @@ fi
 # 1. schemathesis.
 if ! command -v schemathesis >/dev/null 2>&1; then
     echo "api-fuzz: installing schemathesis from PyPI" >&2
-    python3 -m pip install --quiet schemathesis
+    # Into the Python at hand; where that is the system's (Debian refuses), into a venv of our own.
+    if ! python3 -m pip install --quiet schemathesis 2>/dev/null; then
+        venv="$root/.build-venv"
+        [[ -x "$venv/bin/python3" ]] || python3 -m venv "$venv" \
+            || { $([[ "$(id -u)" -ne 0 ]] && echo sudo) apt-get install -y -qq python3-venv >/dev/null && python3 -m venv "$venv"; }
+        "$venv/bin/python3" -m pip install --quiet schemathesis
+        export PATH="$venv/bin:$PATH"
+    fi
     hash -r
 fi
 st_version="$(schemathesis --version 2>/dev/null | sed -E 's/.*version ([0-9]+)\..*/\1/')"
