@@ -50,8 +50,6 @@ public final class ServiceCore: @unchecked Sendable {
     /// Per zone: the low-water mark its last compaction announced, and the position of that
     /// announcement in `_service/compactions` (a database change for everyone who sees the zone).
     private var announced: [String: (mark: SequenceNumber, at: SequenceNumber)] = [:]
-    /// The announcements in position order: what database changes are made of besides entries.
-    private var announcements: [(zone: String, at: SequenceNumber)] = []
     static let compactionsZone = "_service/compactions"
     static let compactionKind: UInt8 = 0x81
     private var clock = HybridClock()
@@ -68,8 +66,11 @@ public final class ServiceCore: @unchecked Sendable {
         public var entriesStored = 0
     }
 
+    /// Throws `ServiceCoreError.notDurable` for a store of durability `none` ("saved" means
+    /// durable, Spec/SYNC.md §3.2), and the store's `JournalError` when its state cannot be read.
     public init(store: JournalStore, limits: ServiceLimits = ServiceLimits(), now: @escaping @Sendable () -> Int64,
-                accountExists: @escaping @Sendable (String) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws(JournalError) {
+                accountExists: @escaping @Sendable (String) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws {
+        guard store.options.durability != .none else { throw ServiceCoreError.notDurable(path: store.path) }
         self.store = store
         self.limits = limits
         self.now = now
@@ -102,7 +103,6 @@ public final class ServiceCore: @unchecked Sendable {
                     for e in page.entries {
                         if case .opaque(Self.compactionKind, let body) = e.entry.operation, let (zone, mark) = Self.decodeAnnouncement(body) {
                             announced[zone] = (mark, e.sequence)
-                            announcements.append((zone, e.sequence))
                         }
                         clock.observe(e.entry.clock)
                     }
@@ -136,7 +136,6 @@ public final class ServiceCore: @unchecked Sendable {
         record.id = CompactID.derived(from: record)
         let at = try store.append(record)
         announced[zone] = (mark, at)
-        announcements.append((zone, at))
         hints.changed(zone, for: audience(zone))
     }
 
@@ -146,12 +145,6 @@ public final class ServiceCore: @unchecked Sendable {
             guard (try? r.u8()) == 1, let zone = try? r.string("zone", limit: Limits.maxZoneBytes), let mark = try? r.varint(), r.isAtEnd else { return nil }
             return (zone, mark)
         }
-    }
-
-    /// Zones announced compacted after `position`, at or below `horizon`.
-    private func compactedZones(after position: SequenceNumber, through horizon: SequenceNumber) -> Set<String> {
-        let from = announcements.partitionPoint { $0.at <= position }
-        return Set(announcements[from...].filter { $0.at <= horizon }.map(\.zone))
     }
 
     static func isSystemZone(_ name: String) -> Bool { name.hasPrefix("_") }
@@ -226,10 +219,10 @@ public final class ServiceCore: @unchecked Sendable {
                 for e in entries {
                     if let why = Self.refusal(e, caller: caller, zone: zone) {
                         result.failed[e.id] = .invalid(why)
-                    } else if e.wallTime > latest {
-                        // A clock far ahead would drag every replica's clock with it, and its entry
-                        // would never be old enough to compact.
-                        result.failed[e.id] = .invalid("the entry is dated more than a day ahead of the service's clock")
+                    } else if e.wallTime > latest || e.clock.physicalMillis > UInt64(max(0, latest)) {
+                        // A clock far ahead would drag every replica's clock with it (each observes
+                        // the hlc), and its entry would never be old enough to compact.
+                        result.failed[e.id] = .invalid("the entry's wall time or hybrid clock is more than a day ahead of the service's clock")
                     } else if gone.contains(e.id) {
                         result.saved.append(e.id)   // stored once, then purged: acknowledged
                     } else {
@@ -238,7 +231,14 @@ public final class ServiceCore: @unchecked Sendable {
                 }
                 if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
                     let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == zone.owner }
-                    if owned.reduce(0, { $0 + $1.entryCount }) + fresh.count > quota { throw .quotaExceeded }
+                    let used = owned.reduce(0, { $0 + $1.entryCount })
+                    // An id twice in the request is stored once.
+                    let ids = Set(fresh.map(\.id))
+                    if used + ids.count > quota {
+                        // Only when it matters, since it reads the zone: a retry of ids the zone
+                        // holds adds nothing, so it is never refused for the quota.
+                        if used + ids.count - (try heldIDs(zone.storeName, among: ids)) > quota { throw .quotaExceeded }
+                    }
                 }
                 return (result, fresh)
             }
@@ -285,68 +285,114 @@ public final class ServiceCore: @unchecked Sendable {
         return JournalStore.refusal(e)
     }
 
+    /// A database token that ends a page short of the horizon: `jdb1.P.` and a store database
+    /// token at or above `P` (which says whose store and epoch it is). The page covered every
+    /// change through `P` and nothing after it (Spec/SYNC.md §3.3).
+    static let cursorPrefix = "jdb1."
+
+    /// The position a database token covers through, or nil for none; `tokenExpired` for a token
+    /// this store cannot honour (garbled, another store's, from before a restore).
+    private func databasePosition(_ token: ServiceToken?) throws(SyncError) -> SequenceNumber? {
+        guard let token else { return nil }
+        var text = Substring(token.text)
+        var cursor: SequenceNumber? = nil
+        if text.hasPrefix(Self.cursorPrefix) {
+            text = text.dropFirst(Self.cursorPrefix.count)
+            guard let dot = text.firstIndex(of: "."), let p = SequenceNumber(text[..<dot]) else { throw .tokenExpired }
+            cursor = p
+            text = text[text.index(after: dot)...]
+        }
+        let inner = FeedToken(String(text))
+        // The store checks its own token (signature, epoch, not ahead of it).
+        do { _ = try store.changedZones(since: inner) } catch { throw .tokenExpired }
+        guard let base = store.databaseTokenPosition(inner) else { throw .tokenExpired }
+        guard let cursor else { return base }
+        guard cursor <= base else { throw .tokenExpired }
+        return cursor
+    }
+
+    /// A store database token at the horizon.
+    private func headToken() throws(SyncError) -> FeedToken {
+        do { return try store.changedZones(since: nil).token } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+    }
+
+    /// Pages by position: every zone of the database that changed after the token is listed at
+    /// its **key**, the last position of anything about it (its records, the caller's membership
+    /// changes, its compaction announcements). A page holds the `limit` zones of lowest key; when
+    /// more follow, its token covers through the last key listed, so a zone not listed yet has
+    /// a change after it and is listed by a later page: nothing is skipped. Keys are distinct:
+    /// each position is one record, about one zone.
     public func fetchDatabaseChanges(caller: String, scope: DatabaseScope, since token: ServiceToken?, limit: Int) throws(SyncError) -> DatabaseChangesPage {
         try locked { () throws(SyncError) -> DatabaseChangesPage in
-            let feed: DatabaseChanges
-            do { feed = try store.changedZones(since: token.map { FeedToken($0.text) }) } catch {
-                // A token from before a restore, or garbled: start over, as after expiry.
-                throw .tokenExpired
+            let position = try databasePosition(token)
+            // Taken before anything is read: the last page's token covers no more than was read.
+            let head = try headToken()
+            var items: [String: (key: SequenceNumber, gone: ZoneGoneReason?)] = [:]
+            /// The last position in (position, ∞) of the zone's records and announcements, or 0.
+            func changedAt(_ z: ZoneInfo) -> SequenceNumber {
+                let p = position ?? 0
+                let record = position == nil || z.lastChange > p ? z.lastChange : 0
+                let announcement = announced[z.name].map { $0.at > p ? $0.at : 0 } ?? 0
+                return max(record, announcement)
             }
-            let position = token == nil ? nil : positionOf(feed, since: token)
-            var changed: [ZoneID] = []
-            var deleted: [ZoneGone] = []
-            let compacted = position.map { compactedZones(after: $0, through: store.horizon) } ?? []
             switch scope {
             case .private:
-                for z in feed.changed {
-                    if let id = ZoneID(storeName: z.name), id.owner == caller { changed.append(id) }
-                }
-                for name in compacted.sorted() where !changed.contains(where: { $0.storeName == name }) {
-                    if let id = ZoneID(storeName: name), id.owner == caller, store.zone(name)?.isDeleted == false { changed.append(id) }
-                }
-                for z in feed.deleted {
-                    if let id = ZoneID(storeName: z.name), id.owner == caller {
-                        deleted.append(ZoneGone(zone: id, reason: z.deletionReason == .purged ? .purged : .deleted))
+                for z in store.zones() {
+                    guard let id = ZoneID(storeName: z.name), id.owner == caller else { continue }
+                    if let d = z.deletedAt {
+                        // A client without a token has nothing to delete.
+                        if let position, d > position { items[z.name] = (d, z.deletionReason == .purged ? .purged : .deleted) }
+                    } else {
+                        let key = changedAt(z)
+                        if key > 0 { items[z.name] = (key, nil) }
                     }
                 }
             case .shared:
-                let horizon = store.horizon
                 if let position {
-                    // Zones it joined or left in the range, then zones of its that changed.
-                    var decided = Set<String>()
-                    for e in membership.events(of: caller, after: position, through: horizon).reversed() where decided.insert(e.zone).inserted {
-                        guard let id = ZoneID(storeName: e.zone) else { continue }
+                    // The caller's latest membership change after the token decides for its zone.
+                    for name in Set(membership.events(of: caller, after: position, through: .max).map(\.zone)) {
+                        guard let e = membership.latest(caller, in: name) else { continue }
+                        let info = store.zone(name)
+                        let key = max(e.sequence, info.map(changedAt) ?? 0)
                         if !e.member {
-                            deleted.append(ZoneGone(zone: id, reason: e.reason ?? .removed))
-                        } else if let info = store.zone(e.zone), info.isDeleted {
-                            deleted.append(ZoneGone(zone: id, reason: .deleted))
+                            items[name] = (key, e.reason ?? .removed)
+                        } else if info?.isDeleted != false {
+                            items[name] = (key, .deleted)
                         } else {
-                            changed.append(id)
+                            items[name] = (key, nil)
                         }
                     }
-                    for name in Set(feed.changed.map(\.name)).union(compacted).sorted() where !decided.contains(name) && membership.isMember(caller, of: name) {
-                        if let id = ZoneID(storeName: name), store.zone(name)?.isDeleted == false { changed.append(id) }
-                    }
-                    for z in feed.deleted where !decided.contains(z.name) && membership.isMember(caller, of: z.name) {
-                        if let id = ZoneID(storeName: z.name) { deleted.append(ZoneGone(zone: id, reason: .deleted)) }
+                    for name in membership.zones(of: caller) where items[name] == nil {
+                        guard let info = store.zone(name) else { continue }
+                        if let d = info.deletedAt {
+                            if d > position { items[name] = (d, .deleted) }
+                        } else {
+                            let key = changedAt(info)
+                            if key > 0 { items[name] = (key, nil) }
+                        }
                     }
                 } else {
                     for name in membership.zones(of: caller) {
-                        if let info = store.zone(name), !info.isDeleted, let id = ZoneID(storeName: name) { changed.append(id) }
+                        guard let info = store.zone(name), !info.isDeleted else { continue }
+                        items[name] = (max(changedAt(info), membership.latest(caller, in: name)?.sequence ?? 0), nil)
                     }
                 }
             }
-            changed.sort()
-            return DatabaseChangesPage(changed: changed, deleted: deleted.sorted { $0.zone < $1.zone },
-                                       token: ServiceToken(feed.token.text), moreComing: false)
+            let ordered = items.compactMap { name, v in ZoneID(storeName: name).map { (id: $0, key: v.key, gone: v.gone) } }
+                .sorted { ($0.key, $0.id.storeName) < ($1.key, $1.id.storeName) }
+            let page = max(1, limit)
+            let listed = ordered.prefix(page)
+            let moreComing = ordered.count > page
+            var next = ServiceToken(head.text)
+            if moreComing, let last = listed.last {
+                // A store token at or above the cursor names the store and epoch.
+                let base = last.key <= (store.databaseTokenPosition(head) ?? 0) ? head : try headToken()
+                next = ServiceToken(Self.cursorPrefix + String(last.key) + "." + base.text)
+            }
+            return DatabaseChangesPage(changed: listed.filter { $0.gone == nil }.map(\.id).sorted(),
+                                       deleted: listed.compactMap { i in i.gone.map { ZoneGone(zone: i.id, reason: $0) } }.sorted { $0.zone < $1.zone },
+                                       token: next, moreComing: moreComing)
         }
-    }
-
-    /// The position a database token stood at: the feed answered from it, so it parsed; its
-    /// position is what `changedZones` compared with. Read back through a zero-change probe.
-    private func positionOf(_ feed: DatabaseChanges, since token: ServiceToken?) -> SequenceNumber? {
-        guard let token else { return nil }
-        return store.databaseTokenPosition(FeedToken(token.text))
     }
 
     public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
@@ -376,7 +422,9 @@ public final class ServiceCore: @unchecked Sendable {
         do {
             guard info.lowWaterMark > 0 else { return [] }
             do throws(QueryError) { return ActivityLogCodec.encode(try ListQuery(store: store, fs: store.fileSystem).history(zone.storeName).log) } catch {
-                if case .historyIncomplete = error { throw .serviceBusy(retryAfter: nil) }
+                // Not transient: a history file is missing or damaged, and only an operator can
+                // repair it (COMPACTION.md §4). Retrying would never end.
+                if case .historyIncomplete(_, let why) = error { throw Self.historyUnavailable(zone.storeName, why) }
                 throw .zoneNotFound
             }
         }
@@ -499,6 +547,30 @@ public final class ServiceCore: @unchecked Sendable {
         }
     }
 
+    /// A zone's history cannot be assembled (COMPACTION.md §4): not transient, an operator's to
+    /// repair, so `invalidRequest` (CloudKit's `.internalError`), never `serviceBusy`.
+    static func historyUnavailable(_ zone: String, _ why: String) -> SyncError {
+        .invalidRequest("the service cannot assemble the history of \(zone) (\(why)): its operator must repair it")
+    }
+
+    /// How many of `ids` the zone's live incarnation holds.
+    private func heldIDs(_ zone: String, among ids: Set<CompactID>) throws(SyncError) -> Int {
+        var held = 0
+        var token: FeedToken? = nil
+        do throws(FeedError) {
+            while true {
+                let page = try store.changes(in: zone, since: token, limit: 10_000)
+                for e in page.entries where ids.contains(e.entry.id) { held += 1 }
+                token = page.token
+                if !page.moreComing { break }
+            }
+        } catch {
+            if case .storage = error { throw .serviceBusy(retryAfter: .seconds(1)) }
+            return 0
+        }
+        return held
+    }
+
     /// Ids the zone's history holds and its log does not: what compaction purged.
     private func purgedIDs(_ zone: String) throws(SyncError) -> Set<CompactID> {
         if let known = purged[zone] { return known }
@@ -510,11 +582,29 @@ public final class ServiceCore: @unchecked Sendable {
             for (_, e) in try q.entries(zone).entries { ids.remove(e.id) }
             purged[zone] = ids
             return ids
-        } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        } catch {
+            // Without the history a late retry of a purged entry cannot be told from a new one
+            // (§6.2 rule 7); only an operator can repair it, so no retry is asked for.
+            if case .historyIncomplete(_, let why) = error { throw Self.historyUnavailable(zone, why) }
+            throw .serviceBusy(retryAfter: .seconds(1))
+        }
     }
 
     /// Who belongs to a zone now (for tests and diagnostics).
     public func members(of zone: ZoneID) -> [String] { lock.withLock { membership.members(of: zone.storeName) } }
+}
+
+/// Why a `ServiceCore` does not start over a store.
+public enum ServiceCoreError: Error, Sendable, CustomStringConvertible {
+    /// The store's durability is `none`: an upload would be answered `saved` before it is on disk.
+    case notDurable(path: String)
+
+    public var description: String {
+        switch self {
+        case .notDurable(let path):
+            "the store \(path) is opened with durability none: a sync service acknowledges only what is on disk; open it with durability always or onBatch"
+        }
+    }
 }
 
 /// The service's own files beside its store: `service/invite.key`, which signs invitations.

@@ -11,7 +11,7 @@ extension SyncEngine {
         for name in state.zones.keys.sorted() {
             guard let z = state.zones[name], !z.pendingDelete, z.needsFetch || z.replacing != nil || !z.toApply.isEmpty else { continue }
             await fetchZone(name, &report)
-            if report.offline || report.signedOut { return }
+            if !report.mayContinue { return }
         }
     }
 
@@ -24,7 +24,12 @@ extension SyncEngine {
         var fresh = token == nil
         while true {
             let page: DatabaseChangesPage
-            do { page = try await service.fetchDatabaseChanges(scope, since: token, limit: 1_000) } catch {
+            do {
+                page = try await retrying { () async throws(SyncError) -> DatabaseChangesPage in
+                    try await service.fetchDatabaseChanges(scope, since: token, limit: options.databasePageLimit)
+                }
+                _ = try Self.checked(page.token)
+            } catch {
                 if case .tokenExpired = error, !fresh {
                     // Start the database over: every zone is listed, and those not listed are gone.
                     (token, fresh, changed, gone) = (nil, true, [], [])
@@ -99,8 +104,25 @@ extension SyncEngine {
         }
         while true {
             guard let z = state.zones[name] else { return }
+            var limit = options.pageLimit
+            if z.shopping {
+                // `held` is bounded: at the bound the rest waits on the service (fetched once
+                // held entries are applied or shopping ends).
+                let room = options.maxHeldEntries - z.held.count
+                guard room > 0 else {
+                    state.zones[name]?.needsFetch = true
+                    try? save()
+                    return
+                }
+                limit = min(limit, room)
+            }
             let page: ZoneChangesPage
-            do { page = try await service.fetchZoneChanges(z.zone, since: z.token, limit: options.pageLimit) } catch {
+            do {
+                page = try await retrying { () async throws(SyncError) -> ZoneChangesPage in
+                    try await service.fetchZoneChanges(z.zone, since: z.token, limit: limit)
+                }
+                _ = try Self.checked(page.token)
+            } catch {
                 switch error {
                 case .tokenExpired:
                     if z.shopping { return }   // after shopping (needsFetch stays set)
@@ -217,7 +239,12 @@ extension SyncEngine {
         }
         while true {
             let page: ZoneChangesPage
-            do { page = try await service.fetchZoneChanges(z.zone, since: r.token, limit: options.pageLimit) } catch {
+            do {
+                page = try await retrying { () async throws(SyncError) -> ZoneChangesPage in
+                    try await service.fetchZoneChanges(z.zone, since: r.token, limit: options.pageLimit)
+                }
+                _ = try Self.checked(page.token)
+            } catch {
                 switch error {
                 case .tokenExpired:
                     // Compacted again meanwhile: start over into yet another incarnation.
@@ -245,10 +272,20 @@ extension SyncEngine {
             if !page.moreComing { break }
         }
         // The history the service keeps (purged events live only there), with what was fetched.
-        let blob: [UInt8]
-        do { blob = try await service.fetchZoneHistory(z.zone) } catch {
-            _ = stop(on: error, &report, zone: name)
-            return
+        var blob: [UInt8] = []
+        var historyProblem: String? = nil
+        do {
+            blob = try await retrying { () async throws(SyncError) -> [UInt8] in try await service.fetchZoneHistory(z.zone) }
+        } catch {
+            guard case .invalidRequest(let why) = error else {
+                _ = stop(on: error, &report, zone: name)
+                return
+            }
+            // The service cannot give the history (only its operator can repair it): the copy
+            // is whole without it, so the re-fetch finishes and says so, rather than holding the
+            // list (and its uploads) back for good.
+            historyProblem = "the list was fetched without its history: \(why)"
+            note(historyProblem!, zone: name, &report)
         }
         guard let info = store.zone(name), !info.isDeleted else { return }
         let installed = info.lastChange
@@ -278,7 +315,7 @@ extension SyncEngine {
         state.zones[name]?.replacing = nil
         state.zones[name]?.needsFetch = false
         state.zones[name]?.existsOnService = true
-        state.zones[name]?.lastError = nil
+        state.zones[name]?.lastError = historyProblem.map(Self.bounded)
         report.refetched.append(z.zone)
         try? save()
     }

@@ -9,9 +9,9 @@ extension SyncEngine {
             if z.pendingDelete {
                 do {
                     if z.zone.owner == state.account {
-                        try await service.deleteZone(z.zone)
+                        try await retrying { () async throws(SyncError) in try await service.deleteZone(z.zone) }
                     } else if let me = state.account {
-                        try await service.removeParticipant(me, from: z.zone)
+                        try await retrying { () async throws(SyncError) in try await service.removeParticipant(me, from: z.zone) }
                     }
                     state.zones[name] = nil
                     try? save()
@@ -79,7 +79,7 @@ extension SyncEngine {
         // A list made here exists on the service before anything is uploaded to it (and even
         // when nothing is: it can be shared empty).
         if z.zone.owner == state.account && !z.existsOnService {
-            do { try await service.createZone(z.zone) } catch {
+            do { try await retrying { () async throws(SyncError) in try await service.createZone(z.zone) } } catch {
                 _ = stop(on: error, &report, zone: name)
                 return false
             }

@@ -8,6 +8,11 @@ public struct SyncEngineOptions: Sendable {
     public var uploadBatchBytes = 512 << 10
     /// Entries asked for per zone-changes page.
     public var pageLimit = 500
+    /// Zones asked for per database-changes page.
+    public var databasePageLimit = 1_000
+    /// Remote entries a list keeps held back while shopping (the state file keeps them): at the
+    /// bound its fetch stops, and the rest waits on the service until held entries are applied.
+    public var maxHeldEntries = 5_000
     /// Tries of one request that the service rate-limits or finds busy, before the sync gives up
     /// on it for now (everything stays queued).
     public var maxAttempts = 5
@@ -251,6 +256,33 @@ public actor SyncEngine {
             out.append(c)
         }
         return out + "…"
+    }
+
+    /// One service call with the waits of Spec/SYNC.md §4.1, as uploads have: `rateLimited` and
+    /// `serviceBusy` are tried again after their `retryAfter` (or a jittered backoff), at most
+    /// `maxAttempts` tries in all; then the error goes to the caller, which stops the sync.
+    func retrying<T>(_ call: () async throws(SyncError) -> T) async throws(SyncError) -> T {
+        var attempt = 0
+        while true {
+            do { return try await call() } catch {
+                switch error {
+                case .rateLimited(let after), .serviceBusy(let after):
+                    attempt += 1
+                    guard attempt < options.maxAttempts else { throw error }
+                    await backoff(attempt: attempt, retryAfter: after)
+                default:
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// A token as the state file keeps it (1–1,024 bytes, Spec/SYNC.md I2): any other is the
+    /// service's error, refused before anything of its answer is kept.
+    static func checked(_ token: ServiceToken) throws(SyncError) -> ServiceToken {
+        let n = token.text.utf8.count
+        guard n >= 1 && n <= 1_024 else { throw .invalidRequest("the service answered a token of \(n) bytes; a token is 1–1,024 bytes") }
+        return token
     }
 
     /// Waits before retrying a request: the service's `retryAfter`, or jittered exponential backoff.

@@ -107,3 +107,98 @@ import ListModel
         #expect(problems.isEmpty, "\(problems.prefix(10))")
     }
 }
+
+/// Fetches under a throttling service (Spec/SYNC.md §4.1): like uploads, they wait.
+extension PullTests {
+    /// The service says when to come back from a fetch: the engine waits that long, tries again,
+    /// and the sync completes.
+    @Test(arguments: [ServiceCall.fetchDatabaseChanges, .fetchZoneChanges, .fetchZoneHistory])
+    func aThrottledFetchWaitsTheServicesRetryAfterThenRetries(_ call: ServiceCall) async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        try await phone.add("Milk", list)
+        await phone.sync()
+        let script = Script()
+        let ipad = try world.device("alice:ipad", script: script)
+        script.on(call, .fail(.serviceBusy(retryAfter: .seconds(30))))
+        let r = await ipad.sync()
+        #expect(r.isComplete, "\(r.errors)")
+        let tries = script.calls(call)
+        #expect(tries.count >= 2)
+        if tries.count >= 2 { #expect(tries[1].at - tries[0].at >= 30_000, "the retry came before the service's retryAfter") }
+        try expectConverged(world, [phone, ipad], list)
+    }
+
+    /// A fetch the service keeps refusing is left after maxAttempts tries: the sync stops there
+    /// (no other call is made) and the next one catches up.
+    @Test func aFetchThatStaysThrottledStopsTheSyncAfterMaxAttempts() async throws {
+        var options = SyncEngineOptions()
+        options.maxAttempts = 3
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        try await phone.add("Milk", list)
+        await phone.sync()
+        let script = Script()
+        let ipad = try world.device("alice:ipad", options: options, script: script)
+        script.on(.fetchDatabaseChanges, .fail(.rateLimited(retryAfter: .seconds(1))), times: 1_000)
+        let r = await ipad.sync()
+        #expect(r.throttled && !r.isComplete)
+        #expect(script.log.map(\.call) == Array(repeating: .fetchDatabaseChanges, count: 3))
+        script.clearRules()
+        #expect(await ipad.sync().isComplete)
+        try expectConverged(world, [phone, ipad], list)
+    }
+
+    /// A service whose history of a list cannot be assembled does not hold the list back: the
+    /// re-fetch finishes without it and says why.
+    @Test func aHistoryTheServiceCannotAssembleIsReportedAndTheListStillSyncs() async throws {
+        let (world, list) = try await ServiceCoreTests.compactedListWithoutItsHistory()
+        let ipad = try world.device("alice:ipad")
+        let r = await ipad.sync()
+        #expect(r.refetched == [list])
+        #expect(r.errors.contains { $0.contains("history") }, "\(r.errors)")
+        #expect(try ipad.list(list) == world.serviceList(list))
+        #expect(await ipad.status(list)?.refetching == false)
+        #expect(await ipad.status(list)?.lastError?.contains("history") == true)
+    }
+
+    /// A token longer than the state file keeps is the service's error: nothing of that answer
+    /// is kept, and the state file stays readable.
+    @Test func aTokenOverTheStatesBoundIsRefused() async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        try await phone.add("Milk", list)
+        await phone.sync()
+        let ipad = try world.device("alice:ipad") { LongTokens($0) }
+        let r = await ipad.sync()
+        #expect(r.errors.contains { $0.contains("1–1,024 bytes") }, "\(r.errors)")
+        #expect(await ipad.engine.syncState.databaseTokens.isEmpty)
+        try ipad.restart()   // the state file still decodes
+    }
+}
+
+/// A service that answers database tokens of 2,000 bytes.
+struct LongTokens: SyncService {
+    let inner: any SyncService
+    init(_ inner: any SyncService) { self.inner = inner }
+    var account: String { inner.account }
+    func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult { try await inner.upload(entries, to: zone) }
+    func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
+        var page = try await inner.fetchDatabaseChanges(scope, since: token, limit: limit)
+        page.token = ServiceToken(String(repeating: "t", count: 2_000))
+        return page
+    }
+    func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
+        try await inner.fetchZoneChanges(zone, since: token, limit: limit)
+    }
+    func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] { try await inner.fetchZoneHistory(zone) }
+    func createZone(_ zone: ZoneID) async throws(SyncError) { try await inner.createZone(zone) }
+    func deleteZone(_ zone: ZoneID) async throws(SyncError) { try await inner.deleteZone(zone) }
+    func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation { try await inner.shareZone(zone, with: participant) }
+    func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID { try await inner.acceptShare(invitation) }
+    func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) { try await inner.removeParticipant(participant, from: zone) }
+    func stopSharing(_ zone: ZoneID) async throws(SyncError) { try await inner.stopSharing(zone) }
+}

@@ -117,3 +117,28 @@ import ListModel
         try expectConverged(world, [alice, bob], list)
     }
 }
+
+extension ShoppingTests {
+    /// `held` never passes its bound: at it the fetch stops, the rest waits on the service, and
+    /// it all arrives once shopping ends.
+    @Test func heldEntriesStopAtTheirBoundAndTheRestWaitsOnTheService() async throws {
+        let world = try World()
+        let alice = try world.device("alice:phone")
+        var options = SyncEngineOptions()
+        options.maxHeldEntries = 3
+        let bob = try world.device("bob:phone", options: options)
+        let list = try await sharedList(alice, with: [bob])
+        await settle([alice, bob], rounds: 2)
+        try await bob.engine.setShopping(true, in: list)
+        for i in 0..<5 { try await alice.add("Item \(i)", list) }
+        await alice.sync()
+        await bob.sync()
+        await bob.sync()
+        #expect(await bob.status(list)?.held == 3)
+        #expect(await bob.status(list)?.needsFetch == true, "the rest waits on the service")
+        try await bob.engine.setShopping(false, in: list)
+        await settle([alice, bob], rounds: 2)
+        #expect(try bob.list(list).items.count == 5)
+        try expectConverged(world, [alice, bob], list)
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+import JournalLog
+import JournalQuery
+import JournalService
+import ListModel
+@testable import JournalSync
+
+/// The reference service's own rules (Spec/SYNC.md §2–§5), called directly.
+@Suite struct ServiceCoreTests {
+    /// An entry of `zone` by `author`, dated `wall` with its hybrid clock at `hlc` (default: `wall`).
+    static func entry(_ zone: ZoneID, by author: String = "alice", wall: Int64, hlc: Int64? = nil, text: String = "Milk") -> JournalEntry {
+        JournalEntry(id: .random(), zone: zone.storeName, author: author, wallTime: wall,
+                     clock: HybridTime(physicalMillis: UInt64(hlc ?? wall), counter: 0),
+                     operation: .add(item: CompactID(text.lowercased())!, text: text, after: nil))
+    }
+
+    /// "Saved" means durable: a service over a store that never syncs would acknowledge what a
+    /// power loss takes, so it does not start.
+    @Test func aServiceRefusesAStoreOfDurabilityNone() throws {
+        let fs = MemoryFileSystem()
+        try fs.createDirectory("/srv")
+        var o = StoreOptions(durability: .none, segmentSize: 16 << 10, preallocate: false)
+        o.fileSystem = fs
+        let store = try JournalStore.open("/srv/service.wal", options: o)
+        defer { try? store.close() }
+        #expect {
+            _ = try ServiceCore(store: store, now: { 0 })
+        } throws: { error in
+            guard case ServiceCoreError.notDurable = error else { return false }
+            return "\(error)".contains("durability none")
+        }
+    }
+
+    /// A retry of entries the zone already holds adds nothing, so an account at its quota gets
+    /// `saved`, not `quotaExceeded`; a new entry is still refused.
+    @Test func aRetryAtTheQuotaIsSavedAndOnlyNewEntriesCount() throws {
+        var limits = ServiceLimits()
+        limits.maxEntriesPerAccount = 3
+        let world = try World(limits: limits)
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        let now = world.clock.now()
+        let batch = ["Milk", "Eggs", "Tea"].map { Self.entry(list, wall: now, text: $0) }
+        #expect(try world.core.upload(caller: "alice", entries: batch, to: list).saved.count == 3)
+        let again = try world.core.upload(caller: "alice", entries: batch, to: list)
+        #expect(Set(again.saved) == Set(batch.map(\.id)))
+        #expect(world.core.counters.entriesStored == 3)
+        #expect(throws: SyncError.quotaExceeded) {
+            try world.core.upload(caller: "alice", entries: [batch[0], Self.entry(list, wall: now, text: "Jam")], to: list)
+        }
+    }
+
+    /// Every replica's hybrid clock observes an entry's hlc: one a day ahead of the service's
+    /// clock is refused, even when its wall time is now.
+    @Test func anEntryWhoseHybridClockIsADayAheadIsInvalid() throws {
+        let world = try World()
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        let now = world.clock.now()
+        let ahead = Self.entry(list, wall: now, hlc: now + 2 * day)
+        let fine = Self.entry(list, wall: now, text: "Eggs")
+        var failed: [CompactID: EntryFailure] = [:]
+        do { _ = try world.core.upload(caller: "alice", entries: [ahead, fine], to: list) } catch {
+            if case .partialFailure(let r) = error { failed = r.failed }
+        }
+        guard case .invalid? = failed[ahead.id] else {
+            Issue.record("the entry dated ahead was not refused as invalid: \(failed)")
+            return
+        }
+        #expect(failed[fine.id] == nil)
+        #expect(try world.serviceEntryIDs(list) == [fine.id])
+    }
+
+    /// A zone's participants leave with it, so a list created again under its name is shared
+    /// with no one, and a former participant is told the old one was deleted.
+    @Test func aZoneCreatedAgainAfterItsDeletionIsSharedWithNoOne() throws {
+        let world = try World()
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        let invitation = try world.core.shareZone(caller: "alice", zone: list, with: "bob")
+        _ = try world.core.acceptShare(caller: "bob", invitation: invitation)
+        #expect(world.core.members(of: list) == ["bob"])
+        try world.core.deleteZone(caller: "alice", zone: list)
+        try world.core.createZone(caller: "alice", zone: list)
+        #expect(world.core.members(of: list).isEmpty)
+        #expect(throws: SyncError.zoneDeleted(reason: .deleted)) {
+            try world.core.fetchZoneChanges(caller: "bob", zone: list, since: nil, limit: 10)
+        }
+    }
+
+    /// The service's own zones are `_service/…`, and no account name starts with `_`.
+    @Test func noAccountCanOwnTheServicesZones() {
+        #expect(SyncNames.accountRefusal("_service") != nil)
+        #expect(ZoneID(storeName: "_service/members") == nil)
+        #expect(ZoneID(owner: "alice_", name: "x") != nil)
+    }
+
+    /// A compacted list whose history file is gone: the service cannot assemble its history,
+    /// which no retry fixes, and says so (not "busy", which a client would retry for ever).
+    @Test func aHistoryThatCannotBeAssembledIsAnInvalidRequestNotABusyService() async throws {
+        let (world, list) = try await Self.compactedListWithoutItsHistory()
+        #expect {
+            _ = try world.core.fetchZoneHistory(caller: "alice", zone: list)
+        } throws: { error in
+            guard case SyncError.invalidRequest(let why) = error else { return false }
+            return why.contains("history") && why.contains("operator")
+        }
+    }
+
+    /// Alice's list with Milk bought long ago, compacted by the service, then its history
+    /// files removed from the service's disk.
+    static func compactedListWithoutItsHistory() async throws -> (World, ZoneID) {
+        var limits = ServiceLimits()
+        limits.retentionMillis = day
+        let world = try World(limits: limits)
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        let milk = try await phone.add("Milk", list)
+        try await phone.add("Eggs", list, after: milk)
+        try await phone.engine.record(.markOff(item: milk), in: list)
+        await phone.sync()
+        let report = try world.compact(after: 2 * day)
+        #expect(report.zones.map(\.zone) == [list.storeName])
+        let info = try #require(world.serverStore.zone(list.storeName))
+        let files = SnapshotDirectory.list(store: world.serverStore.path, zone: list.storeName, incarnation: info.incarnation,
+                                           kind: .history, fs: world.serverFS)
+        #expect(!files.isEmpty)
+        for f in files { try world.serverFS.remove(f.path) }
+        return (world, list)
+    }
+}
