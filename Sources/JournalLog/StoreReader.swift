@@ -93,6 +93,22 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
     /// most likely a frame in flight. Best effort, erring towards yes.
     public var writerMayBeLive: Bool { WriterLock.writerMayBeLive(store: path, fs: fileSystem) }
 
+    /// Every sequence through this lies in a sealed segment: what a writer opening the store now
+    /// would leave sealed (it starts a new segment after a sealed one, or one of an older minor
+    /// version). A compactor's dry run decides from it without taking the writer's lock.
+    public var sealedThrough: SequenceNumber { current.sealedThrough }
+
+    /// Whether a deleted zone incarnation may still hold entries in the last (active) segment,
+    /// which a compaction seals first (COMPACTION.md §1); as `JournalStore`'s, from what was read.
+    public var deletedZoneEntriesInActiveSegment: Bool {
+        let s = current
+        let sealed = s.sealedThrough
+        return s.catalog.tracks.contains { t in
+            guard let d = t.deletedAt, d <= s.horizon, t.entryCount > 0 else { return false }
+            return t.frameSequences.contains { $0 > sealed && $0 != d }
+        }
+    }
+
     public func zones() -> [ZoneInfo] {
         let s = current
         return ZoneFeed.zones(s.catalog, horizon: s.horizon)
@@ -164,6 +180,11 @@ final class ReaderState: @unchecked Sendable {
     }
 
     var horizon: SequenceNumber { summaries.last?.lastSequence ?? 0 }
+
+    var sealedThrough: SequenceNumber {
+        guard let last = summaries.last, let header = last.header else { return 0 }
+        return last.sealed || header.minor < SegmentHeader.currentMinor ? last.lastSequence : header.baseSequence - 1
+    }
     var storeID: (UInt64, UInt64)? { summaries.first?.header?.storeID }
 
     func signer() throws(FeedError) -> TokenSigner {

@@ -99,6 +99,49 @@ public struct ListCompactor: Sendable {
         }
     }
 
+    /// What a run decides from besides the feed: the writer's view of its segments and consumers,
+    /// or, for a dry run (which writes nothing, so takes no lock), a `StoreReader`'s.
+    private struct LogView {
+        var sealedThrough: SequenceNumber
+        var deletedZoneEntriesInActiveSegment: Bool
+        /// The last sequence in the log: what a dry run takes as sealed when a run would seal.
+        var lastSequence: SequenceNumber
+        let writer: JournalStore?
+        let path: String
+        let fs: any FileSystem
+
+        init(_ query: ListQuery, dryRun: Bool) throws(QueryError) {
+            writer = query.writer
+            path = query.store.path
+            fs = query.store.fileSystem
+            if let w = query.writer {
+                sealedThrough = w.sealedThrough
+                deletedZoneEntriesInActiveSegment = w.deletedZoneEntriesInActiveSegment
+                lastSequence = w.nextSequence - 1
+            } else if dryRun, let r = query.store as? StoreReader {
+                sealedThrough = r.sealedThrough
+                deletedZoneEntriesInActiveSegment = r.deletedZoneEntriesInActiveSegment
+                lastSequence = r.horizon
+            } else {
+                throw .storage(.readOnly(dryRun ? "a dry run needs the store's writer or a StoreReader"
+                                                : "compaction needs the store's writer; open the store with JournalStore.open"))
+            }
+        }
+
+        /// `JournalStore.consumerFloor`; without the writer, the same rule over the consumer files.
+        func consumerFloor(zone: String, incarnation: SequenceNumber, now: Int64) -> SequenceNumber? {
+            if let writer { return writer.consumerFloor(zone: zone, incarnation: incarnation, now: now) }
+            let (all, problems) = JournalStore.consumers(store: path, fs: fs)
+            if !problems.isEmpty { return 0 }
+            var floor: SequenceNumber?
+            for c in all where !c.isExpired(now: now) {
+                let p = c.marks.first { $0.zone == zone && $0.incarnation == incarnation }?.position ?? 0
+                floor = min(floor ?? p, p)
+            }
+            return floor
+        }
+    }
+
     /// One zone of a group: what was read of it and what the rules decided.
     private struct Plan {
         var zone: ZoneCompaction
@@ -112,26 +155,29 @@ public struct ListCompactor: Sendable {
     }
 
     /// Compacts every live zone as of `now` (milliseconds since the epoch). `dryRun` decides and
-    /// reports without writing anything.
+    /// reports without writing anything; it needs no writer, so it also runs over a `StoreReader`
+    /// (`ListQuery(reader:)`) beside a live writer or on read-only media, and decides the same.
     public func run(now: Int64, dryRun: Bool = false) throws(QueryError) -> ListCompactionReport {
-        let store = try self.store
+        let source = try LogView(query, dryRun: dryRun)
+        let store = query.store
         var report = ListCompactionReport()
         let cutoff = now - retentionMillis
         let zones = store.zones().filter { !$0.isDeleted && zoneFilter($0) }
         // Entries old enough to go that still sit in the active segment would wait for it to fill
         // (a segment can span months of a family's list): seal it first. A dry run assumes it.
         // Only the active segment's entries are read for this.
-        var sealed = store.sealedThrough
+        var sealed = source.sealedThrough
         // A deleted list's entries in the active segment would stay on disk until it fills.
-        var waiting = store.deletedZoneEntriesInActiveSegment
+        var waiting = source.deletedZoneEntriesInActiveSegment
         for info in zones where !waiting && info.lastChange > sealed {
             waiting = try liveTail(info.name, after: max(sealed, info.lowWaterMark))?.contains { Self.isOld($0.entry, cutoff: cutoff) } ?? false
         }
         if waiting {
             if dryRun {
-                sealed = store.nextSequence - 1
+                sealed = source.lastSequence
             } else {
-                do { sealed = try store.sealActiveSegment() } catch { throw .storage(error) }
+                let writer = try self.store
+                do { sealed = try writer.sealActiveSegment() } catch { throw .storage(error) }
             }
         }
         // Zones are read, planned and compacted a group at a time.
@@ -157,7 +203,7 @@ public struct ListCompactor: Sendable {
             // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
             let unheld = min(sealed, info.lastChange)
             var limit = unheld
-            if let floor = store.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
+            if let floor = source.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
             let mark = min(max(info.lowWaterMark, limit), sealed)
             let first = planner.decide(cutoff: cutoff, mark: mark)
             guard mark > 0, !first.isEmpty else {
@@ -243,12 +289,12 @@ public struct ListCompactor: Sendable {
     /// a dry run only reports what they would do. An empty group still has the store drop the
     /// entries of deleted zones.
     private func compact(_ plans: inout [Plan], dryRun: Bool, cutoff: Int64, into report: inout ListCompactionReport) throws(QueryError) {
-        let store = try self.store
         if dryRun {
             for k in plans.indices { try countDry(&plans[k], into: &report) }
             report.zones += plans.map(\.zone)
             return
         }
+        let store = try self.store
         var started = ContinuousClock.now
         // The chain of history pieces must be whole before anything changes (a new piece after a
         // broken one would hide the loss): each zone's next piece is started now.
@@ -452,13 +498,13 @@ public struct ListCompactor: Sendable {
     /// The zone's entries after `position`, or nil when the zone is gone or is no longer
     /// `incarnation` (when given).
     private func liveTail(_ zone: String, after position: SequenceNumber, incarnation: SequenceNumber? = nil) throws(QueryError) -> [FeedEntry]? {
-        if let incarnation, try store.zone(zone)?.incarnation != incarnation { return nil }
+        if let incarnation, query.store.zone(zone)?.incarnation != incarnation { return nil }
         do { return try replayTail(zone, after: position) } catch { if Self.isGone(error) { return nil } else { throw error } }
     }
 
     /// The zone's entries after `position`, through the feed.
     private func replayTail(_ zone: String, after position: SequenceNumber) throws(QueryError) -> [FeedEntry] {
-        let store = try self.store
+        let store = query.store
         var all: [FeedEntry] = []
         do throws(FeedError) {
             var token = try store.zoneToken(zone, position: position)

@@ -14,7 +14,10 @@ struct Compact: ParsableCommand {
         Each live zone with nothing to compact is listed with the reason: every entry newer than the cutoff, \
         older entries held back by consumers, no finished item, or (exit status 1) entries kept arriving \
         during every rewrite. \
-        Opens the store as its writer, even with --dry-run. Safe to interrupt: running again finishes the job.
+        Opens the store as its writer; --dry-run only reads it (no lock), so it runs beside a live writer and on \
+        read-only media. Safe to interrupt: running again finishes the job. \
+        A store that syncs (it has sync/state) is refused, dry run or not: only the service compacts a synced \
+        list (Spec/COMPACTION.md §5), and `jlog sync` adopts what it purged.
         """)
 
     @Argument(help: "The store directory.") var store: String
@@ -31,15 +34,25 @@ struct Compact: ParsableCommand {
     }
 
     func run() throws {
-        let s = try openExisting(store)
-        defer { try? s.close() }
+        try refuseIfSynced()
+        // A dry run decides and writes nothing: a reader, which takes no lock, is enough.
+        let query: ListQuery
+        var writer: JournalStore? = nil
+        if dryRun {
+            query = ListQuery(reader: try openReader(store))
+        } else {
+            let s = try openExisting(store)
+            writer = s
+            query = ListQuery(store: s)
+        }
+        defer { try? writer?.close() }
         let at = now?.millis ?? nowMillis()
         let retention = Int64(retentionDays) * 86_400_000
-        let problems = s.consumers().problems
+        let problems = JournalStore.consumers(store: store).problems
         for p in problems { printError("warning: consumer \(p)") }
         let report: ListCompactionReport
         do {
-            report = try ListCompactor(query: ListQuery(store: s), retentionMillis: retention).run(now: at, dryRun: dryRun)
+            report = try ListCompactor(query: query, retentionMillis: retention).run(now: at, dryRun: dryRun)
         } catch {
             throw queryFailure(error, json: json, path: store)
         }
@@ -110,6 +123,35 @@ struct Compact: ParsableCommand {
         print("bytes           \(st.bytesBefore) → \(st.bytesAfter) in the rewritten segments")
         print("snapshot files  \(report.filesRemoved) removed (superseded, or of deleted zones)")
         if incomplete { throw ExitCode(1) }
+    }
+}
+
+/// Where a device store keeps its sync engine's state (`SyncEngine.stateFile`, not public): its
+/// presence is what says the store syncs.
+let syncStateFile = "sync/state"
+/// Where a server's store keeps its accounts and keys (`jlog serve`, `jlog accounts`).
+let serverDirectory = "service"
+
+extension Compact {
+    /// Spec/COMPACTION.md §5 rule 1, "One decider": a device never compacts a list it syncs. Two
+    /// replicas that purge on their own diverge for ever (a late unmark shows an item on one and
+    /// not the other, §2 "Late operations"), so a store that syncs is refused outright, with no
+    /// override: the service compacts, and `jlog sync` adopts its result. Decided by the state
+    /// file alone, so a damaged one refuses too.
+    func refuseIfSynced() throws {
+        // A server's store (`jlog serve`): the server compacts it, under its own rules (only the
+        // zones it may, announcing each compaction to the devices).
+        if PosixFileSystem().kind(of: store + "/" + serverDirectory) == .directory {
+            printError("refusing to compact \(store): it is a sync server's store (it has \(serverDirectory)/), which the server "
+                       + "compacts itself and announces to every device (`jlog serve --compact-every`, Spec/SYNC.md §6.2). Nothing was changed.")
+            throw ExitCode(Status.failure)
+        }
+        let file = store + "/" + syncStateFile
+        guard PosixFileSystem().kind(of: file) != .missing else { return }
+        printError("refusing to compact \(store): it syncs (it has \(syncStateFile)), and a device never compacts a list it syncs, "
+                   + "since replicas that purge on their own diverge for ever (Spec/COMPACTION.md §5). The service compacts "
+                   + "(`jlog serve --compact-every`); the next `jlog sync \(store)` then re-fetches each compacted list from it. Nothing was changed.")
+        throw ExitCode(Status.failure)
     }
 }
 

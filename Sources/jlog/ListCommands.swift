@@ -31,23 +31,27 @@ func queryFailure(_ error: QueryError, json: Bool, path: String) -> ExitCode {
     }
 }
 
-func stateJSON(_ m: MaterialisedList, _ state: ListState) -> JSON {
-    .object([
-        ("zone", .string(m.zone)),
-        ("incarnation", .uint(m.incarnation)),
-        ("sequence", .uint(m.sequence)),
-        ("name", .string(state.name)),
-        ("colour", .string(state.colour)),
-        ("items", .array(state.items.map { i in
-            .object([("item", .string(i.id.description)), ("text", .string(i.text)),
-                     ("state", .string(i.state == .markedOff ? "markedOff" : "active")),
-                     ("addedBy", .string(i.addedBy)), ("addedAt", .string(iso(i.addedAt))),
-                     ("markedOffBy", i.markedOffBy.map { .string($0) } ?? .null),
-                     ("markedOffAt", i.markedOffAt.map { .string(iso($0)) } ?? .null)])
-        })),
-        ("participants", .array(state.participants.map { .string($0) })),
-        ("digest", .string(hex64(state.digest))),
-    ])
+/// `jlog show --json`'s object, its items made one at a time as they are written
+/// (`StreamedOutput`): a list's JSON is never built whole (issue 21: 527 MB at 323k items).
+func stateJSON(_ m: MaterialisedList, _ state: ListState) -> [(String, StreamedField)] {
+    let items = state.items
+    return [
+        ("zone", .value(.string(m.zone))),
+        ("incarnation", .value(.uint(m.incarnation))),
+        ("sequence", .value(.uint(m.sequence))),
+        ("name", .value(.string(state.name))),
+        ("colour", .value(.string(state.colour))),
+        ("items", .elements(count: items.count) { k in
+            let i = items[k]
+            return .object([("item", .string(i.id.description)), ("text", .string(i.text)),
+                             ("state", .string(i.state == .markedOff ? "markedOff" : "active")),
+                             ("addedBy", .string(i.addedBy)), ("addedAt", .string(iso(i.addedAt))),
+                             ("markedOffBy", i.markedOffBy.map { .string($0) } ?? .null),
+                             ("markedOffAt", i.markedOffAt.map { .string(iso($0)) } ?? .null)])
+        }),
+        ("participants", .value(.array(state.participants.map { .string($0) }))),
+        ("digest", .value(.string(hex64(state.digest)))),
+    ]
 }
 
 struct Show: ParsableCommand {
@@ -72,7 +76,10 @@ struct Show: ParsableCommand {
             state = state.hidingDone(now: now)
         }
         if json {
-            print(stateJSON(m, state).rendered)
+            let out = StreamedOutput()
+            out.writeObject(stateJSON(m, state))
+            out.write("\n")
+            out.flush()
             return
         }
         print("\(state.name.isEmpty ? "(unnamed list)" : state.name)  [\(state.colour.isEmpty ? "no colour" : state.colour)]  zone \(zone), sequence \(m.sequence)")
