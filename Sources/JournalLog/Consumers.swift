@@ -117,6 +117,13 @@ extension JournalStore {
     /// when no consumer holds it. A consumer with no mark for the zone holds it at 0.
     public func consumerFloor(zone: String, incarnation: SequenceNumber, now: Int64) -> SequenceNumber? {
         let (all, problems) = consumers()
+        return Self.consumerFloor(all, problems: problems, zone: zone, incarnation: incarnation, now: now)
+    }
+
+    /// The floor of these consumers (read by a writer, or from the files by a reader); any
+    /// consumer file that cannot be read holds every zone at 0.
+    public static func consumerFloor(_ all: [ConsumerState], problems: [some Any], zone: String, incarnation: SequenceNumber,
+                                     now: Int64) -> SequenceNumber? {
         if !problems.isEmpty { return 0 }
         var floor: SequenceNumber?
         for c in all where !c.isExpired(now: now) {

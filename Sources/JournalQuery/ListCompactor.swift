@@ -132,13 +132,7 @@ public struct ListCompactor: Sendable {
         func consumerFloor(zone: String, incarnation: SequenceNumber, now: Int64) -> SequenceNumber? {
             if let writer { return writer.consumerFloor(zone: zone, incarnation: incarnation, now: now) }
             let (all, problems) = JournalStore.consumers(store: path, fs: fs)
-            if !problems.isEmpty { return 0 }
-            var floor: SequenceNumber?
-            for c in all where !c.isExpired(now: now) {
-                let p = c.marks.first { $0.zone == zone && $0.incarnation == incarnation }?.position ?? 0
-                floor = min(floor ?? p, p)
-            }
-            return floor
+            return JournalStore.consumerFloor(all, problems: problems, zone: zone, incarnation: incarnation, now: now)
         }
     }
 
