@@ -106,6 +106,8 @@ extension CompareBench {
         var sqDelete: [Double] = [], sqCheckpoint: [Double] = []
         var sqBefore: Int64 = 0, sqAfter: Int64 = 0, walPeak: Int64 = 0, freePages: Int64 = 0, pageCount: Int64 = 0
         var keptDB: SQLiteDB? = nil, keptDBPath = ""
+        // Peak memory and bytes written of each run's whole job, on both sides.
+        var jlCost: [StepCost] = [], sqCost: [StepCost] = []
         for r in 0..<runs {
             log("  compaction run \(r + 1)/\(runs)")
             // A: JournalLog, a fresh store each run.
@@ -113,9 +115,12 @@ extension CompareBench {
                 let sp = path("compaction-\(r).store")
                 let s = buildListStore(sp, history, segmentBytes: segmentBytes)
                 jlBefore = directorySizes(sp, suffix: ".seg")
-                let t = timed {
-                    do { jlReport = try ListCompactor(query: ListQuery(store: s)).run(now: nowMs) } catch { fail("ListCompactor.run", error) }
-                }
+                var t = 0.0
+                jlCost.append(StepCost.of {
+                    t = timed {
+                        do { jlReport = try ListCompactor(query: ListQuery(store: s)).run(now: nowMs) } catch { fail("ListCompactor.run", error) }
+                    }
+                })
                 jlAfter = directorySizes(sp, suffix: ".seg")
                 snapBytes = directorySizes(sp + "/" + SnapshotDirectory.name, suffix: ".snap").size
                 histBytes = directorySizes(sp + "/" + SnapshotDirectory.name, suffix: ".hist").size
@@ -169,7 +174,9 @@ extension CompareBench {
                         withUnsafeBytes(of: &b) { _ = sqlite3_bind_blob(upd, i, $0.baseAddress, 16, sqliteTransient) }
                     }
                     var wal: Int64 = 0
-                    let td = timed {
+                    var td = 0.0, tc = 0.0
+                    sqCost.append(try StepCost.of {
+                    td = timed {
                         stepInsertless(db, begin)
                         for id in rowids {
                             sqlite3_bind_int64(del, 1, id)
@@ -185,7 +192,8 @@ extension CompareBench {
                         stepInsertless(db, commit)
                     }
                     wal = fileSizes(dp + "-wal").size
-                    let tc = try timed { try db.exec("PRAGMA wal_checkpoint(TRUNCATE)") }
+                    tc = try timed { try db.exec("PRAGMA wal_checkpoint(TRUNCATE)") }
+                    })
                     sqlite3_finalize(del); sqlite3_finalize(upd); sqlite3_finalize(begin); sqlite3_finalize(commit)
                     let left = try db.scalar("SELECT count(*) FROM journal")
                     if left != Int64(n - rowids.count) {
@@ -233,7 +241,7 @@ extension CompareBench {
                 ("breakdown_store_compact_ms", .n(storeCompactMs)),
                 ("breakdown_rest_ms", .n(medianTotal - partsMs)),
                 ("breakdown_note", .s("one run each on a reference store: ListQuery.entries, ListRetention.plan, store.compact(purging:replacing:) alone (after setLowWaterMark); rest = median total − those (history and snapshot encode and write, the reducer, the synced mark)")),
-             ],
+             ] + StepCost.fields(jlCost) + Self.bytesWritten(jlCost) + [("peak_rss_note", .s(Self.peakNote))],
              sqExtra: [
                 ("what", .s("BEGIN; prepared DELETE FROM journal WHERE seq=? per purged rowid; COMMIT; PRAGMA wal_checkpoint(TRUNCATE)")),
                 ("config", .s("WAL, synchronous=NORMAL, default cache; the checkpoint syncs WAL and database")),
@@ -244,7 +252,7 @@ extension CompareBench {
                 ("mb_before", mb(sqBefore)), ("mb_after", mb(sqAfter)),
                 ("freelist_pages_after", .i(Int(freePages))), ("page_count_after", .i(Int(pageCount))),
                 ("note", .s("SQLite does not shrink the file without VACUUM: freed pages go to the freelist")),
-             ])
+             ] + StepCost.fields(sqCost) + Self.bytesWritten(sqCost) + [("peak_rss_note", .s(Self.peakNote))])
 
         pair("compaction_rewrite", unit: "ms", jl: jlRewrite, sq: sq, higherIsBetter: false, params: params,
              jlExtra: [("what", .s("JournalStore.compact(purging:) with the chosen entries, mark already raised: rewrite the sealed segments (.cleaned, fsync, .swap, rename), one atomic run"))],
@@ -279,9 +287,48 @@ extension CompareBench {
                                             ("visible_items", .i(m.state.items.count)), ("snapshot_records", .i(m.reducer.recordCount)),
                                             ("what", .s("ListQuery.materialise after ListCompactor.run and 1,000 more entries of the workload"))],
                                     goal: "< 20 ms", met: medianOf(open) < 20))
+            secondRun(s, path: keptPath, now: nowMs + 86_400_000)
             try s.close()
         } catch { fail("open after compaction", error) }
         removeTree(keptPath)
+    }
+
+    static let peakNote = "the highest over the runs, in this process: VmHWM after the job with the high-water mark reset before it (/proc/self/clear_refs); above_start: less the RSS when it began (the process already holds the workload)"
+
+    /// `bytes_written`: the highest of the runs' bytes handed to write calls.
+    static func bytesWritten(_ costs: [StepCost]) -> [(String, JSON)] {
+        costs.compactMap(\.bytesWritten).max().map { [("bytes_written", .i(Int($0)))] } ?? []
+    }
+
+    /// A second compaction of the compacted store a day later, after the tail: what it writes
+    /// should follow what it purges, not the history (issue 21).
+    private func secondRun(_ s: JournalStore, path: String, now: Int64) {
+        let dir = path + "/" + SnapshotDirectory.name
+        let histBefore = directorySizes(dir, suffix: ".hist").size
+        var second: ListCompactionReport? = nil
+        var ms = 0.0
+        let cost = StepCost.of {
+            ms = timed {
+                do { second = try ListCompactor(query: ListQuery(store: s)).run(now: now) } catch { fail("ListCompactor.run, a day later", error) }
+            } * 1e3
+        }
+        guard let st = second?.storage else { return }
+        let purged = st.entriesPurged + st.entriesReplaced
+        let histAdded = directorySizes(dir, suffix: ".hist").size - histBefore
+        var extra: [(String, JSON)] = [
+            ("entries_purged", .i(st.entriesPurged)), ("entries_replaced", .i(st.entriesReplaced)),
+            ("segments_rewritten", .i(st.segmentsRewritten)),
+            ("rewritten_bytes_before", .i(Int(st.bytesBefore))), ("rewritten_bytes_after", .i(Int(st.bytesAfter))),
+            ("history_bytes_added", .i(Int(histAdded))),
+            ("snapshot_bytes", .i(Int(directorySizes(dir, suffix: ".snap").size))),
+        ]
+        extra += Self.bytesWritten([cost])
+        if let written = cost.bytesWritten {
+            extra.append(("bytes_written_per_entry_purged", .n(Double(written) / Double(max(1, purged)))))
+        }
+        extra += StepCost.fields([cost])
+        extra.append(("what", .s("ListCompactor.run(now:) again on the compacted store one day later, after the 1,000-entry tail; bytes_written: bytes handed to write calls (/proc/self/io wchar): segments, history pieces and snapshot")))
+        report.emit(Measurement(name: "compaction_second_run", system: "journallog", unit: "ms", runs: [ms], extra: extra))
     }
 }
 

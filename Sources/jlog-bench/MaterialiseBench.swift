@@ -156,6 +156,7 @@ extension CompareBench {
             }
         } catch { fail("building the list store", error) }
         var jl: [Double] = [], sq: [Double] = []
+        var jlCost: [StepCost] = [], sqCost: [StepCost] = []
         let select = db.flatMap { try? $0.prepare("SELECT seq, zone, id, author, ts, hlc, op, item, text, after FROM journal WHERE zone=? ORDER BY seq") }
         for r in 0..<counts.runs {
             log("  materialise run \(r + 1)/\(counts.runs)")
@@ -163,21 +164,27 @@ extension CompareBench {
                 // The digest only checks that both paths agree: it is computed after the clock
                 // stops, on both sides.
                 var state = ListState()
-                let t = timed {
-                    do { state = try ListQuery(store: store).materialise(zone).state } catch { fail("materialise", error) }
-                }
+                var t = 0.0
+                jlCost.append(StepCost.of {
+                    t = timed {
+                        do { state = try ListQuery(store: store).materialise(zone).state } catch { fail("materialise", error) }
+                    }
+                })
                 if state.digest != digest { fail("materialise", SQLiteError(code: 0, message: "journallog digest differs from the reducer's")) }
                 jl.append(Double(n) / t)
             }
             if let select {
                 var state = ListState()
-                let t = timed {
-                    sqlite3_reset(select)
-                    sqlite3_bind_text(select, 1, zone, -1, sqliteTransient)
-                    var r = ListReducer(zone: zone)
-                    while sqlite3_step(select) == SQLITE_ROW { _ = r.apply(rowFullEntry(select)) }
-                    state = r.state()
-                }
+                var t = 0.0
+                sqCost.append(StepCost.of {
+                    t = timed {
+                        sqlite3_reset(select)
+                        sqlite3_bind_text(select, 1, zone, -1, sqliteTransient)
+                        var r = ListReducer(zone: zone)
+                        while sqlite3_step(select) == SQLITE_ROW { _ = r.apply(rowFullEntry(select)) }
+                        state = r.state()
+                    }
+                })
                 if state.digest != digest { fail("materialise", SQLiteError(code: 0, message: "sqlite digest differs from the reducer's")) }
                 sq.append(Double(n) / t)
             }
@@ -185,8 +192,11 @@ extension CompareBench {
         if let select { sqlite3_finalize(select) }
         db?.close()
         pair("materialise_list", unit: "entries/s", jl: jl, sq: sq, higherIsBetter: true,
-             params: [("entries", .i(n))], jlExtra: [("path", .s("ListQuery.materialise: feed pages + ListReducer, no snapshot"))],
-             sqExtra: [("query", .s("SELECT … WHERE zone=? ORDER BY seq, rows → ListReducer"))],
+             params: [("entries", .i(n))],
+             jlExtra: [("path", .s("ListQuery.materialise: feed pages + ListReducer, no snapshot"))] + StepCost.fields(jlCost)
+                + [("peak_rss_note", .s(Self.peakNote))],
+             sqExtra: [("query", .s("SELECT … WHERE zone=? ORDER BY seq, rows → ListReducer"))] + StepCost.fields(sqCost)
+                + [("peak_rss_note", .s(Self.peakNote))],
              goal: "journallog/sqlite ≥ 3", met: { ratio, _ in ratio >= 3 })
 
         guard let store else { return removeDB(dp) }

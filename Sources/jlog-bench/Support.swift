@@ -20,6 +20,67 @@ import Glibc
     return now() - t0
 }
 
+// MARK: Memory and bytes written (Linux /proc; nil elsewhere)
+
+/// What one step held and wrote, measured in this process: the resident high-water mark is reset
+/// before it (`5` to /proc/self/clear_refs) and read after it (VmHWM), so the peak is the step's
+/// own, on top of what the process already held (`rssBefore`, after returning freed heap to the
+/// system); `bytesWritten` is the bytes the
+/// step handed to write calls (/proc/self/io `wchar`).
+struct StepCost {
+    var rssBefore: Int64?
+    var peakRSS: Int64?
+    var bytesWritten: Int64?
+
+    /// The peak above what the process held when the step began.
+    var peakAboveStart: Int64? { peakRSS.flatMap { p in rssBefore.map { max(0, p - $0) } } }
+
+    /// Measures `body`; the reset and the reads are outside whatever `body` times.
+    static func of(_ body: () throws -> Void) rethrows -> StepCost {
+        // Freed heap the allocator kept would be reused unseen: give it back first, so what the
+        // step allocates shows as growth.
+        returnFreedHeap()
+        let reset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
+        let before = procStatusBytes("VmRSS"), written = procIOField("wchar")
+        try body()
+        let after = procIOField("wchar")
+        return StepCost(rssBefore: before, peakRSS: reset ? procStatusBytes("VmHWM") : nil,
+                        bytesWritten: after.flatMap { a in written.map { a - $0 } })
+    }
+
+    /// `peak_rss_mb` and `peak_rss_above_start_mb`: the highest of `costs` (one per run).
+    static func fields(_ costs: [StepCost]) -> [(String, JSON)] {
+        let peaks = costs.compactMap(\.peakRSS), above = costs.compactMap(\.peakAboveStart)
+        guard let peak = peaks.max(), let rise = above.max() else { return [] }
+        return [("peak_rss_mb", .n(Double(peak) / 1e6)), ("peak_rss_above_start_mb", .n(Double(rise) / 1e6))]
+    }
+}
+
+/// glibc's `malloc_trim(0)`, which Glibc does not import: freed heap pages go back to the system.
+func returnFreedHeap() {
+    typealias Trim = @convention(c) (Int) -> Int32
+    guard let f = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }  // RTLD_DEFAULT
+    _ = unsafeBitCast(f, to: Trim.self)(0)
+}
+
+/// A `kB` line of /proc/self/status, in bytes.
+func procStatusBytes(_ key: String) -> Int64? {
+    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+    for line in text.split(separator: "\n") where line.hasPrefix(key + ":") {
+        return line.split(separator: " ").compactMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.first.map { $0 * 1024 }
+    }
+    return nil
+}
+
+/// A field of /proc/self/io.
+func procIOField(_ key: String) -> Int64? {
+    guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return nil }
+    for line in text.split(separator: "\n") where line.hasPrefix(key + ":") {
+        return Int64(line.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces))
+    }
+    return nil
+}
+
 func medianOf(_ xs: [Double]) -> Double {
     guard !xs.isEmpty else { return .nan }
     let s = xs.sorted()
