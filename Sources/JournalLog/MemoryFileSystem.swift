@@ -53,20 +53,12 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     struct FileTable: Sequence {
         private(set) var byPath: [String: Node] = [:]
         private var byDirectory: [String: Set<String>] = [:]
-        /// The names (not paths) of the files directly in each directory, sorted: a listing is
-        /// a copy, not a sort of a directory of thousands.
-        private var namesByDirectory: [String: [String]] = [:]
 
         subscript(path: String) -> Node? {
             get { byPath[path] }
             set {
                 if newValue == nil { removeValue(forKey: path); return }
-                if byPath.updateValue(newValue!, forKey: path) == nil {
-                    let dir = parentDirectory(path)
-                    byDirectory[dir, default: []].insert(path)
-                    let name = Self.name(path, in: dir)
-                    namesByDirectory[dir, default: []].insert(name, at: Self.position(of: name, in: namesByDirectory[dir] ?? []))
-                }
+                if byPath.updateValue(newValue!, forKey: path) == nil { byDirectory[parentDirectory(path), default: []].insert(path) }
             }
         }
         mutating func removeValue(forKey path: String) {
@@ -74,26 +66,6 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             let dir = parentDirectory(path)
             byDirectory[dir]?.remove(path)
             if byDirectory[dir]?.isEmpty == true { byDirectory[dir] = nil }
-            let name = Self.name(path, in: dir)
-            if let names = namesByDirectory[dir] {
-                let i = Self.position(of: name, in: names)
-                if i < names.count, names[i] == name { namesByDirectory[dir]!.remove(at: i) }
-                if namesByDirectory[dir]!.isEmpty { namesByDirectory[dir] = nil }
-            }
-        }
-        /// The sorted names of the files directly in `dir`.
-        func names(in dir: String) -> [String] { namesByDirectory[dir] ?? [] }
-        static func name(_ path: String, in dir: String) -> String {
-            String(Substring(path.utf8.dropFirst(dir == "/" ? 1 : dir.utf8.count + 1)))
-        }
-        /// Where `name` is or would go in the sorted `names`.
-        static func position(of name: String, in names: [String]) -> Int {
-            var lo = 0, hi = names.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if names[mid] < name { lo = mid + 1 } else { hi = mid }
-            }
-            return lo
         }
         var keys: Dictionary<String, Node>.Keys { byPath.keys }
         /// The paths of the files directly in `dir`.
@@ -242,14 +214,14 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try withLock { () throws(JournalError) -> [String] in
             guard directories.contains(path) else { throw JournalError.io(operation: "opendir", path: path, errno: ENOENT) }
             let prefix = path.hasSuffix("/") ? path : path + "/"
+            var names = Set<String>()
+            let depth = prefix.utf8.count
             let dir = prefix == "/" ? "/" : String(prefix.dropLast())
-            let fileNames = files.names(in: dir)
-            var subdirectories = Set<String>()
+            for p in files.paths(in: dir) { names.insert(String(Substring(p.utf8.dropFirst(depth)))) }
             for d in directories where d.hasPrefix(prefix) && d != path {
-                subdirectories.insert(String(d.dropFirst(prefix.count).split(separator: "/").first!))
+                names.insert(String(d.dropFirst(prefix.count).split(separator: "/").first!))
             }
-            if subdirectories.isEmpty { return fileNames }
-            return Set(fileNames).union(subdirectories).sorted()
+            return names.sorted()
         }
     }
 
