@@ -61,7 +61,7 @@ def run(*args, ok=(0,)):
     if p.returncode < 0 or p.returncode >= 124:
         sys.exit(f"reader {n}: jlog {' '.join(args)} died (status {p.returncode}): {p.stderr[-500:]}")
     if p.returncode not in ok:
-        sys.exit(f"reader {n}: jlog {' '.join(args)} exited {p.returncode}: {p.stderr[-500:]}")
+        sys.exit(f"reader {n}: jlog {' '.join(args)} exited {p.returncode}: {p.stderr[-500:]}{p.stdout[-1500:]}")
     return p
 while time.time() < end:
     import os

@@ -52,10 +52,29 @@ public struct EpochCheck: Sendable {
     /// Acknowledged entries the log lacks: a writer refuses to open until an operator decides.
     public var missing: String?
 
-    /// Checks the store at `path` against the log a scan found (its segments as read).
+    /// `EPOCHS` as read at one moment: read it **before** scanning a store a writer may be
+    /// appending to, and check the scan against it. A writer only moves `EPOCHS` forward after
+    /// the log got there (a segment exists before `EPOCHS` names it, entries are durable before
+    /// they are acknowledged), so an earlier `EPOCHS` never claims more than a later scan finds;
+    /// one read after the scan can, and a live store would look as if it had lost entries.
+    public struct Reading: Sendable {
+        let load: StoreEpochs.Loaded
+    }
+
+    public static func read(store path: String, fs: any FileSystem = PosixFileSystem()) -> Reading {
+        Reading(load: StoreEpochs.load(store: path, fs: fs))
+    }
+
+    /// Checks the store at `path` against the log a scan found (its segments as read), reading
+    /// `EPOCHS` now: for a store no writer holds.
     public static func check(store path: String, report: ScanReport, fs: any FileSystem = PosixFileSystem()) -> EpochCheck {
+        check(read(store: path, fs: fs), report: report)
+    }
+
+    /// Checks a scan against `EPOCHS` as read before it.
+    public static func check(_ reading: Reading, report: ScanReport) -> EpochCheck {
         var c = EpochCheck()
-        switch StoreEpochs.load(store: path, fs: fs) {
+        switch reading.load {
         case .missing: c.note = "no EPOCHS file (a store no writer of this version has opened): earlier change tokens will be refused"
         case .unreadable(let why): c.note = why + ": the next writer begins a new epoch and refuses every earlier change token"
         case .record(let r):

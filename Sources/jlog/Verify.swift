@@ -23,6 +23,9 @@ struct Verify: ParsableCommand {
     func run() throws {
         // Salvage first: it visits every intact record and lists every damaged spot, so clean
         // means every record of every segment checks out.
+        // EPOCHS before the log: a writer appending meanwhile only moves it forward after the
+        // log got there, so read first it never claims more than the scan finds.
+        let epochsBefore = isDirectory(path) ? EpochCheck.read(store: path) : nil
         let strict: (StoreStats, ScanReport)
         do {
             strict = try StoreStats.collect(path, mode: .salvage)
@@ -30,7 +33,7 @@ struct Verify: ParsableCommand {
             throw fail(error, path: path)
         }
         let (stats, report) = strict
-        let epochs = report.segments.isEmpty || !isDirectory(path) ? nil : EpochCheck.check(store: path, report: report)
+        let epochs = report.segments.isEmpty ? nil : epochsBefore.map { EpochCheck.check($0, report: report) }
         if let missing = epochs?.missing {
             if json {
                 print(JSON.object([("path", .string(path)), ("ok", .bool(false)),

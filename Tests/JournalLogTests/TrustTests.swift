@@ -223,6 +223,28 @@ func appendRawFrame(_ segment: String, type: UInt8, sequence: SequenceNumber, pa
         }
     }
 
+    /// `jlog verify` beside a live writer: a scan taken before a roll, checked against EPOCHS
+    /// read after it, looks like a lost segment; checked against EPOCHS read before the scan, it
+    /// is whole (the writer names a segment in EPOCHS only after creating it).
+    @Test func epochsReadBeforeTheScanNeverClaimMoreThanALiveWriterWrote() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.path("s.wal")
+            let store = try JournalStore.open(path, options: storeOptions(segmentSize: 1_024))
+            for n in 0..<5 { try store.append(Z.entry(n, zone: "L-1")) }
+            let before = EpochCheck.read(store: path)
+            let report = try LogReader.scanRecords(path) { _ in }
+            let segments = try segmentFiles(path).count
+            var n = 5
+            while try segmentFiles(path).count == segments {
+                try store.append(Z.entry(n, zone: "L-1"))
+                n += 1
+            }
+            #expect(EpochCheck.check(store: path, report: report).missing != nil, "EPOCHS read after the scan runs ahead of it")
+            #expect(EpochCheck.check(before, report: report).missing == nil)
+            try store.close()
+        }
+    }
+
     @Test func removingTheNewestSegmentIsRefusedThenItsTokensAreInvalid() throws {
         try withTemporaryDirectory { dir in
             let path = dir.path("s.wal")
