@@ -18,7 +18,11 @@ public enum WireBatch {
     /// The entries' wire form; compressed as the log compresses batches.
     public static func encode(_ entries: [JournalEntry], compress: Bool = true) -> [UInt8] {
         guard !entries.isEmpty else { return [] }
-        let payload = BatchCodec.encode(journalEntries: entries, compress: compress)
+        return frame(BatchCodec.encode(journalEntries: entries, compress: compress))
+    }
+
+    /// A batch payload in its wire frame: magic, length, the payload, CRC32C of length and payload.
+    public static func frame(_ payload: [UInt8]) -> [UInt8] {
         var w = ByteWriter(capacity: payload.count + overhead)
         w.append(contentsOf: magic)
         w.u32(UInt32(payload.count))

@@ -126,11 +126,6 @@ extension FuzzChecks {
         }
         roundTrip(bytes)
         guard !bytes.isEmpty, bytes.count <= Limits.maxPayloadBytes else { return }
-        var framed = ByteWriter(capacity: bytes.count + WireBatch.overhead)
-        framed.append(contentsOf: [0x4A, 0x4C, 0x42, 0x31])
-        framed.u32(UInt32(bytes.count))
-        framed.bytes.append(contentsOf: bytes)
-        framed.u32(CRC32C.extend(0, Array(framed.bytes[4...])))
-        framed.bytes.withUnsafeBytes(roundTrip)
+        WireBatch.frame(Array(bytes)).withUnsafeBytes(roundTrip)
     }
 }

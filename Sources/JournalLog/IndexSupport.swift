@@ -243,6 +243,11 @@ public enum AtomicFile {
     public static func read(_ path: String, fs: any FileSystem, limit: Int) throws(JournalError) -> [UInt8] {
         let file = try fs.openForReading(path)
         defer { file.close() }
+        return try read(file, path: path, limit: limit)
+    }
+
+    /// The whole of an open file (`path` names it in errors), refusing one larger than `limit`.
+    public static func read(_ file: any StorageFile, path: String, limit: Int) throws(JournalError) -> [UInt8] {
         let size = try file.size()
         guard size <= Int64(limit) else { throw JournalError.notAStore(path: path, reason: "\(size) bytes is larger than the \(limit)-byte limit") }
         var bytes = [UInt8](repeating: 0, count: Int(size))

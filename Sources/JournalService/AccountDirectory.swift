@@ -55,23 +55,17 @@ public final class AccountDirectory: @unchecked Sendable {
     private func readAndPin() throws(JournalError) -> [UInt8] {
         let before = fs.identity(of: path)
         let file = try fs.openForReading(path)
-        let size = try file.size()
-        guard size <= Int64(Self.maxFileBytes) else {
+        let bytes: [UInt8]
+        do throws(JournalError) { bytes = try AtomicFile.read(file, path: path, limit: Self.maxFileBytes) } catch {
             file.close()
-            throw JournalError.notAStore(path: path, reason: "\(size) bytes is larger than the \(Self.maxFileBytes)-byte limit")
+            throw error
         }
-        var bytes = [UInt8](repeating: 0, count: Int(size))
-        let result: Result<Int, JournalError> = bytes.withUnsafeMutableBytes { b in
-            do throws(JournalError) { return .success(try file.read(into: b, at: 0)) } catch { return .failure(error) }
-        }
-        let count: Int
-        do throws(JournalError) { count = try result.get() } catch { file.close(); throw error }
         pinned?.close()
         pinned = file
         // Replaced between the look and the open: this read is the newer file's, and the next
         // request reads again (the identity kept is the older one).
         loadedIdentity = before
-        return Array(bytes.prefix(count))
+        return bytes
     }
 
     /// The account `text` authenticates, or nil: unknown, malformed, tampered, expired or revoked

@@ -64,36 +64,36 @@ import ListModel
         return ipad.fs.mutatingCalls
     }
 
-    /// Power lost at any write of a pull in pages (the to-apply queue saved and not yet appended,
-    /// or between pages): after the restart every entry is there exactly once.
-    @Test func aPowerLossAtAnyWriteOfAPagedPullLosesAndDuplicatesNothing() async throws {
-        let total = try await Self.writes(primed: true)
-        #expect(total > 10)
+    /// A crash at every write of a sync, each from the same start: the problems found after
+    /// every restart, and how many crash points left work to resume.
+    static func crashAtEveryWrite(primed: Bool) async throws -> (total: Int, problems: [String], resumed: Int) {
+        let total = try await writes(primed: primed)
         var problems: [String] = []
         var resumed = 0
         for n in 1...total {
-            let r = try await Self.crash(at: n, primed: true, persistent: true)
+            let r = try await crash(at: n, primed: primed, persistent: true)
             problems += r.problems
             if r.resumed { resumed += 1 }
         }
-        #expect(problems.isEmpty, "\(problems.prefix(10))")
-        #expect(resumed > 0, "no crash point left a saved to-apply queue behind: the test missed the window")
+        return (total, problems, resumed)
+    }
+
+    /// Power lost at any write of a pull in pages (the to-apply queue saved and not yet appended,
+    /// or between pages): after the restart every entry is there exactly once.
+    @Test func aPowerLossAtAnyWriteOfAPagedPullLosesAndDuplicatesNothing() async throws {
+        let r = try await Self.crashAtEveryWrite(primed: true)
+        #expect(r.total > 10)
+        #expect(r.problems.isEmpty, "\(r.problems.prefix(10))")
+        #expect(r.resumed > 0, "no crash point left a saved to-apply queue behind: the test missed the window")
     }
 
     /// Power lost at any write of a first fetch (a re-fetch into a new incarnation, page by
     /// page): after the restart it resumes, and every entry is there exactly once.
     @Test func aPowerLossAtAnyWriteOfAFirstFetchLosesAndDuplicatesNothing() async throws {
-        let total = try await Self.writes(primed: false)
-        #expect(total > 10)
-        var problems: [String] = []
-        var resumed = 0
-        for n in 1...total {
-            let r = try await Self.crash(at: n, primed: false, persistent: true)
-            problems += r.problems
-            if r.resumed { resumed += 1 }
-        }
-        #expect(problems.isEmpty, "\(problems.prefix(10))")
-        #expect(resumed > 0, "no crash point left a re-fetch in progress behind: the test missed the window")
+        let r = try await Self.crashAtEveryWrite(primed: false)
+        #expect(r.total > 10)
+        #expect(r.problems.isEmpty, "\(r.problems.prefix(10))")
+        #expect(r.resumed > 0, "no crash point left a re-fetch in progress behind: the test missed the window")
     }
 
     /// One failed write during a paged pull (a full disk, freed again), the device syncing on
