@@ -334,11 +334,7 @@ extension JournalStore {
     public var deletedZoneEntriesInActiveSegment: Bool {
         cond.lock()
         defer { cond.unlock() }
-        let sealed = activeBase - 1
-        return catalog.tracks.contains { t in
-            guard let d = t.deletedAt, d <= durableThrough, t.entryCount > 0 else { return false }
-            return t.frameSequences.contains { $0 > sealed && $0 != d }
-        }
+        return catalog.deletedEntries(above: activeBase - 1, deletedThrough: durableThrough)
     }
 
     /// Rewrites sealed segments without the entries in `purging` that lie at or below their zone's
@@ -605,6 +601,15 @@ final class TrackLookup {
 }
 
 extension ZoneCatalog {
+    /// Whether an incarnation deleted at or below `deletedThrough` holds an entry above `sealed`
+    /// (in the active segment, which no compaction rewrites).
+    func deletedEntries(above sealed: SequenceNumber, deletedThrough: SequenceNumber) -> Bool {
+        tracks.contains { t in
+            guard let d = t.deletedAt, d <= deletedThrough, t.entryCount > 0 else { return false }
+            return t.frameSequences.contains { $0 > sealed && $0 != d }
+        }
+    }
+
     /// After a segment was rewritten: its frames in every incarnation's lists are replaced by the
     /// new ones (same sequences, new offsets, purged frames gone).
     /// `lastSequenceOfFrame` reads the last sequence of the frame at a location, for a track whose

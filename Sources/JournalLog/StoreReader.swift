@@ -102,11 +102,7 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
     /// which a compaction seals first (COMPACTION.md §1); as `JournalStore`'s, from what was read.
     public var deletedZoneEntriesInActiveSegment: Bool {
         let s = current
-        let sealed = s.sealedThrough
-        return s.catalog.tracks.contains { t in
-            guard let d = t.deletedAt, d <= s.horizon, t.entryCount > 0 else { return false }
-            return t.frameSequences.contains { $0 > sealed && $0 != d }
-        }
+        return s.catalog.deletedEntries(above: s.sealedThrough, deletedThrough: s.horizon)
     }
 
     public func zones() -> [ZoneInfo] {
