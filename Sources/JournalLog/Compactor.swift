@@ -415,6 +415,10 @@ extension JournalStore {
         try locked { () throws(JournalError) in
             try checkWritable()
             guard !compactionRunning else { throw JournalError.invalidEntry("a compaction is already running on this store") }
+            // A checkpoint being written names today's offsets; let it land, then take no other
+            // until the run is over (the one that fell due would name offsets about to change).
+            while checkpointWriting { cond.wait() }
+            dropDueCheckpoint()
             compactionRunning = true
         }
         defer {

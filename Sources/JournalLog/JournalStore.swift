@@ -112,6 +112,12 @@ public final class JournalStore: @unchecked Sendable {
     private var lastWritten: CoveredFrame?
     private var checkpointed: CoveredFrame?
     private var bytesSinceCheckpoint = 0
+    /// A checkpoint taken under `cond` when one fell due, written after the lock is released
+    /// (`writeDueCheckpoint`): encoding and syncing it grow with the store, so they stay off the
+    /// append path. A compaction drops it (its offsets are about to change).
+    private var checkpointDue: (index: ZoneIndexCheckpoint, covered: CoveredFrame)?
+    /// A thread is writing `checkpointDue` outside the lock; a compaction and `close` wait for it.
+    var checkpointWriting = false
     /// Feed reads between choosing frame locations and reading them; a compaction swap waits
     /// for them, and new ones wait while `swapWaiting`.
     var feedReaders = 0
@@ -680,12 +686,14 @@ public final class JournalStore: @unchecked Sendable {
 
     /// Waits until the frame with `ticket` (and every one before it) is acknowledged under `durability`.
     func commit(ticket: Int, durability: Durability) throws(JournalError) {
-        try writer.commit(ticket: ticket, sync: durability != .none)
+        try commit(ticket: ticket, sync: durability != .none)
     }
 
-    /// Waits until the frame with `ticket` is written (and synced when asked).
+    /// Waits until the frame with `ticket` is written (and synced when asked); then writes a
+    /// checkpoint that fell due meanwhile, with the lock released.
     func commit(ticket: Int, sync: Bool) throws(JournalError) {
         try writer.commit(ticket: ticket, sync: sync)
+        writeDueCheckpoint()
     }
 
     /// Under `cond`, called by the writer's leader after each round: the index learns where the
@@ -706,31 +714,69 @@ public final class JournalStore: @unchecked Sendable {
         guard durable else { return }
         for m in pendingMarks { catalog.setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark) }
         pendingMarks.removeAll()
-        if bytesSinceCheckpoint >= options.indexCheckpointBytes { writeCheckpointLocked() }
+        if bytesSinceCheckpoint >= options.indexCheckpointBytes && !checkpointWriting { takeCheckpointLocked() }
     }
 
-    /// Under `cond`, by the leader right after a sync (or on close, after its sync): writes the
-    /// index checkpoint atomically, covering only durable frames. The lock is held while writing:
-    /// a checkpoint is rare (every `indexCheckpointBytes`).
-    private func writeCheckpointLocked() {
+    /// Under `cond`, by the leader right after a sync (or on close, after its sync): takes the
+    /// index checkpoint, covering only durable frames, for `writeDueCheckpoint` to write once the
+    /// lock is released. Taking it copies the catalog's tracks (their arrays are shared, not
+    /// copied); nothing here reads or writes a file.
+    private func takeCheckpointLocked() {
         assert(writer.writtenFrames == writer.durableFrames && pendingMarks.isEmpty, "a checkpoint covers durable frames only")
         guard !compactionRunning else { return }
         bytesSinceCheckpoint = 0
         guard let covered = lastWritten, covered.offset != checkpointed?.offset || covered.segment != checkpointed?.segment else { return }
-        let bytes = ZoneIndexCodec.encode(catalog.checkpoint(storeID: storeID, covered: covered, through: covered.lastSequence))
-        do {
-            try AtomicFile.write(bytes, to: path + "/" + StoreLayout.indexFile, fs: fs)
-            checkpointed = covered
-            indexCheckpointError = nil
-        } catch {
-            indexCheckpointError = error
+        checkpointDue = (catalog.checkpoint(storeID: storeID, covered: covered, through: covered.lastSequence), covered)
+    }
+
+    /// Writes the checkpoint that fell due, if any, without holding `cond`: appenders go on
+    /// meanwhile. Called by an appender after its commit returns, by `checkpointIndex` and by
+    /// `close`. A compaction waits for a write in flight before it starts, and drops a due one.
+    private func writeDueCheckpoint() {
+        cond.lock()
+        guard let due = checkpointDue, !checkpointWriting, !compactionRunning else {
+            cond.unlock()
+            return
         }
+        checkpointDue = nil
+        checkpointWriting = true
+        cond.unlock()
+        var failed: JournalError? = nil
+        do { try AtomicFile.write(ZoneIndexCodec.encode(due.index), to: path + "/" + StoreLayout.indexFile, fs: fs) } catch { failed = error }
+        cond.lock()
+        checkpointWriting = false
+        if let failed {
+            indexCheckpointError = failed
+        } else {
+            checkpointed = due.covered
+            indexCheckpointError = nil
+        }
+        cond.broadcast()
+        cond.unlock()
+    }
+
+    /// Writes the zone index checkpoint now, covering everything durable, so that the next open
+    /// replays nothing: for a caller's background step (after a burst of appends, before the
+    /// app is suspended). Appends go on while it writes. A failure is in `indexCheckpointError`.
+    public func checkpointIndex() throws(JournalError) {
+        try sync()
+        cond.lock()
+        writer.waitForLeaderLocked()
+        if failure == nil && pendingMarks.isEmpty && writer.writtenFrames == writer.durableFrames && !checkpointWriting { takeCheckpointLocked() }
+        cond.unlock()
+        writeDueCheckpoint()
     }
 
     /// Under `cond`: the next sync writes a checkpoint (after a compaction changed offsets).
     func forceCheckpoint() {
         checkpointed = nil
         bytesSinceCheckpoint = max(bytesSinceCheckpoint, options.indexCheckpointBytes)
+    }
+
+    /// Under `cond`: the checkpoint that fell due is not written (a compaction is about to move
+    /// the frames it names); the next sync after the run takes a new one.
+    func dropDueCheckpoint() {
+        checkpointDue = nil
     }
 
     /// Under `cond`: the checkpoint file is gone; no checkpoint is current.
@@ -804,7 +850,11 @@ public final class JournalStore: @unchecked Sendable {
         do { try commit(ticket: ticket, sync: true) } catch { syncError = error }
         cond.lock()
         writer.waitForLeaderLocked()
-        if failure == nil && syncError == nil { writeCheckpointLocked() }
+        while checkpointWriting { cond.wait() }
+        if failure == nil && syncError == nil { takeCheckpointLocked() }
+        cond.unlock()
+        if failure == nil && syncError == nil { writeDueCheckpoint() }
+        cond.lock()
         var record = epochRecord
         record.acknowledgedThrough = max(record.acknowledgedThrough, durableThrough)
         record.closedCleanly = true
