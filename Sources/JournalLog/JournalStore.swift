@@ -121,6 +121,8 @@ public final class JournalStore: @unchecked Sendable {
     /// Feed reads between choosing frame locations and reading them; a compaction swap waits
     /// for them, and new ones wait while `swapWaiting`.
     var feedReaders = 0
+    /// Zone incarnations (tracks) whose ids `loadIDsUnlocked` is reading.
+    private var loadingIDs: Set<Int> = []
     var swapWaiting = false
     /// While a compaction runs no index checkpoint is written: its offsets may be going stale.
     var compactionRunning = false
@@ -392,25 +394,40 @@ public final class JournalStore: @unchecked Sendable {
         let payload = EntryCodec.encode(entry)
         let fingerprint = entry.operation.isPlace ? EntryFingerprint.any : EntryFingerprint.of(payload)
         let mode = durability ?? options.durability
-        let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
-            try checkWritable()
-            let track = try trackAccepting(entry.zone, at: lastAssigned + 1)
-            if let t = track, let existing = try storedID(entry.id, track: t) {
-                guard EntryFingerprint.matches(stored: existing.fingerprint, new: fingerprint) else {
-                    throw JournalError.idConflict(zone: entry.zone, id: entry.id, storedAt: existing.sequence)
+        while true {
+            let outcome = try locked { () throws(JournalError) -> Enqueued in
+                try checkWritable()
+                let track = try trackAccepting(entry.zone, at: lastAssigned + 1)
+                if let t = track, catalog.ids[t] == nil { return .needsIDs(track: t) }
+                if let t = track, let existing = try storedID(entry.id, track: t) {
+                    guard EntryFingerprint.matches(stored: existing.fingerprint, new: fingerprint) else {
+                        throw JournalError.idConflict(zone: entry.zone, id: entry.id, storedAt: existing.sequence)
+                    }
+                    // Acknowledged once everything enqueued so far (the original included) is.
+                    return .done(existing.sequence...existing.sequence, ticket: lastTicketLocked)
                 }
-                // Acknowledged once everything enqueued so far (the original included) is.
-                return (existing.sequence, lastTicketLocked)
+                let first = lastAssigned + 1
+                let t = track ?? catalog.create(entry.zone, at: first, implicit: true, idsLoaded: true)
+                let seq = enqueueLocked(type: RecordType.entry.rawValue, payload: payload, count: 1,
+                                        touches: [FrameTouch(track: t, firstSequence: first, lastSequence: first, entries: 1)])
+                catalog.ids[t]![entry.id] = StoredID(sequence: seq, fingerprint: fingerprint)
+                return .done(seq...seq, ticket: lastTicketLocked)
             }
-            let first = lastAssigned + 1
-            let t = track ?? catalog.create(entry.zone, at: first, implicit: true, idsLoaded: true)
-            let seq = enqueueLocked(type: RecordType.entry.rawValue, payload: payload, count: 1,
-                                    touches: [FrameTouch(track: t, firstSequence: first, lastSequence: first, entries: 1)])
-            catalog.ids[t]![entry.id] = StoredID(sequence: seq, fingerprint: fingerprint)
-            return (seq, lastTicketLocked)
+            switch outcome {
+            case .needsIDs(let t):
+                try loadIDsUnlocked(t)
+            case .done(let range, let ticket):
+                try commit(ticket: ticket, sync: mode == .always)
+                return range.lowerBound
+            }
         }
-        try commit(ticket: ticket, sync: mode == .always)
-        return seq
+    }
+
+    /// What an attempt to enqueue under the lock came to.
+    private enum Enqueued {
+        /// The zone's id set is not loaded yet: load it with the lock released, then try again.
+        case needsIDs(track: Int)
+        case done(ClosedRange<SequenceNumber>, ticket: Int)
     }
 
     /// Runs `body` holding `cond`, releasing it on every path.
@@ -461,6 +478,9 @@ public final class JournalStore: @unchecked Sendable {
             case .retry(let remaining):
                 // Some entries turned out to be stored already: encode only the new ones.
                 fresh = remaining
+            case .needsIDs(let t):
+                try loadIDsUnlocked(t)
+                firstPass = true
             case .done(let range, let ticket):
                 try commit(ticket: ticket, sync: mode != .none)
                 return range
@@ -470,6 +490,8 @@ public final class JournalStore: @unchecked Sendable {
 
     private enum BatchOutcome {
         case retry([JournalEntry])
+        /// As `Enqueued.needsIDs`.
+        case needsIDs(track: Int)
         case done(ClosedRange<SequenceNumber>, ticket: Int)
     }
 
@@ -491,7 +513,7 @@ public final class JournalStore: @unchecked Sendable {
             while z < zones.count && zones[z].name != batch[k].zone { z += 1 }
             if z == zones.count {
                 let t = try trackAccepting(batch[k].zone, at: first)
-                if let t, catalog.ids[t] == nil { try loadIDs(t) }
+                if let t, catalog.ids[t] == nil { return .needsIDs(track: t) }
                 zones.append((batch[k].zone, t, nil))
             }
             zoneOf[k] = z
@@ -595,14 +617,46 @@ public final class JournalStore: @unchecked Sendable {
         return catalog.ids[track]![id]
     }
 
-    /// Under `cond`: reads the ids a zone incarnation holds from the log, on first use.
+    /// Under `cond`: reads the ids a zone incarnation holds from the log, on first use, holding
+    /// the lock (for `appendRecord`, a tool's path; appends load them with `loadIDsUnlocked`).
     private func loadIDs(_ track: Int) throws(JournalError) {
         // Every frame of this incarnation is on disk: nothing was enqueued for it since open
         // without loading its ids first.
-        let t = catalog.tracks[track]
+        catalog.ids[track] = try Self.readIDs(catalog.tracks[track], store: path, fs: fs, segments: catalog.segments)
+    }
+
+    /// Loads the ids a zone incarnation holds with the writer's lock released: reading them grows
+    /// with the zone, and appends to other zones go on meanwhile. Appends to this zone wait for
+    /// it (they need its ids), as does a compaction's swap (the read is a feed read: no frame may
+    /// move under it). Nothing can be enqueued for the zone before its ids are in place, so the
+    /// frames it reads are all it holds.
+    private func loadIDsUnlocked(_ track: Int) throws(JournalError) {
+        cond.lock()
+        while catalog.ids[track] == nil && (loadingIDs.contains(track) || swapWaiting) { cond.wait() }
+        guard catalog.ids[track] == nil, catalog.tracks[track].deletedAt == nil else {
+            cond.unlock()
+            return
+        }
+        loadingIDs.insert(track)
+        feedReaders += 1
+        let t = catalog.tracks[track], segments = catalog.segments
+        cond.unlock()
+        let read: Result<IDIndex, JournalError>
+        do { read = .success(try Self.readIDs(t, store: path, fs: fs, segments: segments)) } catch { read = .failure(error) }
+        cond.lock()
+        loadingIDs.remove(track)
+        feedReaders -= 1
+        if case .success(let ids) = read, catalog.ids[track] == nil, catalog.tracks[track].deletedAt == nil { catalog.ids[track] = ids }
+        cond.broadcast()
+        cond.unlock()
+        _ = try read.get()
+    }
+
+    /// The ids a zone incarnation's frames hold, each with where and what it stored.
+    private static func readIDs(_ t: ZoneTrack, store path: String, fs: any FileSystem, segments: [SequenceNumber]) throws(JournalError) -> IDIndex {
         var ids = IDIndex()
         ids.reserveCapacity(t.entryCount)
-        let fetcher = FrameFetcher(store: path, fs: fs, segments: catalog.segments)
+        let fetcher = FrameFetcher(store: path, fs: fs, segments: segments)
         let zone = Array(t.name.utf8)
         for loc in t.frameLocations {
             _ = try fetcher.forEachEntry(at: loc, after: 0, zone: zone) { s, e, encoding in
@@ -615,7 +669,7 @@ public final class JournalStore: @unchecked Sendable {
                 return true
             }
         }
-        catalog.ids[track] = ids
+        return ids
     }
 
     /// Appends a raw record: for tests, tools and the zone layer. `count` sequences are consumed

@@ -10,6 +10,17 @@ import JournalCodec
 @Suite struct AppendPathTests {
     typealias Z = ZoneFeedTests
 
+    /// A store on an in-memory disk whose hook runs at the first open of a file ending in `suffix`.
+    static func hooked(_ suffix: String, segmentSize: Int, checkpointBytes: Int = 1 << 30) throws -> (HookFileSystem, StoreOptions) {
+        let mem = MemoryFileSystem()
+        try mem.createDirectory("/d")
+        let fs = HookFileSystem(mem, suffix: suffix)
+        var options = StoreOptions(durability: .always, segmentSize: segmentSize, preallocate: false)
+        options.fileSystem = fs
+        options.indexCheckpointBytes = checkpointBytes  // only when asked
+        return (fs, options)
+    }
+
     /// Runs `work` on another thread; the semaphore is signalled when it ends.
     static func start(_ work: @escaping @Sendable () throws -> Void) -> DispatchSemaphore {
         let done = DispatchSemaphore(value: 0)
@@ -23,12 +34,7 @@ import JournalCodec
     }
 
     @Test func anIndexCheckpointIsWrittenWithTheLockReleased() throws {
-        let mem = MemoryFileSystem()
-        try mem.createDirectory("/d")
-        let fs = HookFileSystem(mem, suffix: "zones.idx.tmp")
-        var options = StoreOptions(durability: .always, segmentSize: 1 << 20, preallocate: false)
-        options.fileSystem = fs
-        options.indexCheckpointBytes = 1 << 30  // only when asked
+        let (fs, options) = try Self.hooked("zones.idx.tmp", segmentSize: 1 << 20)
         let store = try JournalStore.open("/d/s.wal", options: options)
         for n in 0..<50 { try store.append(Z.entry(n, zone: "List-a")) }
         let passed = Flag()
@@ -41,13 +47,27 @@ import JournalCodec
         #expect(try Z.drain(reopened, "List-b", limit: 10).0.count == 1)
     }
 
+    @Test func aZonesIDsAreReadWithTheLockReleased() throws {
+        let (fs, options) = try Self.hooked(".seg", segmentSize: 4_096, checkpointBytes: 16 << 20)
+        var store = try JournalStore.open("/d/s.wal", options: options)
+        for n in 0..<200 { try store.append(Z.entry(n, zone: "List-a")) }
+        try store.append(Z.entry(500, zone: "List-b"))
+        try store.close()
+        store = try JournalStore.open("/d/s.wal", options: options)
+        let reopened = store
+        // List-b's ids are loaded first, so the hook catches List-a's read of its frames.
+        try reopened.append(Z.entry(501, zone: "List-b"))
+        let passed = Flag()
+        fs.hook = { passed.value = Self.appendsMeanwhile { try reopened.append(Z.entry(502, zone: "List-b")) } }
+        // A retried upload: the zone's ids must be whole for it to be recognised.
+        let again = try reopened.append(Z.entry(7, zone: "List-a"))
+        #expect(passed.value, "an append to another zone waited for List-a's ids to be read")
+        #expect(again == 8, "the retry was stored again instead of recognised")
+        #expect(try Z.drain(reopened, "List-a", limit: 50).0.count == 200)
+    }
+
     @Test func aCompactionWaitsForACheckpointBeingWritten() throws {
-        let mem = MemoryFileSystem()
-        try mem.createDirectory("/d")
-        let fs = HookFileSystem(mem, suffix: "zones.idx.tmp")
-        var options = StoreOptions(durability: .always, segmentSize: 1_024, preallocate: false)
-        options.fileSystem = fs
-        options.indexCheckpointBytes = 1 << 30
+        let (fs, options) = try Self.hooked("zones.idx.tmp", segmentSize: 1_024)
         let store = try JournalStore.open("/d/s.wal", options: options)
         var sequences: [SequenceNumber] = []
         for n in 0..<40 { sequences.append(try store.append(Z.entry(n, zone: "List-a"))) }
