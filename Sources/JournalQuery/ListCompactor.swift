@@ -174,56 +174,22 @@ public struct ListCompactor: Sendable {
                 do { sealed = try writer.sealActiveSegment() } catch { throw .storage(error) }
             }
         }
-        // Zones are read, planned and compacted a group at a time.
+        // Zones are read, planned and compacted a group at a time. A group is compacted at the
+        // top of the next turn, when nothing but `group` holds its planners: the snapshot step
+        // lets them go before it materialises, and their memory is reused.
         var group: [Plan] = []
         var held = 0
         for listed in zones {
-            // A zone deleted (or deleted and created again) since the list was taken is not
-            // compacted: its entries go with its deletion.
-            guard let info = store.zone(listed.name), !info.isDeleted, info.incarnation == listed.incarnation else { continue }
-            let started = ContinuousClock.now
-            defer { report.phaseMillis["read", default: 0] += millis(since: started) }
-            var planner = RetentionPlanner()
-            var oldest = Int64.max
-            let read: SequenceNumber
-            do throws(QueryError) {
-                (_, read) = try query.replayPages(info.name, after: nil) { page in
-                    for e in page {
-                        planner.add(e.sequence, e.entry)
-                        oldest = min(oldest, RetentionPlanner.time(e.entry))
-                    }
-                }
-            } catch { if Self.isGone(error) { continue } else { throw error } }
-            // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
-            let unheld = min(sealed, info.lastChange)
-            var limit = unheld
-            if let floor = source.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
-            let mark = min(max(info.lowWaterMark, limit), sealed)
-            let first = planner.decide(cutoff: cutoff, mark: mark)
-            guard mark > 0, !first.isEmpty else {
-                let why: CompactionSkip
-                if oldest >= cutoff {
-                    why = .nothingOlderThanCutoff
-                } else if mark < unheld && !planner.decide(cutoff: cutoff, mark: unheld).isEmpty {
-                    // Held back by consumers only if, without them, something would go.
-                    why = .heldByConsumers(at: mark)
-                } else {
-                    why = .nothingFinished
-                }
-                report.skipped.append((info.name, why))
-                continue
-            }
-            var plan = Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
-                                                 chosen: first.purgeCount, rewritten: first.rewriteCount, snapshotSequence: read),
-                            planner: planner, decisions: [first], mark: mark, raise: mark > info.lowWaterMark, readThrough: read)
-            try morePasses(&plan, cutoff: cutoff)
-            group.append(plan)
-            held += planner.entries
             if held >= maxEntriesPerGroup {
                 try compact(&group, dryRun: dryRun, cutoff: cutoff, into: &report)
                 group = []
                 held = 0
             }
+            let started = ContinuousClock.now
+            defer { report.phaseMillis["read", default: 0] += millis(since: started) }
+            guard let plan = try plan(listed, sealed: sealed, source: source, now: now, cutoff: cutoff, into: &report) else { continue }
+            held += plan.planner.entries
+            group.append(plan)
         }
         if !group.isEmpty || report.zones.isEmpty { try compact(&group, dryRun: dryRun, cutoff: cutoff, into: &report) }
         report.skipped.sort { $0.zone < $1.zone }
@@ -231,6 +197,51 @@ public struct ListCompactor: Sendable {
         report.rewritten.sort()
         if !dryRun { report.filesRemoved += removeSuperseded() }
         return report
+    }
+
+    /// Reads one live zone through a planner and decides (steps 1 and 2 of COMPACTION.md §1);
+    /// nil when it is gone or has nothing to compact (then `report` says why).
+    private func plan(_ listed: ZoneInfo, sealed: SequenceNumber, source: LogView, now: Int64, cutoff: Int64,
+                      into report: inout ListCompactionReport) throws(QueryError) -> Plan? {
+        let store = query.store
+        // A zone deleted (or deleted and created again) since the list was taken is not
+        // compacted: its entries go with its deletion.
+        guard let info = store.zone(listed.name), !info.isDeleted, info.incarnation == listed.incarnation else { return nil }
+        var planner = RetentionPlanner()
+        var oldest = Int64.max
+        let read: SequenceNumber
+        do throws(QueryError) {
+            (_, read) = try query.replayPages(info.name, after: nil) { page in
+                for e in page {
+                    planner.add(e.sequence, e.entry)
+                    oldest = min(oldest, RetentionPlanner.time(e.entry))
+                }
+            }
+        } catch { if Self.isGone(error) { return nil } else { throw error } }
+        // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
+        let unheld = min(sealed, info.lastChange)
+        var limit = unheld
+        if let floor = source.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
+        let mark = min(max(info.lowWaterMark, limit), sealed)
+        let first = planner.decide(cutoff: cutoff, mark: mark)
+        guard mark > 0, !first.isEmpty else {
+            let why: CompactionSkip
+            if oldest >= cutoff {
+                why = .nothingOlderThanCutoff
+            } else if mark < unheld && !planner.decide(cutoff: cutoff, mark: unheld).isEmpty {
+                // Held back by consumers only if, without them, something would go.
+                why = .heldByConsumers(at: mark)
+            } else {
+                why = .nothingFinished
+            }
+            report.skipped.append((info.name, why))
+            return nil
+        }
+        var plan = Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
+                                             chosen: first.purgeCount, rewritten: first.rewriteCount, snapshotSequence: read),
+                        planner: planner, decisions: [first], mark: mark, raise: mark > info.lowWaterMark, readThrough: read)
+        try morePasses(&plan, cutoff: cutoff)
+        return plan
     }
 
     /// An entry's time is the later of its wall time and its hybrid clock (COMPACTION.md §2).
