@@ -367,7 +367,17 @@ public struct ListCompactor: Sendable {
             var byName: [String: [Int]] = [:]
             for k in plans.indices { byName[plans[k].zone.zone, default: []].append(k) }
             // Entries come in runs of one zone: its plan is looked up once a run.
-            var lastZone = "", lastPlan: Int? = nil, lastDecisions: [RetentionDecision] = []
+            // Each plan's decisions, asked through a closure that holds them: the rewrite asks
+            // about every entry, and a decision copied out of an array for each question (its
+            // arrays retained and released) cost more than the question.
+            let asks: [(SequenceNumber, JournalEntry) -> EntryVerdict] = plans.map { plan in
+                let decisions = plan.decisions
+                guard decisions.count == 1 else { return { Self.verdict(decisions, $0, $1) } }
+                let decision = decisions[0]
+                return { decision.verdict($0, $1) }
+            }
+            let bounds = plans.map { (from: $0.zone.incarnation, through: $0.readThrough) }
+            var lastZone = "", lastPlan: Int? = nil, lastAsk: ((SequenceNumber, JournalEntry) -> EntryVerdict)? = nil
             var tallies = [(purged: Int, rewritten: Int)](repeating: (0, 0), count: plans.count)
             chosen = []
             rewritten = []
@@ -384,10 +394,10 @@ public struct ListCompactor: Sendable {
                     if !sameBytes(e.zone, lastZone) {
                         lastZone = e.zone
                         lastPlan = byName[e.zone]?.first { sameBytes(plans[$0].zone.zone, e.zone) }
-                        lastDecisions = lastPlan.map { plans[$0].decisions } ?? []
+                        lastAsk = lastPlan.map { asks[$0] }
                     }
-                    guard let k = lastPlan, seq >= plans[k].zone.incarnation, seq <= plans[k].readThrough else { return .keep }
-                    let v = lastDecisions.count == 1 ? lastDecisions[0].verdict(seq, e) : Self.verdict(lastDecisions, seq, e)
+                    guard let k = lastPlan, seq >= bounds[k].from, seq <= bounds[k].through else { return .keep }
+                    let v = lastAsk!(seq, e)
                     switch v {
                     case .keep: return .keep
                     case .purge:
