@@ -146,7 +146,14 @@ public final class AccountDirectory: @unchecked Sendable {
     }
 
     static func hash(_ secret: String) -> String {
-        SHA256.hash(data: Array(secret.utf8)).map { String($0, radix: 16).leftPadded(2) }.joined()
+        // Every request hashes its secret: lowercase hex written straight into bytes, not a
+        // string per byte joined.
+        var hex: [UInt8] = []
+        hex.reserveCapacity(64)
+        for b in SHA256.hash(data: Array(secret.utf8)) {
+            for v in [b >> 4, b & 15] { hex.append(v < 10 ? 0x30 + v : 0x57 + v) }
+        }
+        return String(decoding: hex, as: UTF8.self)
     }
 
     static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
@@ -156,8 +163,4 @@ public final class AccountDirectory: @unchecked Sendable {
         for i in x.indices { d |= x[i] ^ y[i] }
         return d == 0
     }
-}
-
-extension String {
-    fileprivate func leftPadded(_ n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
 }

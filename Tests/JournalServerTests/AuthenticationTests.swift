@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import JournalLog
-import JournalService
+@testable import JournalService
 import JournalSync
 import NIOHTTP1
 
@@ -91,6 +91,12 @@ import NIOHTTP1
     }
 
     /// Health needs no credential and says nothing but that the server runs.
+    /// The accounts file keeps SHA-256 of the secret's text as 64 lowercase hex digits
+    /// (SYNC.md §9.2): files written by earlier servers must keep authenticating.
+    @Test func theStoredHashIsTheSecretsSHA256InLowercaseHex() {
+        #expect(AccountDirectory.hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
     @Test func healthNeedsNoCredentialAndRevealsNothing() async throws {
         let server = try await TestServer()
         let r = try await server.send(.GET, "/v1/health", authorization: nil)
