@@ -67,7 +67,7 @@ let package = Package(
         // Layer 4, transports: `jlog serve`'s HTTP server (Hummingbird) over the reference service,
         // with accounts and access control; and the engine's HTTP client (AsyncHTTPClient).
         .target(name: "JournalServer", dependencies: [
-            "JournalService", "JournalSync", "JournalLog",
+            "JournalService", "JournalSync", "JournalQuery", "JournalLog",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),

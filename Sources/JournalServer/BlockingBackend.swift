@@ -1,4 +1,5 @@
 import JournalLog
+import JournalQuery
 import JournalService
 import JournalSync
 import NIOPosix
@@ -31,6 +32,12 @@ public struct BlockingBackend: ServiceBackend {
             throw .serviceBusy(retryAfter: .seconds(1))   // the pool is shutting down
         }
         return try outcome.get()
+    }
+
+    /// A compaction of the service's store (`ServiceCore.compact`), on the pool: it reads and
+    /// rewrites for seconds, which no event loop or concurrency thread may wait for.
+    public func compact(now: Int64) async throws(SyncError) -> ListCompactionReport {
+        try await run { () throws(SyncError) in try core.compact(now: now) }
     }
 
     public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {

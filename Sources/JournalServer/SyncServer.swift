@@ -8,6 +8,7 @@ import JournalSync
 import Logging
 import ServiceLifecycle
 import NIOCore
+import NIOPosix
 
 /// How `jlog serve` runs (Spec/SYNC.md §9.4).
 public struct ServerOptions: Sendable {
@@ -43,6 +44,15 @@ public struct SyncServer: Sendable {
         self.options = options
         self.now = now
         limiter = RateLimiter(rate: options.requestsPerSecond, burst: options.burst)
+    }
+
+    /// For a process that is a server: Swift concurrency's global executor becomes NIO's event
+    /// loops, so a request no longer hops between them and the concurrency pool (two thread
+    /// wake-ups each way). Call once, from the main thread, before any task runs; the server's
+    /// blocking work stays on its own thread pool (`BlockingBackend`). Returns whether it did.
+    @discardableResult
+    public static func runConcurrencyOnEventLoops() -> Bool {
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
     }
 
     /// Runs until the process is told to stop (SIGINT, SIGTERM) or the task is cancelled;

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JournalServer
 
 @main
 struct JLog: AsyncParsableCommand {
@@ -20,6 +21,8 @@ struct JLog: AsyncParsableCommand {
 
     /// Argument errors exit with 4 (bad input), like every other bad input, not ArgumentParser's 64.
     static func main() async {
+        // A server process runs its tasks on the event loops (SyncServer.runConcurrencyOnEventLoops).
+        if CommandLine.arguments.dropFirst().first == "serve" { SyncServer.runConcurrencyOnEventLoops() }
         do {
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {

@@ -69,7 +69,8 @@ struct Serve: AsyncParsableCommand {
         options.port = port
         options.requestsPerSecond = rateLimit
         options.burst = burst
-        let server = SyncServer(backend: BlockingBackend(core: core), accounts: accounts, options: options)
+        let backend = BlockingBackend(core: core)
+        let server = SyncServer(backend: backend, accounts: accounts, options: options)
         let every = compactEvery
         let compaction = Task.detached {
             guard every > 0 else { return }
@@ -77,7 +78,8 @@ struct Serve: AsyncParsableCommand {
                 try? await Task.sleep(for: .seconds(every))
                 if Task.isCancelled { return }
                 do {
-                    let r = try core.compact(now: nowMillis())
+                    // On the backend's pool: this process's tasks run on its event loops.
+                    let r = try await backend.compact(now: nowMillis())
                     if r.storage.entriesPurged + r.storage.entriesReplaced > 0 {
                         printError("compacted: \(r.storage.entriesPurged) purged, \(r.storage.entriesReplaced) replaced")
                     }
