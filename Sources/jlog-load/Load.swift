@@ -2,7 +2,13 @@
 // loopback, beside the HTTP framework's own ceiling measured on the same server in the same run
 // (Benchmarks/README.md, "Server"). It starts the server itself, on a fresh store.
 //
-//   jlog-load [--devices 200] [--families 50] [--seconds 10] [--runs 3] [--jlog PATH]
+//   jlog-load [--devices 200] [--families 50] [--seconds 10] [--runs 3] [--offered 0.5] [--jlog PATH]
+//
+// Two ways of driving it: closed loop (every device syncs again as soon as its last round trip
+// ends: the most the server sustains, where latency is queueing by construction, since a round
+// trip waits for the 199 others) and open loop (the devices together offer a fixed rate, a
+// fraction of the ceiling's requests/s, each round trip timed from when it was due, so a slow
+// server cannot hide its backlog: what a device sees at that load).
 //
 // stdout: one JSON object per line (the jlog-bench format). stderr: progress and a summary.
 
@@ -20,6 +26,8 @@ struct Options {
     var seconds = 10.0
     var runs = 3
     var jlog: String?
+    /// The open-loop run's offered load, as a fraction of the ceiling's requests/s (0: none).
+    var offered = 0.5
 }
 
 func log(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
@@ -40,16 +48,18 @@ func parseOptions() -> Options {
         case "--seconds": options.seconds = Double(value()) ?? 10
         case "--runs": options.runs = Int(value()) ?? 3
         case "--jlog": options.jlog = value()
+        case "--offered": options.offered = Double(value()) ?? 0.5
         case "-h", "--help":
-            print("usage: jlog-load [--devices N] [--families N] [--seconds S] [--runs N] [--jlog PATH]")
+            print("usage: jlog-load [--devices N] [--families N] [--seconds S] [--runs N] [--offered FRACTION] [--jlog PATH]")
             exit(0)
         default:
             log("jlog-load: unknown argument \(a)")
             exit(64)
         }
     }
-    guard options.devices >= 1, options.families >= 1, options.families <= options.devices, options.seconds > 0, options.runs >= 1 else {
-        log("jlog-load: need devices ≥ families ≥ 1, seconds > 0, runs ≥ 1")
+    guard options.devices >= 1, options.families >= 1, options.families <= options.devices, options.seconds > 0, options.runs >= 1,
+          options.offered >= 0, options.offered <= 2 else {
+        log("jlog-load: need devices ≥ families ≥ 1, seconds > 0, runs ≥ 1, 0 ≤ offered ≤ 2")
         exit(64)
     }
 
@@ -162,6 +172,19 @@ struct Load {
             for (i, x) in ids.enumerated() { uploaded[i] += x }
             log("  run \(run + 1): ceiling \(Int(Double(ceilings.last!.operations) / options.seconds)) requests/s; sync \(Int(Double(s.operations) / options.seconds)) round trips/s, p99 \(String(format: "%.1f", s.percentile(0.99))) ms, \(s.errors) errors")
         }
+        // Open loop: the devices together offer `offered` × the ceiling's requests/s.
+        var open = Sample()
+        var offeredRoundTrips = 0.0
+        if options.offered > 0 {
+            let ceilingNow = ceilings.map { Double($0.operations) / options.seconds }.sorted()[ceilings.count / 2]
+            offeredRoundTrips = ceilingNow * options.offered / 2
+            for _ in 0..<options.runs {
+                let (s, ids) = await sync(devices, seconds: options.seconds, roundTripsPerSecond: offeredRoundTrips)
+                open.merge(s)
+                for (i, x) in ids.enumerated() { uploaded[i] += x }
+            }
+            log("  open loop: offered \(Int(offeredRoundTrips)) round trips/s, achieved \(Int(Double(open.operations) / options.seconds / Double(options.runs))), p99 \(String(format: "%.1f", open.percentile(0.99))) ms, \(open.errors) errors")
+        }
         let lost = try await verify(devices, uploaded: uploaded)
 
         func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
@@ -196,6 +219,19 @@ struct Load {
                     ("fraction_of_ceiling", fraction), ("errors", all.errors), ("lost", lost),
                     ("goal", "requests/s ≥ 0.5 × ceiling, p99 < 50 ms, 0 lost"),
                     ("met", fraction >= 0.5 && p99 < 50 && lost == 0 ? "true" : "false")]))
+        if options.offered > 0 {
+            let achieved = Double(open.operations) / options.seconds / Double(options.runs)
+            let fractionOpen = achieved * 2 / median(ceilingRates)
+            let p99Open = open.percentile(0.99)
+            print(json([("name", "server_sync_open_loop"), ("system", "journallog"), ("unit", "round trips/s"), ("median", achieved),
+                        ("offered_round_trips_per_s", offeredRoundTrips), ("offered_fraction_of_ceiling", options.offered),
+                        ("devices", options.devices), ("requests_per_s", achieved * 2), ("fraction_of_ceiling", fractionOpen),
+                        ("p50_ms", open.percentile(0.5)), ("p99_ms", p99Open), ("p999_ms", open.percentile(0.999)),
+                        ("errors", open.errors), ("lost", lost),
+                        ("what", "each round trip timed from when it was due (no coordinated omission); the devices together offer the rate"),
+                        ("goal", "requests/s ≥ 0.5 × ceiling, p99 < 50 ms, 0 lost"),
+                        ("met", fractionOpen >= 0.5 && p99Open < 50 && lost == 0 && open.errors == 0 ? "true" : "false")]))
+        }
         log("jlog-load: ceiling \(Int(median(ceilingRates))) requests/s; sync \(Int(median(syncRates))) round trips/s = \(Int(median(requestRates))) requests/s (\(String(format: "%.0f", fraction * 100))% of the ceiling), \(Int(median(entryRates))) entries/s, p50 \(String(format: "%.1f", all.percentile(0.5))) ms, p99 \(String(format: "%.1f", p99)) ms, lost \(lost)")
     }
 
@@ -227,8 +263,12 @@ struct Load {
 
     /// Every device, as fast as it can: one local change uploaded, then the family list's
     /// changes fetched since its token (what a phone does on each edit): one round trip.
-    static func sync(_ devices: [Device], seconds: Double) async -> (Sample, [[CompactID]]) {
-        let deadline = monotonic() + UInt64(seconds * 1e9)
+    /// With `roundTripsPerSecond`, open loop: device `i` is due every `devices ÷ rate` seconds
+    /// (staggered), and a round trip's latency counts from when it was due.
+    static func sync(_ devices: [Device], seconds: Double, roundTripsPerSecond: Double? = nil) async -> (Sample, [[CompactID]]) {
+        let start = monotonic()
+        let deadline = start + UInt64(seconds * 1e9)
+        let interval = roundTripsPerSecond.map { UInt64(Double(devices.count) / $0 * 1e9) }
         return await withTaskGroup(of: (Int, Sample, [CompactID]).self) { group in
             for (i, d) in devices.enumerated() {
                 group.addTask {
@@ -237,12 +277,19 @@ struct Load {
                     var token: ServiceToken? = nil
                     var clock = HybridClock()
                     var n = 0
+                    var due = start + (interval ?? 0) * UInt64(i) / UInt64(devices.count)
                     while monotonic() < deadline {
+                        if let interval {
+                            let now = monotonic()
+                            if due > now { try? await Task.sleep(nanoseconds: due - now) }
+                            if due >= deadline { break }
+                        }
                         n += 1
                         let wall = Int64(Date().timeIntervalSince1970 * 1000)
                         let e = JournalEntry(id: CompactID.random(), zone: d.zone.storeName, author: d.replica, wallTime: wall,
                                              clock: clock.tick(wallMillis: wall), operation: .add(item: CompactID.random(), text: "item \(n)", after: nil))
-                        let t0 = monotonic()
+                        let t0 = interval == nil ? monotonic() : due
+                        if let interval { due += interval }
                         do {
                             _ = try await d.service.upload([e], to: d.zone)
                             ids.append(e.id)
