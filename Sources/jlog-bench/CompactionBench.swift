@@ -11,8 +11,8 @@ import ListModel
 extension CompareBench {
     /// A one-zone store of `entries`, built with durability `.none` in batches, closed and reopened
     /// with `.always` (as an application would find it). `segmentBytes` keeps most of it sealed.
-    private func buildListStore(_ p: String, _ entries: ArraySlice<JournalEntry>, segmentBytes: Int,
-                                each: (ClosedRange<SequenceNumber>, ArraySlice<JournalEntry>) -> Void = { _, _ in }) -> JournalStore {
+    func buildListStore(_ p: String, _ entries: ArraySlice<JournalEntry>, segmentBytes: Int,
+                        each: (ClosedRange<SequenceNumber>, ArraySlice<JournalEntry>) -> Void = { _, _ in }) -> JournalStore {
         var o = StoreOptions(durability: .none, segmentSize: segmentBytes)
         do {
             let s = try JournalStore.open(p, options: o)
@@ -24,7 +24,7 @@ extension CompareBench {
     }
 
     /// The same history as rows, checkpointed into the main file.
-    private func buildListDB(_ p: String, _ w: ListWorkload) -> SQLiteDB {
+    func buildListDB(_ p: String, _ w: ListWorkload) -> SQLiteDB {
         do {
             let d = try SQLiteDB.create(path: p, synchronous: "NORMAL")
             try w.insert(into: d, batchSize: counts.batchSize)
@@ -33,28 +33,22 @@ extension CompareBench {
         } catch { fail("building the compaction database", error) }
     }
 
-    func compaction() {
-        let n = counts.compactionEntries, runs = counts.compactionRuns, segmentBytes = counts.compactionSegmentBytes
-        let zone = ListWorkload.zone, tailCount = 1_000
-        log("  compaction: generating \(n) + \(tailCount) list entries")
-        // The same history as `materialise` (same seed); the 1,000 entries after it are the tail
-        // appended once the compactor has run.
-        let all = ListWorkload.generate(n + tailCount, seed: ListWorkload.seed, zone: zone)
-        var rows = all
-        rows.entries.removeLast(tailCount); rows.ids.removeLast(tailCount)
-        rows.items.removeLast(tailCount); rows.afters.removeLast(tailCount)
-        let history = all.entries[..<n], tail = Array(all.entries[n...])
-        // Every lifecycle finished in the history is older than the 14-day cutoff.
-        let nowMs = all.entries[n - 1].wallTime + 15 * 86_400_000
+    /// The compaction workload's `now`: the last entry's wall time + 15 days, so every lifecycle
+    /// finished in the history is older than the 14-day cutoff.
+    static func compactionNow(_ history: ArraySlice<JournalEntry>) -> Int64 {
+        history.last!.wallTime + 15 * 86_400_000
+    }
 
-        // What the rules purge, decided once on a reference store (the same on every fresh copy),
-        // with the breakdown of the compactor's parts. SQLite deletes the same entries: JournalLog
-        // sequence → workload index → SQLite rowid (index + 1).
-        log("  compaction: reference store, retention decision, breakdown")
-        let rp = path("compaction-ref.store")
+    /// What the list rules purge and replace in `history` (one zone) as of `now`, decided once on a
+    /// reference store built as `buildListStore` builds one (the same on every fresh copy), with
+    /// the breakdown of the compactor's parts. SQLite deletes and updates the same entries:
+    /// JournalLog sequence → workload index → SQLite rowid (index + 1).
+    func decidePurge(_ history: ArraySlice<JournalEntry>, zone: String, now nowMs: Int64, name: String) -> ListPurge {
+        let n = history.count
+        let rp = path(name + "-ref.store")
         var seqs: [SequenceNumber] = []
         seqs.reserveCapacity(n)
-        let ref = buildListStore(rp, history, segmentBytes: segmentBytes) { range, _ in seqs.append(contentsOf: range) }
+        let ref = buildListStore(rp, history, segmentBytes: counts.compactionSegmentBytes) { range, _ in seqs.append(contentsOf: range) }
         guard seqs.count == n, let info = ref.zone(zone) else {
             fail("compaction", SQLiteError(code: 0, message: "the store took \(seqs.count) sequences for \(n) entries"))
         }
@@ -71,14 +65,13 @@ extension CompareBench {
         } * 1e3
         var plan = RetentionPlan()
         let purgeableMs = timed { plan = ListRetention(now: nowMs, mark: mark).plan(read) } * 1e3
-        let chosen = plan.purge
         let replacing = Dictionary(uniqueKeysWithValues: plan.rewrite.map { ($0.sequence, $0.entry) })
         read = []
         var storeCompact = CompactionReport()
         let storeCompactMs: Double
         do {
             try ref.setLowWaterMark(zone, to: mark)
-            storeCompactMs = try timed { storeCompact = try ref.compact(purging: chosen, replacing: replacing) } * 1e3
+            storeCompactMs = try timed { storeCompact = try ref.compact(purging: plan.purge, replacing: replacing) } * 1e3
             try ref.close()
         } catch { fail("compact(purging:)", error) }
         removeTree(rp)
@@ -94,9 +87,32 @@ extension CompareBench {
             }
             return out
         }
-        let rowids = rowidsOf(chosen, "purged")
-        let placeRows = Array(zip(rowidsOf(plan.rewrite.map(\.sequence), "replaced"), plan.rewrite.map(\.entry)))
-        log("  compaction: \(chosen.count) of \(n) entries to purge, \(plan.rewrite.count) to replace by placements (\(sealedEntries) in sealed segments)")
+        return ListPurge(chosen: plan.purge, replacing: replacing, mark: mark,
+                         rowids: rowidsOf(plan.purge, "purged"),
+                         placeRows: Array(zip(rowidsOf(plan.rewrite.map(\.sequence), "replaced"), plan.rewrite.map(\.entry))),
+                         sealedEntries: sealedEntries, segmentFiles: segmentFiles, readMs: readMs, purgeableMs: purgeableMs,
+                         storeCompactMs: storeCompactMs, storeCompact: storeCompact)
+    }
+
+    func compaction() {
+        let n = counts.compactionEntries, runs = counts.compactionRuns, segmentBytes = counts.compactionSegmentBytes
+        let zone = ListWorkload.zone, tailCount = 1_000
+        log("  compaction: generating \(n) + \(tailCount) list entries")
+        // The same history as `materialise` (same seed); the 1,000 entries after it are the tail
+        // appended once the compactor has run.
+        let all = ListWorkload.generate(n + tailCount, seed: ListWorkload.seed, zone: zone)
+        var rows = all
+        rows.entries.removeLast(tailCount); rows.ids.removeLast(tailCount)
+        rows.items.removeLast(tailCount); rows.afters.removeLast(tailCount)
+        let history = all.entries[..<n], tail = Array(all.entries[n...])
+        let nowMs = Self.compactionNow(history)
+
+        log("  compaction: reference store, retention decision, breakdown")
+        let decided = decidePurge(history, zone: zone, now: nowMs, name: "compaction")
+        let chosen = decided.chosen, replacing = decided.replacing, mark = decided.mark
+        let rowids = decided.rowids, sealedEntries = decided.sealedEntries
+        let readMs = decided.readMs, purgeableMs = decided.purgeableMs, storeCompactMs = decided.storeCompactMs
+        log("  compaction: \(chosen.count) of \(n) entries to purge, \(replacing.count) to replace by placements (\(sealedEntries) in sealed segments)")
 
         var jl: [Double] = [], sq: [Double] = [], jlRewrite: [Double] = []
         var jlReport: ListCompactionReport? = nil
@@ -165,36 +181,13 @@ extension CompareBench {
                 let db = buildListDB(dp, rows)
                 sqBefore = fileSizes(dp).size + fileSizes(dp + "-wal").size
                 do {
-                    let del = try db.prepare("DELETE FROM journal WHERE seq = ?")
-                    let upd = try db.prepare("UPDATE journal SET op = 9, item = ?, text = NULL, after = ? WHERE seq = ?")
-                    let begin = try db.prepare("BEGIN"), commit = try db.prepare("COMMIT")
-                    func blob(_ i: Int32, _ v: CompactID?) {
-                        guard let v = v?.uuidHalves else { sqlite3_bind_null(upd, i); return }
-                        var b = (v.high.bigEndian, v.low.bigEndian)
-                        withUnsafeBytes(of: &b) { _ = sqlite3_bind_blob(upd, i, $0.baseAddress, 16, sqliteTransient) }
-                    }
                     var wal: Int64 = 0
                     var td = 0.0, tc = 0.0
                     sqCost.append(try StepCost.of {
-                    td = timed {
-                        stepInsertless(db, begin)
-                        for id in rowids {
-                            sqlite3_bind_int64(del, 1, id)
-                            stepInsertless(db, del)
-                        }
-                        for (id, e) in placeRows {
-                            guard case .place(let item, let after) = e.operation else { continue }
-                            blob(1, item)
-                            blob(2, after)
-                            sqlite3_bind_int64(upd, 3, id)
-                            stepInsertless(db, upd)
-                        }
-                        stepInsertless(db, commit)
-                    }
-                    wal = fileSizes(dp + "-wal").size
-                    tc = try timed { try db.exec("PRAGMA wal_checkpoint(TRUNCATE)") }
+                        td = try timed { try deletePurged(db, decided) }
+                        wal = fileSizes(dp + "-wal").size
+                        tc = try timed { try db.exec("PRAGMA wal_checkpoint(TRUNCATE)") }
                     })
-                    sqlite3_finalize(del); sqlite3_finalize(upd); sqlite3_finalize(begin); sqlite3_finalize(commit)
                     let left = try db.scalar("SELECT count(*) FROM journal")
                     if left != Int64(n - rowids.count) {
                         fail("sqlite delete", SQLiteError(code: 0, message: "\(left) rows left, expected \(n - rowids.count)"))
@@ -221,13 +214,13 @@ extension CompareBench {
         let params: [(String, JSON)] = [("entries", .i(n)), ("entries_purged", .i(chosen.count)), ("entries_replaced", .i(replacing.count)),
                                         ("purged_fraction", .n(Double(chosen.count) / Double(n))),
                                         ("now", .s("last entry's wall time + 15 days (retention 14 days)"))]
-        let st = jlReport?.storage ?? storeCompact
+        let st = jlReport?.storage ?? decided.storeCompact
         let medianTotal = medianOf(jl)
         let partsMs = readMs + purgeableMs + storeCompactMs
         pair("compaction", unit: "ms", jl: jl, sq: sq, higherIsBetter: false, params: params,
              jlExtra: [
                 ("what", .s("ListCompactor.run(now:): read the zone, ListRetention, history + snapshot, low-water mark, rewrite sealed segments (each .cleaned, fsync, .swap, rename)")),
-                ("segment_size", .i(segmentBytes)), ("segments", .i(segmentFiles)),
+                ("segment_size", .i(segmentBytes)), ("segments", .i(decided.segmentFiles)),
                 ("sealed_fraction_before_the_seal", .n(Double(sealedEntries) / Double(n))), ("low_water_mark", .i(Int(mark))),
                 ("segments_examined", .i(st.segmentsExamined)), ("segments_rewritten", .i(st.segmentsRewritten)),
                 ("entries_purged_by_store", .i(st.entriesPurged)), ("entries_replaced_by_store", .i(st.entriesReplaced)), ("entries_kept_above_mark", .i(st.entriesKept)),
@@ -454,4 +447,51 @@ extension CompareBench {
             removeTree(p)
         }
     }
+}
+
+/// SQLite's side of the compaction, without its checkpoint: one transaction of prepared
+/// single-row DELETEs by rowid, and UPDATEs that turn the replaced rows into placements.
+/// `locked` runs once the first DELETE holds the writer's lock (beside another writer, what came
+/// before it was a wait).
+func deletePurged(_ db: SQLiteDB, _ purge: ListPurge, locked: () -> Void = {}) throws {
+    let del = try db.prepare("DELETE FROM journal WHERE seq = ?")
+    let upd = try db.prepare("UPDATE journal SET op = 9, item = ?, text = NULL, after = ? WHERE seq = ?")
+    let begin = try db.prepare("BEGIN"), commit = try db.prepare("COMMIT")
+    defer { sqlite3_finalize(del); sqlite3_finalize(upd); sqlite3_finalize(begin); sqlite3_finalize(commit) }
+    func blob(_ i: Int32, _ v: CompactID?) {
+        guard let v = v?.uuidHalves else { sqlite3_bind_null(upd, i); return }
+        var b = (v.high.bigEndian, v.low.bigEndian)
+        withUnsafeBytes(of: &b) { _ = sqlite3_bind_blob(upd, i, $0.baseAddress, 16, sqliteTransient) }
+    }
+    stepInsertless(db, begin)
+    for (k, id) in purge.rowids.enumerated() {
+        sqlite3_bind_int64(del, 1, id)
+        stepInsertless(db, del)
+        if k == 0 { locked() }
+    }
+    for (id, e) in purge.placeRows {
+        guard case .place(let item, let after) = e.operation else { continue }
+        blob(1, item)
+        blob(2, after)
+        sqlite3_bind_int64(upd, 3, id)
+        stepInsertless(db, upd)
+    }
+    stepInsertless(db, commit)
+}
+
+/// What `decidePurge` decided on its reference store, and what it measured there.
+struct ListPurge: Sendable {
+    var chosen: [SequenceNumber]
+    var replacing: [SequenceNumber: JournalEntry]
+    var mark: SequenceNumber
+    /// SQLite's rows of `chosen`, and of the replaced entries with their placements.
+    var rowids: [Int64]
+    var placeRows: [(Int64, JournalEntry)]
+    /// The breakdown the compaction group reports.
+    var sealedEntries: Int
+    var segmentFiles: Int
+    var readMs: Double
+    var purgeableMs: Double
+    var storeCompactMs: Double
+    var storeCompact: CompactionReport
 }

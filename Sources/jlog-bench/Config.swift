@@ -50,6 +50,13 @@ struct Counts: Sendable {
     // 11. Sync: the list a new device syncs first, and the changes synced one at a time.
     var syncListEntries: Int = 100_000
     var syncChanges: Int = 200
+
+    // 12. Append tail latency beside background work (issue 21), on the compaction workload's
+    // list (`compactionEntries`): seconds of appends per kind with nothing, a snapshot or an
+    // index checkpoint beside them (beside a compaction they run as long as it does), and the
+    // small zones added so the index checkpoint has something to write.
+    var tailSeconds: Double = 2
+    var tailSmallZones: Int = 20_000
 }
 
 enum Workloads {
@@ -96,7 +103,8 @@ enum Workloads {
         compactionSegmentBytes: 1 << 20,
         smallStoreEntries: 300,
         syncListEntries: 20_000,
-        syncChanges: 50
+        syncChanges: 50,
+        tailSeconds: 1
     )
 }
 
@@ -122,6 +130,9 @@ enum Group: String, CaseIterable, Sendable {
     case smallStore = "small_store"
     /// A device's first sync of a large list, and one change's cost (issue 19).
     case sync = "sync"
+    /// Append latency (p50/p99/p999) alone and beside a compaction, a snapshot and an index
+    /// checkpoint; SQLite's beside its DELETE + checkpoint (issue 21).
+    case tail = "tail"
 
     static func parse(_ s: String) -> Group? {
         switch s {
@@ -137,6 +148,7 @@ enum Group: String, CaseIterable, Sendable {
         case "reducer", "reducer_apply": .reducer
         case "compaction", "compact", "compactor", "delete": .compaction
         case "lifecycle_open", "lifecycle": .lifecycleOpen
+        case "tail", "append_tail": .tail
         default: nil
         }
     }

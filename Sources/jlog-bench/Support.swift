@@ -13,6 +13,13 @@ import Glibc
     return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
 }
 
+/// Monotonic nanoseconds, as an integer: latencies are kept, sorted and ranked exactly.
+@inline(__always) func nowNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
 /// Runs `body` and returns its duration in seconds.
 @inline(__always) func timed(_ body: () throws -> Void) rethrows -> Double {
     let t0 = now()
@@ -133,6 +140,9 @@ struct Measurement {
     var ratio: Double? = nil
     var goal: String? = nil
     var met: Bool? = nil
+    /// The summary's name for a line that `name` alone does not tell apart (not in the JSON,
+    /// whose fields do).
+    var label: String? = nil
 
     var median: Double { medianOf(runs) }
 
@@ -168,7 +178,7 @@ final class Report {
     func summary() -> String {
         var rows: [[String]] = [["measurement", "system", "median", "unit", "ratio", "goal", "met"]]
         for m in lines {
-            rows.append([m.name, m.system, human(m.median), m.unit, m.ratio.map { String(format: "%.2f×", $0) } ?? "",
+            rows.append([m.label ?? m.name, m.system, human(m.median), m.unit, m.ratio.map { String(format: "%.2f×", $0) } ?? "",
                          m.goal ?? "", m.met.map { $0 ? "met" : "MISSED" } ?? ""])
         }
         var widths = [Int](repeating: 0, count: rows[0].count)
@@ -259,38 +269,59 @@ struct EntrySet: Sendable {
                         "Onions", "Yogurt", "Ham", "Soap", "Leeks", "Flour"]
 
     static func generate(_ n: Int, seed: UInt64) -> EntrySet {
-        var g = SplitMix64(seed: seed)
+        var source = EntryGenerator(seed: seed)
         var entries: [JournalEntry] = []
         var keys: [RowKeys] = []
         entries.reserveCapacity(n)
         keys.reserveCapacity(n)
-        var wall: Int64 = 1_795_000_000_000  // late 2026, in milliseconds
-        var clock = HybridClock()
         var bytes = 0
-        func uuid() -> (UInt64, UInt64) {
-            let hi = (g.next() & ~0xF000) | 0x4000
-            let lo = (g.next() & ~(0xC000 << 48)) | (0x8000 << 48)
-            return (hi, lo)
-        }
-        for i in 0..<n {
-            wall += Int64(g.next() % 3)
-            let id = uuid(), item = uuid()
-            let e = JournalEntry(
-                id: CompactID(uuidHigh: id.0, low: id.1),
-                zone: zones[Int(g.next() % UInt64(zones.count))],
-                author: authors[i % authors.count],
-                wallTime: wall,
-                clock: clock.tick(wallMillis: wall),
-                operation: .add(item: CompactID(uuidHigh: item.0, low: item.1), text: texts[Int(g.next() % UInt64(texts.count))], after: nil))
+        for _ in 0..<n {
+            let (e, k) = source.next()
             bytes += EntryCodec.encode(e).count
             entries.append(e)
-            keys.append(RowKeys(idHi: id.0, idLo: id.1, itemHi: item.0, itemLo: item.1))
+            keys.append(k)
         }
         return EntrySet(entries: entries, keys: keys, encodedBytes: bytes)
     }
 
     /// The entries `[from, from + n)` as one batch.
     func slice(_ from: Int, _ n: Int) -> [JournalEntry] { Array(entries[from..<min(from + n, count)]) }
+}
+
+/// Makes `EntrySet`'s entries one at a time, for a workload that needs fresh ids for as long as
+/// it runs rather than a count known up front.
+struct EntryGenerator {
+    private var g: SplitMix64
+    private var clock = HybridClock()
+    private var wall: Int64
+    private var made = 0
+
+    /// `wall`: the first entry's wall time, in milliseconds (by default late 2026).
+    init(seed: UInt64, wall: Int64 = 1_795_000_000_000) {
+        g = SplitMix64(seed: seed)
+        self.wall = wall
+    }
+
+    mutating func next() -> (entry: JournalEntry, keys: RowKeys) {
+        wall += Int64(g.next() % 3)
+        let id = uuid(), item = uuid()
+        let e = JournalEntry(
+            id: CompactID(uuidHigh: id.0, low: id.1),
+            zone: EntrySet.zones[Int(g.next() % UInt64(EntrySet.zones.count))],
+            author: EntrySet.authors[made % EntrySet.authors.count],
+            wallTime: wall,
+            clock: clock.tick(wallMillis: wall),
+            operation: .add(item: CompactID(uuidHigh: item.0, low: item.1),
+                            text: EntrySet.texts[Int(g.next() % UInt64(EntrySet.texts.count))], after: nil))
+        made += 1
+        return (e, RowKeys(idHi: id.0, idLo: id.1, itemHi: item.0, itemLo: item.1))
+    }
+
+    private mutating func uuid() -> (UInt64, UInt64) {
+        let hi = (g.next() & ~0xF000) | 0x4000
+        let lo = (g.next() & ~(0xC000 << 48)) | (0x8000 << 48)
+        return (hi, lo)
+    }
 }
 
 // MARK: Threads

@@ -136,6 +136,10 @@ if only.contains(.compaction) || only.contains(.lifecycleOpen) {
     log("[8/8] opening a family list from a snapshot at three history lengths")
     compare.lifecycleOpen()
 }
+if only.contains(.tail) {
+    log("[10/10] append tail latency beside background work")
+    compare.tail()
+}
 
 report.emit(Measurement(name: "load_average", system: "machine", unit: "1-min load", runs: [loadAtStart, loadAverage()],
                         extra: [("cores", .i(ProcessInfo.processInfo.activeProcessorCount)), ("runs_are", .s("[at start, at end]")),
