@@ -788,13 +788,22 @@ public final class JournalStore: @unchecked Sendable {
     /// `close`. A compaction waits for a write in flight before it starts, and drops a due one.
     private func writeDueCheckpoint() {
         cond.lock()
-        guard let due = checkpointDue, !checkpointWriting, !compactionRunning else {
-            cond.unlock()
-            return
-        }
+        let due = claimDueCheckpointLocked()
+        cond.unlock()
+        if let due { write(due) }
+    }
+
+    /// Under `cond`: the checkpoint that fell due, now this thread's to write, if no other is
+    /// being written and no compaction runs.
+    private func claimDueCheckpointLocked() -> (index: ZoneIndexCheckpoint, covered: CoveredFrame)? {
+        guard let due = checkpointDue, !checkpointWriting, !compactionRunning else { return nil }
         checkpointDue = nil
         checkpointWriting = true
-        cond.unlock()
+        return due
+    }
+
+    /// Writes a claimed checkpoint without holding `cond`, then records the outcome.
+    private func write(_ due: (index: ZoneIndexCheckpoint, covered: CoveredFrame)) {
         var failed: JournalError? = nil
         do { try AtomicFile.write(ZoneIndexCodec.encode(due.index), to: path + "/" + StoreLayout.indexFile, fs: fs) } catch { failed = error }
         cond.lock()
@@ -816,9 +825,12 @@ public final class JournalStore: @unchecked Sendable {
         try sync()
         cond.lock()
         writer.waitForLeaderLocked()
-        if failure == nil && pendingMarks.isEmpty && writer.writtenFrames == writer.durableFrames && !checkpointWriting { takeCheckpointLocked() }
+        while checkpointWriting { cond.wait() }
+        if failure == nil && pendingMarks.isEmpty && writer.writtenFrames == writer.durableFrames { takeCheckpointLocked() }
+        // Claimed in the same hold of the lock: the caller writes it, never an appender.
+        let due = claimDueCheckpointLocked()
         cond.unlock()
-        writeDueCheckpoint()
+        if let due { write(due) }
     }
 
     /// Under `cond`: the next sync writes a checkpoint (after a compaction changed offsets).
