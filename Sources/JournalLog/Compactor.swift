@@ -517,10 +517,13 @@ extension JournalStore {
         var entriesBefore: [Int: Int]
     }
 
-    /// Swaps every staged rewrite in at once and updates the zone index, holding `cond` with no
-    /// feed read between choosing frame locations and reading them. Before the first `.swap` a
-    /// failure leaves the log as it was; after it the writer stops (what reached the disk is
-    /// unknown) and reopening rolls the run forward.
+    /// Swaps every staged rewrite in at once and updates the zone index, with no feed read
+    /// between choosing frame locations and reading them. The check that no zone of the run
+    /// changed is made holding `cond`; the renames and directory syncs are made with it released,
+    /// while appends to those zones wait (`swappingZones`) and appends to every other zone go on
+    /// (they go to the active segment, which no run rewrites); the index is updated holding it
+    /// again. Before the first `.swap` a failure leaves the log as it was; after it the writer
+    /// stops (what reached the disk is unknown) and reopening rolls the run forward.
     private func commit(_ staged: [StagedRewrite], unchangedAfter: [String: SequenceNumber]) throws(JournalError) {
         cond.lock()
         defer { cond.unlock() }
@@ -528,6 +531,7 @@ extension JournalStore {
         while feedReaders > 0 { cond.wait() }
         defer {
             swapWaiting = false
+            swappingZones = []
             cond.broadcast()
         }
         do throws(JournalError) {
@@ -540,25 +544,39 @@ extension JournalStore {
                 let last = max(catalog.tracks[t].incarnation, t < lastEnqueued.count ? lastEnqueued[t] : 0)
                 if last > through { throw JournalError.compactionConflict(zone: zone, appended: last, readThrough: through) }
             }
+        } catch {
+            for s in staged { try? fs.remove(s.segmentPath + CompactionFiles.cleaned) }
+            throw error
+        }
+        // From here until the index is updated, nothing may be appended to these zones.
+        swappingZones = Set(unchangedAfter.keys)
+        markCheckpointRemoved()
+        cond.unlock()
+        var ioError: JournalError? = nil
+        var swapped = false
+        do throws(JournalError) {
             // A checkpoint names frame offsets the swap changes: remove it first, so a crash after
             // the swap rebuilds the index rather than trusting stale offsets.
             if fs.kind(of: path + "/" + StoreLayout.indexFile) != .missing {
                 try fs.remove(path + "/" + StoreLayout.indexFile)
                 try fs.syncDirectory(path + "/" + StoreLayout.indexDirectory)
             }
-            markCheckpointRemoved()
-        } catch {
-            for s in staged { try? fs.remove(s.segmentPath + CompactionFiles.cleaned) }
-            throw error
-        }
-        do throws(JournalError) {
+            swapped = true
             for s in staged { try fs.rename(s.segmentPath + CompactionFiles.cleaned, s.segmentPath + CompactionFiles.swap) }
             try fs.syncDirectory(path)
             for s in staged { try fs.rename(s.segmentPath + CompactionFiles.swap, s.segmentPath) }
             try fs.syncDirectory(path)
         } catch {
-            if failure == nil { failure = error }
-            throw error
+            ioError = error
+        }
+        cond.lock()
+        if let ioError {
+            if swapped {
+                if failure == nil { failure = ioError }
+            } else {
+                for s in staged { try? fs.remove(s.segmentPath + CompactionFiles.cleaned) }
+            }
+            throw ioError
         }
         // Segments in base order: an earlier one's new locations are in place before a later
         // one's tracks may need to read its last frame.

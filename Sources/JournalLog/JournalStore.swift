@@ -121,6 +121,10 @@ public final class JournalStore: @unchecked Sendable {
     /// Feed reads between choosing frame locations and reading them; a compaction swap waits
     /// for them, and new ones wait while `swapWaiting`.
     var feedReaders = 0
+    /// The zones whose compacted segments a commit is swapping in with the lock released
+    /// (`Compactor.swift`): appends, creations and deletions of them wait until it is done, so no
+    /// entry slips between the commit's check and its swap; other zones' appends go on.
+    var swappingZones: Set<String> = []
     /// Zone incarnations (tracks) whose ids `loadIDsUnlocked` is reading.
     private var loadingIDs: Set<Int> = []
     var swapWaiting = false
@@ -396,7 +400,7 @@ public final class JournalStore: @unchecked Sendable {
         let mode = durability ?? options.durability
         while true {
             let outcome = try locked { () throws(JournalError) -> Enqueued in
-                try checkWritable()
+                try waitForSwapLocked(entry.zone)
                 let track = try trackAccepting(entry.zone, at: lastAssigned + 1)
                 if let t = track, catalog.ids[t] == nil { return .needsIDs(track: t) }
                 if let t = track, let existing = try storedID(entry.id, track: t) {
@@ -502,6 +506,7 @@ public final class JournalStore: @unchecked Sendable {
     private func enqueueBatchLocked(_ batch: [JournalEntry], fingerprints: [UInt64], fresh: [JournalEntry],
                                     payload: [UInt8]) throws(JournalError) -> BatchOutcome {
         try checkWritable()
+        if !swappingZones.isEmpty { for k in batch.indices { try waitForSwapLocked(batch[k].zone) } }
         let first = lastAssigned + 1
         // Pass 1, which may throw and changes nothing: resolve each zone once (batches rarely span
         // more than a few) and load the id sets of the zones involved.
@@ -601,6 +606,13 @@ public final class JournalStore: @unchecked Sendable {
         if let failure { throw JournalError.writerFailed(failure.description) }
     }
 
+    /// Under `cond`: waits while a compaction's swap holds `zone` (see `swappingZones`); then
+    /// throws unless appends are accepted.
+    func waitForSwapLocked(_ zone: String) throws(JournalError) {
+        while !swappingZones.isEmpty && swappingZones.contains(zone) { cond.wait() }
+        try checkWritable()
+    }
+
     /// Under `cond`: the live incarnation an entry for `zone` joins; nil when the zone has never
     /// existed (the entry starts it). A deleted zone must be created again first.
     func trackAccepting(_ zone: String, at seq: SequenceNumber) throws(JournalError) -> Int? {
@@ -678,6 +690,8 @@ public final class JournalStore: @unchecked Sendable {
     public func appendRecord(type: UInt8, payload: [UInt8], consuming count: Int, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
         guard payload.count <= Limits.maxPayloadBytes else { throw JournalError.batchTooLarge(bytes: payload.count, limit: Limits.maxPayloadBytes) }
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
+            // A tool's path: it waits for any compaction swap to end.
+            while !swappingZones.isEmpty { cond.wait() }
             try checkWritable()
             // The record joins the zone index like any other: decode it as a reader will.
             let first = count == 0 ? lastAssigned : lastAssigned + 1

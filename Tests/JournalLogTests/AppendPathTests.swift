@@ -66,6 +66,30 @@ import JournalCodec
         #expect(try Z.drain(reopened, "List-a", limit: 50).0.count == 200)
     }
 
+    @Test func aCompactionSwapsItsSegmentsWithOnlyItsZonesHeld() throws {
+        let (fs, options) = try Self.hooked(".seg.cleaned", segmentSize: 1_024, checkpointBytes: 16 << 20)
+        let store = try JournalStore.open("/d/s.wal", options: options)
+        var sequences: [SequenceNumber] = []
+        for n in 0..<40 { sequences.append(try store.append(Z.entry(n, zone: "List-a"))) }
+        try store.append(Z.entry(500, zone: "List-b"))
+        try store.setLowWaterMark("List-a", to: store.sealedThrough)
+        let purge = Set(sequences.filter { $0 <= store.sealedThrough }.prefix(5))
+        let other = Flag(), same = Flag(), held = Box2()
+        fs.renameHook = {
+            other.value = Self.appendsMeanwhile { try store.append(Z.entry(501, zone: "List-b")) }
+            held.done = Self.start { try store.append(Z.entry(41, zone: "List-a")) }
+            same.value = held.done!.wait(timeout: .now() + 0.3) == .success
+        }
+        let report = try store.compact(within: nil, choosing: { seq, _ in purge.contains(seq) ? .purge : .keep },
+                                       unchangedAfter: ["List-a": sequences.last!])
+        #expect(report.entriesPurged == purge.count)
+        #expect(other.value, "an append to another zone waited for the swap")
+        #expect(!same.value, "an append to the compacted zone slipped in during the swap")
+        #expect(try #require(held.done).wait(timeout: .now() + 5) == .success)
+        #expect(try Z.drain(store, "List-a", limit: 7).0.count == 40 - purge.count + 1)
+        #expect(try Z.drain(store, "List-b", limit: 7).0.count == 2)
+    }
+
     @Test func aCompactionWaitsForACheckpointBeingWritten() throws {
         let (fs, options) = try Self.hooked("zones.idx.tmp", segmentSize: 1_024)
         let store = try JournalStore.open("/d/s.wal", options: options)

@@ -139,7 +139,12 @@ final class HookFileSystem: FileSystem, @unchecked Sendable {
         return try base.listDirectory(path)
     }
     func createDirectory(_ path: String) throws(JournalError) { try base.createDirectory(path) }
-    func rename(_ from: String, _ to: String) throws(JournalError) { try base.rename(from, to) }
+    /// Runs once, at the first rename of a file ending in `suffix`.
+    var renameHook: (() -> Void)?
+    func rename(_ from: String, _ to: String) throws(JournalError) {
+        if from.hasSuffix(suffix), let h = renameHook { renameHook = nil; h() }
+        try base.rename(from, to)
+    }
     func remove(_ path: String) throws(JournalError) { try base.remove(path) }
     func removeDirectory(_ path: String) throws(JournalError) { try base.removeDirectory(path) }
     func syncDirectory(_ path: String) throws(JournalError) { try base.syncDirectory(path) }
