@@ -7,4 +7,5 @@ struct StoredID {
 }
 
 /// Entry id to where and what was stored, for one zone incarnation: what makes appends idempotent.
-typealias IDIndex = IDMap<StoredID>
+/// Sharded, so that growing it under the writer's lock never rehashes the whole zone at once.
+typealias IDIndex = ShardedIDMap<StoredID>

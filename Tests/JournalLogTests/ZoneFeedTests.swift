@@ -605,9 +605,21 @@ extension ZoneVectorTests {
 /// The id index behind idempotent appends agrees with a Dictionary through inserts, updates and
 /// removals (backward-shift deletion), for UUID and text ids alike.
 @Suite struct IDIndexTests {
-    @Test func agreesWithADictionaryUnderRandomOperations() {
+    /// What both maps are asked: a lookup, a set and a removal by id, and a count.
+    protocol Map {
+        init()
+        subscript(id: CompactID) -> SequenceNumber? { get set }
+        var count: Int { get }
+    }
+
+    @Test(arguments: [false, true])
+    func agreesWithADictionaryUnderRandomOperations(sharded: Bool) {
+        if sharded { check(ShardedIDMap<SequenceNumber>()) } else { check(IDMap<SequenceNumber>()) }
+    }
+
+    func check<M: Map>(_ empty: M) {
         var rng = SplitMix64(seed: 42)
-        var index = IDMap<SequenceNumber>()
+        var index = empty
         var model: [CompactID: SequenceNumber] = [:]
         let pool = (0..<600).map { i in i % 7 == 0 ? CompactID("text-\(i)")! : CompactID.random(using: &rng) }
         for step in 0..<20_000 {
@@ -628,6 +640,9 @@ extension ZoneVectorTests {
         for p in pool { #expect(index[p] == model[p]) }
     }
 }
+
+extension IDMap: IDIndexTests.Map where Value == SequenceNumber {}
+extension ShardedIDMap: IDIndexTests.Map where Value == SequenceNumber {}
 
 /// Regressions found in review: each was reproduced before its fix.
 @Suite struct ZoneFeedRegressionTests {
