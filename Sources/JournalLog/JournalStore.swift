@@ -115,7 +115,7 @@ public final class JournalStore: @unchecked Sendable {
     /// A checkpoint taken under `cond` when one fell due, written after the lock is released
     /// (`writeDueCheckpoint`): encoding and syncing it grow with the store, so they stay off the
     /// append path. A compaction drops it (its offsets are about to change).
-    private var checkpointDue: (index: ZoneIndexCheckpoint, covered: CoveredFrame)?
+    private var checkpointDue: TakenCheckpoint?
     /// A thread is writing `checkpointDue` outside the lock; a compaction and `close` wait for it.
     var checkpointWriting = false
     /// Feed reads between choosing frame locations and reading them; a compaction swap waits
@@ -794,7 +794,7 @@ public final class JournalStore: @unchecked Sendable {
         guard !compactionRunning else { return }
         bytesSinceCheckpoint = 0
         guard let covered = lastWritten, covered.offset != checkpointed?.offset || covered.segment != checkpointed?.segment else { return }
-        checkpointDue = (catalog.checkpoint(storeID: storeID, covered: covered, through: covered.lastSequence), covered)
+        checkpointDue = catalog.takeCheckpoint(storeID: storeID, covered: covered)
     }
 
     /// Writes the checkpoint that fell due, if any, without holding `cond`: appenders go on
@@ -809,7 +809,7 @@ public final class JournalStore: @unchecked Sendable {
 
     /// Under `cond`: the checkpoint that fell due, now this thread's to write, if no other is
     /// being written and no compaction runs.
-    private func claimDueCheckpointLocked() -> (index: ZoneIndexCheckpoint, covered: CoveredFrame)? {
+    private func claimDueCheckpointLocked() -> TakenCheckpoint? {
         guard let due = checkpointDue, !checkpointWriting, !compactionRunning else { return nil }
         checkpointDue = nil
         checkpointWriting = true
@@ -817,9 +817,9 @@ public final class JournalStore: @unchecked Sendable {
     }
 
     /// Writes a claimed checkpoint without holding `cond`, then records the outcome.
-    private func write(_ due: (index: ZoneIndexCheckpoint, covered: CoveredFrame)) {
+    private func write(_ due: TakenCheckpoint) {
         var failed: JournalError? = nil
-        do { try AtomicFile.write(ZoneIndexCodec.encode(due.index), to: path + "/" + StoreLayout.indexFile, fs: fs) } catch { failed = error }
+        do { try AtomicFile.write(ZoneIndexCodec.encode(due.index()), to: path + "/" + StoreLayout.indexFile, fs: fs) } catch { failed = error }
         cond.lock()
         checkpointWriting = false
         if let failed {

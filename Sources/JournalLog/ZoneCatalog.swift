@@ -15,7 +15,7 @@ struct FrameTouch {
 struct ZoneCatalog {
     var segments: [SequenceNumber] = []
     private var segmentOrdinals: [SequenceNumber: Int] = [:]
-    var tracks: [ZoneTrack] = []
+    var tracks = TrackTable()
     /// Per track: entry id to sequence, nil until loaded. Exact, so a duplicate is never mistaken.
     var ids: [IDIndex?] = []
     /// Zone name to its tracks, oldest incarnation first.
@@ -28,19 +28,11 @@ struct ZoneCatalog {
         for t in c.zones { _ = add(t, idsLoaded: false) }
     }
 
-    func checkpoint(storeID: (UInt64, UInt64), covered: CoveredFrame, through: SequenceNumber) -> ZoneIndexCheckpoint {
-        // Only facts at or below the covered frame: anything later is replayed from the log on open.
-        var zones: [ZoneTrack] = []
-        for var t in tracks where t.incarnation <= through {
-            if let d = t.deletedAt, d > through { t.deletedAt = nil }
-            if t.deletedAt != nil {
-                t.frameSequences = []
-                t.frameLocations = []
-            }
-            zones.append(t)
-        }
-        return ZoneIndexCheckpoint(storeID: storeID, coveredSegment: covered.segment, coveredOffset: covered.offset,
-                                   coveredCRC: covered.crc, coveredSequence: covered.lastSequence, segments: segments, zones: zones)
+    /// The facts a checkpoint covering `covered` is made of, taken under the writer's lock: a
+    /// copy of the track table shares its chunks, so this does not grow with the store; `index()`
+    /// builds the checkpoint from it after the lock is released.
+    func takeCheckpoint(storeID: (UInt64, UInt64), covered: CoveredFrame) -> TakenCheckpoint {
+        TakenCheckpoint(storeID: storeID, covered: covered, segments: segments, tracks: tracks)
     }
 
     mutating func ordinal(ofSegment base: SequenceNumber) -> Int {
@@ -93,13 +85,13 @@ struct ZoneCatalog {
 
     /// Records that the frame at `location` holds `touch`'s records.
     mutating func place(_ touch: FrameTouch, location: UInt64) {
-        var t = tracks[touch.track]
-        assert(t.frameSequences.last.map { $0 < touch.firstSequence } ?? true, "frames are placed in log order")
-        t.frameSequences.append(touch.firstSequence)
-        t.frameLocations.append(location)
-        t.entryCount += touch.entries
-        t.lastSequence = max(t.lastSequence, touch.lastSequence)
-        tracks[touch.track] = t
+        // In place: a copy of the track would make its frame lists shared, and appending to them
+        // would copy them whole.
+        assert(tracks[touch.track].frameSequences.last.map { $0 < touch.firstSequence } ?? true, "frames are placed in log order")
+        tracks[touch.track].frameSequences.append(touch.firstSequence)
+        tracks[touch.track].frameLocations.append(location)
+        tracks[touch.track].entryCount += touch.entries
+        tracks[touch.track].lastSequence = max(tracks[touch.track].lastSequence, touch.lastSequence)
     }
 
     /// Applies one record's facts (the rules every reader and the writer share, TOKENS.md §1) and
@@ -157,4 +149,29 @@ struct CoveredFrame {
     var offset: Int64
     var crc: UInt32
     var lastSequence: SequenceNumber
+}
+
+/// An index checkpoint as taken under the writer's lock (`ZoneCatalog.takeCheckpoint`).
+struct TakenCheckpoint {
+    let storeID: (UInt64, UInt64)
+    let covered: CoveredFrame
+    let segments: [SequenceNumber]
+    let tracks: TrackTable
+
+    /// The checkpoint: only facts at or below the covered frame (anything later is replayed from
+    /// the log on open).
+    func index() -> ZoneIndexCheckpoint {
+        let through = covered.lastSequence
+        var zones: [ZoneTrack] = []
+        for var t in tracks where t.incarnation <= through {
+            if let d = t.deletedAt, d > through { t.deletedAt = nil }
+            if t.deletedAt != nil {
+                t.frameSequences = []
+                t.frameLocations = []
+            }
+            zones.append(t)
+        }
+        return ZoneIndexCheckpoint(storeID: storeID, coveredSegment: covered.segment, coveredOffset: covered.offset,
+                                   coveredCRC: covered.crc, coveredSequence: covered.lastSequence, segments: segments, zones: zones)
+    }
 }
