@@ -78,6 +78,10 @@ public struct ListCompactor: Sendable {
     /// group of its own.)
     public var maxEntriesPerGroup = 1_000_000
 
+    /// Set by a sync service compacting its own store (Spec/SYNC.md §6.2 rule 2). Any other caller
+    /// is refused a store that syncs: replicas that purge on their own diverge for ever.
+    public var isTheSyncService = false
+
     /// Which live zones a run considers (all by default). A sync service compacts only zones it
     /// can expire every older token of (Spec/SYNC.md §6).
     public var zoneFilter: @Sendable (ZoneInfo) -> Bool = { _ in true }
@@ -152,6 +156,7 @@ public struct ListCompactor: Sendable {
     /// reports without writing anything; it needs no writer, so it also runs over a `StoreReader`
     /// (`ListQuery(reader:)`) beside a live writer or on read-only media, and decides the same.
     public func run(now: Int64, dryRun: Bool = false) throws(QueryError) -> ListCompactionReport {
+        if !dryRun { try refuseIfSynced() }
         let source = try LogView(query, dryRun: dryRun)
         let store = query.store
         var report = ListCompactionReport()
@@ -242,6 +247,18 @@ public struct ListCompactor: Sendable {
                         planner: planner, decisions: [first], mark: mark, raise: mark > info.lowWaterMark, readThrough: read)
         try morePasses(&plan, cutoff: cutoff)
         return plan
+    }
+
+    /// A device's store is never compacted in place, a server's only by its service (Spec/SYNC.md
+    /// §6.2 rule 1): decided by the files that say a store syncs, so a damaged one refuses too.
+    private func refuseIfSynced() throws(QueryError) {
+        let path = query.store.path, fs = query.fs
+        if fs.kind(of: path + "/sync/state") != .missing {
+            throw .syncedStore(path: path, reason: "it syncs (it has sync/state), and a device never compacts a list it syncs; the service compacts, and the next sync adopts its copy")
+        }
+        if !isTheSyncService && fs.kind(of: path + "/service") == .directory {
+            throw .syncedStore(path: path, reason: "it is a sync server's store (it has service/), which only its service compacts, announcing each compaction to the devices")
+        }
     }
 
     /// An entry's time is the later of its wall time and its hybrid clock (COMPACTION.md §2).

@@ -9,11 +9,16 @@ public enum QueryError: Error, Sendable, CustomStringConvertible {
     /// live only in its history files, and none that covers the mark can be read: the history
     /// would be silently short, so it is not given at all (COMPACTION.md §4).
     case historyIncomplete(zone: String, reason: String)
+    /// A compaction of a store that syncs, by a caller that may not (Spec/SYNC.md §6.2 rule 1): a
+    /// device's store (it has `sync/state`) is compacted only by replacing its lists with the
+    /// service's copies, a server's (it has `service/`) only by its service.
+    case syncedStore(path: String, reason: String)
 
     public var description: String {
         switch self {
         case .feed(let e): e.description
         case .storage(let e): e.description
+        case .syncedStore(let path, let reason): "refusing to compact \(path): \(reason). Nothing was changed."
         case .historyIncomplete(let zone, let reason):
             "the history of zone \(zone) cannot be read whole: \(reason). Events of entries compaction purged are kept only in its history files; "
                 + "restore snapshots/ from a backup (`jlog restore`) to answer it"

@@ -529,6 +529,7 @@ public final class ServiceCore: @unchecked Sendable {
         // Fetches go on while it runs (they take no part in it); uploads and sharing changes wait.
         try compaction.writing { () throws(SyncError) -> ListCompactionReport in
             var compactor = ListCompactor(store: store, fs: store.fileSystem, retentionMillis: limits.retentionMillis)
+            compactor.isTheSyncService = true
             compactor.zoneFilter = { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark }
             let report: ListCompactionReport
             do { report = try compactor.run(now: time) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }

@@ -28,6 +28,9 @@ func queryFailure(_ error: QueryError, json: Bool, path: String) -> ExitCode {
         }
         printError(error.description)
         return ExitCode(Status.corruption)
+    case .syncedStore:
+        printError(error.description)
+        return ExitCode(Status.failure)
     }
 }
 
