@@ -1,4 +1,5 @@
 import JournalLog
+import JournalQuery
 import ListModel
 
 extension SyncEngine {
@@ -54,11 +55,19 @@ extension SyncEngine {
         }
     }
 
-    /// The held-back additions, offered as notifications (oldest first).
+    /// The held-back additions, offered as notifications (oldest first): adds from others of
+    /// items the list does not show already (Spec/SYNC.md §7.8).
     public func notifications(in zone: ZoneID) -> [PendingNotification] {
         guard let held = state.zones[zone.storeName]?.held else { return [] }
-        // This device's own changes come back from the service too: they are not news.
-        return ShoppingSession(applied: ListReducer(zone: zone.storeName), pending: held.filter { $0.author != replica }).notifications
+        // This device's own changes come back from the service too: they are not news; nor is
+        // an add of an item the local list already shows (its add is in the log, or another's).
+        var pending = held.filter { $0.author != replica }
+        if pending.contains(where: { if case .add = $0.operation { true } else { false } }),
+           let shown = try? ListQuery(store: store, fs: store.fileSystem).materialise(zone.storeName).state {
+            let items = Set(shown.items.map(\.id))
+            pending.removeAll { if case .add(let item, _, _) = $0.operation { items.contains(item) } else { false } }
+        }
+        return ShoppingSession(applied: ListReducer(zone: zone.storeName), pending: pending).notifications
     }
 
     /// Applies the chosen held entries (by entry id) now, while shopping goes on.

@@ -54,6 +54,16 @@ import ListModel
         try expectConverged(world, [alice, bob], list)
     }
 
+    /// An add of an item the list already shows (another device added it again) is no news.
+    @Test func anAddOfAnItemTheListShowsIsNotOffered() async throws {
+        let (_, alice, bob, list, milk) = try await Self.shopping()
+        try await alice.engine.record(.add(item: milk, text: "Milk", after: nil), in: list)
+        _ = try await alice.add("Eggs", list)
+        await alice.sync()
+        #expect(await bob.sync().held == 2)
+        #expect(await bob.engine.notifications(in: list).map(\.text) == ["Eggs"])
+    }
+
     /// Local changes made while shopping push as usual, and do not come back as notifications
     /// of one's own adds.
     @Test func localChangesPushAsUsualWhileShopping() async throws {
