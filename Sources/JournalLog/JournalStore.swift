@@ -400,7 +400,8 @@ public final class JournalStore: @unchecked Sendable {
         let mode = durability ?? options.durability
         while true {
             let outcome = try locked { () throws(JournalError) -> Enqueued in
-                try waitForSwapLocked(entry.zone)
+                waitForSwapLocked(entry.zone)
+                try checkWritable()
                 let track = try trackAccepting(entry.zone, at: lastAssigned + 1)
                 if let t = track, catalog.ids[t] == nil { return .needsIDs(track: t) }
                 if let t = track, let existing = try storedID(entry.id, track: t) {
@@ -484,7 +485,6 @@ public final class JournalStore: @unchecked Sendable {
                 fresh = remaining
             case .needsIDs(let t):
                 try loadIDsUnlocked(t)
-                firstPass = true
             case .done(let range, let ticket):
                 try commit(ticket: ticket, sync: mode != .none)
                 return range
@@ -505,8 +505,8 @@ public final class JournalStore: @unchecked Sendable {
     /// out again in the rare case that the batch must be re-encoded without duplicates.
     private func enqueueBatchLocked(_ batch: [JournalEntry], fingerprints: [UInt64], fresh: [JournalEntry],
                                     payload: [UInt8]) throws(JournalError) -> BatchOutcome {
+        if !swappingZones.isEmpty { for k in batch.indices { waitForSwapLocked(batch[k].zone) } }
         try checkWritable()
-        if !swappingZones.isEmpty { for k in batch.indices { try waitForSwapLocked(batch[k].zone) } }
         let first = lastAssigned + 1
         // Pass 1, which may throw and changes nothing: resolve each zone once (batches rarely span
         // more than a few) and load the id sets of the zones involved.
@@ -606,11 +606,9 @@ public final class JournalStore: @unchecked Sendable {
         if let failure { throw JournalError.writerFailed(failure.description) }
     }
 
-    /// Under `cond`: waits while a compaction's swap holds `zone` (see `swappingZones`); then
-    /// throws unless appends are accepted.
-    func waitForSwapLocked(_ zone: String) throws(JournalError) {
+    /// Under `cond`: waits while a compaction's swap holds `zone` (see `swappingZones`).
+    func waitForSwapLocked(_ zone: String) {
         while !swappingZones.isEmpty && swappingZones.contains(zone) { cond.wait() }
-        try checkWritable()
     }
 
     /// Under `cond`: the live incarnation an entry for `zone` joins; nil when the zone has never

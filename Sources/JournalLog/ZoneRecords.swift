@@ -6,8 +6,9 @@ extension JournalStore {
     public func createZone(_ name: String) throws(JournalError) -> SequenceNumber {
         if let why = JournalStore.zoneNameRefusal(name) { throw JournalError.invalidEntry(why) }
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
-            try waitForSwapLocked(name)
+            waitForSwapLocked(name)
             if let live = catalog.live(name) { return (catalog.tracks[live].incarnation, lastTicketLocked) }
+            try checkWritable()
             let seq = lastAssigned + 1
             let t = catalog.create(name, at: seq, implicit: false, idsLoaded: true)
             _ = enqueueLocked(type: RecordType.zoneCreate.rawValue, payload: ZoneRecordCodec.encodeCreate(zone: name), count: 1,
@@ -22,7 +23,8 @@ extension JournalStore {
     @discardableResult
     public func deleteZone(_ name: String, reason: ZoneDeletionReason = .deleted) throws(JournalError) -> SequenceNumber {
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
-            try waitForSwapLocked(name)
+            waitForSwapLocked(name)
+            try checkWritable()
             guard let t = catalog.live(name) else {
                 if let latest = catalog.latest(name), let at = catalog.tracks[latest].deletedAt { throw JournalError.zoneDeleted(zone: name, at: at) }
                 throw JournalError.zoneNotFound(name)

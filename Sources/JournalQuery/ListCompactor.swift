@@ -156,7 +156,7 @@ public struct ListCompactor: Sendable {
     /// reports without writing anything; it needs no writer, so it also runs over a `StoreReader`
     /// (`ListQuery(reader:)`) beside a live writer or on read-only media, and decides the same.
     public func run(now: Int64, dryRun: Bool = false) throws(QueryError) -> ListCompactionReport {
-        if !dryRun { try refuseIfSynced() }
+        if !dryRun, let refusal = Self.syncedStoreRefusal(store: query.store.path, fs: query.fs, isTheSyncService: isTheSyncService) { throw refusal }
         let source = try LogView(query, dryRun: dryRun)
         let store = query.store
         var report = ListCompactionReport()
@@ -249,16 +249,22 @@ public struct ListCompactor: Sendable {
         return plan
     }
 
-    /// A device's store is never compacted in place, a server's only by its service (Spec/SYNC.md
-    /// §6.2 rule 1): decided by the files that say a store syncs, so a damaged one refuses too.
-    private func refuseIfSynced() throws(QueryError) {
-        let path = query.store.path, fs = query.fs
-        if fs.kind(of: path + "/sync/state") != .missing {
-            throw .syncedStore(path: path, reason: "it syncs (it has sync/state), and a device never compacts a list it syncs; the service compacts, and the next sync adopts its copy")
+    /// The files that say a store syncs: a device's engine state (`SyncEngine.stateFile`), and a
+    /// server's accounts and keys (`jlog serve`).
+    public static let deviceStateFile = "sync/state"
+    public static let serverDirectory = "service"
+
+    /// Why this caller may not compact the store at `path` (Spec/SYNC.md §6.2 rule 1), or nil: a
+    /// device's store never, a server's only by its service. Decided by the files alone, so a
+    /// damaged one refuses too. `jlog compact` asks it too, before a dry run as well.
+    public static func syncedStoreRefusal(store path: String, fs: any FileSystem, isTheSyncService: Bool) -> QueryError? {
+        if fs.kind(of: path + "/" + deviceStateFile) != .missing {
+            return .syncedStore(path: path, reason: "it syncs (it has \(deviceStateFile)), and a device never compacts a list it syncs; the service compacts, and the next sync adopts its copy")
         }
-        if !isTheSyncService && fs.kind(of: path + "/service") == .directory {
-            throw .syncedStore(path: path, reason: "it is a sync server's store (it has service/), which only its service compacts, announcing each compaction to the devices")
+        if !isTheSyncService && fs.kind(of: path + "/" + serverDirectory) == .directory {
+            return .syncedStore(path: path, reason: "it is a sync server's store (it has \(serverDirectory)/), which only its service compacts, announcing each compaction to the devices")
         }
+        return nil
     }
 
     /// An entry's time is the later of its wall time and its hybrid clock (COMPACTION.md §2).

@@ -104,7 +104,8 @@ public actor SyncEngine {
     public internal(set) var totals = SyncTotals()
 
     static let consumer = "uploaded"
-    static let stateFile = "sync/state"
+    /// What says a store syncs: `ListCompactor` refuses a store that has it (SYNC.md §6.2 rule 1).
+    static let stateFile = ListCompactor.deviceStateFile
 
     /// Opens the engine's state beside `store` (creating it), as `replica`: the author of every
     /// local change, `account` or `account:device`.

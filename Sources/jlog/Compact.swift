@@ -126,31 +126,18 @@ struct Compact: ParsableCommand {
     }
 }
 
-/// Where a device store keeps its sync engine's state (`SyncEngine.stateFile`, not public): its
-/// presence is what says the store syncs.
-let syncStateFile = "sync/state"
-/// Where a server's store keeps its accounts and keys (`jlog serve`, `jlog accounts`).
-let serverDirectory = "service"
-
 extension Compact {
     /// Spec/COMPACTION.md §5 rule 1, "One decider": a device never compacts a list it syncs. Two
     /// replicas that purge on their own diverge for ever (a late unmark shows an item on one and
     /// not the other, §2 "Late operations"), so a store that syncs is refused outright, with no
-    /// override: the service compacts, and `jlog sync` adopts its result. Decided by the state
-    /// file alone, so a damaged one refuses too.
+    /// override, dry run or not: the service compacts, and `jlog sync` adopts its result. The rule
+    /// is the library's (`ListCompactor.syncedStoreRefusal`); this adds what to do next.
     func refuseIfSynced() throws {
-        // A server's store (`jlog serve`): the server compacts it, under its own rules (only the
-        // zones it may, announcing each compaction to the devices).
-        if PosixFileSystem().kind(of: store + "/" + serverDirectory) == .directory {
-            printError("refusing to compact \(store): it is a sync server's store (it has \(serverDirectory)/), which the server "
-                       + "compacts itself and announces to every device (`jlog serve --compact-every`, Spec/SYNC.md §6.2). Nothing was changed.")
-            throw ExitCode(Status.failure)
-        }
-        let file = store + "/" + syncStateFile
-        guard PosixFileSystem().kind(of: file) != .missing else { return }
-        printError("refusing to compact \(store): it syncs (it has \(syncStateFile)), and a device never compacts a list it syncs, "
-                   + "since replicas that purge on their own diverge for ever (Spec/COMPACTION.md §5). The service compacts "
-                   + "(`jlog serve --compact-every`); the next `jlog sync \(store)` then re-fetches each compacted list from it. Nothing was changed.")
+        guard let refusal = ListCompactor.syncedStoreRefusal(store: store, fs: PosixFileSystem(), isTheSyncService: false) else { return }
+        let next = PosixFileSystem().kind(of: store + "/" + ListCompactor.deviceStateFile) != .missing
+            ? "The service compacts (`jlog serve --compact-every`); the next `jlog sync \(store)` then re-fetches each compacted list from it."
+            : "The server compacts it itself (`jlog serve --compact-every`, Spec/SYNC.md §6.2)."
+        printError("\(refusal.description) \(next)")
         throw ExitCode(Status.failure)
     }
 }
