@@ -19,6 +19,7 @@ import JournalService
 import JournalSync
 import JournalSyncHTTP
 import NIOCore
+import NIOPosix
 
 struct Options {
     var devices = 200
@@ -129,6 +130,9 @@ struct Device {
 @main
 struct Load {
     static func main() async throws {
+        // The load generator shares the machine's cores with the server: its tasks run on the
+        // event loops, as the server's do, so its own thread hops cost neither side's budget.
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let options = parseOptions()
         let jlog = options.jlog ?? (URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path + "/jlog")
         guard FileManager.default.isExecutableFile(atPath: jlog) else {
@@ -165,9 +169,12 @@ struct Load {
 
         var ceilings: [Sample] = [], syncs: [Sample] = []
         var uploaded: [[CompactID]] = Array(repeating: [], count: options.devices)
+        // Each device keeps its change token from run to run, as a phone does: only its first
+        // round trip fetches the family's whole list.
+        var tokens: [ServiceToken?] = Array(repeating: nil, count: options.devices)
         for run in 0..<options.runs {
             ceilings.append(await ceiling(url: url, client: client, connections: options.devices, seconds: options.seconds))
-            let (s, ids) = await sync(devices, seconds: options.seconds)
+            let (s, ids) = await sync(devices, seconds: options.seconds, tokens: &tokens)
             syncs.append(s)
             for (i, x) in ids.enumerated() { uploaded[i] += x }
             log("  run \(run + 1): ceiling \(Int(Double(ceilings.last!.operations) / options.seconds)) requests/s; sync \(Int(Double(s.operations) / options.seconds)) round trips/s, p99 \(String(format: "%.1f", s.percentile(0.99))) ms, \(s.errors) errors")
@@ -179,7 +186,7 @@ struct Load {
             let ceilingNow = ceilings.map { Double($0.operations) / options.seconds }.sorted()[ceilings.count / 2]
             offeredRoundTrips = ceilingNow * options.offered / 2
             for _ in 0..<options.runs {
-                let (s, ids) = await sync(devices, seconds: options.seconds, roundTripsPerSecond: offeredRoundTrips)
+                let (s, ids) = await sync(devices, seconds: options.seconds, tokens: &tokens, roundTripsPerSecond: offeredRoundTrips)
                 open.merge(s)
                 for (i, x) in ids.enumerated() { uploaded[i] += x }
             }
@@ -235,12 +242,22 @@ struct Load {
         log("jlog-load: ceiling \(Int(median(ceilingRates))) requests/s; sync \(Int(median(syncRates))) round trips/s = \(Int(median(requestRates))) requests/s (\(String(format: "%.0f", fraction * 100))% of the ceiling), \(Int(median(entryRates))) entries/s, p50 \(String(format: "%.1f", all.percentile(0.5))) ms, p99 \(String(format: "%.1f", p99)) ms, lost \(lost)")
     }
 
+    /// `body`, as a task started on event loop `i` mod their count: with the event loops as the
+    /// concurrency executor a task stays on the loop it runs on, and a connection it opens is
+    /// opened there, so the clients spread over every core instead of all running where `main` did.
+    static func onLoop<T: Sendable>(_ i: Int, _ body: @escaping @Sendable () async -> T) async -> T {
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+        return await withCheckedContinuation { done in
+            loops[i % loops.count].execute { Task { done.resume(returning: await body()) } }
+        }
+    }
+
     /// `connections` clients calling the trivial endpoint as fast as they can.
     static func ceiling(url: String, client: HTTPClient, connections: Int, seconds: Double) async -> Sample {
         let deadline = monotonic() + UInt64(seconds * 1e9)
         return await withTaskGroup(of: Sample.self) { group in
-            for _ in 0..<connections {
-                group.addTask {
+            for i in 0..<connections {
+                group.addTask { await onLoop(i) {
                     var s = Sample()
                     let request = HTTPClientRequest(url: url + "/v1/health")
                     while monotonic() < deadline {
@@ -253,7 +270,7 @@ struct Load {
                         } catch { s.errors += 1 }
                     }
                     return s
-                }
+                } }
             }
             var total = Sample()
             for await s in group { total.merge(s) }
@@ -265,16 +282,18 @@ struct Load {
     /// changes fetched since its token (what a phone does on each edit): one round trip.
     /// With `roundTripsPerSecond`, open loop: device `i` is due every `devices ÷ rate` seconds
     /// (staggered), and a round trip's latency counts from when it was due.
-    static func sync(_ devices: [Device], seconds: Double, roundTripsPerSecond: Double? = nil) async -> (Sample, [[CompactID]]) {
+    static func sync(_ devices: [Device], seconds: Double, tokens: inout [ServiceToken?],
+                     roundTripsPerSecond: Double? = nil) async -> (Sample, [[CompactID]]) {
+        let tokensBefore = tokens
         let start = monotonic()
         let deadline = start + UInt64(seconds * 1e9)
         let interval = roundTripsPerSecond.map { UInt64(Double(devices.count) / $0 * 1e9) }
-        return await withTaskGroup(of: (Int, Sample, [CompactID]).self) { group in
+        let (sample, ids, tokensAfter) = await withTaskGroup(of: (Int, Sample, [CompactID], ServiceToken?).self) { group in
             for (i, d) in devices.enumerated() {
-                group.addTask {
+                group.addTask { await onLoop(i) {
                     var s = Sample()
                     var ids: [CompactID] = []
-                    var token: ServiceToken? = nil
+                    var token = tokensBefore[i]
                     var clock = HybridClock()
                     var n = 0
                     var due = start + (interval ?? 0) * UInt64(i) / UInt64(devices.count)
@@ -305,17 +324,21 @@ struct Load {
                             s.errors += 1
                         }
                     }
-                    return (i, s, ids)
-                }
+                    return (i, s, ids, token)
+                } }
             }
             var total = Sample()
             var ids = Array(repeating: [CompactID](), count: devices.count)
-            for await (i, s, x) in group {
+            var tokens = tokensBefore
+            for await (i, s, x, token) in group {
+                tokens[i] = token
                 total.merge(s)
                 ids[i] = x
             }
-            return (total, ids)
+            return (total, ids, tokens)
         }
+        tokens = tokensAfter
+        return (sample, ids)
     }
 
     /// Every acknowledged upload is in its family's list: the count of those missing.
