@@ -192,6 +192,26 @@ public enum Base64URL {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Whether `s` is what `encode` makes of some `count` bytes: exactly `decode(s)?.count ==
+    /// count`, without building the bytes (a server checks every request's credential).
+    public static func isEncoding(_ s: Substring.UTF8View, ofBytes count: Int) -> Bool {
+        guard s.count == (count * 4 + 2) / 3 else { return false }
+        var last: UInt8 = 0
+        for c in s {
+            switch c {
+            case 65...90: last = c - 65
+            case 97...122: last = c - 71
+            case 48...57: last = c + 4
+            case 45: last = 62
+            case 95: last = 63
+            default: return false
+            }
+        }
+        // The bits of the last character past the last byte are zero.
+        let spare = (6 * s.count - 8 * count)
+        return count == 0 || last & ((1 << UInt8(spare)) - 1) == 0
+    }
+
     /// Nil for any character outside the alphabet, a length of 1 mod 4, or non-zero padding bits.
     public static func decode(_ s: String) -> [UInt8]? {
         let u = Array(s.utf8)

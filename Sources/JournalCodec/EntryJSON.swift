@@ -352,8 +352,6 @@ public enum EntryJSON {
         }
     }
 
-    /// A quoted JSON string: `"` and `\` escaped, control characters as `\n` `\r` `\t` or `\u00XX`,
-    /// everything else (including non-ASCII) copied as UTF-8.
     /// `s` as a JSON string literal, quotes included: the one JSON escaper that `jlog` and the
     /// benchmark share with the entry writer.
     public static func jsonLiteral(_ s: String) -> String {
@@ -363,7 +361,9 @@ public enum EntryJSON {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func appendString(_ s: String, to out: inout [UInt8]) {
+    /// A quoted JSON string: `"` and `\` escaped, control characters as `\n` `\r` `\t` or `\u00XX`,
+    /// everything else (including non-ASCII) copied as UTF-8.
+    public static func appendString(_ s: String, to out: inout [UInt8]) {
         out.append(0x22)
         var s = s
         s.withUTF8 { u in

@@ -38,10 +38,20 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
         switch storage {
         case .text(let s): return s
         case .uuid(let hi, let lo):
-            let h = hex(hi, 16) + hex(lo, 16)
-            let c = Array(h)
-            return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-"
-                + String(c[16..<20]) + "-" + String(c[20..<32])
+            // Written digit by digit: ids are formatted on every JSON answer a server gives.
+            return String(unsafeUninitializedCapacity: 36) { out in
+                var i = 0
+                for k in 0..<32 {
+                    let v = UInt8(truncatingIfNeeded: (k < 16 ? hi : lo) >> UInt64(60 - 4 * (k % 16))) & 15
+                    out[i] = v < 10 ? 0x30 + v : 0x57 + v
+                    i += 1
+                    if k == 7 || k == 11 || k == 15 || k == 19 {
+                        out[i] = 0x2D
+                        i += 1
+                    }
+                }
+                return i
+            }
         }
     }
 
@@ -141,11 +151,6 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
         }
         return (hi, lo)
     }
-}
-
-private func hex(_ v: UInt64, _ width: Int) -> String {
-    let s = String(v, radix: 16)
-    return String(repeating: "0", count: max(0, width - s.count)) + s
 }
 
 /// A hybrid logical clock value: 48 bits of physical milliseconds and a 16-bit counter.

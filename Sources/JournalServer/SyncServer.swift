@@ -99,12 +99,15 @@ public struct SyncServer: Sendable {
                 let entries: [JournalEntry]
                 do { entries = try WireBatch.decode(bytes) } catch { throw .invalidRequest("the body is not a jlog wire batch: \(error)") }
                 guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
+                let result: UploadResult
                 do throws(SyncError) {
-                    return Self.json(200, HTTPBinding.UploadJSON(try await backend.upload(caller: caller, entries: entries, to: zone)))
+                    result = try await backend.upload(caller: caller, entries: entries, to: zone)
                 } catch {
-                    if case .partialFailure(let r) = error { return Self.json(200, HTTPBinding.UploadJSON(r)) }
-                    throw error
+                    guard case .partialFailure(let r) = error else { throw error }
+                    result = r
                 }
+                return Response(status: .ok, headers: [.contentType: "application/json"],
+                                body: .init(byteBuffer: ByteBuffer(bytes: HTTPBinding.UploadJSON(result).encoded)))
             }
         }
         router.get("/v1/zones/:owner/:name/changes") { request, context in
@@ -236,7 +239,7 @@ public struct SyncServer: Sendable {
     /// The zone a path names; a name that no zone can have answers like a zone that does not exist.
     static func zone(_ context: ServerRequestContext) throws(SyncError) -> ZoneID {
         guard let owner = context.parameters.get("owner"), let raw = context.parameters.get("name"),
-              let name = raw.removingPercentEncoding, let zone = ZoneID(owner: owner, name: name) else { throw .zoneNotFound }
+              let name = HTTPBinding.percentDecode(Substring(raw)), let zone = ZoneID(owner: owner, name: name) else { throw .zoneNotFound }
         return zone
     }
 

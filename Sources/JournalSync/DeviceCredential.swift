@@ -21,8 +21,7 @@ public struct DeviceCredential: Sendable, Hashable, CustomStringConvertible {
         guard text.utf8.count <= 200 else { return nil }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == Self.prefix, SyncNames.accountRefusal(String(parts[1])) == nil,
-              parts[2].utf8.count == 11, Base64URL.decode(String(parts[2]))?.count == 8,
-              parts[3].utf8.count == 43, Base64URL.decode(String(parts[3]))?.count == 32 else { return nil }
+              Base64URL.isEncoding(parts[2].utf8, ofBytes: 8), Base64URL.isEncoding(parts[3].utf8, ofBytes: 32) else { return nil }
         self.init(account: String(parts[1]), id: String(parts[2]), secret: String(parts[3]))
     }
 

@@ -70,6 +70,30 @@ public enum HTTPBinding {
             }
         }
 
+        /// The JSON body, keys sorted, written directly: every upload answers with it, and a
+        /// general encoder costs a busy server more than the upload's own checks.
+        public var encoded: [UInt8] {
+            var out: [UInt8] = []
+            out.reserveCapacity(24 + saved.count * 40 + failed.count * 120)
+            out += Array("{\"failed\":[".utf8)
+            for (k, f) in failed.enumerated() {
+                out += Array((k == 0 ? "{\"id\":" : ",{\"id\":").utf8)
+                EntryJSON.appendString(f.id, to: &out)
+                out += Array(",\"kind\":".utf8)
+                EntryJSON.appendString(f.kind, to: &out)
+                out += Array(",\"reason\":".utf8)
+                EntryJSON.appendString(f.reason, to: &out)
+                out.append(0x7D)
+            }
+            out += Array("],\"saved\":[".utf8)
+            for (k, id) in saved.enumerated() {
+                if k > 0 { out.append(0x2C) }
+                EntryJSON.appendString(id, to: &out)
+            }
+            out += Array("]}".utf8)
+            return out
+        }
+
         public var result: UploadResult? {
             var r = UploadResult()
             for s in saved { guard let id = CompactID(s) else { return nil }; r.saved.append(id) }
@@ -147,6 +171,48 @@ public enum HTTPBinding {
         "/v1/zones/" + z.owner + "/" + percentEncode(z.name)
     }
 
-    static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-    public static func percentEncode(_ s: String) -> String { s.addingPercentEncoding(withAllowedCharacters: unreserved) ?? s }
+    /// `s` with every byte but RFC 3986's unreserved characters as `%XX` (uppercase hex). Written
+    /// out, not Foundation's: every request's path and token pass through it.
+    public static func percentEncode(_ s: String) -> String {
+        func unreserved(_ c: UInt8) -> Bool {
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x2E || c == 0x5F || c == 0x7E
+        }
+        guard !s.utf8.allSatisfy(unreserved) else { return s }
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count * 3)
+        for c in s.utf8 {
+            if unreserved(c) { out.append(c); continue }
+            out.append(0x25)
+            for v in [c >> 4, c & 15] { out.append(v < 10 ? 0x30 + v : 0x37 + v) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `s` with every `%XX` decoded; nil for a `%` not followed by two hex digits or bytes that are
+    /// not UTF-8 (what Foundation's `removingPercentEncoding` refuses too).
+    public static func percentDecode(_ s: Substring) -> String? {
+        guard s.utf8.contains(0x25) else { return String(s) }
+        func hex(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: c - 0x30
+            case 0x41...0x46: c - 0x37
+            case 0x61...0x66: c - 0x57
+            default: nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(s.utf8.count)
+        var i = s.utf8.startIndex
+        while i < s.utf8.endIndex {
+            let c = s.utf8[i]
+            i = s.utf8.index(after: i)
+            guard c == 0x25 else { out.append(c); continue }
+            guard i < s.utf8.endIndex, let hi = hex(s.utf8[i]) else { return nil }
+            i = s.utf8.index(after: i)
+            guard i < s.utf8.endIndex, let lo = hex(s.utf8[i]) else { return nil }
+            i = s.utf8.index(after: i)
+            out.append(hi << 4 | lo)
+        }
+        return String(validating: out, as: UTF8.self)
+    }
 }

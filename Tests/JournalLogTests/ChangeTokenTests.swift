@@ -52,4 +52,23 @@ import Testing
             #expect(Base64URL.decode(Base64URL.encode(bytes)) == bytes)
         }
     }
+
+    /// `isEncoding` answers exactly what decoding would, for encodings and for near misses
+    /// (a changed character, a dropped or added one).
+    @Test func base64URLIsEncodingAgreesWithDecode() {
+        var rng = SplitMix64(seed: 4)
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=.".utf8)
+        for n in 0..<40 {
+            let text = Base64URL.encode((0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
+            var variants = [text, text + "A", String(text.dropLast())]
+            for _ in 0..<8 where !text.isEmpty {
+                var u = Array(text.utf8)
+                u[Int(rng.next() % UInt64(u.count))] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                variants.append(String(decoding: u, as: UTF8.self))
+            }
+            for v in variants {
+                #expect(Base64URL.isEncoding(Substring(v).utf8, ofBytes: n) == (Base64URL.decode(v)?.count == n), "\(v) as \(n) bytes")
+            }
+        }
+    }
 }
