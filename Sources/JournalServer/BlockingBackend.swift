@@ -23,10 +23,18 @@ public struct BlockingBackend: ServiceBackend {
     public var hints: HintHub { core.hints }
 
     private func run<T: Sendable>(_ body: @escaping @Sendable () throws(SyncError) -> T) async throws(SyncError) -> T {
+        let work = { @Sendable () -> Result<T, SyncError> in
+            do throws(SyncError) { return .success(try body()) } catch { return .failure(error) }
+        }
         let outcome: Result<T, SyncError>
         do {
-            outcome = try await pool.runIfActive { () -> Result<T, SyncError> in
-                do throws(SyncError) { return .success(try body()) } catch { return .failure(error) }
+            // Called on an event loop (a server whose tasks run on its loops): the answer comes
+            // back to that loop, the request's connection's, and is written there, rather than
+            // resuming on whichever loop is next and hopping again to write.
+            if let loop = MultiThreadedEventLoopGroup.currentEventLoop {
+                outcome = try await pool.runIfActive(eventLoop: loop, work).get()
+            } else {
+                outcome = try await pool.runIfActive(work)
             }
         } catch {
             throw .serviceBusy(retryAfter: .seconds(1))   // the pool is shutting down

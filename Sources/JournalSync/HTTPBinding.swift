@@ -94,6 +94,35 @@ public enum HTTPBinding {
             return out
         }
 
+        /// The common answer read without a general decoder: `encoded` of an upload where nothing
+        /// failed and no id needs escaping. Nil for anything else (the caller decodes it in full).
+        public init?(commonAnswer b: [UInt8]) {
+            let head = Array("{\"failed\":[],\"saved\":[".utf8)
+            guard b.count >= head.count + 2, b.starts(with: head), b[b.count - 2] == 0x5D, b[b.count - 1] == 0x7D else { return nil }
+            var saved: [String] = []
+            var i = head.count
+            let end = b.count - 2
+            while i < end {
+                if !saved.isEmpty {
+                    guard b[i] == 0x2C else { return nil }
+                    i += 1
+                }
+                guard i < end, b[i] == 0x22 else { return nil }
+                let start = i + 1
+                i = start
+                while i < end, b[i] != 0x22 {
+                    guard b[i] >= 0x20, b[i] != 0x5C else { return nil }
+                    i += 1
+                }
+                guard i < end else { return nil }
+                guard let id = String(validating: b[start..<i], as: UTF8.self) else { return nil }
+                saved.append(id)
+                i += 1
+            }
+            self.saved = saved
+            failed = []
+        }
+
         public var result: UploadResult? {
             var r = UploadResult()
             for s in saved { guard let id = CompactID(s) else { return nil }; r.saved.append(id) }

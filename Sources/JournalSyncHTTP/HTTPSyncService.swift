@@ -73,7 +73,9 @@ public struct HTTPSyncService: SyncService {
 
     public func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
         let a = try await call(.POST, HTTPBinding.zonePath(zone) + "/entries", body: WireBatch.encode(entries), contentType: WireBatch.mediaType)
-        guard let result = try json(HTTPBinding.UploadJSON.self, a).result else { throw .serviceBusy(retryAfter: nil) }
+        let answer: HTTPBinding.UploadJSON
+        if let common = HTTPBinding.UploadJSON(commonAnswer: a.body) { answer = common } else { answer = try json(HTTPBinding.UploadJSON.self, a) }
+        guard let result = answer.result else { throw .serviceBusy(retryAfter: nil) }
         if !result.failed.isEmpty { throw .partialFailure(result) }
         return result
     }

@@ -21,6 +21,22 @@ struct UploadJSONTests {
         #expect(String(decoding: value.encoded.prefix(11), as: UTF8.self) == "{\"failed\":[")
     }
 
+    /// The reader of the common answer gets what the general decoder gets, or declines.
+    @Test func theCommonAnswerReadsAsTheDecoderReadsIt() throws {
+        var r = UploadResult()
+        for k in 0..<3 {
+            let value = HTTPBinding.UploadJSON(r)
+            #expect(HTTPBinding.UploadJSON(commonAnswer: value.encoded) == value, "\(k) ids")
+            r.saved.append(k == 1 ? CompactID("list-item.é")! : CompactID.random())
+        }
+        r.failed[CompactID("x")!] = .invalid("no")
+        #expect(HTTPBinding.UploadJSON(commonAnswer: HTTPBinding.UploadJSON(r).encoded) == nil)
+        for text in ["{\"failed\":[],\"saved\":[\"a\\\"b\"]}", "{\"saved\":[],\"failed\":[]}", "{\"failed\":[],\"saved\":[\"a\",]}",
+                     "{\"failed\":[],\"saved\":[\"a\"\"b\"]}", "{\"failed\":[],\"saved\":[\"a]}", "{\"failed\":[],\"saved\":[,\"a\"]}"] {
+            #expect(HTTPBinding.UploadJSON(commonAnswer: Array(text.utf8)) == nil, "\(text)")
+        }
+    }
+
     @Test func anEmptyAnswerIsTwoEmptyLists() {
         #expect(String(decoding: HTTPBinding.UploadJSON(UploadResult()).encoded, as: UTF8.self) == "{\"failed\":[],\"saved\":[]}")
     }
