@@ -128,6 +128,18 @@ fileprivate extension Result {
         }
     }
 
+    /// A UUID id prints as Foundation prints the same 16 bytes (lowercased), and parses back.
+    @Test func uuidIDsPrintAsFoundationDoes() {
+        var rng = SplitMix64(seed: 9)
+        for _ in 0..<200 {
+            let id = CompactID.random(using: &rng)
+            let u = UUID(uuidString: id.description)
+            #expect(u?.uuidString.lowercased() == id.description)
+            #expect(CompactID(id.description) == id)
+        }
+        #expect(Self.uuid.description == "0f8e2c1a-9b7d-4e21-8c3f-5a6b7c8d9e0f")
+    }
+
     @Test func generatedEntriesRoundTrip() throws {
         var g = EntryGenerator(seed: 1)
         for e in g.entries(500) {
