@@ -56,6 +56,9 @@ extension CompareBench {
         // `none` line pools those slices.
         var alone: [TailKind: [UInt64]] = [:]
         func aloneBefore(_ s: JournalStore, _ kind: TailKind) -> Latencies {
+            // Building the store left hundreds of MB dirty: without this, the kernel writes them
+            // back during the slice, and "alone" is measured beside that writeback (1 ms bursts).
+            sync()
             let ns = sample(s, kind, while: forSeconds(counts.tailSeconds / 2))
             alone[kind, default: []] += ns
             return Latencies(ns)
@@ -193,6 +196,7 @@ extension CompareBench {
                     if b.entries.count > 1 { stepInsertless(db, commit) }
                     rows += b.entries.count
                 }
+                sync()   // as for JournalLog's slices: not beside the build's writeback
                 let alone = Latencies(sampleWrites(kind, lists: &lists, while: forSeconds(counts.tailSeconds), write))
                 let params: [(String, JSON)] = [("store_entries", .i(n)),
                                                 ("config", .s("WAL, synchronous=FULL, busy_timeout 60 s; one row per autocommit transaction, or 100 in BEGIN … COMMIT"))]
