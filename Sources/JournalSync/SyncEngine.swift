@@ -211,7 +211,7 @@ public actor SyncEngine {
         let sentBefore = totals.entriesSent
         await push(&report)
         if report.mayContinue { await pull(&report) }
-        if report.mayContinue { restoreSignedOutChanges(&report) }
+        if report.mayContinue { await restoreSignedOutChanges(&report) }
         state.lastSync = report.isComplete ? clock.now() : state.lastSync
         state.lastError = (report.errors.first ?? (report.offline ? "offline" : nil)).map(Self.bounded)
         try? save()
@@ -330,18 +330,72 @@ public actor SyncEngine {
         try save()
     }
 
-    func restoreSignedOutChanges(_ report: inout SyncReport) {
+    /// The kept changes of the same account go to the service before they are in any list again
+    /// (Spec/SYNC.md §7.6): each list that is back and live has its kept changes uploaded, and
+    /// what the service stores comes back with the pull that follows, as anyone's change does. A
+    /// change the service stored before and has since purged is answered `saved` and never comes
+    /// back, as on every other device; appending it here first would show it on this device only.
+    /// A change the service refuses is reported and dropped; one that could not be sent (offline,
+    /// busy, its list not back) stays kept for a later sync.
+    func restoreSignedOutChanges(_ report: inout SyncReport) async {
         guard !state.signedOut.isEmpty, state.account == state.signedOutAccount else { return }
-        var left: [JournalEntry] = []
-        for e in state.signedOut {
-            guard state.zones[e.zone] != nil, let info = store.zone(e.zone), !info.isDeleted else {
-                left.append(e)
-                continue
+        var done: [String: Set<CompactID>] = [:]
+        var saved: [String: Set<CompactID>] = [:]
+        var stopped = false
+        zones: for name in Set(state.signedOut.map(\.zone)).sorted() {
+            guard let z = state.zones[name], !z.pendingDelete, z.replacing == nil, let info = store.zone(name), !info.isDeleted else { continue }
+            let kept = state.signedOut.filter { $0.zone == name }
+            var i = 0
+            while i < kept.count {
+                var batch: [JournalEntry] = []
+                var bytes = 0
+                while i < kept.count && batch.count < options.uploadBatchEntries {
+                    let size = EntryCodec.encode(kept[i]).count
+                    if !batch.isEmpty && bytes + size > options.uploadBatchBytes { break }
+                    batch.append(kept[i])
+                    bytes += size
+                    i += 1
+                }
+                let outcome: SendOutcome
+                do { outcome = try await send(batch, to: z.zone) } catch {
+                    switch error {
+                    case .zoneNotFound, .zoneDeleted: continue zones   // the pull removes the list; its changes stay kept
+                    default:
+                        stopped = stop(on: error, &report, zone: name)
+                        if stopped { break zones }
+                        continue zones
+                    }
+                }
+                report.uploaded += outcome.saved.count
+                totals.entriesUploaded += outcome.saved.count
+                saved[name, default: []].formUnion(outcome.saved)
+                done[name, default: []].formUnion(outcome.saved)
+                for (id, why) in outcome.refused.sorted(by: { $0.key < $1.key }) {
+                    done[name, default: []].insert(id)
+                    report.rejected.append((id, why.description))
+                }
+                if let why = outcome.stoppedBy {
+                    stopped = stop(on: why, &report, zone: name)
+                    if stopped { break zones }
+                    continue zones
+                }
             }
-            if (try? store.append(e)) == nil { left.append(e) }
         }
-        state.signedOut = left
-        if left.isEmpty { state.signedOutAccount = nil }
+        state.signedOut.removeAll { done[$0.zone]?.contains($0.id) == true }
+        if state.signedOut.isEmpty { state.signedOutAccount = nil }
         try? save()
+        guard !saved.isEmpty, !stopped, report.mayContinue else { return }
+        // What the service stored comes back now; as it came from the service, it counts as
+        // uploaded (the mark passes it, never a change still waiting).
+        await pull(&report)
+        for (name, ids) in saved {
+            guard let p = try? pendingLocal(name) else { continue }
+            var through: SequenceNumber? = nil
+            for e in p.entries {
+                guard ids.contains(e.entry.id) else { break }
+                through = e.sequence
+            }
+            if let through { advanceUploaded(name, to: through) }
+        }
     }
 }

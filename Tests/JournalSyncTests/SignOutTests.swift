@@ -44,6 +44,33 @@ import ListModel
         #expect(try phone.list(list).items.map(\.text) == ["Tea", "Milk"] || phone.list(list).items.map(\.text) == ["Milk", "Tea"])
     }
 
+    /// A kept change the service stored (its answer was lost) and then purged, with the item
+    /// bought on another device, stays gone after signing in again: the kept change goes to the
+    /// service first (answered `saved`), and only what the service holds comes back.
+    @Test func aKeptChangeThatWasPurgedDoesNotComeBack() async throws {
+        let start = try await StaleDeviceTests.breadWithALostAnswer()
+        let (world, script, phone, ipad, list, bread) = (start.world, start.script, start.phone, start.ipad, start.list, start.bread)
+
+        script.signedOut = true
+        #expect(await phone.sync().signedOut)
+        #expect(await phone.status().keptAcrossSignOut == 1)
+        await ipad.sync()
+        try await ipad.engine.record(.markOff(item: CompactID("bread")!), in: list)
+        await ipad.sync()
+        try world.compact(after: 2 * day)
+        #expect(try !world.serviceEntryIDs(list).contains(bread.id), "Bread's add was purged")
+
+        script.signedOut = false
+        try await phone.engine.signIn(phone.connection())
+        let r = await phone.sync()
+        #expect(r.rejected.isEmpty, "\(r.rejected)")
+        #expect(await phone.status().keptAcrossSignOut == 0)
+        await settle([phone, ipad])
+        try expectConverged(world, [phone, ipad], list)
+        #expect(try phone.list(list).items.map(\.text) == ["Milk"], "Bread came back on the phone only")
+        #expect(await phone.status(list)?.queued == 0)
+    }
+
     /// A list made here and never uploaded is a local change too: it survives a sign-out and
     /// reaches the service once the same account signs in again.
     @Test func aListNeverUploadedSurvivesSignOut() async throws {

@@ -15,6 +15,28 @@ import ListModel
         return try World(limits: limits)
     }
 
+    /// The start of the lost-answer stories: a phone (scripted) and an iPad on a list holding
+    /// Milk, and Bread added on the phone, stored by the service, its answer lost.
+    struct LostAnswer {
+        let world: World, script: Script, phone: Device, ipad: Device, list: ZoneID, bread: JournalEntry
+    }
+
+    static func breadWithALostAnswer() async throws -> LostAnswer {
+        let world = try Self.world()
+        let script = Script()
+        let phone = try world.device("alice:phone", script: script)
+        let ipad = try world.device("alice:ipad")
+        let list = try await phone.engine.createList("weekly")
+        let milk = try await phone.add("Milk", list)
+        await phone.sync()
+
+        script.on(.upload, .dropResponse)
+        let bread = try await phone.engine.record(.add(item: CompactID("bread")!, text: "Bread", after: milk), in: list)
+        #expect(await phone.sync().offline)
+        #expect(try world.serviceEntryIDs(list).contains(bread.id), "the service stored it; the phone never learned")
+        return LostAnswer(world: world, script: script, phone: phone, ipad: ipad, list: list, bread: bread)
+    }
+
     /// The fork: replica A holds the compacted copy, replica B has not compacted and
     /// unmarks Milk and re-adds Coffee, both purged on A (B's edits made after the compaction,
     /// or before it while B was offline). Once both sync and the service compacts again, every
@@ -76,18 +98,8 @@ import ListModel
     /// device lost the answer and was away past the retention): the bought item never comes back.
     @Test(arguments: LateRetry.allCases)
     func aLateRetryOfAPurgedAddDoesNotBringTheBoughtItemBack(_ scenario: LateRetry) async throws {
-        let world = try Self.world()
-        let script = Script()
-        let phone = try world.device("alice:phone", script: script)
-        let ipad = try world.device("alice:ipad")
-        let list = try await phone.engine.createList("weekly")
-        let milk = try await phone.add("Milk", list)
-        await phone.sync()
-
-        script.on(.upload, .dropResponse)
-        let bread = try await phone.engine.record(.add(item: CompactID("bread")!, text: "Bread", after: milk), in: list)
-        #expect(await phone.sync().offline)
-        #expect(try world.serviceEntryIDs(list).contains(bread.id), "the service stored it; the phone never learned")
+        let start = try await Self.breadWithALostAnswer()
+        let (world, script, phone, ipad, list, bread) = (start.world, start.script, start.phone, start.ipad, start.list, start.bread)
         script.offline = true
 
         await ipad.sync()
