@@ -77,7 +77,7 @@ public final class AccountDirectory: @unchecked Sendable {
             return credentials[presented.id]
         }
         guard let record, record.account == presented.account, record.isValid(now: now) else { return nil }
-        return Self.constantTimeEqual(Self.hash(presented.secret), record.secretHash) ? record.account : nil
+        return Self.secret(presented.secret, hashesTo: record.secretHash) ? record.account : nil
     }
 
     /// Whether an account has a credential that is valid now (only such accounts can be invited).
@@ -145,22 +145,35 @@ public final class AccountDirectory: @unchecked Sendable {
         try reloadIfChanged()
     }
 
+    /// SHA-256 of `secret`, in lowercase hex (what the accounts file keeps).
     static func hash(_ secret: String) -> String {
-        // Every request hashes its secret: lowercase hex written straight into bytes, not a
-        // string per byte joined.
         var hex: [UInt8] = []
         hex.reserveCapacity(64)
-        for b in SHA256.hash(data: Array(secret.utf8)) {
-            for v in [b >> 4, b & 15] { hex.append(v < 10 ? 0x30 + v : 0x57 + v) }
+        for b in digest(secret) {
+            hex.append(hexDigit(b >> 4))
+            hex.append(hexDigit(b & 15))
         }
         return String(decoding: hex, as: UTF8.self)
     }
 
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        guard x.count == y.count else { return false }
+    /// Whether `hash(secret) == hexHash`, in time that does not depend on where they differ.
+    /// Every request checks one: the digest is compared digit by digit as it is read, with no
+    /// string built.
+    static func secret(_ secret: String, hashesTo hexHash: String) -> Bool {
+        guard hexHash.utf8.count == 64 else { return false }
         var d: UInt8 = 0
-        for i in x.indices { d |= x[i] ^ y[i] }
+        var stored = hexHash.utf8.makeIterator()
+        for b in digest(secret) {
+            d |= hexDigit(b >> 4) ^ (stored.next() ?? 0)
+            d |= hexDigit(b & 15) ^ (stored.next() ?? 0)
+        }
         return d == 0
     }
+
+    private static func digest(_ secret: String) -> SHA256.Digest {
+        var s = secret
+        return s.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+    }
+
+    @inline(__always) private static func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 0x30 + v : 0x57 + v }
 }

@@ -18,11 +18,15 @@ public struct DeviceCredential: Sendable, Hashable, CustomStringConvertible {
 
     /// Nil unless `text` has the form above exactly (an account name, 11 and 43 base64url characters).
     public init?(_ text: String) {
-        guard text.utf8.count <= 200 else { return nil }
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0] == Self.prefix, SyncNames.accountRefusal(String(parts[1])) == nil,
-              Base64URL.isEncoding(parts[2].utf8, ofBytes: 8), Base64URL.isEncoding(parts[3].utf8, ofBytes: 32) else { return nil }
-        self.init(account: String(parts[1]), id: String(parts[2]), secret: String(parts[3]))
+        // An account name may hold `.`, base64url never does: the id and the secret are what
+        // follows the last two dots. Every request presents one, so no array of parts is built.
+        let u = text.utf8
+        guard u.count <= 200, let d1 = u.firstIndex(of: 0x2E), let d3 = u.lastIndex(of: 0x2E), d1 < d3,
+              let d2 = u[..<d3].lastIndex(of: 0x2E), d1 < d2 else { return nil }
+        let account = text[u.index(after: d1)..<d2], id = text[u.index(after: d2)..<d3], secret = text[u.index(after: d3)...]
+        guard text[..<d1] == Self.prefix, SyncNames.accountRefusal(String(account)) == nil,
+              Base64URL.isEncoding(id.utf8, ofBytes: 8), Base64URL.isEncoding(secret.utf8, ofBytes: 32) else { return nil }
+        self.init(account: String(account), id: String(id), secret: String(secret))
     }
 
     /// A new credential for `account`, from the system's random source.

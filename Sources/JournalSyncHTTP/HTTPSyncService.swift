@@ -13,6 +13,8 @@ public struct HTTPSyncService: SyncService {
     public let account: String
     public let server: String
     let credential: DeviceCredential
+    /// `Bearer` and the credential's text, made once: every request sends it.
+    let authorization: String
     let client: HTTPClient
     /// The longest a request may take, connection included.
     public var timeout: TimeAmount = .seconds(30)
@@ -23,6 +25,7 @@ public struct HTTPSyncService: SyncService {
     public init(server: String, credential: DeviceCredential, client: HTTPClient = .shared) {
         self.server = server.hasSuffix("/") ? String(server.dropLast()) : server
         self.credential = credential
+        authorization = "Bearer " + credential.text
         self.account = credential.account
         self.client = client
     }
@@ -42,7 +45,7 @@ public struct HTTPSyncService: SyncService {
         }
         var request = HTTPClientRequest(url: url)
         request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer " + credential.text)
+        request.headers.add(name: "Authorization", value: authorization)
         if let body {
             request.body = .bytes(ByteBuffer(bytes: body))
             if let contentType { request.headers.add(name: "Content-Type", value: contentType) }

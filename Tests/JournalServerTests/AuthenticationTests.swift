@@ -90,12 +90,39 @@ import NIOHTTP1
         await server.stop()
     }
 
-    /// Health needs no credential and says nothing but that the server runs.
     /// The accounts file keeps SHA-256 of the secret's text as 64 lowercase hex digits
     /// (SYNC.md §9.2): files written by earlier servers must keep authenticating.
     @Test func theStoredHashIsTheSecretsSHA256InLowercaseHex() {
         #expect(AccountDirectory.hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(AccountDirectory.secret("abc", hashesTo: AccountDirectory.hash("abc")))
+        #expect(!AccountDirectory.secret("abd", hashesTo: AccountDirectory.hash("abc")))
+        #expect(!AccountDirectory.secret("abc", hashesTo: AccountDirectory.hash("abc").uppercased()))
+        #expect(!AccountDirectory.secret("abc", hashesTo: String(AccountDirectory.hash("abc").dropLast())))
     }
+
+    /// An account name may hold dots (SYNC.md §1); its credential still parses, from the right.
+    @Test func anAccountWithDotsAuthenticates() async throws {
+        let server = try await TestServer()
+        let credential = try server.credential("john.smith")
+        #expect(DeviceCredential(credential.text) == credential)
+        let r = try await server.send(.GET, "/v1/account", as: credential)
+        #expect(r.status == 200, "\(r)")
+        #expect(String(decoding: r.body, as: UTF8.self).contains("john.smith"))
+        await server.stop()
+    }
+
+    /// A credential's text parses only in its exact form: prefix, account, 11 and 43 characters.
+    @Test func onlyTheExactFormParses() {
+        let c = DeviceCredential.issue(for: "a.b")
+        #expect(DeviceCredential(c.text) == c)
+        for bad in ["jlc2.a.b.\(c.id).\(c.secret)", "jlc1..\(c.id).\(c.secret)", "jlc1.\(c.id).\(c.secret)",
+                    "jlc1.a.b.\(c.id)x.\(c.secret)", "jlc1.a.b.\(c.id).\(c.secret).", "jlc1.a b.\(c.id).\(c.secret)",
+                    "jlc1._a.\(c.id).\(c.secret)", "jlc1.a.b.\(c.id)\(c.secret)", "", "...", "jlc1.a.b.\(c.id).\(c.secret.dropLast())"] {
+            #expect(DeviceCredential(bad) == nil, "\(bad)")
+        }
+    }
+
+    /// Health needs no credential and says nothing but that the server runs.
 
     @Test func healthNeedsNoCredentialAndRevealsNothing() async throws {
         let server = try await TestServer()
