@@ -117,6 +117,7 @@ let package = Package(
         .executableTarget(name: "FuzzConsumer", dependencies: ["JournalLog"], path: "Fuzz/FuzzConsumer"),
         .executableTarget(name: "FuzzWireBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzWireBatch"),
         .executableTarget(name: "FuzzAccounts", dependencies: ["JournalSync"], path: "Fuzz/FuzzAccounts"),
+        .executableTarget(name: "FuzzHTTPText", dependencies: ["JournalSync"], path: "Fuzz/FuzzHTTPText"),
         .testTarget(
             name: "JournalLogTests",
             dependencies: ["JournalLog", .product(name: "PropertyBased", package: "swift-property-based")],

@@ -12,7 +12,8 @@ swift build --product jlog
 JLOG="$(pwd)/.build/debug/jlog"
 work="$(mktemp -d)"
 server_pid=""
-trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
+# The server is stopped and waited for before its store is removed: stopping, it still writes.
+trap '[ -n "$server_pid" ] && { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }; rm -rf "$work"' EXIT
 store="$work/list.wal"
 
 # Small segments (512 bytes, batches of 4) so the 26 entries fill several: the compaction step at

@@ -1,3 +1,4 @@
+import Foundation
 import JournalCodec
 
 /// The property the sync layer's fuzz targets check (`Fuzz/FuzzAccounts`), shared with the test
@@ -28,5 +29,28 @@ public enum SyncFuzzChecks {
         roundTrip(body + Array("crc32c \(String(CRC32C.checksum(body), radix: 16))\n".utf8))
     }
 
-    public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = ["FuzzAccounts": accounts]
+    /// The HTTP binding's text parsers, which a server runs on every request and a client on
+    /// every answer (`Fuzz/FuzzHTTPText`), never crash and agree with their other halves: a
+    /// credential that parses prints back as its text; percent decoding is undone by encoding;
+    /// the common upload answer reads as the general JSON decoder reads it; base64url validity
+    /// is what decoding says.
+    public static func httpText(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= 1 << 16 else { return }
+        let input = Array(bytes)
+        let text = String(decoding: input, as: UTF8.self)
+        if let c = DeviceCredential(text), c.text != text { fatalError("credential text round trip failed") }
+        if let d = HTTPBinding.percentDecode(Substring(text)), HTTPBinding.percentDecode(Substring(HTTPBinding.percentEncode(d))) != d {
+            fatalError("percent decoding is not undone by encoding")
+        }
+        if let common = HTTPBinding.UploadJSON(commonAnswer: input) {
+            guard let full = try? JSONDecoder().decode(HTTPBinding.UploadJSON.self, from: Data(input)), full == common else {
+                fatalError("the common upload answer reads unlike the JSON decoder")
+            }
+        }
+        for n in [8, 32] where Base64URL.isEncoding(Substring(text).utf8, ofBytes: n) != (Base64URL.decode(text)?.count == n) {
+            fatalError("base64url validity disagrees with decoding")
+        }
+    }
+
+    public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = ["FuzzAccounts": accounts, "FuzzHTTPText": httpText]
 }

@@ -7,18 +7,21 @@ import Testing
     static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../Fuzz").standardized
 
-    /// Replays Fuzz/corpus/FuzzAccounts and Fuzz/regressions/FuzzAccounts through the fuzz check.
-    @Test func theFuzzCorpusReplaysCleanly() throws {
+    /// Replays the sync layer's fuzz targets' seeds and past crashes (Fuzz/corpus/TARGET,
+    /// Fuzz/regressions/TARGET) through their checks.
+    @Test(arguments: SyncFuzzChecks.targets.keys.sorted())
+    func theFuzzCorpusReplaysCleanly(target: String) throws {
+        let check = try #require(SyncFuzzChecks.targets[target])
         var count = 0
         for dir in ["corpus", "regressions"] {
-            let d = Self.corpus.appendingPathComponent(dir).appendingPathComponent("FuzzAccounts")
+            let d = Self.corpus.appendingPathComponent(dir).appendingPathComponent(target)
             for name in ((try? FileManager.default.contentsOfDirectory(atPath: d.path)) ?? []).sorted() where !name.hasPrefix(".") {
                 let bytes = try [UInt8](Data(contentsOf: d.appendingPathComponent(name)))
-                bytes.withUnsafeBytes { SyncFuzzChecks.accounts($0) }
+                bytes.withUnsafeBytes { check($0) }
                 count += 1
             }
         }
-        #expect(count >= 2, "Fuzz/corpus/FuzzAccounts has no seeds")
+        #expect(count >= 2, "Fuzz/corpus/\(target) has no seeds")
     }
 
     /// A file whose every byte is right but one is refused whole, not read in part.
