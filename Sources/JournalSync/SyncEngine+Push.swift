@@ -129,12 +129,6 @@ extension SyncEngine {
                     done.insert(id)
                     report.rejected.append((id, why.description))
                 }
-                // A refused change is in this device's copy only: the list is fetched anew
-                // (§7.5, in this sync's pull), so that the device holds the service's set again
-                // (Spec/SYNC.md §6.4); the re-fetch leaves rejected changes out.
-                state.zones[name]?.token = nil
-                state.zones[name]?.toApply = []
-                state.zones[name]?.needsFetch = true
                 try? save()
             }
             // Through the longest prefix of what was pending that the service now holds.
