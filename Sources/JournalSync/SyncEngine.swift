@@ -342,8 +342,19 @@ public actor SyncEngine {
         var done: [String: Set<CompactID>] = [:]
         var saved: [String: Set<CompactID>] = [:]
         var stopped = false
+        /// Kept changes of a list that is going away: reported and dropped, never left for good.
+        func dropKept(_ name: String, _ why: String, _ report: inout SyncReport) {
+            for e in state.signedOut where e.zone == name {
+                done[name, default: []].insert(e.id)
+                report.rejected.append((e.id, why))
+            }
+        }
         zones: for name in Set(state.signedOut.map(\.zone)).sorted() {
-            guard let z = state.zones[name], !z.pendingDelete, z.replacing == nil, let info = store.zone(name), !info.isDeleted else { continue }
+            if state.zones[name]?.pendingDelete == true {
+                dropKept(name, "its list was deleted on this device", &report)
+                continue
+            }
+            guard let z = state.zones[name], z.replacing == nil, let info = store.zone(name), !info.isDeleted else { continue }
             let kept = state.signedOut.filter { $0.zone == name }
             var i = 0
             while i < kept.count {
@@ -359,7 +370,18 @@ public actor SyncEngine {
                 let outcome: SendOutcome
                 do { outcome = try await send(batch, to: z.zone) } catch {
                     switch error {
-                    case .zoneNotFound, .zoneDeleted: continue zones   // the pull removes the list; its changes stay kept
+                    case .zoneNotFound where z.zone.owner == state.account:
+                        // Made again by the next push; its kept changes follow on the sync after.
+                        state.zones[name]?.existsOnService = false
+                        continue zones
+                    case .zoneNotFound:
+                        dropKept(name, "its list is gone from the service", &report)
+                        removeLocal(name, reason: .deleted, &report)
+                        continue zones
+                    case .zoneDeleted(let reason):
+                        dropKept(name, "its list is gone from the service", &report)
+                        removeLocal(name, reason: reason, &report)
+                        continue zones
                     default:
                         stopped = stop(on: error, &report, zone: name)
                         if stopped { break zones }

@@ -239,6 +239,8 @@ public enum SyncNames {
         }) else { return "an account name holds only letters, digits, '.', '_' and '-'" }
         // The service's own zones are `_service/…`: no account may own them.
         guard !name.hasPrefix("_") else { return "an account name does not start with '_'" }
+        // `.` and `..` in a URL path are dot-segments a client or proxy may rewrite.
+        guard !name.utf8.allSatisfy({ $0 == 0x2E }) else { return "an account name is not only dots" }
         return nil
     }
 

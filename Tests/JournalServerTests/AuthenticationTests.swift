@@ -117,7 +117,7 @@ import NIOHTTP1
         #expect(DeviceCredential(c.text) == c)
         for bad in ["jlc2.a.b.\(c.id).\(c.secret)", "jlc1..\(c.id).\(c.secret)", "jlc1.\(c.id).\(c.secret)",
                     "jlc1.a.b.\(c.id)x.\(c.secret)", "jlc1.a.b.\(c.id).\(c.secret).", "jlc1.a b.\(c.id).\(c.secret)",
-                    "jlc1._a.\(c.id).\(c.secret)", "jlc1.a.b.\(c.id)\(c.secret)", "", "...", "jlc1.a.b.\(c.id).\(c.secret.dropLast())"] {
+                    "jlc1._a.\(c.id).\(c.secret)", "jlc1...\(c.id).\(c.secret)", "jlc1.\(String(repeating: ".", count: 3)).\(c.id).\(c.secret)", "jlc1.a.b.\(c.id)\(c.secret)", "", "...", "jlc1.a.b.\(c.id).\(c.secret.dropLast())"] {
             #expect(DeviceCredential(bad) == nil, "\(bad)")
         }
     }
