@@ -89,17 +89,7 @@ extension SyncEngine {
         }
         guard !pending.isEmpty else { return true }
         var done = Set<CompactID>()
-        var i = 0
-        while i < pending.count {
-            var batch: [JournalEntry] = []
-            var bytes = 0
-            while i < pending.count && batch.count < options.uploadBatchEntries {
-                let size = EntryCodec.encode(pending[i].entry).count
-                if !batch.isEmpty && bytes + size > options.uploadBatchBytes { break }
-                batch.append(pending[i].entry)
-                bytes += size
-                i += 1
-            }
+        for batch in uploadBatches(pending.map(\.entry)) {
             let outcome: SendOutcome
             do { outcome = try await send(batch, to: z.zone) } catch {
                 switch error {
@@ -144,6 +134,26 @@ extension SyncEngine {
             }
         }
         return true
+    }
+
+    /// `entries`, in order, cut into batches of at most `uploadBatchEntries` entries and
+    /// `uploadBatchBytes` bytes of encodings; a larger entry goes alone (Spec/SYNC.md §7.3 step 4).
+    func uploadBatches(_ entries: [JournalEntry]) -> [[JournalEntry]] {
+        var batches: [[JournalEntry]] = []
+        var batch: [JournalEntry] = []
+        var bytes = 0
+        for e in entries {
+            let size = EntryCodec.encode(e).count
+            if !batch.isEmpty && (batch.count == options.uploadBatchEntries || bytes + size > options.uploadBatchBytes) {
+                batches.append(batch)
+                batch = []
+                bytes = 0
+            }
+            batch.append(e)
+            bytes += size
+        }
+        if !batch.isEmpty { batches.append(batch) }
+        return batches
     }
 
     /// What one upload achieved: what the service holds, what it refused for good, and, when it

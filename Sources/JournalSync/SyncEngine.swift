@@ -355,18 +355,7 @@ public actor SyncEngine {
                 continue
             }
             guard let z = state.zones[name], z.replacing == nil, let info = store.zone(name), !info.isDeleted else { continue }
-            let kept = state.signedOut.filter { $0.zone == name }
-            var i = 0
-            while i < kept.count {
-                var batch: [JournalEntry] = []
-                var bytes = 0
-                while i < kept.count && batch.count < options.uploadBatchEntries {
-                    let size = EntryCodec.encode(kept[i]).count
-                    if !batch.isEmpty && bytes + size > options.uploadBatchBytes { break }
-                    batch.append(kept[i])
-                    bytes += size
-                    i += 1
-                }
+            for batch in uploadBatches(state.signedOut.filter { $0.zone == name }) {
                 let outcome: SendOutcome
                 do { outcome = try await send(batch, to: z.zone) } catch {
                     switch error {
