@@ -166,7 +166,7 @@ extension JournalStore: StoreReading {
         do {
             plan = try ZoneFeed.plan(zone, since: token, limit: limit, frameSlack: frameSlack, catalog, horizon: horizonLocked,
                                      seen: writtenThrough, expiry: expiry, signer: signer) { z, inc in
-                SnapshotDirectory.list(store: path, zone: z, incarnation: inc, kind: .state, fs: fs)
+                SnapshotDirectory.list(store: path, zone: z, incarnation: inc, kinds: SnapshotFile.Kind.states, fs: fs)
             }
         } catch {
             cond.unlock()

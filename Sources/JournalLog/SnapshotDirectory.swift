@@ -1,9 +1,20 @@
 /// One file of a store's `snapshots/` directory: a zone's materialised state at a sequence
-/// (`.snap`, Spec/SNAPSHOT.md), or its activity history up to the same sequence (`.hist`).
+/// (`.snap`, Spec/SNAPSHOT.md; or `.delta` against a `.base`, SNAPSHOT.md §6), or its activity
+/// history up to the same sequence (`.hist`).
 /// Storage knows only the files' names and atomic writing; their contents belong to the list
 /// model above it.
 public struct SnapshotFile: Sendable, Equatable {
-    public enum Kind: String, Sendable { case state = "snap", history = "hist" }
+    public enum Kind: String, Sendable, CaseIterable {
+        case state = "snap", history = "hist"
+        /// The state as a delta against the zone's `.base` (SNAPSHOT.md §6): used like a `.snap`.
+        case delta = "delta"
+        /// A whole state kept only as deltas' base: never read alone (a compaction after it may
+        /// have purged items it holds).
+        case base = "base"
+
+        /// The kinds a reader takes the zone's state from.
+        public static let states: [Kind] = [.state, .delta]
+    }
     public var path: String
     public var name: String
     public var kind: Kind
@@ -13,7 +24,7 @@ public struct SnapshotFile: Sendable, Equatable {
     public var sequence: SequenceNumber
 }
 
-/// The `snapshots/` directory: `<zoneKey>-<incarnation>-<sequence>.snap` and `.hist`, each written
+/// The `snapshots/` directory: `<zoneKey>-<incarnation>-<sequence>.snap`, `.delta`, `.base` and `.hist`, each written
 /// atomically (temporary file, fsync, rename, fsync of the directory).
 public enum SnapshotDirectory {
     public static let name = "snapshots"
@@ -31,14 +42,17 @@ public enum SnapshotDirectory {
         return String(repeating: "0", count: 20 - s.count) + s
     }
 
-    public static func fileName(zone: String, incarnation: SequenceNumber, sequence: SequenceNumber, kind: SnapshotFile.Kind) -> String {
-        "\(zoneKey(zone))-\(digits(incarnation))-\(digits(sequence)).\(kind.rawValue)"
+    /// The file's name; `keyed`: `zone` is already its `zoneKey`.
+    public static func fileName(zone: String, incarnation: SequenceNumber, sequence: SequenceNumber, kind: SnapshotFile.Kind,
+                                keyed: Bool = false) -> String {
+        "\(keyed ? zone : zoneKey(zone))-\(digits(incarnation))-\(digits(sequence)).\(kind.rawValue)"
     }
 
     public static func parse(_ name: String, in dir: String) -> SnapshotFile? {
-        let kind: SnapshotFile.Kind
-        if name.hasSuffix(".snap") { kind = .state } else if name.hasSuffix(".hist") { kind = .history } else { return nil }
-        let parts = name.dropLast(5).split(separator: "-")
+        guard let dot = name.lastIndex(of: "."), let kind = SnapshotFile.Kind(rawValue: String(name[name.index(after: dot)...])) else {
+            return nil
+        }
+        let parts = name[..<dot].split(separator: "-")
         guard parts.count == 3, parts[0].count == 16, parts[1].count == 20, parts[2].count == 20,
               let inc = UInt64(parts[1]), let seq = UInt64(parts[2]) else { return nil }
         return SnapshotFile(path: dir + "/" + name, name: name, kind: kind, zoneKey: String(parts[0]), incarnation: inc, sequence: seq)
@@ -54,12 +68,29 @@ public enum SnapshotDirectory {
     /// The files of one zone incarnation of one kind, newest first.
     public static func list(store: String, zone: String, incarnation: SequenceNumber, kind: SnapshotFile.Kind,
                             fs: any FileSystem = PosixFileSystem()) -> [SnapshotFile] {
+        list(store: store, zone: zone, incarnation: incarnation, kinds: [kind], fs: fs)
+    }
+
+    /// The files of one zone incarnation of the given kinds, newest first.
+    public static func list(store: String, zone: String, incarnation: SequenceNumber, kinds: [SnapshotFile.Kind],
+                            fs: any FileSystem = PosixFileSystem()) -> [SnapshotFile] {
         // Only this incarnation's names are parsed: a service's directory holds thousands.
         let dir = store + "/" + name
         guard fs.kind(of: dir) == .directory, let names = try? fs.listDirectory(dir) else { return [] }
-        let prefix = zoneKey(zone) + "-" + digits(incarnation) + "-", suffix = "." + kind.rawValue
-        return names.lazy.filter { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }
-            .compactMap { SnapshotDirectory.parse($0, in: dir) }.sorted { ($0.sequence, $0.name) > ($1.sequence, $1.name) }
+        let prefix = zoneKey(zone) + "-" + digits(incarnation) + "-"
+        return names.lazy.filter { $0.hasPrefix(prefix) }
+            .compactMap { SnapshotDirectory.parse($0, in: dir) }.filter { kinds.contains($0.kind) }
+            .sorted { ($0.sequence, $0.name) > ($1.sequence, $1.name) }
+    }
+
+    /// Where `file` would be as another kind (a whole snapshot kept as a base is renamed so).
+    public static func path(of file: SnapshotFile, as kind: SnapshotFile.Kind) -> String {
+        parentPath(file.path) + "/" + fileName(zone: file.zoneKey, incarnation: file.incarnation, sequence: file.sequence, kind: kind, keyed: true)
+    }
+
+    static func parentPath(_ path: String) -> String {
+        guard let i = path.lastIndex(of: "/") else { return "." }
+        return String(path[..<i])
     }
 
     /// Writes `bytes` atomically under its final name; a crash leaves the whole file or none.

@@ -126,7 +126,7 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
         return try ZoneFeed.changes(limit: limit) { slack throws(FeedError) in
             let plan = try ZoneFeed.plan(zone, since: token, limit: limit, frameSlack: slack, s.catalog, horizon: s.horizon,
                                          signer: signer) { z, inc in
-                SnapshotDirectory.list(store: path, zone: z, incarnation: inc, kind: .state, fs: fileSystem)
+                SnapshotDirectory.list(store: path, zone: z, incarnation: inc, kinds: SnapshotFile.Kind.states, fs: fileSystem)
             }
             return try ZoneFeed.read(plan, fetcher: s.fetcher(path: path, fs: fileSystem), signer: signer)
         }

@@ -184,6 +184,13 @@ public struct ListCompactor: Sendable {
         // lets them go before it materialises, and their memory is reused.
         var group: [Plan] = []
         var held = 0
+        // The newest state file of each zone incarnation, to find compacted zones left without one.
+        var newestState: [String: SequenceNumber] = [:]
+        if !dryRun {
+            for f in SnapshotDirectory.list(store: store.path, fs: query.fs) where SnapshotFile.Kind.states.contains(f.kind) {
+                newestState[f.zoneKey + "-\(f.incarnation)"] = max(newestState[f.zoneKey + "-\(f.incarnation)"] ?? 0, f.sequence)
+            }
+        }
         for listed in zones {
             if held >= maxEntriesPerGroup {
                 try compact(&group, dryRun: dryRun, cutoff: cutoff, into: &report)
@@ -192,7 +199,11 @@ public struct ListCompactor: Sendable {
             }
             let started = ContinuousClock.now
             defer { report.phaseMillis["read", default: 0] += millis(since: started) }
-            guard let plan = try plan(listed, sealed: sealed, source: source, now: now, cutoff: cutoff, into: &report) else { continue }
+            guard let plan = try plan(listed, sealed: sealed, source: source, now: now, cutoff: cutoff, into: &report) else {
+                let newest = newestState[SnapshotDirectory.zoneKey(listed.name) + "-\(listed.incarnation)"]
+                if !dryRun, listed.lowWaterMark > 0, newest.map({ $0 < listed.lowWaterMark }) ?? true { try writeMissingSnapshot(listed) }
+                continue
+            }
             held += plan.planner.entries
             group.append(plan)
         }
@@ -342,13 +353,19 @@ public struct ListCompactor: Sendable {
         }
         for plan in plans {
             // No snapshot may outlive the entries it was made from: until the new one is written,
-            // the list is a replay of the log, compacted or not.
-            let stale = SnapshotDirectory.list(store: store.path, zone: plan.zone.zone, incarnation: plan.zone.incarnation, kind: .state, fs: query.fs)
+            // the list is a replay of the log, compacted or not. The newest whole one is kept as
+            // the base of the run's delta (`.base`: never read alone, SNAPSHOT.md §6.3).
+            let files = SnapshotDirectory.list(store: store.path, zone: plan.zone.zone, incarnation: plan.zone.incarnation,
+                                               kinds: [.state, .delta, .base], fs: query.fs)
+            let base = files.first { $0.kind != .delta }
             do {
-                for f in stale { try query.fs.remove(f.path) }
-                if !stale.isEmpty { try query.fs.syncDirectory(store.path + "/" + SnapshotDirectory.name) }
+                for f in files where f != base { try query.fs.remove(f.path) }
+                if let base, base.kind == .state {
+                    try query.fs.rename(base.path, SnapshotDirectory.path(of: base, as: .base))
+                }
+                if !files.isEmpty { try query.fs.syncDirectory(store.path + "/" + SnapshotDirectory.name) }
             } catch { throw .storage(error) }
-            report.filesRemoved += stale.count
+            report.filesRemoved += files.count - (base == nil ? 0 : 1)
             // Tokens below the mark expire from here on.
             if plan.raise {
                 do { try store.setLowWaterMark(plan.zone.zone, to: plan.mark) } catch { throw .storage(error) }
@@ -489,9 +506,34 @@ public struct ListCompactor: Sendable {
                 if Self.isGone(error) { continue }  // deleted meanwhile: nothing to re-fetch
                 throw error
             }
-            try query.writeState(plan.zone.zone, reducer: reducer, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
+            try writeSnapshot(plan.zone.zone, reducer: reducer, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
         }
         report.zones += plans.map(\.zone)
+    }
+
+    /// A compacted zone with no snapshot at or above its mark (a run stopped between its rewrite
+    /// and its snapshot, COMPACTION.md §1): the one that run would have written, so that a second
+    /// run finishes the job even when nothing is left to purge.
+    private func writeMissingSnapshot(_ listed: ZoneInfo) throws(QueryError) {
+        let m: MaterialisedList
+        do { m = try query.materialise(listed.name) } catch { if Self.isGone(error) { return } else { throw error } }
+        guard let info = query.store.zone(listed.name), m.incarnation == listed.incarnation, info.incarnation == m.incarnation else { return }
+        // The replay read the whole log through the mark (the mark is at most the sealed log); its
+        // last entry may lie below it when the run purged every entry after it. The state at the
+        // mark is the same, and a snapshot below the mark is never used.
+        try writeSnapshot(listed.name, reducer: m.reducer, incarnation: m.incarnation, sequence: max(m.sequence, info.lowWaterMark))
+    }
+
+    /// The run's snapshot of a zone (step 7): a delta against the zone's base when it is small
+    /// (SNAPSHOT.md §6: bytes in proportion to what changed since the base), else a whole one,
+    /// which is the next run's base (the old base goes).
+    private func writeSnapshot(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber, sequence: SequenceNumber) throws(QueryError) {
+        let bases = SnapshotDirectory.list(store: query.store.path, zone: zone, incarnation: incarnation, kind: .base, fs: query.fs)
+        if let base = bases.first, try query.writeDelta(zone, reducer: reducer, incarnation: incarnation, sequence: sequence, base: base) != nil {
+            return
+        }
+        try query.writeState(zone, reducer: reducer, incarnation: incarnation, sequence: sequence)
+        _ = remove(bases)
     }
 
     /// A dry run's counts: the zone read again, each entry decided as a rewrite would.

@@ -147,7 +147,7 @@ public struct ListQuery: Sendable {
                                     snapshot: nil, replayed: n, warnings: [])
         }
         let until: SequenceNumber? = { if case .sequence(let s) = point { return s } else { return nil } }()
-        for file in SnapshotDirectory.list(store: store.path, zone: zone, incarnation: info.incarnation, kind: .state, fs: fs) {
+        for file in SnapshotDirectory.list(store: store.path, zone: zone, incarnation: info.incarnation, kinds: SnapshotFile.Kind.states, fs: fs) {
             if let until, file.sequence > until { continue }
             guard file.sequence >= info.lowWaterMark else {
                 // Entries after it may have been purged in pairs straddling it (an add before, its
@@ -160,8 +160,7 @@ public struct ListQuery: Sendable {
                 continue
             }
             do {
-                let bytes = try SnapshotDirectory.read(file.path, limit: SnapshotCodec.maxStoredBytes, fs: fs)
-                let (header, reducer) = try SnapshotCodec.decode(bytes)
+                let (header, reducer) = try readState(file)
                 guard header.zone == zone, header.incarnation == info.incarnation, header.sequence == file.sequence else {
                     warnings.append("\(file.name): its header names another zone, incarnation or sequence; skipped")
                     continue
@@ -261,17 +260,54 @@ public struct ListQuery: Sendable {
         }
     }
 
+    /// The state a `.snap` file holds, or a `.delta` file with the `.base` it names (SNAPSHOT.md §6).
+    public func readState(_ file: SnapshotFile) throws -> (header: SnapshotHeader, reducer: ListReducer) {
+        try Self.readState(file, fs: fs)
+    }
+
+    /// `readState` without a store (`jlog inspect`).
+    public static func readState(_ file: SnapshotFile, fs: any FileSystem = PosixFileSystem()) throws -> (header: SnapshotHeader, reducer: ListReducer) {
+        let bytes = try SnapshotDirectory.read(file.path, limit: SnapshotCodec.maxStoredBytes, fs: fs)
+        guard file.kind == .delta else { return try SnapshotCodec.decode(bytes) }
+        let named = try bytes.withUnsafeBytes { p throws(SnapshotError) in try SnapshotDelta.base(ofFile: p) }
+        let base = SnapshotDirectory.fileName(zone: file.zoneKey, incarnation: file.incarnation, sequence: named.sequence, kind: .base,
+                                              keyed: true)
+        let baseBytes: [UInt8]
+        do { baseBytes = try SnapshotDirectory.read(parentOf(file.path) + "/" + base, limit: SnapshotCodec.maxStoredBytes, fs: fs) } catch {
+            throw SnapshotError.baseMismatch("its base \(base) cannot be read (\(error))")
+        }
+        return try SnapshotDelta.decode(bytes, base: baseBytes)
+    }
+
+    /// Writes the zone's state at `sequence` as a delta against `base` (a `.base` file, SNAPSHOT.md
+    /// §6), atomically; nil (nothing written) when the base cannot serve or the delta would not be
+    /// small. Returns its file, size and raw size.
+    public func writeDelta(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber, sequence: SequenceNumber,
+                           base: SnapshotFile) throws(QueryError) -> (SnapshotFile, Int, Int)? {
+        guard let baseBytes = try? SnapshotDirectory.read(base.path, limit: SnapshotCodec.maxStoredBytes, fs: fs),
+              let bytes = SnapshotDelta.encode(reducer: reducer, incarnation: incarnation, sequence: sequence, base: baseBytes) else {
+            return nil
+        }
+        return try write(bytes, zone: zone, incarnation: incarnation, sequence: sequence, kind: .delta)
+    }
+
     /// Writes the zone's state at `sequence` (`.snap`, atomically); returns its file, size and raw size.
     @discardableResult
     public func writeState(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber,
                            sequence: SequenceNumber) throws(QueryError) -> (SnapshotFile, Int, Int) {
         let bytes = SnapshotCodec.encode(reducer: reducer, incarnation: incarnation, sequence: sequence)
+        return try write(bytes, zone: zone, incarnation: incarnation, sequence: sequence, kind: .state)
+    }
+
+    /// Writes snapshot-file bytes just encoded under their name, atomically.
+    private func write(_ bytes: [UInt8], zone: String, incarnation: SequenceNumber, sequence: SequenceNumber,
+                       kind: SnapshotFile.Kind) throws(QueryError) -> (SnapshotFile, Int, Int) {
         // The header records the decompressed length: no second, uncompressed encode to measure it.
         let raw: Int
         do { raw = try bytes.withUnsafeBytes { b throws(SnapshotError) in try SnapshotCodec.rawBodyLength(b) } } catch {
             preconditionFailure("a snapshot just encoded must have a readable header: \(error)")
         }
-        let name = SnapshotDirectory.fileName(zone: zone, incarnation: incarnation, sequence: sequence, kind: .state)
+        let name = SnapshotDirectory.fileName(zone: zone, incarnation: incarnation, sequence: sequence, kind: kind)
         do {
             let path = try SnapshotDirectory.write(bytes, store: store.path, name: name, fs: fs)
             return (SnapshotDirectory.parse(name, in: parentOf(path))!, bytes.count, raw)

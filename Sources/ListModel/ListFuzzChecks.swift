@@ -13,7 +13,42 @@ public enum ListFuzzChecks {
         if let reducer = try? SnapshotCodec.decodeBody(&r, zone: "fuzz") {
             roundTrip(reducer, incarnation: 1, sequence: 2, digest: reducer.state().digest)
         }
+        snapshotDelta(bytes)
     }
+
+    /// Deltas (SNAPSHOT.md §6): the bytes as a delta body against a fixed base body (past the
+    /// CRCs), and as `u32 length | base file | delta file`. Applying never crashes; what
+    /// decodes round-trips as a whole snapshot.
+    static func snapshotDelta(_ bytes: UnsafeRawBufferPointer) {
+        if let whole = try? SnapshotDelta.apply(Array(bytes), to: fuzzBaseBody) {
+            let decoded: ListReducer? = whole.withUnsafeBytes { p in
+                var r = ByteReader(p)
+                return try? SnapshotCodec.decodeBody(&r, zone: "fuzz")
+            }
+            if let decoded { roundTrip(decoded, incarnation: 1, sequence: 2, digest: decoded.state().digest) }
+        }
+        guard bytes.count >= 4 else { return }
+        let n = Int(bytes.u32At(0))
+        guard n <= bytes.count - 4 else { return }
+        let base = UnsafeRawBufferPointer(rebasing: bytes[4..<(4 + n)]), delta = UnsafeRawBufferPointer(rebasing: bytes[(4 + n)...])
+        if let (header, reducer) = try? SnapshotDelta.decode(delta, base: base) {
+            roundTrip(reducer, incarnation: header.incarnation, sequence: header.sequence, digest: header.digest)
+        }
+    }
+
+    /// The base the first form applies to: three items, one marked off, in zone "fuzz".
+    public static let fuzzBaseBody: [UInt8] = {
+        var r = ListReducer(zone: "fuzz")
+        func entry(_ n: UInt64, _ op: Operation) -> JournalEntry {
+            JournalEntry(id: CompactID("f\(n)")!, zone: "fuzz", author: "alice", wallTime: Int64(n),
+                         clock: HybridTime(physicalMillis: 1_000 + n, counter: 0), operation: op)
+        }
+        r.apply(contentsOf: [entry(1, .add(item: CompactID("a")!, text: "A", after: nil)),
+                             entry(2, .add(item: CompactID("b")!, text: "B", after: CompactID("a")!)),
+                             entry(3, .add(item: CompactID("c")!, text: "C", after: CompactID("b")!)),
+                             entry(4, .markOff(item: CompactID("b")!))])
+        return SnapshotCodec.encodeBody(r)
+    }()
 
     /// History decoding (a piece, or an older writer's whole history) never crashes; what decodes
     /// re-encodes as a piece that decodes to the same history, and re-encoding that is canonical.

@@ -14,6 +14,10 @@ public struct SnapshotHeader: Hashable, Sendable {
     public var entryCount: UInt64
     /// `ListState.digest` of the materialised state.
     public var digest: UInt64
+    /// CRC32C of the decompressed body: what a delta names its base by.
+    public var bodyCRC: UInt32
+    /// A delta (SNAPSHOT.md §6): the body says what changed against a base snapshot.
+    public var isDelta: Bool { flags & SnapshotCodec.flagDelta != 0 }
 }
 
 /// Why snapshot bytes were rejected. Decoding never traps and never allocates more than the
@@ -30,6 +34,10 @@ public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
     case malformedBody(String, offset: Int)
     case entryCountMismatch(header: UInt64, body: UInt64)
     case digestMismatch(header: UInt64, computed: UInt64)
+    /// A delta read alone: it needs the base snapshot at `sequence` (SNAPSHOT.md §6).
+    case deltaNeedsBase(sequence: UInt64)
+    /// The base given with a delta is not the one it names.
+    case baseMismatch(String)
 
     public var description: String {
         switch self {
@@ -44,6 +52,8 @@ public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
         case .malformedBody(let why, let at): "snapshot body malformed: \(why) (body byte \(at))"
         case .entryCountMismatch(let h, let b): "snapshot header says \(h) entries, body holds \(b)"
         case .digestMismatch(let h, let c): "snapshot digest \(String(h, radix: 16)) but state hashes to \(String(c, radix: 16))"
+        case .deltaNeedsBase(let s): "snapshot is a delta: it needs its base snapshot at sequence \(s)"
+        case .baseMismatch(let why): "snapshot delta's base does not match: \(why)"
         }
     }
 }
@@ -55,9 +65,14 @@ public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
 public enum SnapshotCodec {
     public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
     public static let major: UInt16 = 3
+    /// A whole snapshot is written as 3.0, a delta as 3.1 (minor 1 added deltas; a 3.0 reader
+    /// refuses one by its flag bit 1 and falls back, as for any snapshot it cannot read).
     public static let minor: UInt16 = 0
+    public static let deltaMinor: UInt16 = 1
     /// Flag bit 0: the body is LZ4-compressed.
     public static let flagLZ4: UInt32 = 1
+    /// Flag bit 1: the body is a delta against a base snapshot (SNAPSHOT.md §6).
+    public static let flagDelta: UInt32 = 2
     /// Largest decompressed body.
     public static let maxBodyBytes = 256 << 20
     /// Largest stored (possibly compressed) body: LZ4's bound for `maxBodyBytes`.
@@ -69,27 +84,34 @@ public enum SnapshotCodec {
 
     /// The snapshot file's bytes. The body is LZ4-compressed when `compress` and that saves space.
     public static func encode(reducer: ListReducer, incarnation: UInt64, sequence: UInt64, compress: Bool = true) -> [UInt8] {
-        let body = encodeBody(reducer)
+        file(body: encodeBody(reducer), minor: minor, flags: 0, zone: reducer.zone, incarnation: incarnation, sequence: sequence,
+             entryCount: UInt64(reducer.entryCount), digest: reducer.stateDigest(), compress: compress)
+    }
+
+    /// A file around `body` (SNAPSHOT.md §2): the header, then the body, LZ4-compressed when
+    /// `compress` and that saves space.
+    static func file(body: [UInt8], minor: UInt16, flags extra: UInt32, zone name: String, incarnation: UInt64, sequence: UInt64,
+                     entryCount: UInt64, digest: UInt64, compress: Bool) -> [UInt8] {
         precondition(body.count <= maxBodyBytes, "snapshot body exceeds \(maxBodyBytes) bytes")
         var stored = compress ? body.withUnsafeBytes { LZ4.compress($0) } : body
-        var flags = flagLZ4
+        var flags = extra | flagLZ4
         if !compress || stored.count >= body.count {
             stored = body
-            flags = 0
+            flags = extra
         }
-        var w = ByteWriter(capacity: fixedHeaderBytes + reducer.zone.utf8.count + 4 + stored.count)
+        var w = ByteWriter(capacity: fixedHeaderBytes + name.utf8.count + 4 + stored.count)
         w.append(contentsOf: magic)
         w.u16(major)
         w.u16(minor)
         w.u32(flags)
         w.u64(incarnation)
         w.u64(sequence)
-        w.u64(UInt64(reducer.entryCount))
-        w.u64(reducer.stateDigest())
+        w.u64(entryCount)
+        w.u64(digest)
         w.u64(UInt64(body.count))
         w.u64(UInt64(stored.count))
         w.u32(CRC32C.checksum(body))
-        let zone = Array(reducer.zone.utf8)
+        let zone = Array(name.utf8)
         precondition(!zone.isEmpty && zone.count <= Limits.maxZoneBytes, "zone must be 1...255 bytes")
         w.u8(UInt8(zone.count))
         w.append(contentsOf: zone)
@@ -195,6 +217,13 @@ public enum SnapshotCodec {
     /// Checks everything (lengths before allocating, both CRCs, entry count, digest) and returns
     /// the header and the reducer, ready to apply the entries after `header.sequence`.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
+        let (header, body) = try storedBody(bytes)
+        if header.flags & flagDelta != 0 { throw .deltaNeedsBase(sequence: try SnapshotDelta.base(of: body).sequence) }
+        return (header, try reducer(body: body, header: header))
+    }
+
+    /// The header and the decompressed body, its lengths and CRC checked (SNAPSHOT.md §4).
+    static func storedBody(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> (header: SnapshotHeader, body: [UInt8]) {
         let (header, bodyStart, bodyLength) = try decodeHeader(bytes)
         let stored = UnsafeRawBufferPointer(rebasing: bytes[bodyStart...])
         let body: [UInt8]
@@ -209,8 +238,19 @@ public enum SnapshotCodec {
             guard stored.count == bodyLength else { throw .decompressionFailed }
             body = Array(stored)
         }
-        let expectedCRC = bytes.u32At(64)
-        guard CRC32C.checksum(body) == expectedCRC else { throw .bodyChecksumMismatch }
+        guard CRC32C.checksum(body) == header.bodyCRC else { throw .bodyChecksumMismatch }
+        return (header, body)
+    }
+
+    static func storedBody(_ bytes: [UInt8]) throws(SnapshotError) -> (header: SnapshotHeader, body: [UInt8]) {
+        let result: Result<(header: SnapshotHeader, body: [UInt8]), SnapshotError> = bytes.withUnsafeBytes { p in
+            do throws(SnapshotError) { return .success(try storedBody(p)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// The reducer a §3 body holds, checked against the header's entry count and digest.
+    static func reducer(body: [UInt8], header: SnapshotHeader) throws(SnapshotError) -> ListReducer {
         let decoded: Result<ListReducer, CodecError> = body.withUnsafeBytes { p in
             var r = ByteReader(p)
             do throws(CodecError) { return .success(try decodeBody(&r, zone: header.zone)) } catch { return .failure(error) }
@@ -225,7 +265,7 @@ public enum SnapshotCodec {
         }
         let digest = reducer.stateDigest()
         guard digest == header.digest else { throw .digestMismatch(header: header.digest, computed: digest) }
-        return (header, reducer)
+        return reducer
     }
 
     public static func decode(_ bytes: [UInt8]) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
@@ -252,7 +292,7 @@ public enum SnapshotCodec {
         let major = bytes.u16At(8)
         guard major == Self.major else { throw .unsupportedMajor(major) }
         let flags = bytes.u32At(12)
-        guard flags & ~flagLZ4 == 0 else { throw .unknownFlags(flags) }
+        guard flags & ~(flagLZ4 | flagDelta) == 0 else { throw .unknownFlags(flags) }
         let zoneLength = Int(bytes[68])
         guard zoneLength >= 1 else { throw .lengthOutOfRange(field: "zone length", length: 0, limit: UInt64(Limits.maxZoneBytes)) }
         let headerEnd = fixedHeaderBytes + zoneLength
@@ -276,7 +316,7 @@ public enum SnapshotCodec {
         }
         let header = SnapshotHeader(major: major, minor: bytes.u16At(10), flags: flags, zone: zone,
                                     incarnation: bytes.u64At(16), sequence: bytes.u64At(24),
-                                    entryCount: bytes.u64At(32), digest: bytes.u64At(40))
+                                    entryCount: bytes.u64At(32), digest: bytes.u64At(40), bodyCRC: bytes.u32At(64))
         return (header, bodyStart, Int(bodyLength))
     }
 

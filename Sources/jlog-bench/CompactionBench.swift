@@ -331,7 +331,11 @@ extension CompareBench {
             ("segments_rewritten", .i(st.segmentsRewritten)),
             ("rewritten_bytes_before", .i(Int(st.bytesBefore))), ("rewritten_bytes_after", .i(Int(st.bytesAfter))),
             ("history_bytes_added", .i(Int(histAdded))),
+            // The run's snapshot: a delta against the first run's whole one (renamed `.base`,
+            // not rewritten), or a whole `.snap` when the delta would not be small (SNAPSHOT.md §6).
             ("snapshot_bytes", .i(Int(directorySizes(dir, suffix: ".snap").size))),
+            ("snapshot_delta_bytes", .i(Int(directorySizes(dir, suffix: ".delta").size))),
+            ("snapshot_base_bytes", .i(Int(directorySizes(dir, suffix: ".base").size))),
         ]
         extra += Self.bytesWritten([cost])
         if let written = cost.bytesWritten {

@@ -196,10 +196,14 @@ func snapshotSummaries(_ store: String) -> [(SnapshotFile, String, Int64)] {
         let size = (try? FileManager.default.attributesOfItem(atPath: f.path)[.size] as? Int64) ?? 0
         guard let bytes = try? SnapshotDirectory.read(f.path, limit: SnapshotCodec.maxStoredBytes) else { return (f, "unreadable", size) }
         switch f.kind {
-        case .state:
+        case .state, .delta, .base:
+            var alone = f
+            if alone.kind == .base { alone.kind = .state }
             do {
-                let (h, _) = try SnapshotCodec.decode(bytes)
-                return (f, "zone \(h.zone), \(h.entryCount) entries, digest \(hex64(h.digest)), ok", size)
+                let (h, _) = try ListQuery.readState(alone)
+                let what = f.kind == .delta ? "delta on the base at \((try? bytes.withUnsafeBytes { p throws(SnapshotError) in try SnapshotDelta.base(ofFile: p) })?.sequence ?? 0), "
+                    : f.kind == .base ? "base of deltas, " : ""
+                return (f, "\(what)zone \(h.zone), \(h.entryCount) entries, digest \(hex64(h.digest)), ok", size)
             } catch { return (f, "damaged: \(error)", size) }
         case .history:
             do {

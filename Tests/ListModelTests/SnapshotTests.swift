@@ -198,12 +198,7 @@ import Testing
             """
             try text.write(to: url, atomically: true, encoding: .utf8)
         }
-        let text = try String(contentsOf: url, encoding: .utf8)
-        var fields: [String: String] = [:]
-        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
+        let fields = try vectorFields(url)
         #expect(fields["snapshot"] == hex)
         #expect(fields["digest"] == digest)
         var raw: [UInt8] = []
@@ -214,6 +209,36 @@ import Testing
         }
         #expect(try SnapshotCodec.decode(raw).reducer == replay(sevenEntryExample))
         #expect(try SnapshotCodec.decode(raw).header.flags == 0)
+    }
+
+    /// The fuzz base with "b" gone, "c" marked off and "d" added: a delta body against it.
+    static func deltaSeedBody() -> [UInt8] {
+        func entry(_ n: UInt64, _ op: JournalCodec.Operation) -> JournalEntry {
+            JournalEntry(id: CompactID("f\(n)")!, zone: "fuzz", author: "alice", wallTime: Int64(n),
+                         clock: HybridTime(physicalMillis: 1_000 + n, counter: 0), operation: op)
+        }
+        var r = ListReducer(zone: "fuzz")
+        r.apply(contentsOf: [entry(1, .add(item: CompactID("a")!, text: "A", after: nil)),
+                             entry(3, .add(item: CompactID("c")!, text: "C", after: CompactID("a")!)),
+                             entry(5, .markOff(item: CompactID("c")!)),
+                             entry(6, .add(item: CompactID("d")!, text: "D", after: CompactID("c")!))])
+        return SnapshotDelta.deltaBody(SnapshotCodec.encodeBody(r), against: ListFuzzChecks.fuzzBaseBody, base: .init(sequence: 1, bodyCRC: 0))!
+    }
+
+    static func deltaSeedPair() -> [UInt8] {
+        let base = SnapshotDeltaTests.base(SnapshotDeltaTests.list(count: 12))
+        let delta = SnapshotDelta.encode(reducer: replay(SnapshotDeltaTests.list(count: 12, skipping: [2], extra: 1)),
+                                         incarnation: 3, sequence: 500, base: base)!
+        var out: [UInt8] = []
+        withUnsafeBytes(of: UInt32(base.count).littleEndian) { out += $0 }
+        return out + base + delta
+    }
+
+    @Test func deltaSeedsPassTheFuzzCheck() {
+        #expect((try? SnapshotDelta.apply(Self.deltaSeedBody(), to: ListFuzzChecks.fuzzBaseBody)) != nil)
+        let pair = Self.deltaSeedPair()
+        let n = Int(pair[0]) | Int(pair[1]) << 8 | Int(pair[2]) << 16
+        #expect((try? SnapshotDelta.decode(Array(pair[(4 + n)...]), base: Array(pair[4..<(4 + n)]))) != nil)
     }
 
     /// Replays Fuzz/corpus/FuzzSnapshot and Fuzz/regressions/FuzzSnapshot through the fuzz check.
@@ -231,11 +256,14 @@ import Testing
             ("empty", SnapshotCodec.encode(reducer: ListReducer(zone: zone), incarnation: 0, sequence: 0)),
             // A bare body: the fuzz check also feeds its input to the body parser (past the CRCs).
             ("body-random-60", SnapshotCodec.encodeBody(replay(randomEntries(seed: 7, count: 60)))),
+            // A delta body against the fuzz check's fixed base, and a base file and a delta file.
+            ("delta-body", Self.deltaSeedBody()),
+            ("delta-pair", Self.deltaSeedPair()),
         ]
         if ProcessInfo.processInfo.environment["JOURNALLOG_WRITE_VECTORS"] == "1" {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
             for (name, bytes) in seeds { try Data(bytes).write(to: url.appendingPathComponent(name)) }
         }
-        for (name, bytes) in seeds where !name.hasPrefix("body-") { #expect(throws: Never.self) { try SnapshotCodec.decode(bytes) } }
+        for (name, bytes) in seeds where !name.hasPrefix("body-") && !name.hasPrefix("delta-") { #expect(throws: Never.self) { try SnapshotCodec.decode(bytes) } }
     }
 }

@@ -169,3 +169,14 @@ func hostileEntries(seed: UInt64, count: Int) -> [JournalEntry] {
     }
     return shuffledWithDuplicates(out, seed: seed &+ 1)
 }
+
+/// The `name: value` lines of a vector file (Spec/vectors), comments left out.
+func vectorFields(_ url: URL) throws -> [String: String] {
+    let text = try String(contentsOf: url, encoding: .utf8)
+    var fields: [String: String] = [:]
+    for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return fields
+}

@@ -1,0 +1,278 @@
+import JournalCodec
+
+/// Snapshot deltas (Spec/SNAPSHOT.md §6): the state at a sequence as the item records that
+/// changed against a base snapshot, so that a compaction run a day after the last one writes
+/// bytes in proportion to what changed, not the whole list again.
+///
+/// A delta works on the bodies' bytes, never on a reducer: the base's records, minus those the
+/// delta removes, with those it carries put in their place or after them, make a §3 body that is
+/// decoded and checked exactly as a whole snapshot's (entry count and digest from the delta's
+/// header). A wrong base, or a wrong delta, therefore fails that check; it never yields a state.
+public enum SnapshotDelta {
+    /// A body's item records, as byte ranges of it.
+    struct Layout {
+        /// End of the author table (the bodies of a base and its delta must share it byte for byte).
+        var authorsEnd = 0
+        /// Offset of the item count: what comes before it is the body's prefix.
+        var prefixEnd = 0
+        var records: [Record] = []
+    }
+
+    struct Record {
+        var id: Range<Int>
+        var bytes: Range<Int>
+    }
+
+    /// Where a delta's base is named: its sequence and the CRC32C of its decompressed body.
+    public struct Base: Equatable, Sendable {
+        public var sequence: UInt64
+        public var bodyCRC: UInt32
+    }
+
+    /// A delta is written only when its body is at most this fraction of the whole body: past
+    /// it, the whole snapshot is cheaper to read and becomes the next base.
+    public static let largestFraction = 2
+
+    // MARK: Encoding
+
+    /// The delta file of `reducer` at `sequence` against `base` (a whole snapshot file of the
+    /// same zone incarnation at a lower sequence), or nil when the base cannot serve (damaged,
+    /// another zone or incarnation, another author table) or the delta would be larger than
+    /// 1/`largestFraction` of the whole body.
+    public static func encode(reducer: ListReducer, incarnation: UInt64, sequence: UInt64, base file: [UInt8],
+                              compress: Bool = true) -> [UInt8]? {
+        let base: (header: SnapshotHeader, body: [UInt8])
+        do { base = try SnapshotCodec.storedBody(file) } catch { return nil }
+        guard !base.header.isDelta, base.header.zone == reducer.zone, base.header.incarnation == incarnation,
+              base.header.sequence < sequence else { return nil }
+        let body = SnapshotCodec.encodeBody(reducer)
+        guard let delta = deltaBody(body, against: base.body, base: Base(sequence: base.header.sequence, bodyCRC: base.header.bodyCRC)),
+              delta.count <= body.count / largestFraction else { return nil }
+        return SnapshotCodec.file(body: delta, minor: SnapshotCodec.deltaMinor, flags: SnapshotCodec.flagDelta, zone: reducer.zone,
+                                  incarnation: incarnation, sequence: sequence, entryCount: UInt64(reducer.entryCount),
+                                  digest: reducer.stateDigest(), compress: compress)
+    }
+
+    /// The delta body (§6.1) taking `baseBody` to `body`; nil when their author tables differ.
+    static func deltaBody(_ body: [UInt8], against baseBody: [UInt8], base: Base) -> [UInt8]? {
+        guard let new = try? layout(body), let old = try? layout(baseBody),
+              body[0..<new.authorsEnd] == baseBody[0..<old.authorsEnd] else { return nil }
+        var byID: [ArraySlice<UInt8>: Int] = [:]
+        byID.reserveCapacity(old.records.count)
+        for (k, rec) in old.records.enumerated() { byID[baseBody[rec.id]] = k }
+        var kept = [Bool](repeating: false, count: old.records.count)
+        var changed: [Range<Int>] = []
+        for rec in new.records {
+            if let k = byID[body[rec.id]] {
+                kept[k] = true
+                if baseBody[old.records[k].bytes] == body[rec.bytes] { continue }
+            }
+            changed.append(rec.bytes)
+        }
+        var w = ByteWriter(capacity: 64 + new.prefixEnd + changed.reduce(0) { $0 + $1.count })
+        w.u64(base.sequence)
+        w.u32(base.bodyCRC)
+        w.varint(UInt64(new.prefixEnd))
+        w.append(contentsOf: body[0..<new.prefixEnd])
+        w.varint(UInt64(new.records.count))
+        w.varint(UInt64(kept.lazy.filter { !$0 }.count))
+        for (k, rec) in old.records.enumerated() where !kept[k] { w.append(contentsOf: baseBody[rec.id]) }
+        w.varint(UInt64(changed.count))
+        for r in changed { w.append(contentsOf: body[r]) }
+        return w.bytes
+    }
+
+    // MARK: Decoding
+
+    /// The base a delta file names (its header and the first 12 bytes of its body checked).
+    public static func base(ofFile bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> Base {
+        let (header, body) = try SnapshotCodec.storedBody(bytes)
+        guard header.isDelta else { throw .malformedBody("not a delta", offset: 0) }
+        return try base(of: body)
+    }
+
+    static func base(of body: [UInt8]) throws(SnapshotError) -> Base {
+        guard body.count >= 12 else { throw .malformedBody("delta body shorter than its base's name", offset: 0) }
+        return body.withUnsafeBytes { Base(sequence: $0.u64At(0), bodyCRC: $0.u32At(8)) }
+    }
+
+    /// Decodes a delta file with the base file it names: the state at the delta's sequence,
+    /// checked as a whole snapshot is (SNAPSHOT.md §6.2).
+    public static func decode(_ delta: UnsafeRawBufferPointer, base file: UnsafeRawBufferPointer) throws(SnapshotError)
+        -> (header: SnapshotHeader, reducer: ListReducer) {
+        let (header, body) = try SnapshotCodec.storedBody(delta)
+        guard header.isDelta else { throw .malformedBody("not a delta", offset: 0) }
+        let named = try base(of: body)
+        let (baseHeader, baseBody) = try SnapshotCodec.storedBody(file)
+        guard !baseHeader.isDelta else { throw .baseMismatch("the base is itself a delta") }
+        guard baseHeader.zone == header.zone, baseHeader.incarnation == header.incarnation else {
+            throw .baseMismatch("the base belongs to another zone or incarnation")
+        }
+        guard baseHeader.sequence == named.sequence, baseHeader.sequence < header.sequence else {
+            throw .baseMismatch("the base is at sequence \(baseHeader.sequence), the delta names \(named.sequence)")
+        }
+        guard baseHeader.bodyCRC == named.bodyCRC else { throw .baseMismatch("the base's body CRC is not the one the delta names") }
+        let whole: [UInt8]
+        do { whole = try apply(body, to: baseBody) } catch { throw .malformedBody(error.description, offset: error.offset) }
+        return (header, try SnapshotCodec.reducer(body: whole, header: header))
+    }
+
+    public static func decode(_ delta: [UInt8], base: [UInt8]) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
+        let result: Result<(header: SnapshotHeader, reducer: ListReducer), SnapshotError> = delta.withUnsafeBytes { d in
+            base.withUnsafeBytes { b in
+                do throws(SnapshotError) { return .success(try decode(d, base: b)) } catch { return .failure(error) }
+            }
+        }
+        return try result.get()
+    }
+
+    /// The whole §3 body a delta body makes of a base body (§6.2). Offsets in errors are the
+    /// delta body's.
+    static func apply(_ delta: [UInt8], to baseBody: [UInt8]) throws(CodecError) -> [UInt8] {
+        let old: Layout
+        do { old = try layout(baseBody) } catch {
+            throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0)
+        }
+        let result: Result<[UInt8], CodecError> = delta.withUnsafeBytes { p in
+            do throws(CodecError) { return .success(try patch(ByteReader(p), delta, old, baseBody)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    private static func patch(_ reader: ByteReader, _ delta: [UInt8], _ old: Layout, _ baseBody: [UInt8]) throws(CodecError) -> [UInt8] {
+            var r = reader
+            _ = try r.bytes(12)
+            let prefixLength = try r.length("prefix", limit: SnapshotCodec.maxBodyBytes)
+            let prefix = try r.bytes(prefixLength)
+            let countAt = r.offset
+            let itemCount = try r.varint()
+            let removedCount = try ActivityLogCodec.count(&r, "removed", minBytes: 3)
+            var removed = Set<ArraySlice<UInt8>>()
+            var inBase: [ArraySlice<UInt8>: Int] = [:]
+            inBase.reserveCapacity(old.records.count)
+            for (k, rec) in old.records.enumerated() { inBase[baseBody[rec.id]] = k }
+            for _ in 0..<removedCount {
+                let at = r.offset
+                _ = try CompactID.decoded(&r, field: "removed")
+                let id = delta[at..<r.offset]
+                guard inBase[id] != nil, removed.insert(id).inserted else {
+                    throw CodecError(.invalidValue(field: "removed id (not in the base, or repeated)"), at: at)
+                }
+            }
+            let recordCount = try ActivityLogCodec.count(&r, "records", minBytes: 4)
+            var replacing: [Int: Range<Int>] = [:]
+            var added: [Range<Int>] = []
+            var seen = Set<ArraySlice<UInt8>>()
+            for _ in 0..<recordCount {
+                let at = r.offset
+                let rec = try record(&r)
+                let id = delta[rec.id]
+                guard seen.insert(id).inserted, !removed.contains(id) else {
+                    throw CodecError(.invalidValue(field: "record id (repeated, or also removed)"), at: at)
+                }
+                if let k = inBase[id] { replacing[k] = rec.bytes } else { added.append(rec.bytes) }
+            }
+            guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+            guard UInt64(old.records.count - removedCount + added.count) == itemCount else {
+                throw CodecError(.invalidValue(field: "item count"), at: countAt)
+            }
+            var size = prefix.count + 10 + added.reduce(0) { $0 + $1.count }
+            for (k, rec) in old.records.enumerated() { size += replacing[k]?.count ?? (removed.contains(baseBody[rec.id]) ? 0 : rec.bytes.count) }
+            guard size <= SnapshotCodec.maxBodyBytes else {
+                throw CodecError(.lengthOutOfRange(field: "body", length: size, limit: SnapshotCodec.maxBodyBytes), at: 0)
+            }
+            var w = ByteWriter(capacity: size)
+            w.raw(prefix)
+            w.varint(itemCount)
+            for (k, rec) in old.records.enumerated() {
+                if let mine = replacing[k] { w.append(contentsOf: delta[mine]) }
+                else if !removed.contains(baseBody[rec.id]) { w.append(contentsOf: baseBody[rec.bytes]) }
+            }
+            for a in added { w.append(contentsOf: delta[a]) }
+            return w.bytes
+    }
+
+    // MARK: Layout
+
+    /// Cuts a §3 body at its item records, reading only what it must to skip each field; the
+    /// decoder checks the rest.
+    static func layout(_ body: UnsafeRawBufferPointer) throws(CodecError) -> Layout {
+        var r = ByteReader(body)
+        var out = Layout()
+        let authors = try ActivityLogCodec.count(&r, "authors", minBytes: 2)
+        for _ in 0..<authors { try skipString(&r, limit: Limits.maxAuthorBytes) }
+        out.authorsEnd = r.offset
+        _ = try r.varint()
+        try skipRegister(&r)
+        try skipRegister(&r)
+        let people = try ActivityLogCodec.count(&r, "participants", minBytes: 5)
+        for _ in 0..<people {
+            try skipString(&r, limit: Limits.maxAuthorBytes)
+            _ = try r.u8()
+            try skipKey(&r)
+        }
+        out.prefixEnd = r.offset
+        let items = try ActivityLogCodec.count(&r, "items", minBytes: 4)
+        out.records.reserveCapacity(min(items, 1 << 18))
+        for _ in 0..<items { out.records.append(try record(&r)) }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        return out
+    }
+
+    static func layout(_ body: [UInt8]) throws(CodecError) -> Layout {
+        let result: Result<Layout, CodecError> = body.withUnsafeBytes { p in
+            do throws(CodecError) { return .success(try layout(p)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// One item record (§3), skipped.
+    static func record(_ r: inout ByteReader) throws(CodecError) -> Record {
+        let start = r.offset
+        _ = try CompactID.decoded(&r, field: "item")
+        let idEnd = r.offset
+        let f = try r.u8()
+        if f & ItemFlag.added != 0 {
+            try skipKey(&r)
+            if f & ItemFlag.deleted == 0 {
+                _ = try r.varint()
+                try skipString(&r, limit: Limits.maxTextBytes)
+            }
+        }
+        if f & ItemFlag.inTree != 0 {
+            let at = r.offset
+            switch try r.u8() {
+            case 0: break
+            case 1: _ = try CompactID.decoded(&r, field: "anchor")
+            default: throw CodecError(.invalidValue(field: "anchor flag"), at: at)
+            }
+        }
+        if f & ItemFlag.placed != 0 { try skipKey(&r) }
+        if f & ItemFlag.marked != 0 {
+            try skipKey(&r)
+            _ = try r.varint()
+        }
+        return Record(id: start..<idEnd, bytes: start..<r.offset)
+    }
+
+    private static func skipString(_ r: inout ByteReader, limit: Int) throws(CodecError) {
+        _ = try r.bytes(try r.length("string", limit: limit))
+    }
+
+    private static func skipKey(_ r: inout ByteReader) throws(CodecError) {
+        _ = try r.varint()
+        _ = try r.varint()
+        _ = try CompactID.decoded(&r, field: "entry")
+    }
+
+    private static func skipRegister(_ r: inout ByteReader) throws(CodecError) {
+        let at = r.offset
+        switch try r.u8() {
+        case 0: return
+        case 1:
+            try skipKey(&r)
+            try skipString(&r, limit: Limits.maxTextBytes)
+        default: throw CodecError(.invalidValue(field: "register flag"), at: at)
+        }
+    }
+}
