@@ -118,6 +118,7 @@ let package = Package(
         .executableTarget(name: "FuzzWireBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzWireBatch"),
         .executableTarget(name: "FuzzAccounts", dependencies: ["JournalSync"], path: "Fuzz/FuzzAccounts"),
         .executableTarget(name: "FuzzHTTPText", dependencies: ["JournalSync"], path: "Fuzz/FuzzHTTPText"),
+        .executableTarget(name: "FuzzSyncState", dependencies: ["JournalSync"], path: "Fuzz/FuzzSyncState"),
         .testTarget(
             name: "JournalLogTests",
             dependencies: ["JournalLog", .product(name: "PropertyBased", package: "swift-property-based")],

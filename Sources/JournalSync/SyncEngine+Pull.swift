@@ -9,7 +9,8 @@ extension SyncEngine {
             guard await pullDatabase(scope, &report) else { return }
         }
         for name in state.zones.keys.sorted() {
-            guard let z = state.zones[name], !z.pendingDelete, z.needsFetch || z.replacing != nil || !z.toApply.isEmpty else { continue }
+            guard let z = state.zones[name], !z.pendingDelete,
+                  z.needsFetch || z.replacing != nil || !z.toApply.isEmpty || z.refetchWanted else { continue }
             await fetchZone(name, &report)
             if !report.mayContinue { return }
         }
@@ -163,6 +164,9 @@ extension SyncEngine {
         state.zones[name]?.needsFetch = false
         state.zones[name]?.lastError = nil
         try? save()
+        // The copy holds what the service's does not: replaced now, after the fetch from the
+        // token (so a list whose pushes keep failing still receives changes), unless shopping.
+        if let z = state.zones[name], z.refetchWanted, !z.shopping { await refetch(name, &report) }
     }
 
     /// Appends the to-apply queue to the local log (idempotent by id), then empties it.
@@ -179,8 +183,9 @@ extension SyncEngine {
             } catch {
                 if case .idConflict(_, let id, _) = error {
                     // The service and this device hold one id with two contents: keep ours, say so.
-                    note("entry \(id) arrived with content other than the local entry of that id; kept the local one", zone: name, &report)
+                    note("entry \(id) arrived with content other than the local entry of that id; kept the local one until the list is fetched anew", zone: name, &report)
                     todo.removeAll { $0.id == id }
+                    state.zones[name]?.refetchWanted = true
                 } else if case .batchTooLarge = error, todo.count > 1 {
                     let half = todo.count / 2
                     let (a, b) = (Array(todo[..<half]), Array(todo[half...]))
@@ -313,6 +318,7 @@ extension SyncEngine {
         advanceUploaded(name, to: min(installed, firstLocal - 1))
         state.zones[name]?.token = r.token
         state.zones[name]?.replacing = nil
+        state.zones[name]?.refetchWanted = false
         state.zones[name]?.needsFetch = false
         state.zones[name]?.existsOnService = true
         state.zones[name]?.lastError = historyProblem.map(Self.bounded)

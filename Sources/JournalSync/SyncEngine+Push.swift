@@ -119,6 +119,9 @@ extension SyncEngine {
                     done.insert(id)
                     report.rejected.append((id, why.description))
                 }
+                // The refused change is in this device's copy only: the list is fetched anew
+                // when it can be (Spec/SYNC.md §7.3 step 5), without it.
+                state.zones[name]?.refetchWanted = true
                 try? save()
             }
             // Through the longest prefix of what was pending that the service now holds.

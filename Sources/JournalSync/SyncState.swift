@@ -24,6 +24,11 @@ public struct SyncState: Equatable, Sendable {
         public var held: [JournalEntry] = []
         /// Local entries the service refused for good (conflict, invalid): reported, not resent.
         public var rejected: [CompactID] = []
+        /// This device's copy holds what the service's does not (a change it refused for good, or
+        /// a local entry whose id a fetched one holds with other content): the list is fetched
+        /// anew (§7.5) once it can be, after its pushes finish and not while shopping. Fetching
+        /// from the token goes on meanwhile (Spec/SYNC.md §7.4).
+        public var refetchWanted = false
         /// A re-fetch in progress (after `tokenExpired`).
         public var replacing: Replacing?
         public var lastError: String?
@@ -74,7 +79,7 @@ public struct SyncState: Equatable, Sendable {
 /// clock u64 | lastSync (flag, zigzag) | lastError (flag, string) | tokens varint × (scope u8,
 /// string) | signedOutAccount (flag, string) | signedOut entries | zones varint × zone | crc32c`.
 /// A zone: `owner string | name string | scope u8 | token (flag, string) | flags u8 (needsFetch,
-/// existsOnService, pendingDelete, shopping) | toApply entries | held entries | rejected varint ×
+/// existsOnService, pendingDelete, shopping, refetchWanted) | toApply entries | held entries | rejected varint ×
 /// id | replacing (flag, incarnation varint, token (flag, string), entries) | lastError (flag,
 /// string)`. Entries: `count varint × (length varint | entry, FORMAT.md §6)`.
 public enum SyncStateCodec {
@@ -107,7 +112,8 @@ public enum SyncStateCodec {
             w.string(z.zone.name)
             w.u8(z.scope == .private ? 0 : 1)
             optional(&w, z.token) { $0.string($1.text) }
-            w.u8((z.needsFetch ? 1 : 0) | (z.existsOnService ? 2 : 0) | (z.pendingDelete ? 4 : 0) | (z.shopping ? 8 : 0))
+            w.u8((z.needsFetch ? 1 : 0) | (z.existsOnService ? 2 : 0) | (z.pendingDelete ? 4 : 0) | (z.shopping ? 8 : 0)
+                 | (z.refetchWanted ? 16 : 0))
             entries(&w, z.toApply)
             entries(&w, z.held)
             w.varint(UInt64(z.rejected.count))
@@ -180,11 +186,12 @@ public enum SyncStateCodec {
             z.token = try optional(&r) { (r: inout ByteReader) throws(CodecError) in ServiceToken(try r.string("token", limit: 1_024)) }
             let flagsAt = r.offset
             let flags = try r.u8()
-            guard flags & ~0xF == 0 else { throw CodecError(.invalidValue(field: "zone flags"), at: flagsAt) }
+            guard flags & ~0x1F == 0 else { throw CodecError(.invalidValue(field: "zone flags"), at: flagsAt) }
             z.needsFetch = flags & 1 != 0
             z.existsOnService = flags & 2 != 0
             z.pendingDelete = flags & 4 != 0
             z.shopping = flags & 8 != 0
+            z.refetchWanted = flags & 16 != 0
             z.toApply = try entries(&r)
             z.held = try entries(&r)
             let rejected = try count(&r, each: 2)

@@ -68,6 +68,8 @@ import ListModel
         #expect(await phone.status(list)?.rejected == 1)
         #expect(await phone.status(list)?.queued == 0)
         #expect(await phone.sync().sent == 0, "a refused entry is not sent again")
+        #expect(try phone.list(list).items.map(\.text).sorted() == ["Eggs", "Milk"], "the refused change is not on the device alone")
+        try expectConverged(world, [phone], list)
     }
 
     // MARK: rateLimited / serviceBusy
@@ -177,6 +179,43 @@ import ListModel
         let r3 = await phone.sync()
         #expect(r3.sent == 0 && r3.isComplete, "\(r3.errors)")
         #expect(try world.serviceEntryIDs(list) == [milk.id] + rest)
+        #expect(try phone.list(list).items.contains { $0.text == "Oat milk" }, "the device shows the service's Milk, not its own")
+        try expectConverged(world, [phone], list)
+    }
+
+    /// A fetched entry whose id a local change holds with other content makes the list want a
+    /// re-fetch; while the push keeps failing (over quota) the re-fetch waits, and the list still
+    /// receives everyone's changes from its token; once the push goes through, the conflict is
+    /// refused and the re-fetch leaves the device with the service's copy.
+    @Test func aListWaitingToBeFetchedAnewStillReceivesChangesWhileItsPushFails() async throws {
+        let world = try World()
+        let (phone, script, list) = try await Self.device(world)
+        let milk = try await phone.engine.record(.add(item: CompactID("milk")!, text: "Milk", after: nil), in: list)
+        var other = milk
+        other.operation = .add(item: CompactID("milk")!, text: "Oat milk", after: nil)
+        func serviceAdd(_ id: String, _ text: String, _ at: UInt64) throws {
+            var e = other
+            e.id = CompactID(id)!
+            e.clock = HybridTime(physicalMillis: other.clock.physicalMillis + at, counter: 0)
+            e.operation = .add(item: CompactID(id)!, text: text, after: nil)
+            _ = try world.core.upload(caller: "alice", entries: [e], to: list)
+        }
+        _ = try world.core.upload(caller: "alice", entries: [other], to: list)
+        try serviceAdd("bread", "Bread", 1)
+        script.on(.upload, .fail(.quotaExceeded), times: 4)
+        let r1 = await phone.sync()
+        #expect(r1.quotaExceeded)
+        #expect(try phone.list(list).items.map(\.text).sorted() == ["Bread", "Milk"], "Bread arrived; the local Milk stays for now")
+        try serviceAdd("eggs", "Eggs", 2)
+        let r2 = await phone.sync()
+        #expect(r2.quotaExceeded)
+        #expect(try phone.list(list).items.map(\.text).sorted() == ["Bread", "Eggs", "Milk"], "fetching from the token goes on")
+        // The quota allows again: the conflict is refused and the list fetched anew.
+        while script.calls(.upload).count < 4 { _ = await phone.sync() }
+        let r3 = await phone.sync()
+        #expect(r3.rejected.map(\.id) == [milk.id], "\(r3.errors)")
+        #expect(try phone.list(list).items.map(\.text).sorted() == ["Bread", "Eggs", "Oat milk"])
+        try expectConverged(world, [phone], list)
     }
 
     // MARK: networkUnavailable

@@ -54,6 +54,27 @@ import ListModel
         try expectConverged(world, [alice, bob], list)
     }
 
+    /// A list that must be fetched anew (a change of Bob's the service refused) is not replaced
+    /// while Bob shops: remote changes go on being held, and the re-fetch runs once shopping ends.
+    @Test func aListWaitingToBeFetchedAnewKeepsHoldingWhileShopping() async throws {
+        let (world, alice, bob, list, _) = try await Self.shopping()
+        let jam = try await bob.engine.record(.add(item: CompactID("jam")!, text: "Jam", after: nil), in: list)
+        var other = jam
+        other.operation = .add(item: CompactID("jam")!, text: "Apricot jam", after: nil)
+        _ = try world.core.upload(caller: "bob", entries: [other], to: list)
+        try await alice.add("Eggs", list)
+        await alice.sync()
+        let r = await bob.sync()
+        #expect(r.rejected.map(\.id) == [jam.id], "\(r.errors)")
+        #expect(r.refetched.isEmpty, "not replaced while shopping")
+        #expect(r.held == 1)
+        #expect(try bob.list(list).items.map(\.text) == ["Jam", "Milk", "Bread"])
+        try await bob.engine.setShopping(false, in: list)
+        await settle([alice, bob], rounds: 2)
+        #expect(try bob.list(list).items.map(\.text).sorted() == ["Apricot jam", "Bread", "Eggs", "Milk"])
+        try expectConverged(world, [alice, bob], list)
+    }
+
     /// An add of an item the list already shows (another device added it again) is no news.
     @Test func anAddOfAnItemTheListShowsIsNotOffered() async throws {
         let (_, alice, bob, list, milk) = try await Self.shopping()

@@ -1,0 +1,7 @@
+import JournalSync
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafeRawPointer?, _ size: Int) -> CInt {
+    SyncFuzzChecks.syncState(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
