@@ -239,7 +239,9 @@ public struct RetentionDecision: Sendable {
     public internal(set) var purgeCount = 0
     public internal(set) var rewriteCount = 0
     /// Whether another pass of the rules over the result may find more (COMPACTION.md §2.1): an
-    /// item given a place had an add anchored to an item that stays, which it no longer anchors.
+    /// item given a place had an add anchored to an item that stays, which it no longer anchors;
+    /// or the item at the bottom of a folded chain was already a child of the placement above the
+    /// chain (by another add), which it now is once only.
     public internal(set) var needsAnotherPass = false
     /// Sequence ranges holding every entry the decision changes, ascending and disjoint: only
     /// segments they overlap need reading again.
@@ -538,6 +540,13 @@ extension RetentionPlanner {
                 targets.append((treeSeq(top), Int32(top), Int32(i), treeAfter(top)))
                 d.rewriteCount += 1
                 losesAnchor(i, Int(treeAfter(top)))
+                // `i` takes the top's place under the top's parent. When `i` was a child of that
+                // parent already (by another add), the parent is left with one child fewer: a
+                // placement there may fold in another pass.
+                let tp = treeParent(top)
+                if tp >= 0 && placement(tp) && !d.needsAnotherPass {
+                    for q in Int(parentCount[i])..<Int(parentCount[i + 1]) where Int(parents[q]) == tp { d.needsAnotherPass = true }
+                }
             } else if placement(i) {
                 d.verdicts[i] = .placement
                 d.purgeCount += Int(entryCount[i]) - 1

@@ -182,6 +182,30 @@ import Testing
         }
     }
 
+    /// The bottom of a folded chain takes the top's place under the top's parent: when it was a
+    /// child of that parent already (by a losing add), the parent is left with one child and
+    /// folds too, in another pass of the same run (COMPACTION.md §2.1).
+    @Test func aFoldIntoAnItemReAddedAfterTheChainsParentAsksForAnotherPass() {
+        // Milk (at the head) and bread (after milk) are deleted; eggs is added after bread, then
+        // again after milk. Bread folds into eggs, which then sits under milk alone.
+        let e = [add("a", "milk", "Milk", at: 0), add("b", "bread", "Bread", after: "milk", at: 1),
+                 add("c", "eggs", "Eggs", after: "bread", at: 2), add("d", "eggs", "Eggs", after: "milk", by: "bob", at: 3),
+                 change("f", .delete(item: id("milk")), at: 4), change("g", .delete(item: id("bread")), at: 5)]
+        #expect(Self.purged(e) == ["b", "f", "g"])
+        #expect(Self.rewritten(e) == ["a": .place(item: id("eggs"), after: nil)])
+        let log = Self.compacted(Self.numbered(e))
+        #expect(replay(log.map(\.1)).state().items.map(\.text) == ["Eggs"])
+        #expect(Self.all.plan(log).isEmpty)
+    }
+
+    /// The seed that found it (a run of the property above).
+    @Test func aSecondRunFindsNothingMoreForSeed790() {
+        let entries = Self.numbered(randomEntries(seed: 790, count: 20))
+        let log = Self.compacted(entries)
+        #expect(replay(log.map(\.1)).state().items == replay(entries.map(\.1)).state().items)
+        #expect(Self.all.plan(log).isEmpty)
+    }
+
     /// However long the history, what a compacted list keeps follows the items that stay: the
     /// finished items they were added after fold away.
     @Test func compactedRecordsFollowTheItemsThatStay() {
