@@ -127,69 +127,127 @@ public enum SnapshotDelta {
     }
 
     /// The whole §3 body a delta body makes of a base body (§6.2). Offsets in errors are the
-    /// delta body's.
+    /// delta body's. The base is read once, front to back, and copied in runs: only the ids of
+    /// the records the delta names are looked up, so the cost follows the base's bytes and the
+    /// delta's records, not a table of every base record.
     static func apply(_ delta: [UInt8], to baseBody: [UInt8]) throws(CodecError) -> [UInt8] {
-        let old: Layout
-        do { old = try layout(baseBody) } catch {
-            throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0)
-        }
-        let result: Result<[UInt8], CodecError> = delta.withUnsafeBytes { p in
-            do throws(CodecError) { return .success(try patch(ByteReader(p), delta, old, baseBody)) } catch { return .failure(error) }
+        let result: Result<[UInt8], CodecError> = delta.withUnsafeBytes { d in
+            baseBody.withUnsafeBytes { b in
+                do throws(CodecError) { return .success(try patch(d, b)) } catch { return .failure(error) }
+            }
         }
         return try result.get()
     }
 
-    private static func patch(_ reader: ByteReader, _ delta: [UInt8], _ old: Layout, _ baseBody: [UInt8]) throws(CodecError) -> [UInt8] {
-            var r = reader
-            _ = try r.bytes(12)
-            let prefixLength = try r.length("prefix", limit: SnapshotCodec.maxBodyBytes)
-            let prefix = try r.bytes(prefixLength)
-            let countAt = r.offset
-            let itemCount = try r.varint()
-            let removedCount = try ActivityLogCodec.count(&r, "removed", minBytes: 3)
-            var removed = Set<ArraySlice<UInt8>>()
-            var inBase: [ArraySlice<UInt8>: Int] = [:]
-            inBase.reserveCapacity(old.records.count)
-            for (k, rec) in old.records.enumerated() { inBase[baseBody[rec.id]] = k }
-            for _ in 0..<removedCount {
-                let at = r.offset
-                _ = try CompactID.decoded(&r, field: "removed")
-                let id = delta[at..<r.offset]
-                guard inBase[id] != nil, removed.insert(id).inserted else {
-                    throw CodecError(.invalidValue(field: "removed id (not in the base, or repeated)"), at: at)
-                }
+    private static func patch(_ delta: UnsafeRawBufferPointer, _ base: UnsafeRawBufferPointer) throws(CodecError) -> [UInt8] {
+        var r = ByteReader(delta)
+        _ = try r.bytes(12)
+        let prefixLength = try r.length("prefix", limit: SnapshotCodec.maxBodyBytes)
+        let prefix = try r.bytes(prefixLength)
+        let countAt = r.offset
+        let itemCount = try r.varint()
+        // What the delta names, by id: a removal (-1) or the record replacing or adding it.
+        var named: [IDKey: Int] = [:]
+        var quick = Set<UInt64>()
+        let removedCount = try ActivityLogCodec.count(&r, "removed", minBytes: 3)
+        for _ in 0..<removedCount {
+            let at = r.offset
+            _ = try CompactID.decoded(&r, field: "removed")
+            let key = IDKey(delta, at..<r.offset)
+            guard named.updateValue(-1, forKey: key) == nil else { throw CodecError(.invalidValue(field: "removed id (repeated)"), at: at) }
+            quick.insert(key.quick)
+        }
+        let recordCount = try ActivityLogCodec.count(&r, "records", minBytes: 4)
+        var records: [Record] = []
+        records.reserveCapacity(recordCount)
+        for k in 0..<recordCount {
+            let at = r.offset
+            let rec = try record(&r)
+            let key = IDKey(delta, rec.id)
+            guard named.updateValue(k, forKey: key) == nil else {
+                throw CodecError(.invalidValue(field: "record id (repeated, or also removed)"), at: at)
             }
-            let recordCount = try ActivityLogCodec.count(&r, "records", minBytes: 4)
-            var replacing: [Int: Range<Int>] = [:]
-            var added: [Range<Int>] = []
-            var seen = Set<ArraySlice<UInt8>>()
-            for _ in 0..<recordCount {
-                let at = r.offset
-                let rec = try record(&r)
-                let id = delta[rec.id]
-                guard seen.insert(id).inserted, !removed.contains(id) else {
-                    throw CodecError(.invalidValue(field: "record id (repeated, or also removed)"), at: at)
-                }
-                if let k = inBase[id] { replacing[k] = rec.bytes } else { added.append(rec.bytes) }
+            quick.insert(key.quick)
+            records.append(rec)
+        }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+
+        // The base, record by record: unchanged runs copied whole.
+        var b = ByteReader(base)
+        do throws(CodecError) { try skipPrefix(&b) } catch { throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0) }
+        let baseItems: Int
+        do { baseItems = try ActivityLogCodec.count(&b, "items", minBytes: 4) } catch {
+            throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0)
+        }
+        let bound = prefix.count + 10 + (base.count - b.offset) + delta.count
+        var w = ByteWriter(capacity: min(bound, SnapshotCodec.maxBodyBytes))
+        w.raw(prefix)
+        w.varint(itemCount)
+        var matched = [Bool](repeating: false, count: recordCount)
+        var removedFound = 0, count = 0
+        var run = b.offset
+        func copy(_ range: Range<Int>, from p: UnsafeRawBufferPointer) throws(CodecError) {
+            guard w.bytes.count + range.count <= SnapshotCodec.maxBodyBytes else {
+                throw CodecError(.lengthOutOfRange(field: "body", length: w.bytes.count + range.count, limit: SnapshotCodec.maxBodyBytes), at: 0)
             }
-            guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
-            guard UInt64(old.records.count - removedCount + added.count) == itemCount else {
-                throw CodecError(.invalidValue(field: "item count"), at: countAt)
+            w.raw(UnsafeRawBufferPointer(rebasing: p[range]))
+        }
+        for _ in 0..<baseItems {
+            let rec: Record
+            do { rec = try record(&b) } catch { throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0) }
+            // Most base records are not named: their ids are only folded into a 64-bit key.
+            guard quick.contains(IDKey.quick(base, rec.id)), let k = named[IDKey(base, rec.id)] else {
+                count += 1
+                continue
             }
-            var size = prefix.count + 10 + added.reduce(0) { $0 + $1.count }
-            for (k, rec) in old.records.enumerated() { size += replacing[k]?.count ?? (removed.contains(baseBody[rec.id]) ? 0 : rec.bytes.count) }
-            guard size <= SnapshotCodec.maxBodyBytes else {
-                throw CodecError(.lengthOutOfRange(field: "body", length: size, limit: SnapshotCodec.maxBodyBytes), at: 0)
+            try copy(run..<rec.bytes.lowerBound, from: base)
+            run = rec.bytes.upperBound
+            if k < 0 {
+                removedFound += 1
+            } else {
+                matched[k] = true
+                try copy(records[k].bytes, from: delta)
+                count += 1
             }
-            var w = ByteWriter(capacity: size)
-            w.raw(prefix)
-            w.varint(itemCount)
-            for (k, rec) in old.records.enumerated() {
-                if let mine = replacing[k] { w.append(contentsOf: delta[mine]) }
-                else if !removed.contains(baseBody[rec.id]) { w.append(contentsOf: baseBody[rec.bytes]) }
+        }
+        guard b.isAtEnd else { throw CodecError(.invalidValue(field: "base body (trailing bytes)"), at: 0) }
+        try copy(run..<base.count, from: base)
+        guard removedFound == removedCount else { throw CodecError(.invalidValue(field: "removed id (not in the base)"), at: 0) }
+        for (k, rec) in records.enumerated() where !matched[k] {
+            try copy(rec.bytes, from: delta)
+            count += 1
+        }
+        guard UInt64(count) == itemCount else { throw CodecError(.invalidValue(field: "item count"), at: countAt) }
+        return w.bytes
+    }
+
+    /// An id's encoding, by its bytes, with a cheap 64-bit key to pass over ids the delta does not
+    /// name without hashing them in full.
+    struct IDKey: Hashable {
+        let bytes: [UInt8]
+        let quick: UInt64
+
+        init(_ p: UnsafeRawBufferPointer, _ range: Range<Int>) {
+            quick = Self.quick(p, range)
+            bytes = Array(p[range])
+        }
+
+        static func quick(_ p: UnsafeRawBufferPointer, _ range: Range<Int>) -> UInt64 {
+            var h = UInt64(range.count)
+            var i = range.lowerBound
+            while i + 8 <= range.upperBound {
+                h = (h ^ p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x9E37_79B9_7F4A_7C15
+                i += 8
             }
-            for a in added { w.append(contentsOf: delta[a]) }
-            return w.bytes
+            while i < range.upperBound {
+                h = (h ^ UInt64(p[i])) &* 0x0100_0000_01B3
+                i += 1
+            }
+            return h
+        }
+
+        static func == (a: IDKey, b: IDKey) -> Bool { a.quick == b.quick && a.bytes == b.bytes }
+        func hash(into h: inout Hasher) { h.combine(quick) }
     }
 
     // MARK: Layout
@@ -199,9 +257,22 @@ public enum SnapshotDelta {
     static func layout(_ body: UnsafeRawBufferPointer) throws(CodecError) -> Layout {
         var r = ByteReader(body)
         var out = Layout()
+        out.authorsEnd = try skipPrefix(&r)
+        out.prefixEnd = r.offset
+        let items = try ActivityLogCodec.count(&r, "items", minBytes: 4)
+        out.records.reserveCapacity(min(items, 1 << 18))
+        for _ in 0..<items { out.records.append(try record(&r)) }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        return out
+    }
+
+    /// Reads past a body's prefix (authors through participants, §3) to its item count; returns
+    /// where the author table ends.
+    @discardableResult
+    static func skipPrefix(_ r: inout ByteReader) throws(CodecError) -> Int {
         let authors = try ActivityLogCodec.count(&r, "authors", minBytes: 2)
         for _ in 0..<authors { try skipString(&r, limit: Limits.maxAuthorBytes) }
-        out.authorsEnd = r.offset
+        let authorsEnd = r.offset
         _ = try r.varint()
         try skipRegister(&r)
         try skipRegister(&r)
@@ -211,12 +282,7 @@ public enum SnapshotDelta {
             _ = try r.u8()
             try skipKey(&r)
         }
-        out.prefixEnd = r.offset
-        let items = try ActivityLogCodec.count(&r, "items", minBytes: 4)
-        out.records.reserveCapacity(min(items, 1 << 18))
-        for _ in 0..<items { out.records.append(try record(&r)) }
-        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
-        return out
+        return authorsEnd
     }
 
     static func layout(_ body: [UInt8]) throws(CodecError) -> Layout {
