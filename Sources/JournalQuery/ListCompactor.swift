@@ -185,9 +185,13 @@ public struct ListCompactor: Sendable {
         var group: [Plan] = []
         var held = 0
         // The newest state file of each zone incarnation, to find compacted zones left without one.
+        // A delta counts only beside the base it names (SNAPSHOT.md §6.3: a zone keeps one).
         var newestState: [String: SequenceNumber] = [:]
+        var unsnapshotted: [ZoneInfo] = []
         if !dryRun {
-            for f in SnapshotDirectory.list(store: store.path, fs: query.fs) where SnapshotFile.Kind.states.contains(f.kind) {
+            let files = SnapshotDirectory.list(store: store.path, fs: query.fs)
+            let bases = Set(files.filter { $0.kind == .base }.map { $0.zoneKey + "-\($0.incarnation)" })
+            for f in files where f.kind == .state || (f.kind == .delta && bases.contains(f.zoneKey + "-\(f.incarnation)")) {
                 newestState[f.zoneKey + "-\(f.incarnation)"] = max(newestState[f.zoneKey + "-\(f.incarnation)"] ?? 0, f.sequence)
             }
         }
@@ -201,13 +205,16 @@ public struct ListCompactor: Sendable {
             defer { report.phaseMillis["read", default: 0] += millis(since: started) }
             guard let plan = try plan(listed, sealed: sealed, source: source, now: now, cutoff: cutoff, into: &report) else {
                 let newest = newestState[SnapshotDirectory.zoneKey(listed.name) + "-\(listed.incarnation)"]
-                if !dryRun, listed.lowWaterMark > 0, newest.map({ $0 < listed.lowWaterMark }) ?? true { try writeMissingSnapshot(listed) }
+                if !dryRun, listed.lowWaterMark > 0, newest.map({ $0 < listed.lowWaterMark }) ?? true { unsnapshotted.append(listed) }
                 continue
             }
             held += plan.planner.entries
             group.append(plan)
         }
         if !group.isEmpty || report.zones.isEmpty { try compact(&group, dryRun: dryRun, cutoff: cutoff, into: &report) }
+        group = []
+        // After the groups, when no planner is held any more.
+        for listed in unsnapshotted { try writeMissingSnapshot(listed) }
         report.skipped.sort { $0.zone < $1.zone }
         report.chosen.sort()
         report.rewritten.sort()
@@ -515,13 +522,17 @@ public struct ListCompactor: Sendable {
     /// and its snapshot, COMPACTION.md §1): the one that run would have written, so that a second
     /// run finishes the job even when nothing is left to purge.
     private func writeMissingSnapshot(_ listed: ZoneInfo) throws(QueryError) {
+        // The position first, then the replay through it: an entry appended meanwhile is above
+        // it, and the snapshot never claims one it did not fold in.
+        guard let info = query.store.zone(listed.name), !info.isDeleted, info.incarnation == listed.incarnation else { return }
+        // The zone's last entry may lie below its mark (the run that stopped purged every entry
+        // after it): no entry lies between them, and the state at the mark is the same.
+        let through = min(max(info.lastChange, info.lowWaterMark), query.store.horizon)
+        guard through >= info.lowWaterMark else { return }
         let m: MaterialisedList
-        do { m = try query.materialise(listed.name) } catch { if Self.isGone(error) { return } else { throw error } }
-        guard let info = query.store.zone(listed.name), m.incarnation == listed.incarnation, info.incarnation == m.incarnation else { return }
-        // The replay read the whole log through the mark (the mark is at most the sealed log); its
-        // last entry may lie below it when the run purged every entry after it. The state at the
-        // mark is the same, and a snapshot below the mark is never used.
-        try writeSnapshot(listed.name, reducer: m.reducer, incarnation: m.incarnation, sequence: max(m.sequence, info.lowWaterMark))
+        do { m = try query.materialise(listed.name, at: .sequence(through)) } catch { if Self.isGone(error) { return } else { throw error } }
+        guard m.incarnation == listed.incarnation else { return }
+        try writeSnapshot(listed.name, reducer: m.reducer, incarnation: m.incarnation, sequence: through)
     }
 
     /// The run's snapshot of a zone (step 7): a delta against the zone's base when it is small

@@ -269,14 +269,10 @@ public struct ListQuery: Sendable {
     public static func readState(_ file: SnapshotFile, fs: any FileSystem = PosixFileSystem()) throws -> (header: SnapshotHeader, reducer: ListReducer) {
         let bytes = try SnapshotDirectory.read(file.path, limit: SnapshotCodec.maxStoredBytes, fs: fs)
         guard file.kind == .delta else { return try SnapshotCodec.decode(bytes) }
-        let named = try bytes.withUnsafeBytes { p throws(SnapshotError) in try SnapshotDelta.base(ofFile: p) }
-        let base = SnapshotDirectory.fileName(zone: file.zoneKey, incarnation: file.incarnation, sequence: named.sequence, kind: .base,
-                                              keyed: true)
-        let baseBytes: [UInt8]
-        do { baseBytes = try SnapshotDirectory.read(parentOf(file.path) + "/" + base, limit: SnapshotCodec.maxStoredBytes, fs: fs) } catch {
-            throw SnapshotError.baseMismatch("its base \(base) cannot be read (\(error))")
+        return try SnapshotDelta.decode(bytes) { sequence in
+            let base = SnapshotDirectory.fileName(zone: file.zoneKey, incarnation: file.incarnation, sequence: sequence, kind: .base, keyed: true)
+            return try? SnapshotDirectory.read(parentOf(file.path) + "/" + base, limit: SnapshotCodec.maxStoredBytes, fs: fs)
         }
-        return try SnapshotDelta.decode(bytes, base: baseBytes)
     }
 
     /// Writes the zone's state at `sequence` as a delta against `base` (a `.base` file, SNAPSHOT.md

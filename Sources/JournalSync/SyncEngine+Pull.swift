@@ -166,7 +166,9 @@ extension SyncEngine {
         try? save()
         // The copy holds what the service's does not: replaced now, after the fetch from the
         // token (so a list whose pushes keep failing still receives changes), unless shopping.
-        if let z = state.zones[name], z.refetchWanted, !z.shopping { await refetch(name, &report) }
+        if let z = state.zones[name], z.refetchWanted, !z.shopping, !z.pendingDelete, z.replacing == nil {
+            await refetch(name, &report, wanted: true)
+        }
     }
 
     /// Appends the to-apply queue to the local log (idempotent by id), then empties it.
@@ -216,13 +218,17 @@ extension SyncEngine {
     /// than it keeps changes): push what is pending, fetch the service's copy from no token into
     /// a new local incarnation, install the service's history beside it, and put local changes
     /// not yet uploaded back on top. Resumable at every step (`SyncState.Replacing`).
-    func refetch(_ name: String, _ report: inout SyncReport) async {
+    /// `wanted`: asked for by `refetchWanted`, not forced by the service: while shopping it waits.
+    func refetch(_ name: String, _ report: inout SyncReport, wanted: Bool = false) async {
         guard var z = state.zones[name] else { return }
         if z.replacing == nil {
             guard await pushZone(name, &report) else {
                 note("the list must be fetched anew, after its pending changes are uploaded", zone: name, &report)
                 return
             }
+            // The push awaited the service: the list may have been deleted here meanwhile (its
+            // deletion goes up with the next push), or shopping begun.
+            guard let now = state.zones[name], !now.pendingDelete, !(wanted && now.shopping) else { return }
             let pending = ((try? pendingLocal(name))?.entries ?? []).map(\.entry)
             z = state.zones[name] ?? z
             z.replacing = SyncState.Replacing(oldIncarnation: store.zone(name).map { $0.isDeleted ? 0 : $0.incarnation } ?? 0,
@@ -232,7 +238,7 @@ extension SyncEngine {
             state.zones[name] = z
             guard (try? save()) != nil else { return }
         }
-        guard var r = state.zones[name]?.replacing else { return }
+        guard var r = state.zones[name]?.replacing, state.zones[name]?.pendingDelete != true else { return }
         // The old copy goes (once): a new incarnation receives the service's.
         if let info = store.zone(name), !info.isDeleted, info.incarnation == r.oldIncarnation {
             do { try store.deleteZone(name, reason: .purged) } catch {
@@ -319,6 +325,8 @@ extension SyncEngine {
         state.zones[name]?.token = r.token
         state.zones[name]?.replacing = nil
         state.zones[name]?.refetchWanted = false
+        // The refused changes are not in the new copy (pendingLocal left them out).
+        state.zones[name]?.rejected = []
         state.zones[name]?.needsFetch = false
         state.zones[name]?.existsOnService = true
         state.zones[name]?.lastError = historyProblem.map(Self.bounded)

@@ -75,7 +75,7 @@ public struct SyncState: Equatable, Sendable {
     }
 }
 
-/// `sync/state`: `magic "JLSY" | version u8 (1) | replica string | account (u8 flag, string) |
+/// `sync/state`: `magic "JLSY" | version u8 (2; 1 is read too) | replica string | account (u8 flag, string) |
 /// clock u64 | lastSync (flag, zigzag) | lastError (flag, string) | tokens varint × (scope u8,
 /// string) | signedOutAccount (flag, string) | signedOut entries | zones varint × zone | crc32c`.
 /// A zone: `owner string | name string | scope u8 | token (flag, string) | flags u8 (needsFetch,
@@ -84,7 +84,9 @@ public struct SyncState: Equatable, Sendable {
 /// string)`. Entries: `count varint × (length varint | entry, FORMAT.md §6)`.
 public enum SyncStateCodec {
     public static let magic: [UInt8] = [0x4A, 0x4C, 0x53, 0x59]  // "JLSY"
-    public static let version: UInt8 = 1
+    /// 2 added the zone flag `refetchWanted`; a version-1 file reads the same (the bit is clear),
+    /// and an older reader refuses a version-2 file by its version, not as damage to its fields.
+    public static let version: UInt8 = 2
     /// Refused before reading; a to-apply queue is one page of entries.
     public static let maxFileBytes = 256 << 20
 
@@ -159,7 +161,8 @@ public enum SyncStateCodec {
             throw CodecError(.invalidValue(field: "sync state crc"), at: b.count - 4)
         }
         var r = ByteReader(b, offset: 4, end: b.count - 4)
-        guard try r.u8() == version else { throw CodecError(.invalidValue(field: "sync state version"), at: 4) }
+        let v = try r.u8()
+        guard v == version || v == 1 else { throw CodecError(.invalidValue(field: "sync state version \(v) (this build reads 1 and 2)"), at: 4) }
         var s = SyncState(replica: try r.string("replica", limit: Limits.maxAuthorBytes), account: nil)
         s.account = try optional(&r) { (r: inout ByteReader) throws(CodecError) in try r.string("account", limit: 64) }
         s.clock = try r.u64()
@@ -231,7 +234,8 @@ public enum SyncStateCodec {
     private static func entries(_ r: inout ByteReader) throws(CodecError) -> [JournalEntry] {
         let n = try count(&r, each: 10)
         var out: [JournalEntry] = []
-        out.reserveCapacity(n)
+        // Bounded up front: a hostile count grows the array only as entries actually decode.
+        out.reserveCapacity(min(n, 1 << 12))
         for _ in 0..<n {
             let len = try r.length("entry", limit: Limits.maxPayloadBytes)
             let bytes = try r.bytes(len)

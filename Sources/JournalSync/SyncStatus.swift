@@ -18,6 +18,8 @@ public struct SyncStatus: Sendable {
         public var shopping: Bool
         public var needsFetch: Bool
         public var refetching: Bool
+        /// To be fetched anew when it can be (a change refused, or an id in conflict: SYNC.md §7.3).
+        public var refetchWanted: Bool
         public var pendingDelete: Bool
         public var existsOnService: Bool
         /// Everything at or below this the service has.
@@ -59,7 +61,8 @@ public struct SyncStatus: Sendable {
                 }
             }
             return List(zone: z.zone, scope: z.scope, queued: queued, toApply: z.toApply.count, held: z.held.count, rejected: z.rejected.count,
-                        shopping: z.shopping, needsFetch: z.needsFetch, refetching: z.replacing != nil, pendingDelete: z.pendingDelete,
+                        shopping: z.shopping, needsFetch: z.needsFetch, refetching: z.replacing != nil, refetchWanted: z.refetchWanted,
+                        pendingDelete: z.pendingDelete,
                         existsOnService: z.existsOnService, uploadedThrough: mark, token: z.token?.text, lastError: z.lastError)
         }
     }
@@ -98,6 +101,7 @@ extension SyncStatus {
             if l.shopping { flags.append("shopping") }
             if l.needsFetch { flags.append("changes to fetch") }
             if l.refetching { flags.append("re-fetching") }
+            if l.refetchWanted { flags.append("to be fetched anew (a change was refused, or an id conflicts)") }
             if l.pendingDelete { flags.append("deletion to send") }
             lines.append("\(l.zone.storeName)  (\(flags.joined(separator: ", ")))")
             lines.append("  upload queue \(l.queued), to apply \(l.toApply), held \(l.held), rejected \(l.rejected); uploaded through \(l.uploadedThrough)")

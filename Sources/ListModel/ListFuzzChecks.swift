@@ -31,7 +31,7 @@ public enum ListFuzzChecks {
         let n = Int(bytes.u32At(0))
         guard n <= bytes.count - 4 else { return }
         let base = UnsafeRawBufferPointer(rebasing: bytes[4..<(4 + n)]), delta = UnsafeRawBufferPointer(rebasing: bytes[(4 + n)...])
-        if let (header, reducer) = try? SnapshotDelta.decode(delta, base: base) {
+        if let (header, reducer) = try? SnapshotDelta.decode(Array(delta), base: Array(base)) {
             roundTrip(reducer, incarnation: header.incarnation, sequence: header.sequence, digest: header.digest)
         }
     }

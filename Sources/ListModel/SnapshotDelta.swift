@@ -96,14 +96,19 @@ public enum SnapshotDelta {
         return body.withUnsafeBytes { Base(sequence: $0.u64At(0), bodyCRC: $0.u32At(8)) }
     }
 
-    /// Decodes a delta file with the base file it names: the state at the delta's sequence,
-    /// checked as a whole snapshot is (SNAPSHOT.md §6.2).
-    public static func decode(_ delta: UnsafeRawBufferPointer, base file: UnsafeRawBufferPointer) throws(SnapshotError)
+    /// Decodes a delta file, with the base file it names read through `loadBase` (given the
+    /// base's sequence; nil: it cannot be read): the state at the delta's sequence, checked as a
+    /// whole snapshot is (SNAPSHOT.md §6.2). The delta is decompressed once.
+    public static func decode(_ delta: [UInt8], loadingBase loadBase: (UInt64) -> [UInt8]?) throws(SnapshotError)
         -> (header: SnapshotHeader, reducer: ListReducer) {
         let (header, body) = try SnapshotCodec.storedBody(delta)
         guard header.isDelta else { throw .malformedBody("not a delta", offset: 0) }
         let named = try base(of: body)
-        let (baseHeader, baseBody) = try SnapshotCodec.storedBody(file)
+        guard let file = loadBase(named.sequence) else { throw .baseMismatch("its base at sequence \(named.sequence) cannot be read") }
+        let baseHeader: SnapshotHeader, baseBody: [UInt8]
+        do { (baseHeader, baseBody) = try SnapshotCodec.storedBody(file) } catch {
+            throw .baseMismatch("the base does not read (\(error))")
+        }
         guard !baseHeader.isDelta else { throw .baseMismatch("the base is itself a delta") }
         guard baseHeader.zone == header.zone, baseHeader.incarnation == header.incarnation else {
             throw .baseMismatch("the base belongs to another zone or incarnation")
@@ -117,13 +122,9 @@ public enum SnapshotDelta {
         return (header, try SnapshotCodec.reducer(body: whole, header: header))
     }
 
+    /// Decodes a delta file with its base file.
     public static func decode(_ delta: [UInt8], base: [UInt8]) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
-        let result: Result<(header: SnapshotHeader, reducer: ListReducer), SnapshotError> = delta.withUnsafeBytes { d in
-            base.withUnsafeBytes { b in
-                do throws(SnapshotError) { return .success(try decode(d, base: b)) } catch { return .failure(error) }
-            }
-        }
-        return try result.get()
+        try decode(delta) { _ in base }
     }
 
     /// The whole §3 body a delta body makes of a base body (§6.2). Offsets in errors are the
@@ -144,6 +145,15 @@ public enum SnapshotDelta {
         _ = try r.bytes(12)
         let prefixLength = try r.length("prefix", limit: SnapshotCodec.maxBodyBytes)
         let prefix = try r.bytes(prefixLength)
+        // Base records name authors by number: the prefix must carry the base's author table,
+        // byte for byte, or every unchanged record would name another author.
+        var b = ByteReader(base)
+        let baseAuthorsEnd: Int
+        do { baseAuthorsEnd = try skipPrefix(&b) } catch { throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0) }
+        guard prefix.count >= baseAuthorsEnd,
+              UnsafeRawBufferPointer(rebasing: prefix[..<baseAuthorsEnd]).elementsEqual(UnsafeRawBufferPointer(rebasing: base[..<baseAuthorsEnd])) else {
+            throw CodecError(.invalidValue(field: "author table (not the base's)"), at: 16)
+        }
         let countAt = r.offset
         let itemCount = try r.varint()
         // What the delta names, by id: a removal (-1) or the record replacing or adding it.
@@ -173,8 +183,6 @@ public enum SnapshotDelta {
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
 
         // The base, record by record: unchanged runs copied whole.
-        var b = ByteReader(base)
-        do throws(CodecError) { try skipPrefix(&b) } catch { throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0) }
         let baseItems: Int
         do { baseItems = try ActivityLogCodec.count(&b, "items", minBytes: 4) } catch {
             throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0)

@@ -70,6 +70,16 @@ struct Inspect: ParsableCommand {
     @Flag(help: "Print one JSON object.") var json = false
     @Option(help: "Recovery mode for reading (strict, tolerateTail, pointInTime, salvage).") var mode: RecoveryMode = .pointInTime
 
+    /// A snapshot file's kind in `--json` (`state`, `delta`, `base`, `history`).
+    static func kindName(_ kind: SnapshotFile.Kind) -> String {
+        switch kind {
+        case .state: "state"
+        case .delta: "delta"
+        case .base: "base"
+        case .history: "history"
+        }
+    }
+
     func run() throws {
         let stats: StoreStats
         let report: ScanReport
@@ -111,7 +121,7 @@ struct Inspect: ParsableCommand {
                 ("health", .string(healthText(report))),
                 ("problems", .array(report.problems.map { .string($0.description) })),
                 ("snapshots", .array(snapshotSummaries(path).map { f, status, size in
-                    .object([("file", .string(f.name)), ("kind", .string(f.kind == .state ? "state" : "history")),
+                    .object([("file", .string(f.name)), ("kind", .string(Self.kindName(f.kind))),
                              ("incarnation", .uint(f.incarnation)), ("sequence", .uint(f.sequence)), ("bytes", .int(size)),
                              ("status", .string(status))])
                 })),

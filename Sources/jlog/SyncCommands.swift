@@ -91,7 +91,7 @@ func statusJSON(_ s: SyncStatus) -> JSON {
                 ("zone", .string(l.zone.storeName)), ("scope", .string(l.scope.rawValue)),
                 ("queued", .int(Int64(l.queued))), ("toApply", .int(Int64(l.toApply))), ("held", .int(Int64(l.held))),
                 ("rejected", .int(Int64(l.rejected))), ("shopping", .bool(l.shopping)), ("needsFetch", .bool(l.needsFetch)),
-                ("refetching", .bool(l.refetching)), ("pendingDelete", .bool(l.pendingDelete)), ("existsOnService", .bool(l.existsOnService)),
+                ("refetching", .bool(l.refetching)), ("refetchWanted", .bool(l.refetchWanted)), ("pendingDelete", .bool(l.pendingDelete)), ("existsOnService", .bool(l.existsOnService)),
                 ("uploadedThrough", .uint(l.uploadedThrough)), ("token", l.token.map { .string($0) } ?? .null),
                 ("lastError", l.lastError.map { .string($0) } ?? .null),
             ])

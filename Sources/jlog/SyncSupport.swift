@@ -135,7 +135,7 @@ func resolveList(_ text: String, engine: SyncEngine) async throws -> ZoneID {
 
 func reportLines(_ r: SyncReport) -> [String] {
     var lines = ["sent \(r.sent) (\(r.uploaded) taken), applied \(r.applied), held \(r.held)"]
-    if !r.refetched.isEmpty { lines.append("installed the service's copy (first fetch, or after it compacted): \(r.refetched.map(\.storeName).joined(separator: ", "))") }
+    if !r.refetched.isEmpty { lines.append("installed the service's copy (first fetch, after it compacted, or after it refused a change): \(r.refetched.map(\.storeName).joined(separator: ", "))") }
     for g in r.gone { lines.append("gone: \(g.zone.storeName) (\(g.reason.rawValue))") }
     for (id, why) in r.rejected { lines.append("rejected: \(id) (\(why))") }
     if r.offline { lines.append("offline: everything stays queued") }

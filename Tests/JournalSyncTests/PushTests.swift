@@ -65,7 +65,8 @@ import ListModel
         #expect(r.uploaded == 2)
         #expect(r.rejected.map(\.id) == [big])
         #expect(try world.serviceEntryIDs(list) == [small1, small2])
-        #expect(await phone.status(list)?.rejected == 1)
+        // Reported once; the re-fetch in the same sync left it out of the list, and its record with it.
+        #expect(await phone.status(list)?.rejected == 0)
         #expect(await phone.status(list)?.queued == 0)
         #expect(await phone.sync().sent == 0, "a refused entry is not sent again")
         #expect(try phone.list(list).items.map(\.text).sorted() == ["Eggs", "Milk"], "the refused change is not on the device alone")
@@ -171,7 +172,7 @@ import ListModel
         #expect(r.rejected.first?.why.contains("conflict") == true, "\(r.rejected)")
         #expect(r.uploaded == 2)
         #expect(script.calls(.upload).map(\.ids) == [[milk.id] + rest, rest])
-        #expect(await phone.status(list)?.rejected == 1)
+        #expect(await phone.status(list)?.rejected == 0, "the re-fetch in the same sync left it out")
         #expect(await phone.status(list)?.queued == 0)
         let r2 = await phone.sync()
         #expect(r2.sent == 0, "a conflict is not retried")

@@ -92,6 +92,33 @@ import Testing
         #expect(SnapshotDelta.encode(reducer: now, incarnation: 4, sequence: 700, base: base) == nil)
     }
 
+    /// A delta whose author table is not its base's is refused, not read with the base's records
+    /// naming other authors (a writer never makes one; another implementation might).
+    @Test func aDeltaWithAnotherAuthorTableIsRefused() throws {
+        let baseFile = Self.base(Self.list(count: 10))
+        let (baseHeader, baseBody) = try SnapshotCodec.storedBody(baseFile)
+        let now = replay(Self.list(count: 10) + [add("b1", "b1", "Bob's", after: "i9", by: "bob", at: 500_000)])
+        let body = SnapshotCodec.encodeBody(now)
+        let new = try SnapshotDelta.layout(body), old = try SnapshotDelta.layout(baseBody)
+        var w = ByteWriter()
+        w.u64(100)
+        w.u32(baseHeader.bodyCRC)
+        w.varint(UInt64(new.prefixEnd))
+        w.append(contentsOf: body[0..<new.prefixEnd])
+        w.varint(UInt64(old.records.count + 1))
+        w.varint(0)
+        w.varint(1)
+        w.append(contentsOf: body[new.records.last!.bytes])
+        let delta = SnapshotCodec.file(body: w.bytes, minor: SnapshotCodec.deltaMinor, flags: SnapshotCodec.flagDelta, zone: zone,
+                                       incarnation: 3, sequence: 500, entryCount: UInt64(now.entryCount), digest: now.stateDigest(), compress: false)
+        #expect {
+            try SnapshotDelta.decode(delta, base: baseFile)
+        } throws: { error in
+            if case .malformedBody(let why, _) = error as? SnapshotError { return why.contains("author table") }
+            return false
+        }
+    }
+
     /// Every byte of a delta flipped in turn: refused with a typed error, or (where the flip
     /// lands in a field no check covers) the same state; never a different one.
     @Test func damagedDeltaNeverDecodesToAnotherState() throws {
