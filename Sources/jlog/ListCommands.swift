@@ -92,7 +92,7 @@ struct Show: ParsableCommand {
             print("  \(mark) \(i.text)  (\(i.id), added by \(i.addedBy) \(iso(i.addedAt)))\(who)")
         }
         if state.items.isEmpty { print("  (no items)") }
-        let from = m.snapshot.map { "snapshot at \($0.sequence) + \(m.replayed) entries" } ?? "\(m.replayed) entries replayed"
+        let from = m.snapshot.map { "\($0.kind == .delta ? "snapshot delta" : "snapshot") at \($0.sequence) + \(m.replayed) entries" } ?? "\(m.replayed) entries replayed"
         print("(\(from))")
     }
 }
