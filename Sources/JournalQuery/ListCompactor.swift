@@ -479,7 +479,7 @@ public struct ListCompactor: Sendable {
                     // clients whose tokens the raised mark expired.
                     let left = plans.remove(at: k)
                     pieces.remove(at: k).abandon()
-                    let reducer = try query.materialise(zone, at: .sequence(left.zone.snapshotSequence)).reducer
+                    let reducer = try query.materialisedReducer(zone, at: .sequence(left.zone.snapshotSequence)).reducer
                     try query.writeState(zone, reducer: reducer, incarnation: left.zone.incarnation, sequence: left.zone.snapshotSequence)
                     report.skipped.append((zone, .keptChanging))
                 }
@@ -509,7 +509,7 @@ public struct ListCompactor: Sendable {
         defer { report.phaseMillis["snapshot", default: 0] += millis(since: started) }
         for plan in plans {
             let reducer: ListReducer
-            do { reducer = try query.materialise(plan.zone.zone, at: .sequence(plan.zone.snapshotSequence)).reducer } catch {
+            do { reducer = try query.materialisedReducer(plan.zone.zone, at: .sequence(plan.zone.snapshotSequence)).reducer } catch {
                 if Self.isGone(error) { continue }  // deleted meanwhile: nothing to re-fetch
                 throw error
             }
@@ -530,7 +530,7 @@ public struct ListCompactor: Sendable {
         let through = min(max(info.lastChange, info.lowWaterMark), query.store.horizon)
         guard through >= info.lowWaterMark else { return }
         let m: MaterialisedList
-        do { m = try query.materialise(listed.name, at: .sequence(through)) } catch { if Self.isGone(error) { return } else { throw error } }
+        do { m = try query.materialisedReducer(listed.name, at: .sequence(through)) } catch { if Self.isGone(error) { return } else { throw error } }
         guard m.incarnation == listed.incarnation else { return }
         try writeSnapshot(listed.name, reducer: m.reducer, incarnation: m.incarnation, sequence: through)
     }

@@ -133,6 +133,18 @@ public struct ListQuery: Sendable {
     /// point plus the entries after it. A damaged snapshot is passed over with a warning (an
     /// older one, or a full replay, is used instead).
     public func materialise(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
+        var m = try replayed(zone, at: point)
+        m.state = m.reducer.state()
+        return m
+    }
+
+    /// `materialise` without the visible state (the reducer is what a snapshot needs; building
+    /// the state too would cost the compactor time and memory for nothing). `state` is empty.
+    public func materialisedReducer(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
+        try replayed(zone, at: point)
+    }
+
+    private func replayed(_ zone: String, at point: HistoryPoint?) throws(QueryError) -> MaterialisedList {
         guard let info = store.zone(zone) else { throw .feed(.zoneNotFound(zone)) }
         if let d = info.deletedAt { throw .feed(.zoneDeleted(zone: zone, at: d, reason: info.deletionReason ?? .deleted)) }
         var warnings: [String] = []
@@ -143,7 +155,7 @@ public struct ListQuery: Sendable {
             let (inc, _) = try replay(zone, after: nil) { e in
                 if e.entry.wallTime <= ms { _ = r.apply(e.entry); n += 1 }
             }
-            return MaterialisedList(zone: zone, incarnation: inc, sequence: info.lastChange, reducer: r, state: r.state(),
+            return MaterialisedList(zone: zone, incarnation: inc, sequence: info.lastChange, reducer: r, state: ListState(),
                                     snapshot: nil, replayed: n, warnings: [])
         }
         let until: SequenceNumber? = { if case .sequence(let s) = point { return s } else { return nil } }()
@@ -171,7 +183,7 @@ public struct ListQuery: Sendable {
                     r.apply(contentsOf: page, entry: \.entry)
                     n += page.count
                 }
-                return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: r.state(),
+                return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: ListState(),
                                         snapshot: file, replayed: n, warnings: warnings)
             } catch let e as QueryError {
                 throw e
@@ -187,7 +199,7 @@ public struct ListQuery: Sendable {
             r.apply(contentsOf: page, entry: \.entry)
             n += page.count
         }
-        return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: r.state(),
+        return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: ListState(),
                                 snapshot: nil, replayed: n, warnings: warnings)
     }
 
@@ -225,7 +237,7 @@ public struct ListQuery: Sendable {
     /// Writes a snapshot of the zone at the feed's horizon. (Its history needs none: the log and
     /// the history pieces compaction writes hold every event.)
     public func writeSnapshot(_ zone: String) throws(QueryError) -> SnapshotReport {
-        let m = try materialise(zone)
+        let m = try materialisedReducer(zone)
         return try writeSnapshot(zone, reducer: m.reducer, incarnation: m.incarnation, sequence: m.sequence)
     }
 

@@ -90,15 +90,20 @@ public enum SnapshotCodec {
 
     /// A file around `body` (SNAPSHOT.md §2): the header, then the body, LZ4-compressed when
     /// `compress` and that saves space.
-    static func file(body: [UInt8], minor: UInt16, flags extra: UInt32, zone name: String, incarnation: UInt64, sequence: UInt64,
+    /// The body is consumed: it is let go once compressed, before the file is assembled, so a
+    /// large snapshot never holds its body, its compressed body and the file at once.
+    static func file(body: consuming [UInt8], minor: UInt16, flags extra: UInt32, zone name: String, incarnation: UInt64, sequence: UInt64,
                      entryCount: UInt64, digest: UInt64, compress: Bool) -> [UInt8] {
-        precondition(body.count <= maxBodyBytes, "snapshot body exceeds \(maxBodyBytes) bytes")
-        var stored = compress ? body.withUnsafeBytes { LZ4.compress($0) } : body
+        let bodyCount = body.count
+        precondition(bodyCount <= maxBodyBytes, "snapshot body exceeds \(maxBodyBytes) bytes")
+        let bodyCRC = CRC32C.checksum(body)
+        var stored = compress ? body.withUnsafeBytes { LZ4.compress($0) } : []
         var flags = extra | flagLZ4
-        if !compress || stored.count >= body.count {
+        if !compress || stored.count >= bodyCount {
             stored = body
             flags = extra
         }
+        _ = consume body
         var w = ByteWriter(capacity: fixedHeaderBytes + name.utf8.count + 4 + stored.count)
         w.append(contentsOf: magic)
         w.u16(major)
@@ -108,9 +113,9 @@ public enum SnapshotCodec {
         w.u64(sequence)
         w.u64(entryCount)
         w.u64(digest)
-        w.u64(UInt64(body.count))
+        w.u64(UInt64(bodyCount))
         w.u64(UInt64(stored.count))
-        w.u32(CRC32C.checksum(body))
+        w.u32(bodyCRC)
         let zone = Array(name.utf8)
         precondition(!zone.isEmpty && zone.count <= Limits.maxZoneBytes, "zone must be 1...255 bytes")
         w.u8(UInt8(zone.count))
@@ -146,7 +151,10 @@ public enum SnapshotCodec {
         // dangling operations, by id.
         let records = r.linearOrder().map { Int($0) }
             + sortedByID(r.records.indices.filter { r.records[$0].flags != 0 && r.records[$0].flags & ItemFlag.inTree == 0 }, r.records, r.textIDs)
-        var w = ByteWriter(capacity: 64 + records.count * 80)
+        // A record takes ~120 bytes in a shopping list's body: reserving fewer made a large body
+        // grow once near its end, holding the old and the new buffer at once (the compactor's
+        // memory peak).
+        var w = ByteWriter(capacity: 64 + records.count * 128)
         func key(_ k: ChangeKey) {
             w.varint(k.clock.rawValue)
             w.varint(authorIndex[ExactString(k.author)]!)
