@@ -189,10 +189,11 @@ public struct ListCompactor: Sendable {
         var newestState: [String: SequenceNumber] = [:]
         var unsnapshotted: [ZoneInfo] = []
         if !dryRun {
+            func key(_ f: SnapshotFile) -> String { f.zoneKey + "-\(f.incarnation)" }
             let files = SnapshotDirectory.list(store: store.path, fs: query.fs)
-            let bases = Set(files.filter { $0.kind == .base }.map { $0.zoneKey + "-\($0.incarnation)" })
-            for f in files where f.kind == .state || (f.kind == .delta && bases.contains(f.zoneKey + "-\(f.incarnation)")) {
-                newestState[f.zoneKey + "-\(f.incarnation)"] = max(newestState[f.zoneKey + "-\(f.incarnation)"] ?? 0, f.sequence)
+            let bases = Set(files.filter { $0.kind == .base }.map(key))
+            for f in files where f.kind == .state || (f.kind == .delta && bases.contains(key(f))) {
+                newestState[key(f)] = max(newestState[key(f)] ?? 0, f.sequence)
             }
         }
         for listed in zones {

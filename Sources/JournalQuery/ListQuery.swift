@@ -272,7 +272,9 @@ public struct ListQuery: Sendable {
         }
     }
 
-    /// The state a `.snap` file holds, or a `.delta` file with the `.base` it names (SNAPSHOT.md §6).
+    /// The state a `.snap` or `.base` file holds (each a whole snapshot), or a `.delta` file with
+    /// the `.base` it names (SNAPSHOT.md §6). Only `materialise` decides which kinds a list may be
+    /// read from: a base alone never.
     public func readState(_ file: SnapshotFile) throws -> (header: SnapshotHeader, reducer: ListReducer) {
         try Self.readState(file, fs: fs)
     }

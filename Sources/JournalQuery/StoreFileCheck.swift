@@ -23,10 +23,7 @@ public struct StoreFileCheck: Sendable {
                 continue
             }
             c.snapshotFiles += 1
-            // A base alone is a whole snapshot; a delta is read with its base (SNAPSHOT.md §6).
-            var alone = f
-            if alone.kind == .base { alone.kind = .state }
-            do { _ = try query.readState(alone) } catch {
+            do { _ = try query.readState(f) } catch {
                 c.notes.append("snapshots/\(f.name): damaged or unreadable (\(error)); materialise passes over it")
             }
         }

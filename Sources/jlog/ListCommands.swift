@@ -197,10 +197,8 @@ func snapshotSummaries(_ store: String) -> [(SnapshotFile, String, Int64)] {
         guard let bytes = try? SnapshotDirectory.read(f.path, limit: SnapshotCodec.maxStoredBytes) else { return (f, "unreadable", size) }
         switch f.kind {
         case .state, .delta, .base:
-            var alone = f
-            if alone.kind == .base { alone.kind = .state }
             do {
-                let (h, _) = try ListQuery.readState(alone)
+                let (h, _) = try ListQuery.readState(f)
                 let what = f.kind == .delta ? "delta on the base at \((try? bytes.withUnsafeBytes { p throws(SnapshotError) in try SnapshotDelta.base(ofFile: p) })?.sequence ?? 0), "
                     : f.kind == .base ? "base of deltas, " : ""
                 return (f, "\(what)zone \(h.zone), \(h.entryCount) entries, digest \(hex64(h.digest)), ok", size)
