@@ -296,10 +296,10 @@ public struct ListCompactor: Sendable {
         plan.decisions.removeSubrange(1...)
         while plan.decisions.last!.needsAnotherPass && !plan.decisions.last!.isEmpty && plan.decisions.count < ListRetention.maxPasses {
             var next = RetentionPlanner()
-            let decisions = plan.decisions
+            var walks = plan.decisions.map { $0.walk() }
             _ = try query.replayPages(plan.zone.zone, after: nil, until: plan.readThrough) { page in
                 for e in page {
-                    switch Self.verdict(decisions, e.sequence, e.entry) {
+                    switch Self.verdict(&walks, e.sequence, e.entry) {
                     case .purge: continue
                     case .keep: next.add(e.sequence, e.entry)
                     case .replace(let op):
@@ -315,21 +315,22 @@ public struct ListCompactor: Sendable {
         }
     }
 
-    /// What the passes decided for one entry, one after another: purged if any pass purges it,
-    /// else written over by the last operation a pass gives it.
-    static func verdict(_ decisions: [RetentionDecision], _ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
-        var current = e
-        var changed = false
-        for d in decisions {
-            switch d.verdict(seq, current) {
+    /// What the passes decided for one entry, one after another (each pass's walk asked in
+    /// ascending order): purged if any pass purges it, else written over by the last operation a
+    /// pass gives it.
+    static func verdict(_ walks: inout [RetentionDecision.Walk], _ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
+        var current: JournalEntry? = nil
+        for k in walks.indices {
+            let v = current.map { walks[k].verdict(seq, $0) } ?? walks[k].verdict(seq, e)
+            switch v {
             case .keep: continue
             case .purge: return .purge
             case .replace(let op):
-                current.operation = op
-                changed = true
+                if current == nil { current = e }
+                current!.operation = op
             }
         }
-        return changed ? .replace(current.operation) : .keep
+        return current.map { .replace($0.operation) } ?? .keep
     }
 
     /// Steps 3 to 7 of COMPACTION.md §1 for one group of planned zones, with one atomic rewrite;
@@ -415,14 +416,15 @@ public struct ListCompactor: Sendable {
             var byName: [String: [Int]] = [:]
             for k in plans.indices { byName[plans[k].zone.zone, default: []].append(k) }
             // Entries come in runs of one zone: its plan is looked up once a run.
-            // Each plan's decisions, asked through a closure that holds them: the rewrite asks
-            // about every entry, and a decision copied out of an array for each question (its
-            // arrays retained and released) cost more than the question.
+            // Each plan's decisions, asked through a closure that holds their walks (the rewrite
+            // reads in sequence order): it asks about every entry, and a decision copied out of an
+            // array for each question (its arrays retained and released) cost more than the
+            // question.
             let asks: [(SequenceNumber, JournalEntry) -> EntryVerdict] = plans.map { plan in
-                let decisions = plan.decisions
-                guard decisions.count == 1 else { return { Self.verdict(decisions, $0, $1) } }
-                let decision = decisions[0]
-                return { decision.verdict($0, $1) }
+                var walks = plan.decisions.map { $0.walk() }
+                guard walks.count == 1 else { return { Self.verdict(&walks, $0, $1) } }
+                var walk = walks[0]
+                return { walk.verdict($0, $1) }
             }
             let bounds = plans.map { (from: $0.zone.incarnation, through: $0.readThrough) }
             var lastZone = "", lastPlan: Int? = nil, lastAsk: ((SequenceNumber, JournalEntry) -> EntryVerdict)? = nil
@@ -551,10 +553,10 @@ public struct ListCompactor: Sendable {
     /// A dry run's counts: the zone read again, each entry decided as a rewrite would.
     private func countDry(_ plan: inout Plan, into report: inout ListCompactionReport) throws(QueryError) {
         var purged: [SequenceNumber] = [], rewritten: [SequenceNumber] = []
-        let decisions = plan.decisions
+        var walks = plan.decisions.map { $0.walk() }
         _ = try query.replayPages(plan.zone.zone, after: nil, until: plan.readThrough) { page in
             for e in page {
-                switch Self.verdict(decisions, e.sequence, e.entry) {
+                switch Self.verdict(&walks, e.sequence, e.entry) {
                 case .keep: continue
                 case .purge: purged.append(e.sequence)
                 case .replace: rewritten.append(e.sequence)

@@ -14,7 +14,9 @@ struct PlannerKey {
 /// has and their range of sequences and times. Then `decide` applies the rules for a mark and a
 /// cutoff, and the decision says what becomes of each entry as the entries go by again (the
 /// compactor's rewrite reads them anyway). Memory follows the items, not the entries: a list's
-/// history is read through, never held.
+/// history is read through, never held; only 8 bytes per entry that names an item are kept (its
+/// sequence and item number), so that a `Walk` asking about the entries again in order finds
+/// each one's item without hashing its id a second time.
 public struct RetentionPlanner: Sendable {
     /// An entry that stays whatever it is, with its item (see `ListRetention.pinned`).
     public let pinned: SequenceNumber?
@@ -49,6 +51,13 @@ public struct RetentionPlanner: Sendable {
     var renames: [(seq: UInt64, time: Int64)] = []
     var recolours: [(seq: UInt64, time: Int64)] = []
     public private(set) var entries = 0
+    /// Entries naming an item, in ascending sequence order as added: the sequence (less `recordBase`)
+    /// and the item number. Recording stops at the first entry that cannot be appended in order
+    /// (added out of order, or 2³² past the first): a `Walk` hashes the id of any entry it lacks.
+    var recordBase: UInt64? = nil
+    var recordedSeqs: [UInt32] = []
+    var recordedItems: [Int32] = []
+    private var recording = true
 
     struct PlaceInfo {
         var key: PlannerKey
@@ -124,6 +133,7 @@ public struct RetentionPlanner: Sendable {
 
     /// Counts an entry of item `i`.
     private mutating func note(_ i: Int, _ seq: SequenceNumber, _ time: Int64) {
+        record(seq, i)
         entryCount[i] += 1
         minSeq[i] = min(minSeq[i], seq)
         maxSeq[i] = max(maxSeq[i], seq)
@@ -197,6 +207,21 @@ public struct RetentionPlanner: Sendable {
         }
     }
 
+    /// Keeps the entry's item number for a `Walk` while entries come in ascending order.
+    @inline(__always)
+    private mutating func record(_ seq: SequenceNumber, _ i: Int) {
+        guard recording else { return }
+        let base = recordBase ?? seq
+        recordBase = base
+        let off = seq &- base
+        guard seq >= base, off <= UInt64(UInt32.max), recordedSeqs.last.map({ UInt64($0) < off }) ?? true else {
+            recording = false
+            return
+        }
+        recordedSeqs.append(UInt32(off))
+        recordedItems.append(Int32(i))
+    }
+
     private mutating func otherAnchor(_ i: Int, _ a: Int32) {
         if a >= 0 && Int(a) != i { otherAnchors.append((Int32(i), a)) }
     }
@@ -247,6 +272,11 @@ public struct RetentionDecision: Sendable {
     /// segments they overlap need reading again.
     public internal(set) var ranges: [ClosedRange<SequenceNumber>] = []
 
+    /// The planner's record of the entries it read (`RetentionPlanner.recordedSeqs`).
+    var recordBase: UInt64 = 0
+    var recordedSeqs: [UInt32] = []
+    var recordedItems: [Int32] = []
+
     public var isEmpty: Bool { purgeCount == 0 && rewriteCount == 0 }
 
     @inline(__always)
@@ -264,11 +294,21 @@ public struct RetentionDecision: Sendable {
         case .add(let x, _, _), .place(let x, _), .markOff(let x), .unmark(let x), .delete(let x): item = x
         case .join, .leave, .opaque: return .keep
         }
-        guard seq <= mark, let r = textIDs.existing(item), !index.slots.isEmpty else { return .keep }
+        guard seq <= mark, let i = number(of: item) else { return .keep }
+        return verdict(seq, e, item: i, target: target(seq))
+    }
+
+    /// The item number of `id`, by its hash.
+    private func number(of id: CompactID) -> Int? {
+        guard let r = textIDs.existing(id), !index.slots.isEmpty else { return nil }
         let found = index.find(index.hash(r)) { ids[Int($0)] == r }
-        guard found >= 0 else { return .keep }
-        let i = Int(found)
-        if let t = target(seq), Int(targets[t].owner) == i {
+        return found >= 0 ? Int(found) : nil
+    }
+
+    /// What becomes of the entry at `seq` of item number `i`; `t`, the entry written over there.
+    @inline(__always)
+    private func verdict(_ seq: SequenceNumber, _ e: JournalEntry, item i: Int, target t: Int?) -> EntryVerdict {
+        if let t, Int(targets[t].owner) == i {
             let op = Operation.place(item: textIDs.compact(ids[Int(targets[t].item)]),
                                      after: targets[t].after < 0 ? nil : textIDs.compact(ids[Int(targets[t].after)]))
             return e.operation == op ? .keep : .replace(op)
@@ -283,12 +323,56 @@ public struct RetentionDecision: Sendable {
     }
 
     private func target(_ seq: UInt64) -> Int? {
-        var lo = 0, hi = targetSeqs.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if targetSeqs[mid] < seq { lo = mid + 1 } else { hi = mid }
-        }
+        let lo = targetSeqs.partitionPoint { $0 < seq }
         return lo < targetSeqs.count && targetSeqs[lo] == seq ? lo : nil
+    }
+
+    /// Asks about entries in ascending sequence order (a rewrite's, a dry run's): the same
+    /// answers as `verdict`, each entry's item taken from the planner's record of it, not found
+    /// again by its id's hash (on a large list, the lookup that missed the cache on every entry).
+    public func walk() -> Walk { Walk(self) }
+
+    public struct Walk: Sendable {
+        let decision: RetentionDecision
+        /// Positions in the record and in the targets: nothing before them is asked again.
+        private var next = 0
+        private var nextTarget = 0
+        private var last: UInt64 = 0
+
+        init(_ d: RetentionDecision) { decision = d }
+
+        /// `RetentionDecision.verdict`; asked out of order, it finds its place again by search.
+        public mutating func verdict(_ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
+            let d = decision
+            switch e.operation {
+            case .add, .place, .markOff, .unmark, .delete: break
+            default: return d.verdict(seq, e)
+            }
+            guard seq <= d.mark else { return .keep }
+            if seq < last {
+                next = 0
+                nextTarget = 0
+                let off = seq &- d.recordBase
+                if seq >= d.recordBase && off <= UInt64(UInt32.max) { next = d.recordedSeqs.partitionPoint { UInt64($0) < off } }
+                else if seq >= d.recordBase { next = d.recordedSeqs.count }
+                nextTarget = d.targetSeqs.partitionPoint { $0 < seq }
+            }
+            last = seq
+            var i = -1
+            if seq >= d.recordBase {
+                let off = seq &- d.recordBase
+                while next < d.recordedSeqs.count && UInt64(d.recordedSeqs[next]) < off { next += 1 }
+                if next < d.recordedSeqs.count && UInt64(d.recordedSeqs[next]) == off { i = Int(d.recordedItems[next]) }
+            }
+            if i < 0 {
+                guard let found = d.number(of: e.operation.item!) else { return .keep }
+                i = found
+            }
+            assert(i == d.number(of: e.operation.item!), "the planner's record names another item at \(seq)")
+            while nextTarget < d.targetSeqs.count && d.targetSeqs[nextTarget] < seq { nextTarget += 1 }
+            let t = nextTarget < d.targetSeqs.count && d.targetSeqs[nextTarget] == seq ? nextTarget : nil
+            return d.verdict(seq, e, item: i, target: t)
+        }
     }
 }
 
@@ -485,6 +569,9 @@ extension RetentionPlanner {
         var d = RetentionDecision(cutoff: cutoff, mark: mark, pinned: pinned, index: index, textIDs: textIDs, ids: ids,
                                   verdicts: [RetentionDecision.ItemVerdict](repeating: .stays, count: n),
                                   renameWinner: rename?.seq, recolourWinner: recolour?.seq)
+        d.recordBase = recordBase ?? 0
+        d.recordedSeqs = recordedSeqs
+        d.recordedItems = recordedItems
         var targets: [(seq: UInt64, owner: Int32, item: Int32, after: Int32)] = []
         var changed: [ClosedRange<SequenceNumber>] = []
         /// Item `c` leaves the tree of the next pass (folded), or is anchored only at `a` there

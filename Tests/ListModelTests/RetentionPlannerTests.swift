@@ -49,6 +49,25 @@ import Testing
         }
     }
 
+    /// A walk answers as `verdict` does, whether asked in order (its items from the planner's
+    /// record), out of order, or about entries the planner never recorded (read out of order).
+    @Test func aWalkAnswersAsTheDecisionDoes() async {
+        await propertyCheck(count: 200, input: Gen.int(in: 0...Int.max), Gen.int(in: 1...200), Gen.int(in: 0...2)) { seed, n, k in
+            var entries = R.numbered(randomEntries(seed: UInt64(seed), count: n))
+            if k == 2 { entries.swapAt(0, entries.count - 1) }  // the planner stops recording
+            let d = Self.decide(entries, mark: k == 1 ? SequenceNumber(n / 2) : Self.mark)
+            var inOrder = d.walk()
+            for (s, e) in entries.sorted(by: { $0.0 < $1.0 }) {
+                #expect(inOrder.verdict(s, e) == d.verdict(s, e), "seed \(seed): in order, at \(s)")
+            }
+            var rng = SplitMix64(seed: UInt64(seed))
+            var shuffled = d.walk()
+            for (s, e) in entries.shuffled(using: &rng) {
+                #expect(shuffled.verdict(s, e) == d.verdict(s, e), "seed \(seed): shuffled, at \(s)")
+            }
+        }
+    }
+
     /// An item re-added after another anchor, given a place, no longer anchors by its other add:
     /// that anchor may fold in a second pass, and the decision says so.
     @Test func aPlaceThatDropsAnotherAddsAnchorAsksForAnotherPass() {
