@@ -62,7 +62,7 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
-    func encode<W: ByteSink>(into w: inout W) {
+    @inlinable @usableFromInline func encode<W: ByteSink>(into w: inout W) {
         switch storage {
         case .uuid(let hi, let lo):
             w.u8(1)
@@ -102,7 +102,9 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     /// Writes the id's encoding (FORMAT.md §6): tag, then 16 bytes or a string.
-    public func encoded<W: ByteSink>(into w: inout W) { encode(into: &w) }
+    /// Inlinable, so that an encoder in another module (the history's, the snapshot's) writes
+    /// its 17 bytes without a protocol call per field.
+    @inlinable public func encoded<W: ByteSink>(into w: inout W) { encode(into: &w) }
 
     /// Reads one id encoding, as inside an entry.
     public static func decoded(_ r: inout ByteReader, field: String = "id") throws(CodecError) -> CompactID {

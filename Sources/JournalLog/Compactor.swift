@@ -37,8 +37,9 @@ public struct CompactionReport: Sendable, Equatable {
 public enum CompactionChoice: Sendable {
     case keep
     case purge
-    /// Written over by this entry (same id and zone) at the same sequence.
-    case replace(JournalEntry)
+    /// Written over by this entry (same id and zone) at the same sequence. Boxed: the choice is
+    /// made for every entry a rewrite reads and copied on the way, and most are keep or purge.
+    indirect case replace(JournalEntry)
 }
 
 /// The compactor's file names (Spec/FORMAT.md §9.4). Every rewrite of a run is written and synced
@@ -111,7 +112,7 @@ struct SegmentRewriter {
     /// pinning the entry and its item (COMPACTION.md §2).
     /// `refused`: the caller asked for something it never may (a replacement with another id or
     /// zone); the run stops.
-    enum Verdict { case keep, purge, purgeDeletedZone, keptAboveMark, replace(JournalEntry), createInstead(deletedZone: Bool), refused(JournalError) }
+    enum Verdict { case keep, purge, purgeDeletedZone, keptAboveMark, createInstead(deletedZone: Bool); indirect case replace(JournalEntry), refused(JournalError) }
 
     /// The minor version that defines `place`, the kind replacements are written for: a segment
     /// holding a replaced entry is stamped at least this (FORMAT.md §1, §9.4).
@@ -239,9 +240,17 @@ struct SegmentRewriter {
                                 lastKept = kept.last!.0
                                 return nil
                             }
+                            // Counted a run of one track at a time: a dictionary update per entry cost more.
+                            var counting = (track: -1, entries: 0)
                             try BatchCodec.decode(payload, firstSequence: h.sequence, withEncoding: { s, e, encoding in
                                 let t = trackOf(e.zone, s)
-                                if let t { out.entriesBefore[t, default: 0] += 1 }
+                                if let t {
+                                    if t != counting.track {
+                                        if counting.entries > 0 { out.entriesBefore[counting.track, default: 0] += counting.entries }
+                                        counting = (t, 0)
+                                    }
+                                    counting.entries += 1
+                                }
                                 switch verdict(s, t, e) {
                                 case .purge: out.purged += 1
                                 case .purgeDeletedZone: out.deletedZonePurged += 1
@@ -268,6 +277,7 @@ struct SegmentRewriter {
                                 }
                                 return true
                             })
+                            if counting.entries > 0 { out.entriesBefore[counting.track, default: 0] += counting.entries }
                             if let failure { return failure }
                             if split { replacedHere = true }  // a run is never the whole frame as stored
                             if let failure = flush() { return failure }

@@ -43,6 +43,7 @@ public struct HistoryPieceEncoder: Sendable {
     /// Bytes taken so far.
     public private(set) var taken = 0
     private var authors: [String] = []
+    private var lastAuthor = -1
     private var previousClock: UInt64 = 0
     public private(set) var events = 0
     public let zone: String
@@ -107,12 +108,19 @@ public struct HistoryPieceEncoder: Sendable {
         precondition(!finished, "events after finish")
         pending.u8(kind.rawValue)
         entry.encoded(into: &pending)
-        if let a = authors.lastIndex(where: { sameBytes($0, author) }) {
+        if lastAuthor >= 0 && sameBytes(authors[lastAuthor], author) {
+            pending.varint(UInt64(lastAuthor))
+        } else if let a = authors.lastIndex(where: { sameBytes($0, author) }) {
+            // The copy just given is kept: the entries after it in its batch share its storage,
+            // and `sameBytes` answers for the same storage at once.
+            authors[a] = author
+            lastAuthor = a
             pending.varint(UInt64(a))
         } else {
             pending.varint(UInt64(authors.count))
             pending.string(author)
             authors.append(author)
+            lastAuthor = authors.count - 1
         }
         pending.zigzag(Int64(bitPattern: clock &- previousClock))
         previousClock = clock

@@ -116,6 +116,6 @@ public enum EntryVerdict: Equatable, Sendable {
     case keep
     case purge
     /// Written over by this operation (a `place`), keeping the entry's id, author, clocks and
-    /// sequence (COMPACTION.md §2).
-    case replace(Operation)
+    /// sequence (COMPACTION.md §2). Boxed: a verdict is given for every entry a rewrite reads.
+    indirect case replace(Operation)
 }

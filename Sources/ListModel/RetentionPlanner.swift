@@ -112,6 +112,9 @@ public struct RetentionPlanner: Sendable {
     private mutating func author(_ a: String) -> Int32 {
         if lastAuthor >= 0, sameBytes(authors[Int(lastAuthor)], a) { return lastAuthor }
         if let i = authors.firstIndex(where: { sameBytes($0, a) }) {
+            // The copy just read is kept: the entries after it in its batch share its storage,
+            // and `sameBytes` answers for the same storage at once.
+            authors[i] = a
             lastAuthor = Int32(i)
             return lastAuthor
         }
@@ -490,7 +493,9 @@ extension RetentionPlanner {
         // Sibling runs (MERGE.md §3.2) as the reducer forms them: per anchor and author, in
         // change order, split where consecutive members are more than the run window apart. An
         // orphan (its anchor not in the tree) is placed by its own key, in no run.
-        var members: [(anchor: Int32, item: Int32)] = []
+        // Sorted by what the run order compares (anchor, author, clock) held in the member, so
+        // that only a tie reads the items' keys.
+        var members: [(anchor: Int32, author: Int32, clock: UInt64, item: Int32)] = []
         for i in 0..<n where inTree(i) {
             var anchor: Int32 = -1
             if treeAfter(i) >= 0 {
@@ -498,20 +503,21 @@ extension RetentionPlanner {
                 guard p >= 0 else { continue }
                 anchor = Int32(p)
             }
-            members.append((anchor, Int32(i)))
+            let k = treeKey(i)
+            members.append((anchor, k.author, k.clock, Int32(i)))
         }
         members.sort { x, y in
             if x.anchor != y.anchor { return x.anchor < y.anchor }
-            let a = treeKey(Int(x.item)), b = treeKey(Int(y.item))
-            return a.author != b.author ? a.author < b.author : less(a, b)
+            if x.author != y.author { return x.author < y.author }
+            if x.clock != y.clock { return x.clock < y.clock }
+            return textIDs.less(treeKey(Int(x.item)).entry, treeKey(Int(y.item)).entry)
         }
         var runOf = [Int32](repeating: -1, count: n)
         var runStart: [Int32] = [0]
         for (k, m) in members.enumerated() {
             if k > 0 {
                 let p = members[k - 1]
-                let pk = treeKey(Int(p.item)), mk = treeKey(Int(m.item))
-                if p.anchor != m.anchor || pk.author != mk.author || (mk.clock >> 16) - (pk.clock >> 16) > ListReducer.runWindowMillis {
+                if p.anchor != m.anchor || p.author != m.author || (m.clock >> 16) - (p.clock >> 16) > ListReducer.runWindowMillis {
                     runStart.append(Int32(k))
                 }
             }
