@@ -415,19 +415,13 @@ public struct ListCompactor: Sendable {
             // again; what goes is written to its zone's history piece, in place before the commit.
             var byName: [String: [Int]] = [:]
             for k in plans.indices { byName[plans[k].zone.zone, default: []].append(k) }
-            // Entries come in runs of one zone: its plan is looked up once a run.
-            // Each plan's decisions, asked through a closure that holds their walks (the rewrite
-            // reads in sequence order): it asks about every entry, and a decision copied out of an
-            // array for each question (its arrays retained and released) cost more than the
-            // question.
-            let asks: [(SequenceNumber, JournalEntry) -> EntryVerdict] = plans.map { plan in
-                var walks = plan.decisions.map { $0.walk() }
-                guard walks.count == 1 else { return { Self.verdict(&walks, $0, $1) } }
-                var walk = walks[0]
-                return { walk.verdict($0, $1) }
-            }
+            // Entries come in runs of one zone: its plan is looked up once a run. Each plan's
+            // decisions are asked through their walks (the rewrite reads in sequence order),
+            // mutated in place: the rewrite asks about every entry, and a copy or a closure call
+            // per question (retains, releases, exclusivity checks) cost about what the answer did.
+            var walks = plans.map { $0.decisions.map { $0.walk() } }
             let bounds = plans.map { (from: $0.zone.incarnation, through: $0.readThrough) }
-            var lastZone = "", lastPlan: Int? = nil, lastAsk: ((SequenceNumber, JournalEntry) -> EntryVerdict)? = nil
+            var lastZone = "", lastPlan: Int? = nil
             var tallies = [(purged: Int, rewritten: Int)](repeating: (0, 0), count: plans.count)
             chosen = []
             rewritten = []
@@ -444,10 +438,9 @@ public struct ListCompactor: Sendable {
                     if !sameBytes(e.zone, lastZone) {
                         lastZone = e.zone
                         lastPlan = byName[e.zone]?.first { sameBytes(plans[$0].zone.zone, e.zone) }
-                        lastAsk = lastPlan.map { asks[$0] }
                     }
                     guard let k = lastPlan, seq >= bounds[k].from, seq <= bounds[k].through else { return .keep }
-                    let v = lastAsk!(seq, e)
+                    let v = walks[k].count == 1 ? walks[k][0].verdict(seq, e) : Self.verdict(&walks[k], seq, e)
                     switch v {
                     case .keep: return .keep
                     case .purge:

@@ -588,7 +588,13 @@ public struct ListReducer: Sendable {
     /// snapshot encoding and decoding need only the digest.
     public func stateDigest() -> UInt64 {
         let (order, visible, _) = countedLinearOrder()
-        return ReducerDigest.hash { w in
+        return stateDigest(order: order, visible: visible)
+    }
+
+    /// `stateDigest()` given the list order and its visible count (`countedLinearOrder()`): a
+    /// snapshot's body and digest share one computation of the order.
+    func stateDigest(order: [Int32], visible: Int) -> UInt64 {
+        ReducerDigest.hash { w in
             w.u8(1)
             w.string(name?.value ?? "")
             w.string(colour?.value ?? "")

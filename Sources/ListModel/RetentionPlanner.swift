@@ -493,9 +493,12 @@ extension RetentionPlanner {
         // Sibling runs (MERGE.md §3.2) as the reducer forms them: per anchor and author, in
         // change order, split where consecutive members are more than the run window apart. An
         // orphan (its anchor not in the tree) is placed by its own key, in no run.
-        // Sorted by what the run order compares (anchor, author, clock) held in the member, so
-        // that only a tie reads the items' keys.
-        var members: [(anchor: Int32, author: Int32, clock: UInt64, item: Int32)] = []
+        // Grouped by anchor (a counting sort: most groups hold one or two items), then each group
+        // sorted by what the run order compares (author, clock) held in the member, so that only
+        // a tie reads the items' keys.
+        typealias Member = (anchor: Int32, author: Int32, clock: UInt64, item: Int32)
+        var anchorOf = [Int32](repeating: -2, count: n)  // -2: not a member
+        var groupStart = [Int32](repeating: 0, count: n + 2)
         for i in 0..<n where inTree(i) {
             var anchor: Int32 = -1
             if treeAfter(i) >= 0 {
@@ -503,15 +506,46 @@ extension RetentionPlanner {
                 guard p >= 0 else { continue }
                 anchor = Int32(p)
             }
-            let k = treeKey(i)
-            members.append((anchor, k.author, k.clock, Int32(i)))
+            anchorOf[i] = anchor
+            groupStart[Int(anchor) + 2] += 1
         }
-        members.sort { x, y in
-            if x.anchor != y.anchor { return x.anchor < y.anchor }
+        for g in 0..<(n + 1) { groupStart[g + 1] += groupStart[g] }
+        let memberTotal = Int(groupStart[n + 1])
+        var members = [Member](repeating: (0, 0, 0, 0), count: memberTotal)
+        do {
+            var fill = groupStart
+            for i in 0..<n where anchorOf[i] != -2 {
+                let g = Int(anchorOf[i]) + 1
+                let k = treeKey(i)
+                members[Int(fill[g])] = (anchorOf[i], k.author, k.clock, Int32(i))
+                fill[g] += 1
+            }
+        }
+        anchorOf = []
+        func before(_ x: Member, _ y: Member) -> Bool {
             if x.author != y.author { return x.author < y.author }
             if x.clock != y.clock { return x.clock < y.clock }
             return textIDs.less(treeKey(Int(x.item)).entry, treeKey(Int(y.item)).entry)
         }
+        members.withUnsafeMutableBufferPointer { all in
+            for g in 0...n where groupStart[g + 1] - groupStart[g] > 1 {
+                var group = UnsafeMutableBufferPointer(rebasing: all[Int(groupStart[g])..<Int(groupStart[g + 1])])
+                if group.count > 16 {
+                    group.sort(by: before)
+                    continue
+                }
+                for k in 1..<group.count {  // insertion sort: a handful of siblings
+                    let m = group[k]
+                    var j = k
+                    while j > 0 && before(m, group[j - 1]) {
+                        group[j] = group[j - 1]
+                        j -= 1
+                    }
+                    group[j] = m
+                }
+            }
+        }
+        groupStart = []
         var runOf = [Int32](repeating: -1, count: n)
         var runStart: [Int32] = [0]
         for (k, m) in members.enumerated() {

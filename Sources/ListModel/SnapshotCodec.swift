@@ -84,8 +84,15 @@ public enum SnapshotCodec {
 
     /// The snapshot file's bytes. The body is LZ4-compressed when `compress` and that saves space.
     public static func encode(reducer: ListReducer, incarnation: UInt64, sequence: UInt64, compress: Bool = true) -> [UInt8] {
-        file(body: encodeBody(reducer), minor: minor, flags: 0, zone: reducer.zone, incarnation: incarnation, sequence: sequence,
-             entryCount: UInt64(reducer.entryCount), digest: reducer.stateDigest(), compress: compress)
+        let (body, digest) = bodyAndDigest(reducer)
+        return file(body: body, minor: minor, flags: 0, zone: reducer.zone, incarnation: incarnation, sequence: sequence,
+                    entryCount: UInt64(reducer.entryCount), digest: digest, compress: compress)
+    }
+
+    /// The body (§3) and the state digest, from one computation of the list order.
+    static func bodyAndDigest(_ r: ListReducer) -> (body: [UInt8], digest: UInt64) {
+        let (order, visible, _) = r.countedLinearOrder()
+        return (encodeBody(r, order: order), r.stateDigest(order: order, visible: visible))
     }
 
     /// A file around `body` (SNAPSHOT.md §2): the header, then the body, LZ4-compressed when
@@ -127,7 +134,10 @@ public enum SnapshotCodec {
 
     /// The body (SNAPSHOT.md §3): authors, the entry count, registers, participants and item
     /// records. Tombstones carry only their add key and anchor; no entry id is stored.
-    static func encodeBody(_ r: ListReducer) -> [UInt8] {
+    static func encodeBody(_ r: ListReducer) -> [UInt8] { encodeBody(r, order: r.linearOrder()) }
+
+    /// `encodeBody` given the reducer's list order (`linearOrder()`).
+    static func encodeBody(_ r: ListReducer, order: [Int32]) -> [UInt8] {
         // Only the authors some stored key names, in UTF-8 order.
         var used = [Bool](repeating: false, count: r.authors.count)
         var authorIndex: [ExactString: UInt64] = [:]
@@ -149,7 +159,7 @@ public enum SnapshotCodec {
         // The tree in list order first (tombstones and placements included), so a decoded reducer's
         // records are laid out the way `state()` walks them; then the records known only from
         // dangling operations, by id.
-        let records = r.linearOrder().map { Int($0) }
+        let records = order.map { Int($0) }
             + sortedByID(r.records.indices.filter { r.records[$0].flags != 0 && r.records[$0].flags & ItemFlag.inTree == 0 }, r.records, r.textIDs)
         // A record takes ~120 bytes in a shopping list's body: reserving fewer made a large body
         // grow once near its end, holding the old and the new buffer at once (the compactor's

@@ -45,12 +45,12 @@ public enum SnapshotDelta {
         do { base = try SnapshotCodec.storedBody(file) } catch { return nil }
         guard !base.header.isDelta, base.header.zone == reducer.zone, base.header.incarnation == incarnation,
               base.header.sequence < sequence else { return nil }
-        let body = SnapshotCodec.encodeBody(reducer)
+        let (body, digest) = SnapshotCodec.bodyAndDigest(reducer)
         guard let delta = deltaBody(body, against: base.body, base: Base(sequence: base.header.sequence, bodyCRC: base.header.bodyCRC)),
               delta.count <= body.count / largestFraction else { return nil }
         return SnapshotCodec.file(body: delta, minor: SnapshotCodec.deltaMinor, flags: SnapshotCodec.flagDelta, zone: reducer.zone,
                                   incarnation: incarnation, sequence: sequence, entryCount: UInt64(reducer.entryCount),
-                                  digest: reducer.stateDigest(), compress: compress)
+                                  digest: digest, compress: compress)
     }
 
     /// The delta body (§6.1) taking `baseBody` to `body`; nil when their author tables differ.
