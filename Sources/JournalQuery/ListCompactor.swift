@@ -83,7 +83,9 @@ public struct ListCompactor: Sendable {
     public var isTheSyncService = false
 
     /// Which live zones a run considers (all by default). A sync service compacts only zones it
-    /// can expire every older token of (Spec/SYNC.md §6).
+    /// can expire every older token of (Spec/SYNC.md §6). A compacted zone left without its
+    /// snapshot (a run stopped between its rewrite and its snapshot) gets it back whatever the
+    /// filter says: that purges nothing and raises no mark.
     public var zoneFilter: @Sendable (ZoneInfo) -> Bool = { _ in true }
 
     public init(query: ListQuery, retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
@@ -161,7 +163,8 @@ public struct ListCompactor: Sendable {
         let store = query.store
         var report = ListCompactionReport()
         let cutoff = now - retentionMillis
-        let zones = store.zones().filter { !$0.isDeleted && zoneFilter($0) }
+        let live = store.zones().filter { !$0.isDeleted }
+        let zones = live.filter(zoneFilter)
         // Entries old enough to go that still sit in the active segment would wait for it to fill
         // (a segment can span months of a family's list): seal it first. A dry run assumes it.
         // Only the active segment's entries are read for this.
@@ -196,6 +199,10 @@ public struct ListCompactor: Sendable {
                 newestState[key(f)] = max(newestState[key(f)] ?? 0, f.sequence)
             }
         }
+        func lacksSnapshot(_ z: ZoneInfo) -> Bool {
+            let newest = newestState[SnapshotDirectory.zoneKey(z.name) + "-\(z.incarnation)"]
+            return !dryRun && z.lowWaterMark > 0 && (newest.map { $0 < z.lowWaterMark } ?? true)
+        }
         for listed in zones {
             if held >= maxEntriesPerGroup {
                 try compact(&group, dryRun: dryRun, cutoff: cutoff, into: &report)
@@ -205,8 +212,7 @@ public struct ListCompactor: Sendable {
             let started = ContinuousClock.now
             defer { report.phaseMillis["read", default: 0] += millis(since: started) }
             guard let plan = try plan(listed, sealed: sealed, source: source, now: now, cutoff: cutoff, into: &report) else {
-                let newest = newestState[SnapshotDirectory.zoneKey(listed.name) + "-\(listed.incarnation)"]
-                if !dryRun, listed.lowWaterMark > 0, newest.map({ $0 < listed.lowWaterMark }) ?? true { unsnapshotted.append(listed) }
+                if lacksSnapshot(listed) { unsnapshotted.append(listed) }
                 continue
             }
             held += plan.planner.entries
@@ -214,6 +220,7 @@ public struct ListCompactor: Sendable {
         }
         if !group.isEmpty || report.zones.isEmpty { try compact(&group, dryRun: dryRun, cutoff: cutoff, into: &report) }
         group = []
+        unsnapshotted += live.filter { !zoneFilter($0) && lacksSnapshot($0) }
         // After the groups, when no planner is held any more.
         for listed in unsnapshotted { try writeMissingSnapshot(listed) }
         report.skipped.sort { $0.zone < $1.zone }
