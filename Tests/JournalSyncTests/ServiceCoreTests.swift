@@ -112,16 +112,7 @@ import ListModel
     /// rewrite and its snapshot): its mark equals its last change, so the service's filter leaves
     /// it out of the next run, which still writes the snapshot it lacks.
     @Test func aCompactedListLeftWithoutItsSnapshotGetsItBackAtTheNextRun() async throws {
-        var limits = ServiceLimits()
-        limits.retentionMillis = day
-        let world = try World(limits: limits)
-        let phone = try world.device("alice:phone")
-        let list = try await phone.engine.createList("weekly")
-        let milk = try await phone.add("Milk", list)
-        try await phone.add("Eggs", list, after: milk)
-        try await phone.engine.record(.markOff(item: milk), in: list)
-        await phone.sync()
-        #expect(try world.compact(after: 2 * day).zones.map(\.zone) == [list.storeName])
+        let (world, list) = try await Self.compactedList()
         let info = try #require(world.serverStore.zone(list.storeName))
         #expect(info.lowWaterMark >= info.lastChange)  // what the filter leaves out
         func states() -> [SnapshotFile] {
@@ -137,9 +128,8 @@ import ListModel
         #expect(try world.serviceList(list).items.map(\.text) == ["Eggs"])
     }
 
-    /// Alice's list with Milk bought long ago, compacted by the service, then its history
-    /// files removed from the service's disk.
-    static func compactedListWithoutItsHistory() async throws -> (World, ZoneID) {
+    /// Alice's list with Milk bought long ago, compacted by the service.
+    static func compactedList() async throws -> (World, ZoneID) {
         var limits = ServiceLimits()
         limits.retentionMillis = day
         let world = try World(limits: limits)
@@ -151,6 +141,13 @@ import ListModel
         await phone.sync()
         let report = try world.compact(after: 2 * day)
         #expect(report.zones.map(\.zone) == [list.storeName])
+        return (world, list)
+    }
+
+    /// Alice's list with Milk bought long ago, compacted by the service, then its history
+    /// files removed from the service's disk.
+    static func compactedListWithoutItsHistory() async throws -> (World, ZoneID) {
+        let (world, list) = try await compactedList()
         let info = try #require(world.serverStore.zone(list.storeName))
         let files = SnapshotDirectory.list(store: world.serverStore.path, zone: list.storeName, incarnation: info.incarnation,
                                            kind: .history, fs: world.serverFS)
