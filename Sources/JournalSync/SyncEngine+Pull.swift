@@ -4,11 +4,12 @@ import ListModel
 
 extension SyncEngine {
     /// Database changes of both scopes, then each changed zone's changes (Spec/SYNC.md §7, pull).
-    func pull(_ report: inout SyncReport) async {
+    /// `only`: the lists to fetch (all by default); the databases are read whole either way.
+    func pull(_ report: inout SyncReport, only: Set<String>? = nil) async {
         for scope in DatabaseScope.allCases {
             guard await pullDatabase(scope, &report) else { return }
         }
-        for name in state.zones.keys.sorted() {
+        for name in state.zones.keys.sorted() where only?.contains(name) ?? true {
             guard let z = state.zones[name], !z.pendingDelete,
                   z.needsFetch || z.replacing != nil || !z.toApply.isEmpty || z.refetchWanted else { continue }
             await fetchZone(name, &report)

@@ -397,8 +397,10 @@ public actor SyncEngine {
         try? save()
         guard !saved.isEmpty, !stopped, report.mayContinue else { return }
         // What the service stored comes back now; as it came from the service, it counts as
-        // uploaded (the mark passes it, never a change still waiting).
-        await pull(&report)
+        // uploaded (the mark passes it, never a change still waiting). Only those lists: the
+        // others were pulled a moment ago, and one waiting to be fetched anew would try its
+        // failing push a second time in this sync.
+        await pull(&report, only: Set(saved.keys))
         for (name, ids) in saved {
             guard let p = try? pendingLocal(name) else { continue }
             var through: SequenceNumber? = nil
