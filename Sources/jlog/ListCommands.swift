@@ -194,16 +194,21 @@ struct Snapshot: ParsableCommand {
 func snapshotSummaries(_ store: String) -> [(SnapshotFile, String, Int64)] {
     SnapshotDirectory.list(store: store).map { f in
         let size = (try? FileManager.default.attributesOfItem(atPath: f.path)[.size] as? Int64) ?? 0
-        guard let bytes = try? SnapshotDirectory.read(f.path, limit: SnapshotCodec.maxStoredBytes) else { return (f, "unreadable", size) }
         switch f.kind {
         case .state, .delta, .base:
             do {
                 let (h, _) = try ListQuery.readState(f)
-                let what = f.kind == .delta ? "delta on the base at \((try? bytes.withUnsafeBytes { p throws(SnapshotError) in try SnapshotDelta.base(ofFile: p) })?.sequence ?? 0), "
-                    : f.kind == .base ? "base of deltas, " : ""
+                var what = f.kind == .base ? "base of deltas, " : ""
+                if f.kind == .delta {
+                    // Which base: named in the delta's body, which `readState` decoded against it.
+                    let base = (try? SnapshotDirectory.read(f.path, limit: SnapshotCodec.maxStoredBytes))
+                        .flatMap { b in try? b.withUnsafeBytes { p throws(SnapshotError) in try SnapshotDelta.base(ofFile: p) } }
+                    what = "delta on the base at \(base?.sequence ?? 0), "
+                }
                 return (f, "\(what)zone \(h.zone), \(h.entryCount) entries, digest \(hex64(h.digest)), ok", size)
             } catch { return (f, "damaged: \(error)", size) }
         case .history:
+            guard let bytes = try? SnapshotDirectory.read(f.path, limit: SnapshotCodec.maxStoredBytes) else { return (f, "unreadable", size) }
             do {
                 let (h, log) = try HistoryPieceCodec.decode(bytes)
                 let what = h.major == ActivityLogCodec.major ? "whole history (an older writer's)" : h.complete ? "whole history" : "history piece"
