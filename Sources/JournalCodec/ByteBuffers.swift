@@ -282,7 +282,7 @@ extension UnsafeRawBufferPointer {
 /// copying either: native strings, small or not, are contiguous; anything else takes the
 /// generic path. Two copies of one string (a zone name decoded once for a batch, then passed
 /// along entry by entry) are the same two words, and answer at once.
-@inline(__always)
+@inlinable @inline(__always)
 public func sameBytes(_ a: String, _ b: String) -> Bool {
     if MemoryLayout<String>.size == 16 && unsafeBitCast(a, to: (UInt64, UInt64).self) == unsafeBitCast(b, to: (UInt64, UInt64).self) { return true }
     guard a.utf8.count == b.utf8.count else { return false }
@@ -295,7 +295,7 @@ public func sameBytes(_ a: String, _ b: String) -> Bool {
 
 /// Whether `a` and `b` hold the same bytes: eight at a time (the generic `elementsEqual` goes
 /// byte by byte, and the feed asks this of every entry in a batch).
-@inline(__always)
+@inlinable @inline(__always)
 public func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
     guard a.count == b.count else { return false }
     guard let x = a.baseAddress, let y = b.baseAddress else { return true }

@@ -44,6 +44,8 @@ public struct HistoryPieceEncoder: Sendable {
     public private(set) var taken = 0
     private var authors: [String] = []
     private var lastAuthor = -1
+    /// The latest copy of `zone` an entry carried.
+    private var lastZone = ""
     private var previousClock: UInt64 = 0
     public private(set) var events = 0
     public let zone: String
@@ -82,7 +84,11 @@ public struct HistoryPieceEncoder: Sendable {
     /// (opaque kinds, `place`, another zone).
     @discardableResult
     public mutating func add(_ e: JournalEntry) -> Bool {
-        guard sameBytes(e.zone, zone) else { return false }
+        if !sameBytes(e.zone, lastZone) {
+            guard sameBytes(e.zone, zone) else { return false }
+            // Kept: the entries after it in its batch share its storage, and answer at once.
+            lastZone = e.zone
+        }
         switch e.operation {
         case .add(let item, let text, _): event(.added, e, item: item, addText: text)
         case .markOff(let item): event(.markedOff, e, item: item)
