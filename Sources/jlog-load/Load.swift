@@ -298,7 +298,7 @@ struct Load {
                     var n = 0
                     var due = start + (interval ?? 0) * UInt64(i) / UInt64(devices.count)
                     while monotonic() < deadline {
-                        if let interval {
+                        if interval != nil {
                             let now = monotonic()
                             if due > now { try? await Task.sleep(nanoseconds: due - now) }
                             if due >= deadline { break }
