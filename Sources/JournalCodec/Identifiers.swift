@@ -42,8 +42,7 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
             return String(unsafeUninitializedCapacity: 36) { out in
                 var i = 0
                 for k in 0..<32 {
-                    let v = UInt8(truncatingIfNeeded: (k < 16 ? hi : lo) >> UInt64(60 - 4 * (k % 16))) & 15
-                    out[i] = v < 10 ? 0x30 + v : 0x57 + v
+                    out[i] = EntryJSON.hexDigit(UInt8(truncatingIfNeeded: (k < 16 ? hi : lo) >> UInt64(60 - 4 * (k % 16))) & 15)
                     i += 1
                     if k == 7 || k == 11 || k == 15 || k == 19 {
                         out[i] = 0x2D
