@@ -44,8 +44,8 @@ public struct HistoryPieceEncoder: Sendable {
     public private(set) var taken = 0
     private var authors: [String] = []
     private var lastAuthor = -1
-    /// The latest copy of `zone` an entry carried.
-    private var lastZone = ""
+    /// The latest copy of `zone` an entry carried (`zone` itself until one does).
+    private var lastZone: String
     private var previousClock: UInt64 = 0
     public private(set) var events = 0
     public let zone: String
@@ -53,6 +53,7 @@ public struct HistoryPieceEncoder: Sendable {
 
     public init(_ header: HistoryPieceHeader) {
         zone = header.zone
+        lastZone = header.zone
         var w = ByteWriter(capacity: 64 + header.zone.utf8.count)
         w.append(contentsOf: HistoryPieceCodec.magic)
         w.u8(HistoryPieceCodec.major)

@@ -54,6 +54,19 @@ import Testing
         #expect(chunked == Self.piece(entries))
     }
 
+    @Test func entriesOfAnotherZoneAreNotKeptEvenTheEmptyName() {
+        var e = HistoryPieceEncoder(Self.header)
+        for other in ["", "z-other"] {
+            var x = HistoryTests.entries[0]
+            x.zone = other
+            let kept = e.add(x)
+            #expect(!kept)
+        }
+        #expect(e.events == 0)
+        let kept = e.add(HistoryTests.entries[0])
+        #expect(kept && e.events == 1)
+    }
+
     @Test func anOlderWritersWholeHistoryReadsAsACompletePiece() throws {
         let (h, log) = try HistoryPieceCodec.decode(ActivityLogCodec.encode(HistoryTests.log()))
         #expect(h.complete && h.major == 1 && h.previous == 0)
