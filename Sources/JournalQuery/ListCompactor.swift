@@ -88,6 +88,12 @@ public struct ListCompactor: Sendable {
     /// filter says: that purges nothing and raises no mark.
     public var zoneFilter: @Sendable (ZoneInfo) -> Bool = { _ in true }
 
+    /// Told the name of each zone about to be purged, before its snapshots go and its mark rises
+    /// (COMPACTION.md §1, steps 4–5). A sync service answers no fetch of the zone from then until
+    /// its last raise of the mark (Spec/SYNC.md §6.2 rule 3): a token issued meanwhile would rest
+    /// on a log about to change under it, with a floor that may equal the final mark.
+    public var purgeWillBegin: (@Sendable (String) -> Void)?
+
     public init(query: ListQuery, retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
         self.query = query
         self.retentionMillis = retentionMillis
@@ -368,6 +374,7 @@ public struct ListCompactor: Sendable {
             }
         }
         for plan in plans {
+            purgeWillBegin?(plan.zone.zone)
             // No snapshot may outlive the entries it was made from: until the new one is written,
             // the list is a replay of the log, compacted or not. The newest whole one is kept as
             // the base of the run's delta (`.base`: never read alone, SNAPSHOT.md §6.3).

@@ -57,6 +57,12 @@ public final class ServiceCore: @unchecked Sendable {
     /// Per zone: ids its history holds that its log no longer does (entries compaction purged):
     /// a late retry of one is acknowledged, never stored again (Spec/SYNC.md §6).
     private var purged: [String: Set<CompactID>] = [:]
+    /// Zones a running compaction is purging, from just before it raises their mark until the
+    /// service's last raise (Spec/SYNC.md §6.2 rule 3): fetches of them are refused meanwhile.
+    private var purging: Set<String> = []
+    /// Purges begun since the service started: a read of many pages (a history) that saw this
+    /// change may have seen half of one.
+    private var purgesBegun = 0
     /// Upload calls and entries received, and entries stored new (what the simulation measures).
     public private(set) var counters = Counters()
 
@@ -396,7 +402,10 @@ public final class ServiceCore: @unchecked Sendable {
     }
 
     public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
-        _ = try locked { () throws(SyncError) in try access(caller, zone) }
+        _ = try locked { () throws(SyncError) in
+            try access(caller, zone)
+            try notPurging(zone)
+        }
         do {
             let page: ZoneChanges
             do throws(FeedError) {
@@ -413,21 +422,40 @@ public final class ServiceCore: @unchecked Sendable {
                 case .storage: throw .serviceBusy(retryAfter: .seconds(1))
                 }
             }
+            // A purge that began while the page was read may have raised the mark the page's
+            // token carries as its floor: that token could outlive the purge.
+            try locked { () throws(SyncError) in try notPurging(zone) }
             return ZoneChangesPage(zone: zone, entries: page.entries.map(\.entry), token: ServiceToken(page.token.text), moreComing: page.moreComing)
         }
     }
 
+    /// Refuses a fetch of a zone being purged, for a moment (SYNC.md §6.2 rule 3). Under `lock`.
+    private func notPurging(_ zone: ZoneID) throws(SyncError) {
+        if purging.contains(zone.storeName) { throw .serviceBusy(retryAfter: .seconds(1)) }
+    }
+
     public func fetchZoneHistory(caller: String, zone: ZoneID) throws(SyncError) -> [UInt8] {
-        let (_, info) = try locked { () throws(SyncError) in try access(caller, zone) }
-        do {
-            guard info.lowWaterMark > 0 else { return [] }
-            do throws(QueryError) { return ActivityLogCodec.encode(try ListQuery(store: store, fs: store.fileSystem).history(zone.storeName).log) } catch {
+        let (info, begun) = try locked { () throws(SyncError) in
+            let (_, info) = try access(caller, zone)
+            try notPurging(zone)
+            return (info, purgesBegun)
+        }
+        guard info.lowWaterMark > 0 else { return [] }
+        let log: ActivityLog
+        do throws(QueryError) { log = try ListQuery(store: store, fs: store.fileSystem).history(zone.storeName).log } catch {
+            switch error {
+            case .historyIncomplete(_, let why):
                 // Not transient: a history file is missing or damaged, and only an operator can
                 // repair it (COMPACTION.md §4). Retrying would never end.
-                if case .historyIncomplete(_, let why) = error { throw Self.historyUnavailable(zone.storeName, why) }
-                throw .zoneNotFound
+                throw Self.historyUnavailable(zone.storeName, why)
+            case .feed(.zoneNotFound), .feed(.zoneDeleted): throw .zoneNotFound
+            default: throw .serviceBusy(retryAfter: .seconds(1))  // a compaction overtook the read
             }
         }
+        // The pieces are read before the log: a purge that began meanwhile may have moved what
+        // the log held into a piece this read did not see.
+        try locked { () throws(SyncError) in if purgesBegun != begun { throw .serviceBusy(retryAfter: .seconds(1)) } }
+        return ActivityLogCodec.encode(log)
     }
 
     public func createZone(caller: String, zone: ZoneID) throws(SyncError) {
@@ -526,11 +554,25 @@ public final class ServiceCore: @unchecked Sendable {
     /// and every device adopts the compacted copy.
     @discardableResult
     public func compact(now time: Int64) throws(SyncError) -> ListCompactionReport {
-        // Fetches go on while it runs (they take no part in it); uploads and sharing changes wait.
+        // Uploads and sharing changes wait for it; fetches go on, but for those of a zone being
+        // purged (`purging`), which are refused from just before its mark rises to the last raise.
         try compaction.writing { () throws(SyncError) -> ListCompactionReport in
             var compactor = ListCompactor(store: store, fs: store.fileSystem, retentionMillis: limits.retentionMillis)
             compactor.isTheSyncService = true
             compactor.zoneFilter = { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark }
+            compactor.purgeWillBegin = { [self] zone in
+                lock.lock()
+                purging.insert(zone)
+                purgesBegun += 1
+                lock.unlock()
+            }
+            // Cleared once the marks are raised; after a failed run too (a token issued then rests
+            // on a floor below any later final mark: the next purge needs a newer entry, rule 2).
+            defer {
+                lock.lock()
+                purging.removeAll()
+                lock.unlock()
+            }
             let report: ListCompactionReport
             do { report = try compactor.run(now: time) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
             return try locked { () throws(SyncError) -> ListCompactionReport in

@@ -37,9 +37,7 @@ import ListModel
     /// Three devices edit one list through a compaction and re-fetch: each local change is sent
     /// once, and nothing a device fetched is ever uploaded again.
     @Test func threeDevicesUploadEachChangeOnceAndNothingFetched() async throws {
-        var limits = ServiceLimits()
-        limits.retentionMillis = day
-        let world = try World(limits: limits)
+        let world = try World(retentionMillis: day)
         let scripts = [Script(), Script(), Script()]
         let devices = try [
             world.device("alice:phone", script: scripts[0]),

@@ -130,9 +130,7 @@ import ListModel
 
     /// Alice's list with Milk bought long ago, compacted by the service.
     static func compactedList() async throws -> (World, ZoneID) {
-        var limits = ServiceLimits()
-        limits.retentionMillis = day
-        let world = try World(limits: limits)
+        let world = try World(retentionMillis: day)
         let phone = try world.device("alice:phone")
         let list = try await phone.engine.createList("weekly")
         let milk = try await phone.add("Milk", list)

@@ -120,9 +120,7 @@ import ListModel
     /// A re-fetch (the service compacted) while shopping must not move the list either: it waits
     /// for shopping to end, and what was held stays held and offered until then.
     @Test func aReFetchWhileShoppingStillHoldsRemoteChangesBack() async throws {
-        var limits = ServiceLimits()
-        limits.retentionMillis = day
-        let world = try World(limits: limits)
+        let world = try World(retentionMillis: day)
         let alice = try world.device("alice:phone"), bob = try world.device("bob:phone")
         let list = try await sharedList(alice, with: [bob])
         let milk = try await alice.add("Milk", list)

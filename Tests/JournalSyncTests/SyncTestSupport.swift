@@ -24,6 +24,13 @@ final class World: @unchecked Sendable {
         core = try ServiceCore(store: serverStore, limits: limits, now: { clock.now() })
     }
 
+    /// A service that purges what finished more than `retentionMillis` ago.
+    convenience init(retentionMillis: Int64) throws {
+        var limits = ServiceLimits()
+        limits.retentionMillis = retentionMillis
+        try self.init(limits: limits)
+    }
+
     /// The service restarted (its process died): the store reopened, the core rebuilt.
     func restartService() throws {
         try? serverStore.close()

@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+import JournalCodec
+import JournalLog
+import JournalQuery
+import JournalService
+import ListModel
+@testable import JournalSync
+
+/// A fetch that runs beside the service's compaction (fetches do not wait for it, Spec/SYNC.md
+/// §6.2): what it serves is the log before the purge or after it, never half of each.
+@Suite struct CompactionWindowTests {
+    /// What a fetch made inside the hook got.
+    final class Window: @unchecked Sendable {
+        let lock = NSLock()
+        var token: ServiceToken?
+        var entries: [JournalEntry] = []
+        var refused: (any Error)?
+        var done = false
+    }
+
+    /// Alice's list: Milk added and bought long ago with hundreds of items around it, so its add
+    /// and its mark-off lie in sealed segments, far apart.
+    static func list() async throws -> (World, ZoneID, CompactID) {
+        let world = try World(retentionMillis: day)
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        let milk = try await phone.add("Milk", list)
+        for k in 0..<200 { try await phone.add("Item \(k)", list) }
+        try await phone.engine.record(.markOff(item: milk), in: list)
+        for k in 200..<400 { try await phone.add("Item \(k)", list) }
+        await phone.sync()
+        return (world, list, milk)
+    }
+
+    /// The entries after `token` to the end; nil when the token expired (the device re-fetches).
+    static func drain(_ world: World, _ list: ZoneID, from start: ServiceToken?) throws -> [JournalEntry]? {
+        var token = start
+        var entries: [JournalEntry] = []
+        while true {
+            let page: ZoneChangesPage
+            do { page = try world.core.fetchZoneChanges(caller: "alice", zone: list, since: token, limit: 100) } catch {
+                if case .tokenExpired = error { return nil }
+                throw error
+            }
+            entries += page.entries
+            token = page.token
+            if !page.moreComing { return entries }
+        }
+    }
+
+    /// Runs `fetch` once, while the service's compaction rewrites its log (the first segment it
+    /// writes a rewrite of is opened), and compacts.
+    @discardableResult
+    static func compact(_ world: World, fetchingInside fetch: @escaping @Sendable () -> Void) throws -> ListCompactionReport {
+        let once = Window()
+        world.serverFS.openHook = { path in
+            guard path.hasSuffix(".cleaned") else { return }
+            once.lock.lock(); defer { once.lock.unlock() }
+            guard !once.done else { return }
+            once.done = true
+            fetch()
+        }
+        defer { world.serverFS.openHook = nil }
+        let report = try world.compact(after: 2 * day)
+        #expect(once.done, "the run rewrote no segment")
+        return report
+    }
+
+    @Test func aFetchBegunWhileTheServiceRewritesItsLogNeverKeepsHalfAPurgedLifecycle() async throws {
+        let (world, list, milk) = try await Self.list()
+        let window = Window()
+        let report = try Self.compact(world) {
+            do {
+                let page = try world.core.fetchZoneChanges(caller: "alice", zone: list, since: nil, limit: 1)
+                window.token = page.token
+                window.entries = page.entries
+            } catch { window.refused = error }
+        }
+        #expect(report.zones.map(\.zone) == [list.storeName])
+        guard let token = window.token else {
+            #expect(window.refused as? SyncError == .serviceBusy(retryAfter: .seconds(1)))
+            return
+        }
+        guard let rest = try Self.drain(world, list, from: token) else { return }
+        let entries = window.entries + rest
+        let added = entries.contains { if case .add(milk, _, _) = $0.operation { true } else { false } }
+        let bought = entries.contains { if case .markOff(milk) = $0.operation { true } else { false } }
+        #expect(added == bought, "the fetch kept Milk's add without its mark-off: Milk would stay on this device's list")
+    }
+
+    @Test func aFetchOfAnotherListIsAnsweredWhileOneIsPurged() async throws {
+        let (world, list, _) = try await Self.list()
+        let phone = try world.device("alice:tablet")
+        let other = try await phone.engine.createList("other")
+        try await phone.add("Tea", other)
+        await phone.sync()
+        let window = Window()
+        try Self.compact(world) {
+            do { window.entries = try world.core.fetchZoneChanges(caller: "alice", zone: other, since: nil, limit: 10).entries } catch {
+                window.refused = error
+            }
+        }
+        #expect(window.refused == nil && window.entries.count == 1)
+        _ = list
+    }
+
+    @Test func thePurgedListIsFetchedAgainOnceTheRunEnds() async throws {
+        let (world, list, milk) = try await Self.list()
+        try Self.compact(world) {}
+        let entries = try #require(try Self.drain(world, list, from: nil))
+        // Milk's add and mark-off went (a `place` keeps where it stood, for the items after it).
+        #expect(!entries.contains { e in
+            switch e.operation { case .add(milk, _, _), .markOff(milk): true; default: false }
+        })
+        #expect(entries.count == 401)
+    }
+
+    @Test func aHistoryFetchedWhileTheListIsPurgedIsRefusedForAMoment() async throws {
+        let (world, list, _) = try await Self.list()
+        let window = Window()
+        try Self.compact(world) {
+            do { _ = try world.core.fetchZoneHistory(caller: "alice", zone: list) } catch { window.refused = error }
+        }
+        #expect(window.refused as? SyncError == .serviceBusy(retryAfter: .seconds(1)))
+        let history = try ActivityLogCodec.decode(try world.core.fetchZoneHistory(caller: "alice", zone: list))
+        #expect(history.allEvents().contains { $0.kind == .markedOff })
+    }
+}
