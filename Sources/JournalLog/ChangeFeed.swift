@@ -49,6 +49,12 @@ public struct Refetch: Sendable, Equatable {
     public var zone: String
     public var incarnation: SequenceNumber
     public var snapshotSequence: SequenceNumber?
+
+    public init(zone: String, incarnation: SequenceNumber, snapshotSequence: SequenceNumber?) {
+        self.zone = zone
+        self.incarnation = incarnation
+        self.snapshotSequence = snapshotSequence
+    }
 }
 
 /// The feed's answers other than a page of changes. Each says what the client does next.
@@ -104,6 +110,10 @@ public protocol StoreReading: AnyObject, Sendable {
     func changes(in zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> ZoneChanges
     /// A token at `position` (the horizon when nil) for the zone's newest incarnation.
     func zoneToken(_ zone: String, position: SequenceNumber?) throws(FeedError) -> FeedToken
+    /// Compaction runs committed under this store since it was opened (a reader: the ones its
+    /// refreshes found). A read of many pages that sees it change may hold entries from before a
+    /// rewrite and after it (an add whose purged mark-off it never met), and reads again.
+    var rewrites: UInt64 { get }
 }
 
 extension StoreReading {

@@ -596,6 +596,13 @@ extension JournalStore {
                 try? fetcher.lastSequence(at: location)
             }
         }
+        rewritesCommitted += 1
+    }
+
+    public var rewrites: UInt64 {
+        cond.lock()
+        defer { cond.unlock() }
+        return rewritesCommitted
     }
 
     private func readWhole(_ path: String) throws(JournalError) -> [UInt8] {

@@ -128,6 +128,8 @@ public final class JournalStore: @unchecked Sendable {
     /// Zone incarnations (tracks) whose ids `loadIDsUnlocked` is reading.
     private var loadingIDs: Set<Int> = []
     var swapWaiting = false
+    /// Compaction runs committed since open (`StoreReading.rewrites`). Under `cond`.
+    var rewritesCommitted: UInt64 = 0
     /// While a compaction runs no index checkpoint is written: its offsets may be going stale.
     var compactionRunning = false
     /// The last failure to write the index checkpoint (the store works on; open rebuilds).

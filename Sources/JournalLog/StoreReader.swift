@@ -25,6 +25,7 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
     let changeSignal = ChangeSignal()
     private let lock = NSLock()
     private var state: ReaderState
+    private var rewriteCount: UInt64 = 0
 
     /// Opens the store at `path` for reading. A store with no segment yet reads as empty.
     public static func open(_ path: String, fileSystem: any FileSystem = PosixFileSystem(),
@@ -69,10 +70,19 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
         } else {
             next = try ReaderState.build(set, fs: fileSystem, mode: mode)
         }
+        let rewritten = next.set !== old.set && !next.extends(old)
         lock.lock()
         state = next
+        if rewritten { rewriteCount += 1 }
         lock.unlock()
-        return next.horizon != old.horizon || next.set !== old.set && !next.extends(old)
+        return next.horizon != old.horizon || rewritten
+    }
+
+    /// Refreshes that found the files read before rewritten (a compaction committed meanwhile).
+    public var rewrites: UInt64 {
+        lock.lock()
+        defer { lock.unlock() }
+        return rewriteCount
     }
 
     /// Whether a compaction run is committed but not yet finished by a writer (its `.swap` files

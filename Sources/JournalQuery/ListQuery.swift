@@ -89,6 +89,38 @@ public struct ListQuery: Sendable {
     /// more are coming, the rest are read ahead on another thread (`PageReader`).
     func replayPages(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
                              _ body: ([FeedEntry]) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
+        let rewrites = store.rewrites
+        let read = try replayPagesOnce(zone, after: position, until: until, body)
+        // A compaction that committed meanwhile may have purged half of what was read: an add
+        // read before it, its mark-off after. Said as the feed says a page it overtook.
+        if store.rewrites != rewrites { throw Self.overtaken(zone, store: store) }
+        return read
+    }
+
+    static func overtaken(_ zone: String, store: any StoreReading) -> QueryError {
+        let info = store.zone(zone)
+        return .feed(.tokenExpired(zone: zone, lowWaterMark: info?.lowWaterMark ?? 0,
+                                   refetch: Refetch(zone: zone, incarnation: info?.incarnation ?? 0, snapshotSequence: nil)))
+    }
+
+    /// Reads again what a compaction overtook (`tokenExpired` mid-replay: the mark rose, or the
+    /// log was rewritten, under it). Its snapshot and history pieces were in place before, so the
+    /// next read starts from them; one overtaken `attempts` times in a row is answered as it was.
+    func unbroken<T>(_ read: () throws(QueryError) -> T) throws(QueryError) -> T {
+        var tries = 1
+        while true {
+            do { return try read() } catch {
+                guard case .feed(.tokenExpired) = error, tries < Self.attempts else { throw error }
+                tries += 1
+            }
+        }
+    }
+
+    /// Reads a replay tries (the first and two more).
+    static let attempts = 3
+
+    private func replayPagesOnce(_ zone: String, after position: SequenceNumber?, until: SequenceNumber?,
+                                 _ body: ([FeedEntry]) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
         var token: FeedToken?
         do throws(FeedError) {
             token = try position.map { p throws(FeedError) in try store.zoneToken(zone, position: p) }
@@ -135,7 +167,7 @@ public struct ListQuery: Sendable {
     /// point plus the entries after it. A damaged snapshot is passed over with a warning (an
     /// older one, or a full replay, is used instead).
     public func materialise(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
-        var m = try replayed(zone, at: point)
+        var m = try unbroken { () throws(QueryError) in try replayed(zone, at: point) }
         m.state = m.reducer.state()
         return m
     }
@@ -143,7 +175,7 @@ public struct ListQuery: Sendable {
     /// `materialise` without the visible state (the reducer is what a snapshot needs; building
     /// the state too would cost the compactor time and memory for nothing). `state` is empty.
     public func materialisedReducer(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
-        try replayed(zone, at: point)
+        try unbroken { () throws(QueryError) in try replayed(zone, at: point) }
     }
 
     private func replayed(_ zone: String, at point: HistoryPoint?) throws(QueryError) -> MaterialisedList {
@@ -208,9 +240,15 @@ public struct ListQuery: Sendable {
     /// Every change to the zone with who, what and when: from the newest valid history file
     /// (which survives compaction) plus the entries after it.
     public func history(_ zone: String) throws(QueryError) -> (log: ActivityLog, warnings: [String]) {
-        var (log, through, warnings) = try storedHistory(zone)
-        _ = try replay(zone, after: through) { e in _ = log.record(e.entry) }
-        return (log, warnings)
+        try unbroken { () throws(QueryError) in
+            // The pieces first, then the log after them: a rewrite in between moves events from
+            // the log into a piece not read, and the replay's check sees it.
+            let rewrites = store.rewrites
+            var (log, through, warnings) = try storedHistory(zone)
+            _ = try replay(zone, after: through) { e in _ = log.record(e.entry) }
+            if store.rewrites != rewrites { throw Self.overtaken(zone, store: store) }
+            return (log, warnings)
+        }
     }
 
     /// What the zone's history pieces hold (SNAPSHOT.md §5: the events of entries compaction
@@ -231,9 +269,11 @@ public struct ListQuery: Sendable {
 
     /// Every entry of the zone now, in order, and the position read to.
     public func entries(_ zone: String) throws(QueryError) -> (entries: [(SequenceNumber, JournalEntry)], sequence: SequenceNumber) {
-        var all: [(SequenceNumber, JournalEntry)] = []
-        let (_, last) = try replay(zone, after: nil) { all.append(($0.sequence, $0.entry)) }
-        return (all, last)
+        try unbroken { () throws(QueryError) in
+            var all: [(SequenceNumber, JournalEntry)] = []
+            let (_, last) = try replay(zone, after: nil) { all.append(($0.sequence, $0.entry)) }
+            return (all, last)
+        }
     }
 
     /// Writes a snapshot of the zone at the feed's horizon. (Its history needs none: the log and
