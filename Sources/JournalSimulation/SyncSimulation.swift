@@ -57,6 +57,8 @@ public struct SimulationResult: Sendable {
     public var refetches = 0
     public var membershipChanges = 0
     public var settleRounds = 0
+    /// Lists paged by a reader that began while a compaction rewrote the log (`WindowReader`).
+    public var windowReads = 0
     /// The first differences found, for a failing seed.
     public var problems: [String] = []
     public var seconds = 0.0
@@ -266,7 +268,20 @@ public enum SyncSimulation {
             case 870..<890:
                 clock.advance(by: Int64(rng.next() % (3 * 86_400_000)))
             case 890..<905:
-                let report = try box.core.compact(now: clock.now())
+                // Someone pages a list while the run rewrites the log (WindowReader).
+                let listed = box.core.store.zones().filter { !$0.isDeleted && !$0.name.hasPrefix("_") }
+                let reader = pick(listed).flatMap { ZoneID(storeName: $0.name) }.map { WindowReader(core: box.core, zone: $0) }
+                serverFS.openHook = { path in if path.hasSuffix(".cleaned") { reader?.fetchOnce() } }
+                let report: ListCompactionReport
+                do { report = try box.core.compact(now: clock.now()) } catch {
+                    serverFS.openHook = nil
+                    throw error
+                }
+                serverFS.openHook = nil
+                if let reader, reader.ran {
+                    result.windowReads += 1
+                    if let problem = reader.finish() { result.problems.append(problem) }
+                }
                 result.compactions += 1
                 result.purged += report.storage.entriesPurged + report.storage.entriesReplaced
             case 905..<915:

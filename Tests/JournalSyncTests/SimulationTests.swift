@@ -38,4 +38,16 @@ import JournalSimulation
             if !r.converged { return }
         }
     }
+
+    /// Readers that begin paging a list while a compaction rewrites the service's log
+    /// (`WindowReader`) end with the service's entries, or are told to wait or start over.
+    @Test func readersPagingAcrossACompactionEndWithTheServicesEntries() async {
+        var reads = 0
+        for seed in UInt64(0)..<8 {
+            let r = await Self.run(seed: seed, ops: 600)
+            #expect(r.converged, "seed \(seed): \(r.problems)")
+            reads += r.windowReads
+        }
+        #expect(reads >= 8, "\(reads) readers paged across a rewrite")
+    }
 }

@@ -1,0 +1,66 @@
+import Foundation
+import JournalLog
+import JournalQuery
+import JournalService
+import JournalSync
+
+/// A reader of the service that starts paging one list while a compaction rewrites the log (the
+/// first rewritten segment is opened) and finishes after it. Whatever the run did, it must end
+/// holding exactly the service's entries of the list, or be told to wait (`serviceBusy`) or to
+/// start over (`tokenExpired`): never entries from before a purge mixed with entries after it
+/// (Spec/SYNC.md §6.2 rule 3).
+final class WindowReader: @unchecked Sendable {
+    let core: ServiceCore
+    let zone: ZoneID
+    private let lock = NSLock()
+    private var started = false
+    private var token: ServiceToken?
+    private var ids: [CompactID] = []
+    private(set) var refused = false
+
+    init(core: ServiceCore, zone: ZoneID) {
+        self.core = core
+        self.zone = zone
+    }
+
+    /// The first page (a few entries), once: called from inside the run.
+    func fetchOnce() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !started else { return }
+        started = true
+        do {
+            let page = try core.fetchZoneChanges(caller: zone.owner, zone: zone, since: nil, limit: 3)
+            ids = page.entries.map(\.id)
+            token = page.token
+        } catch {
+            refused = true
+        }
+    }
+
+    /// Whether the run reached a rewrite while this reader watched.
+    var ran: Bool { lock.withLock { started } }
+
+    /// Pages on to the end after the run; the difference from the service's entries, if any.
+    func finish() -> String? {
+        guard ran, var token = lock.withLock({ self.token }) else { return nil }
+        var ids = lock.withLock { self.ids }
+        while true {
+            let page: ZoneChangesPage
+            do { page = try core.fetchZoneChanges(caller: zone.owner, zone: zone, since: token, limit: 50) } catch {
+                refused = true  // told to start over, or the list went: no answer to check
+                return nil
+            }
+            ids += page.entries.map(\.id)
+            token = page.token
+            if !page.moreComing { break }
+        }
+        let held: [CompactID]
+        do { held = try ListQuery(store: core.store, fs: core.store.fileSystem).entries(zone.storeName).entries.map(\.1.id) } catch {
+            return nil
+        }
+        guard ids != held else { return nil }
+        let gone = Set(ids).subtracting(held).count, missing = Set(held).subtracting(ids).count
+        return "a fetch of \(zone.storeName) paged across a compaction and kept \(gone) entries the service purged, lacking \(missing)"
+    }
+}
