@@ -245,14 +245,10 @@ public struct ListCompactor: Sendable {
         // compacted: its entries go with its deletion.
         guard let info = store.zone(listed.name), !info.isDeleted, info.incarnation == listed.incarnation else { return nil }
         var planner = RetentionPlanner()
-        var oldest = Int64.max
         let read: SequenceNumber
         do throws(QueryError) {
             (_, read) = try query.replayPages(info.name, after: nil) { page in
-                for e in page {
-                    planner.add(e.sequence, e.entry)
-                    oldest = min(oldest, RetentionPlanner.time(e.entry))
-                }
+                planner.add(contentsOf: page, sequence: \.sequence, entry: \.entry)
             }
         } catch { if Self.isGone(error) { return nil } else { throw error } }
         // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
@@ -263,7 +259,7 @@ public struct ListCompactor: Sendable {
         let first = planner.decide(cutoff: cutoff, mark: mark)
         guard mark > 0, !first.isEmpty else {
             let why: CompactionSkip
-            if oldest >= cutoff {
+            if planner.oldestTime >= cutoff {
                 why = .nothingOlderThanCutoff
             } else if mark < unheld && !planner.decide(cutoff: cutoff, mark: unheld).isEmpty {
                 // Held back by consumers only if, without them, something would go.

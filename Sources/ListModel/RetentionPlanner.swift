@@ -25,11 +25,9 @@ public struct RetentionPlanner: Sendable {
     var index = ReducerIndex()
     var textIDs = ReducerTextIDs()
     var ids: [RID] = []
-    var flags: [UInt8] = []
-    var entryCount: [UInt32] = []
-    var minSeq: [UInt64] = []
-    var maxSeq: [UInt64] = []
-    var maxTime: [Int64] = []
+    /// What every entry of an item updates, together (32 bytes): an entry naming an old item
+    /// misses the cache once for them, not once per field.
+    var tallies: [ItemTally] = []
     /// The winning (least) add's key, anchor (item number, -1 for none) and sequence.
     var firstKey: [PlannerKey] = []
     var firstAfter: [Int32] = []
@@ -51,6 +49,10 @@ public struct RetentionPlanner: Sendable {
     var renames: [(seq: UInt64, time: Int64)] = []
     var recolours: [(seq: UInt64, time: Int64)] = []
     public private(set) var entries = 0
+    /// The earliest time (`time(_:)`) of any entry read.
+    public private(set) var oldestTime = Int64.max
+    /// The sum of what `add(contentsOf:)` loaded ahead: kept so the loads are not optimised away.
+    private var warmed: UInt64 = 0
     /// Entries naming an item, in ascending sequence order as added: the sequence (less `recordBase`)
     /// and the item number. Recording stops at the first entry that cannot be appended in order
     /// (added out of order, or 2³² past the first): a `Walk` hashes the id of any entry it lacks.
@@ -58,6 +60,14 @@ public struct RetentionPlanner: Sendable {
     var recordedSeqs: [UInt32] = []
     var recordedItems: [Int32] = []
     private var recording = true
+
+    struct ItemTally {
+        var minSeq: UInt64 = .max
+        var maxSeq: UInt64 = 0
+        var maxTime: Int64 = .min
+        var entryCount: UInt32 = 0
+        var flags: UInt8 = 0
+    }
 
     struct PlaceInfo {
         var key: PlannerKey
@@ -89,11 +99,7 @@ public struct RetentionPlanner: Sendable {
         let n = Int32(ids.count)
         index.insert(at: at, h, n)
         ids.append(r)
-        flags.append(0)
-        entryCount.append(0)
-        minSeq.append(.max)
-        maxSeq.append(0)
-        maxTime.append(.min)
+        tallies.append(ItemTally())
         firstKey.append(PlannerKey(clock: 0, entry: .none, author: -1))
         firstAfter.append(-1)
         firstSeq.append(0)
@@ -137,26 +143,27 @@ public struct RetentionPlanner: Sendable {
     /// Counts an entry of item `i`.
     private mutating func note(_ i: Int, _ seq: SequenceNumber, _ time: Int64) {
         record(seq, i)
-        entryCount[i] += 1
-        minSeq[i] = min(minSeq[i], seq)
-        maxSeq[i] = max(maxSeq[i], seq)
-        maxTime[i] = max(maxTime[i], time)
-        if seq == pinned { flags[i] |= Self.pinnedHere }
+        tallies[i].entryCount += 1
+        tallies[i].minSeq = min(tallies[i].minSeq, seq)
+        tallies[i].maxSeq = max(tallies[i].maxSeq, seq)
+        tallies[i].maxTime = max(tallies[i].maxTime, time)
+        if seq == pinned { tallies[i].flags |= Self.pinnedHere }
     }
 
     /// Reads one entry (each entry once; any order).
     public mutating func add(_ seq: SequenceNumber, _ e: JournalEntry) {
         entries += 1
         let time = Self.time(e)
+        oldestTime = min(oldestTime, time)
         switch e.operation {
         case .add(let item, _, let after):
             let i = Int(intern(item))
             let a = after.map { intern($0) } ?? -1
             note(i, seq, time)
             let k = key(e)
-            if flags[i] & Self.hasAdd == 0 || less(k, firstKey[i]) {
-                if flags[i] & Self.hasAdd != 0 { otherAnchor(i, firstAfter[i]) }
-                flags[i] |= Self.hasAdd
+            if tallies[i].flags & Self.hasAdd == 0 || less(k, firstKey[i]) {
+                if tallies[i].flags & Self.hasAdd != 0 { otherAnchor(i, firstAfter[i]) }
+                tallies[i].flags |= Self.hasAdd
                 firstKey[i] = k
                 firstAfter[i] = a
                 firstSeq[i] = seq
@@ -188,15 +195,15 @@ public struct RetentionPlanner: Sendable {
             let i = Int(intern(item))
             note(i, seq, time)
             let k = key(e)
-            if flags[i] & Self.hasMark == 0 || less(markKey[i], k) {
+            if tallies[i].flags & Self.hasMark == 0 || less(markKey[i], k) {
                 markKey[i] = k
-                flags[i] |= Self.hasMark
-                if case .markOff = e.operation { flags[i] |= Self.markedOff } else { flags[i] &= ~Self.markedOff }
+                tallies[i].flags |= Self.hasMark
+                if case .markOff = e.operation { tallies[i].flags |= Self.markedOff } else { tallies[i].flags &= ~Self.markedOff }
             }
         case .delete(let item):
             let i = Int(intern(item))
             note(i, seq, time)
-            flags[i] |= Self.deleted
+            tallies[i].flags |= Self.deleted
         case .rename:
             let k = key(e)
             if rename.map({ less($0.key, k) }) ?? true { rename = (k, seq) }
@@ -207,6 +214,74 @@ public struct RetentionPlanner: Sendable {
             recolours.append((seq, time))
         case .join, .leave, .opaque:
             return
+        }
+    }
+
+    /// `add` for each of `elements` (a change-feed page): its sequence at `sequence`, its entry
+    /// at `entry`. A chunk's item ids are hashed first and their index slots, ids and tallies
+    /// loaded, all independent loads whose cache misses overlap, before the entries are added one
+    /// by one (a large list's items do not fit in the cache: one miss after another was most of
+    /// the time a read took).
+    public mutating func add<Element>(contentsOf elements: [Element], sequence: KeyPath<Element, UInt64>,
+                                      entry: KeyPath<Element, JournalEntry>) {
+        // A computed property has no offset: its entries are added one at a time.
+        guard let so = MemoryLayout<Element>.offset(of: sequence), let eo = MemoryLayout<Element>.offset(of: entry) else {
+            for x in elements { add(x[keyPath: sequence], x[keyPath: entry]) }
+            return
+        }
+        let stride = MemoryLayout<Element>.stride
+        let chunk = 64
+        elements.withUnsafeBufferPointer { buf in
+            guard let base = buf.baseAddress else { return }
+            let raw = UnsafeRawPointer(base)
+            // Each entry's item and, for an add or a place, its anchor.
+            withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 2 * chunk) { hashes in
+                @inline(__always) func hash(_ id: CompactID?) -> UInt64 {
+                    // Text ids are rare: they are not loaded ahead.
+                    guard let (h, l) = id?.uuidHalves else { return 0 }
+                    return index.hash(RID(high: h, low: l, text: false))
+                }
+                var k = 0
+                while k < buf.count {
+                    let m = min(chunk, buf.count - k)
+                    for j in 0..<m {
+                        let e = (raw + (k + j) * stride + eo).assumingMemoryBound(to: JournalEntry.self)
+                        switch e.pointee.operation {
+                        case .add(let item, _, let after), .place(let item, let after):
+                            hashes[2 * j] = hash(item)
+                            hashes[2 * j + 1] = hash(after)
+                        case .markOff(let item), .unmark(let item), .delete(let item):
+                            hashes[2 * j] = hash(item)
+                            hashes[2 * j + 1] = 0
+                        default:
+                            hashes[2 * j] = 0
+                            hashes[2 * j + 1] = 0
+                        }
+                    }
+                    let chunkHashes = UnsafeBufferPointer(rebasing: hashes[0..<(2 * m)])
+                    warmed &+= index.warm(chunkHashes)
+                    warmed &+= warmItems(chunkHashes)
+                    for j in k..<(k + m) {
+                        let p = raw + j * stride
+                        add(p.load(fromByteOffset: so, as: UInt64.self), (p + eo).assumingMemoryBound(to: JournalEntry.self).pointee)
+                    }
+                    k += m
+                }
+            }
+        }
+    }
+
+    /// Loads the id and tally of the item each hash most likely names (their slots in cache).
+    private func warmItems(_ hashes: UnsafeBufferPointer<UInt64>) -> UInt64 {
+        ids.withUnsafeBufferPointer { idp in
+            tallies.withUnsafeBufferPointer { tp in
+                var sum: UInt64 = 0
+                for h in hashes where h != 0 {
+                    let v = index.peek(h)
+                    if v >= 0 && v < idp.count { sum &+= idp[v].low &+ tp[v].maxSeq }
+                }
+                return sum
+            }
         }
     }
 
@@ -385,7 +460,7 @@ extension RetentionPlanner {
     public func decide(cutoff: Int64, mark: SequenceNumber) -> RetentionDecision {
         let n = ids.count
         func placed(_ i: Int) -> Bool { placeSlot[i] >= 0 }
-        func inTree(_ i: Int) -> Bool { flags[i] & Self.hasAdd != 0 || placed(i) }
+        func inTree(_ i: Int) -> Bool { tallies[i].flags & Self.hasAdd != 0 || placed(i) }
         func treeAfter(_ i: Int) -> Int32 { placed(i) ? places[Int(placeSlot[i])].after : firstAfter[i] }
         func treeKey(_ i: Int) -> PlannerKey { placed(i) ? places[Int(placeSlot[i])].key : firstKey[i] }
         func treeSeq(_ i: Int) -> UInt64 { placed(i) ? places[Int(placeSlot[i])].seq : firstSeq[i] }
@@ -394,7 +469,7 @@ extension RetentionPlanner {
             let a = treeAfter(i)
             return a >= 0 && inTree(Int(a)) ? Int(a) : -1
         }
-        func allOld(_ i: Int) -> Bool { maxSeq[i] <= mark && maxTime[i] < cutoff && flags[i] & Self.pinnedHere == 0 }
+        func allOld(_ i: Int) -> Bool { tallies[i].maxSeq <= mark && tallies[i].maxTime < cutoff && tallies[i].flags & Self.pinnedHere == 0 }
         /// Whether every place the item has is old (true with none).
         func placesOld(_ i: Int) -> Bool {
             guard placed(i) else { return true }
@@ -451,8 +526,8 @@ extension RetentionPlanner {
         }
         var leaves = [Bool](repeating: false, count: n)
         for i in 0..<n where rooted[i] == 2 && allOld(i) {
-            let hasAdd = flags[i] & Self.hasAdd != 0
-            leaves[i] = placed(i) && !hasAdd || hasAdd && flags[i] & (Self.deleted | Self.markedOff) != 0
+            let hasAdd = tallies[i].flags & Self.hasAdd != 0
+            leaves[i] = placed(i) && !hasAdd || hasAdd && tallies[i].flags & (Self.deleted | Self.markedOff) != 0
         }
         rooted = []
 
@@ -627,8 +702,8 @@ extension RetentionPlanner {
         for i in 0..<n {
             if goes[i] {
                 d.verdicts[i] = .goes
-                d.purgeCount += Int(entryCount[i])
-                changed.append(minSeq[i]...maxSeq[i])
+                d.purgeCount += Int(tallies[i].entryCount)
+                changed.append(tallies[i].minSeq...tallies[i].maxSeq)
                 continue
             }
             guard inTree(i), !folded(i) else {
@@ -638,8 +713,8 @@ extension RetentionPlanner {
                     let p = treeParent(i)
                     // The top of a chain keeps its key entry for the item under the chain.
                     let top = !(p >= 0 && folded(p))
-                    d.purgeCount += Int(entryCount[i]) - (top ? 1 : 0)
-                    changed.append(minSeq[i]...maxSeq[i])
+                    d.purgeCount += Int(tallies[i].entryCount) - (top ? 1 : 0)
+                    changed.append(tallies[i].minSeq...tallies[i].maxSeq)
                 }
                 continue
             }
@@ -654,14 +729,14 @@ extension RetentionPlanner {
                 // `i` takes the chain's place: its own places go (a placement's every entry).
                 if placement(i) {
                     d.verdicts[i] = .placementUnderFold
-                    d.purgeCount += Int(entryCount[i])
-                    changed.append(minSeq[i]...maxSeq[i])
+                    d.purgeCount += Int(tallies[i].entryCount)
+                    changed.append(tallies[i].minSeq...tallies[i].maxSeq)
                 } else {
                     d.verdicts[i] = .staysUnderFold
                     if placed(i) {
                         let pl = places[Int(placeSlot[i])]
                         d.purgeCount += Int(pl.count)
-                        changed.append(minSeq[i]...pl.maxSeq)
+                        changed.append(tallies[i].minSeq...pl.maxSeq)
                     }
                 }
                 targets.append((treeSeq(top), Int32(top), Int32(i), treeAfter(top)))
@@ -676,14 +751,14 @@ extension RetentionPlanner {
                 }
             } else if placement(i) {
                 d.verdicts[i] = .placement
-                d.purgeCount += Int(entryCount[i]) - 1
+                d.purgeCount += Int(tallies[i].entryCount) - 1
                 targets.append((treeSeq(i), Int32(i), Int32(i), treeAfter(i)))
                 // Its key entry is its place already when it has one (the tree entry is the place).
                 if !placed(i) {
                     d.rewriteCount += 1
                     losesAnchor(i, Int(treeAfter(i)))
                 }
-                if entryCount[i] > 1 || !placed(i) { changed.append(minSeq[i]...maxSeq[i]) }
+                if tallies[i].entryCount > 1 || !placed(i) { changed.append(tallies[i].minSeq...tallies[i].maxSeq) }
             }
         }
         for (list, winner) in [(renames, rename?.seq), (recolours, recolour?.seq)] {

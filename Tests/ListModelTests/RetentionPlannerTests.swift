@@ -68,6 +68,24 @@ import Testing
         }
     }
 
+    /// Entries added a page at a time (their ids loaded ahead) decide as they do one by one.
+    @Test func pagesAddedAtOnceDecideAsTheirEntriesOneByOne() async {
+        struct Numbered { var sequence: SequenceNumber; var entry: JournalEntry }
+        await propertyCheck(count: 100, input: Gen.int(in: 0...Int.max), Gen.int(in: 1...300), Gen.int(in: 1...70)) { seed, n, page in
+            let entries = R.numbered(randomEntries(seed: UInt64(seed), count: n))
+            let mark = SequenceNumber(n / 2)
+            var paged = RetentionPlanner()
+            let all = entries.map { Numbered(sequence: $0.0, entry: $0.1) }
+            for start in stride(from: 0, to: all.count, by: page) {
+                paged.add(contentsOf: Array(all[start..<min(start + page, all.count)]), sequence: \.sequence, entry: \.entry)
+            }
+            let a = paged.decide(cutoff: Self.cutoff, mark: mark), b = Self.decide(entries, mark: mark)
+            #expect(a.purgeCount == b.purgeCount && a.rewriteCount == b.rewriteCount && a.ranges == b.ranges, "seed \(seed)")
+            for (s, e) in entries { #expect(a.verdict(s, e) == b.verdict(s, e), "seed \(seed): at \(s)") }
+            #expect(paged.oldestTime == entries.map { RetentionPlanner.time($0.1) }.min())
+        }
+    }
+
     /// An item re-added after another anchor, given a place, no longer anchors by its other add:
     /// that anchor may fold in a second pass, and the decision says so.
     @Test func aPlaceThatDropsAnotherAddsAnchorAsksForAnotherPass() {
