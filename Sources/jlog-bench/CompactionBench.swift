@@ -124,6 +124,7 @@ extension CompareBench {
         var keptDB: SQLiteDB? = nil, keptDBPath = ""
         // Peak memory and bytes written of each run's whole job, on both sides.
         var jlCost: [StepCost] = [], sqCost: [StepCost] = []
+        var jlAhead: [Double] = []
         for r in 0..<runs {
             log("  compaction run \(r + 1)/\(runs)")
             // A: JournalLog, a fresh store each run.
@@ -152,6 +153,17 @@ extension CompareBench {
                     closeStore(s)
                     removeTree(sp)
                 }
+            }
+
+            // A'': the same job with the query's pages read ahead on a helper thread (what a
+            // caller that opts in gets; the library's default reads on the calling thread).
+            if jlOn {
+                let sp = path("compaction-ahead-\(r).store")
+                let s = buildListStore(sp, history, segmentBytes: segmentBytes)
+                let t = timed { do { _ = try ListCompactor(query: Self.readingAhead(s)).run(now: nowMs) } catch { fail("ListCompactor.run, read ahead", error) } }
+                jlAhead.append(t * 1e3)
+                closeStore(s)
+                removeTree(sp)
             }
 
             // A': JournalLog's storage step alone (the equivalent of SQLite's DELETEs): the same
@@ -229,6 +241,9 @@ extension CompareBench {
                 ("rewritten_bytes_before", .i(Int(st.bytesBefore))), ("rewritten_bytes_after", .i(Int(st.bytesAfter))),
                 ("snapshot_bytes", .i(Int(snapBytes))), ("history_bytes", .i(Int(histBytes))),
                 ("phases_ms", .o((jlReport?.phaseMillis ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, JSON.n($0.value)) })),
+                ("read_ahead", .s("off (the library's default, ListQuery.readAhead); the same job with it on:")),
+                ("read_ahead_median_ms", .n(medianOf(jlAhead))), ("read_ahead_runs", .a(jlAhead.map { JSON.n($0) })),
+                ("read_ahead_ratio", .n(medianOf(sq) / max(medianOf(jlAhead), 1e-9))),
                 ("breakdown_read_zone_ms", .n(readMs)),
                 ("breakdown_purgeable_ms", .n(purgeableMs)),
                 ("breakdown_store_compact_ms", .n(storeCompactMs)),

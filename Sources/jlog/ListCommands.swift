@@ -70,7 +70,7 @@ struct Show: ParsableCommand {
     func run() throws {
         let s = try openReader(store)
         let m: MaterialisedList
-        do { m = try ListQuery(reader: s).materialise(zone, at: at) } catch { throw queryFailure(error, json: json, path: store) }
+        do { m = try ListQuery.reading(s).materialise(zone, at: at) } catch { throw queryFailure(error, json: json, path: store) }
         for w in m.warnings { printError("warning: snapshot \(w)") }
         var state = m.state
         if hideDone {
@@ -128,7 +128,7 @@ struct History: ParsableCommand {
         let s = try openReader(store)
         let log: ActivityLog
         do {
-            let (l, warnings) = try ListQuery(reader: s).history(zone)
+            let (l, warnings) = try ListQuery.reading(s).history(zone)
             for w in warnings { printError("warning: history \(w)") }
             log = l
         } catch { throw queryFailure(error, json: json, path: store) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JournalLog
+import JournalQuery
 
 extension RecoveryMode: ExpressibleByArgument {}
 extension Durability: ExpressibleByArgument {}
@@ -109,3 +110,13 @@ struct TimeArgument: ExpressibleByArgument {
 
 /// The real clock, in milliseconds since the epoch.
 func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+extension ListQuery {
+    /// A query for a command that only reads a list: `jlog` is a process of its own, so its
+    /// replays read pages ahead on a helper thread (`ListQuery.readAhead`).
+    static func reading(_ reader: any StoreReading) -> ListQuery {
+        var q = ListQuery(reader: reader)
+        q.readAhead = true
+        return q
+    }
+}

@@ -188,6 +188,19 @@ import ListModel
         }
     }
 
+    /// Pages read ahead on a helper thread (`readAhead`, off by default) make the same list and
+    /// history as pages read in turn.
+    @Test func aListReadWithItsPagesReadAheadIsTheSameList() throws {
+        let s = try Self.filledStore(500, seed: 6)
+        var q = ListQuery(store: s)
+        q.pageSize = 16
+        let inTurn = try q.materialise(Self.zone)
+        q.readAhead = true
+        let ahead = try q.materialise(Self.zone)
+        #expect(ahead.state == inTurn.state && ahead.replayed == inTurn.replayed && ahead.sequence == inTurn.sequence)
+        #expect(try q.history(Self.zone).log == (try ListQuery(store: s).history(Self.zone).log))
+    }
+
     /// A reader stopped after one page ends its thread and hands out nothing more; stopping twice is harmless.
     @Test func aPageReaderStoppedEarlyHandsOutNothingMore() throws {
         let s = try Self.filledStore(200, seed: 4)

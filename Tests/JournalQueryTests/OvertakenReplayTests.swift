@@ -60,24 +60,28 @@ import ListModel
         return (s, fs, [add, bought])
     }
 
-    static func query(_ s: JournalStore, _ fs: MemoryFileSystem, beside: @escaping @Sendable () throws -> Void) -> ListQuery {
+    static func query(_ s: JournalStore, _ fs: MemoryFileSystem, readAhead: Bool,
+                      beside: @escaping @Sendable () throws -> Void) -> ListQuery {
         var q = ListQuery(reader: OvertakingStore(s, beforePage: 2, beside: beside), fs: fs)
         q.pageSize = 16
+        q.readAhead = readAhead
         return q
     }
 
-    @Test func aRewriteBetweenTwoPagesUnderARaisedMarkIsReadAgain() throws {
+    @Test(arguments: [false, true])
+    func aRewriteBetweenTwoPagesUnderARaisedMarkIsReadAgain(readAhead: Bool) throws {
         let (s, fs, milk) = try Self.store()
         // Tokens the replay is given carry this mark as their floor: the rewrite does not expire them.
         try s.setLowWaterMark(Self.zone, to: s.sealedThrough)
-        let m = try Self.query(s, fs) { _ = try s.compact(purging: milk) }.materialise(Self.zone)
+        let m = try Self.query(s, fs, readAhead: readAhead) { _ = try s.compact(purging: milk) }.materialise(Self.zone)
         #expect(!m.state.items.contains { $0.id == Self.milk })
         #expect(m.state == (try ListQuery(store: s, fs: fs).materialise(Self.zone)).state)
     }
 
-    @Test func aMarkRaisedAndARewriteBetweenTwoPagesAreReadAgain() throws {
+    @Test(arguments: [false, true])
+    func aMarkRaisedAndARewriteBetweenTwoPagesAreReadAgain(readAhead: Bool) throws {
         let (s, fs, milk) = try Self.store()
-        let m = try Self.query(s, fs) {
+        let m = try Self.query(s, fs, readAhead: readAhead) {
             try s.setLowWaterMark(Self.zone, to: s.sealedThrough)
             _ = try s.compact(purging: milk)
         }.materialise(Self.zone)
