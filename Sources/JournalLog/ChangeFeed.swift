@@ -173,7 +173,8 @@ extension JournalStore: StoreReading {
         // A compaction swap is renaming a segment: its frame offsets are about to change.
         while swapWaiting { cond.wait() }
         let plan: ZoneFeed.PagePlan
-        do {
+        do throws(FeedError) {
+            do { try readableLocked() } catch { throw FeedError.storage(error) }
             plan = try ZoneFeed.plan(zone, since: token, limit: limit, frameSlack: frameSlack, catalog, horizon: horizonLocked,
                                      seen: writtenThrough, expiry: expiry, signer: signer) { z, inc in
                 SnapshotDirectory.list(store: path, zone: z, incarnation: inc, kinds: SnapshotFile.Kind.states, fs: fs)

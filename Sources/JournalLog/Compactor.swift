@@ -583,6 +583,7 @@ extension JournalStore {
         if let ioError {
             if swapped {
                 if failure == nil { failure = ioError }
+                swapFailure = ioError
             } else {
                 for s in staged { try? fs.remove(s.segmentPath + CompactionFiles.cleaned) }
             }

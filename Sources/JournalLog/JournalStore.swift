@@ -130,6 +130,17 @@ public final class JournalStore: @unchecked Sendable {
     var swapWaiting = false
     /// Compaction runs committed since open (`StoreReading.rewrites`). Under `cond`.
     var rewritesCommitted: UInt64 = 0
+    /// A compaction's swap that failed part way: some segments may be renamed over while the
+    /// index still holds their old frame offsets, so no frame is read until a reopen finishes the
+    /// swap (FORMAT.md §9.4). Under `cond`.
+    var swapFailure: JournalError?
+
+    /// Refuses a read of frames after a swap failed part way. Under `cond`.
+    func readableLocked() throws(JournalError) {
+        if let swapFailure {
+            throw JournalError.writerFailed("a compaction's swap failed part way (\(swapFailure)): the store's index and its segments disagree until it is reopened, which finishes the swap")
+        }
+    }
     /// While a compaction runs no index checkpoint is written: its offsets may be going stale.
     var compactionRunning = false
     /// The last failure to write the index checkpoint (the store works on; open rebuilds).
@@ -648,6 +659,10 @@ public final class JournalStore: @unchecked Sendable {
         guard catalog.ids[track] == nil, catalog.tracks[track].deletedAt == nil else {
             cond.unlock()
             return
+        }
+        do { try readableLocked() } catch {
+            cond.unlock()
+            throw error
         }
         loadingIDs.insert(track)
         feedReaders += 1

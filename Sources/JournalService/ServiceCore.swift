@@ -60,9 +60,12 @@ public final class ServiceCore: @unchecked Sendable {
     /// Zones a running compaction is purging, from just before it raises their mark until the
     /// service's last raise (Spec/SYNC.md §6.2 rule 3): fetches of them are refused meanwhile.
     private var purging: Set<String> = []
-    /// Purges begun since the service started: a read of many pages (a history) that saw this
-    /// change may have seen half of one.
-    private var purgesBegun = 0
+    /// Per zone, the purges begun since the service started: a read that saw its zone's count
+    /// change may rest on the log before a purge (its window opened and closed during the read).
+    private var purgesBegun: [String: UInt64] = [:]
+    /// For tests: called after a fetch's first purge check and after its read, beside which a
+    /// test runs a compaction.
+    var fetchReadHooks: (afterCheck: @Sendable () -> Void, afterRead: @Sendable () -> Void)?
     /// Upload calls and entries received, and entries stored new (what the simulation measures).
     public private(set) var counters = Counters()
 
@@ -117,9 +120,13 @@ public final class ServiceCore: @unchecked Sendable {
                 }
             } catch { throw JournalError.invalidEntry("the service's compactions zone cannot be read: \(error)") }
         }
-        // A compaction that committed without its mark being raised (a crash between the two)
-        // wrote a history file above the mark first: raise it now, so every older token expires;
-        // and one whose raise was not announced yet is announced now.
+        try raiseMarksOfCommittedPurges()
+    }
+
+    /// A compaction that committed without its mark being raised (a crash or a failure between
+    /// the two) wrote a history file above the mark first: raise it now, so every older token
+    /// expires; and one whose raise was not announced yet is announced now (SYNC.md §6.2 rule 8).
+    private func raiseMarksOfCommittedPurges() throws(JournalError) {
         for z in store.zones() where !z.isDeleted && !ServiceCore.isSystemZone(z.name) {
             let newest = SnapshotDirectory.list(store: store.path, zone: z.name, incarnation: z.incarnation, kind: .history,
                                                 fs: store.fileSystem).first?.sequence ?? 0
@@ -402,10 +409,11 @@ public final class ServiceCore: @unchecked Sendable {
     }
 
     public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
-        _ = try locked { () throws(SyncError) in
-            try access(caller, zone)
-            try notPurging(zone)
+        let begun = try locked { () throws(SyncError) -> UInt64 in
+            _ = try access(caller, zone)
+            return try unpurged(zone)
         }
+        fetchReadHooks?.afterCheck()
         do {
             let page: ZoneChanges
             do throws(FeedError) {
@@ -422,23 +430,27 @@ public final class ServiceCore: @unchecked Sendable {
                 case .storage: throw .serviceBusy(retryAfter: .seconds(1))
                 }
             }
+            fetchReadHooks?.afterRead()
             // A purge that began while the page was read may have raised the mark the page's
-            // token carries as its floor: that token could outlive the purge.
-            try locked { () throws(SyncError) in try notPurging(zone) }
+            // token carries as its floor, and read it from the log before the rewrite: that token
+            // would outlive the purge, even when the whole run ended during the read.
+            _ = try locked { () throws(SyncError) in try unpurged(zone, since: begun) }
             return ZoneChangesPage(zone: zone, entries: page.entries.map(\.entry), token: ServiceToken(page.token.text), moreComing: page.moreComing)
         }
     }
 
-    /// Refuses a fetch of a zone being purged, for a moment (SYNC.md §6.2 rule 3). Under `lock`.
-    private func notPurging(_ zone: ZoneID) throws(SyncError) {
-        if purging.contains(zone.storeName) { throw .serviceBusy(retryAfter: .seconds(1)) }
+    /// Refuses, for a moment, a fetch of a zone being purged, or one that a purge began since
+    /// `begun` (SYNC.md §6.2 rule 3); returns the zone's count of purges begun. Under `lock`.
+    private func unpurged(_ zone: ZoneID, since begun: UInt64? = nil) throws(SyncError) -> UInt64 {
+        let count = purgesBegun[zone.storeName] ?? 0
+        if purging.contains(zone.storeName) || begun.map({ $0 != count }) == true { throw .serviceBusy(retryAfter: .seconds(1)) }
+        return count
     }
 
     public func fetchZoneHistory(caller: String, zone: ZoneID) throws(SyncError) -> [UInt8] {
         let (info, begun) = try locked { () throws(SyncError) in
             let (_, info) = try access(caller, zone)
-            try notPurging(zone)
-            return (info, purgesBegun)
+            return (info, try unpurged(zone))
         }
         guard info.lowWaterMark > 0 else { return [] }
         let log: ActivityLog
@@ -449,12 +461,16 @@ public final class ServiceCore: @unchecked Sendable {
                 // repair it (COMPACTION.md §4). Retrying would never end.
                 throw Self.historyUnavailable(zone.storeName, why)
             case .feed(.zoneNotFound), .feed(.zoneDeleted): throw .zoneNotFound
+            case .storage(let e), .feed(.storage(let e)):
+                // A failed read may pass; damage in the log is the operator's, as above.
+                if case .io = e { throw .serviceBusy(retryAfter: .seconds(1)) }
+                throw Self.historyUnavailable(zone.storeName, e.description)
             default: throw .serviceBusy(retryAfter: .seconds(1))  // a compaction overtook the read
             }
         }
         // The pieces are read before the log: a purge that began meanwhile may have moved what
         // the log held into a piece this read did not see.
-        try locked { () throws(SyncError) in if purgesBegun != begun { throw .serviceBusy(retryAfter: .seconds(1)) } }
+        _ = try locked { () throws(SyncError) in try unpurged(zone, since: begun) }
         return ActivityLogCodec.encode(log)
     }
 
@@ -563,18 +579,23 @@ public final class ServiceCore: @unchecked Sendable {
             compactor.purgeWillBegin = { [self] zone in
                 lock.lock()
                 purging.insert(zone)
-                purgesBegun += 1
+                purgesBegun[zone, default: 0] += 1
                 lock.unlock()
             }
-            // Cleared once the marks are raised; after a failed run too (a token issued then rests
-            // on a floor below any later final mark: the next purge needs a newer entry, rule 2).
-            defer {
-                lock.lock()
-                purging.removeAll()
-                lock.unlock()
-            }
+            // `purging` is cleared once every mark is raised. A run that failed may have committed
+            // a rewrite first: its marks are raised as a restart would (rule 8) before fetches
+            // of its zones are answered again; if even that fails, they stay refused until a run
+            // or a restart succeeds.
             let report: ListCompactionReport
-            do { report = try compactor.run(now: time) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
+            do { report = try compactor.run(now: time) } catch {
+                lock.lock()
+                defer { lock.unlock() }
+                do {
+                    try raiseMarksOfCommittedPurges()
+                    purging.removeAll()
+                } catch {}
+                throw .serviceBusy(retryAfter: .seconds(60))
+            }
             return try locked { () throws(SyncError) -> ListCompactionReport in
                 for z in report.zones {
                     purged[z.zone] = nil
@@ -585,6 +606,7 @@ public final class ServiceCore: @unchecked Sendable {
                         if mark > (announced[z.zone]?.mark ?? 0) { try announceCompaction(z.zone, mark: mark) }
                     } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
                 }
+                purging.removeAll()
                 return report
             }
         }

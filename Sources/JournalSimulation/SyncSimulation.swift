@@ -57,7 +57,8 @@ public struct SimulationResult: Sendable {
     public var refetches = 0
     public var membershipChanges = 0
     public var settleRounds = 0
-    /// Lists paged by a reader that began while a compaction rewrote the log (`WindowReader`).
+    /// Lists paged by a reader that began while a compaction rewrote the log and was served to
+    /// the end, so its entries were compared with the service's (`WindowReader`).
     public var windowReads = 0
     /// The first differences found, for a failing seed.
     public var problems: [String] = []
@@ -278,9 +279,12 @@ public enum SyncSimulation {
                     throw error
                 }
                 serverFS.openHook = nil
-                if let reader, reader.ran {
+                switch reader?.finish() {
+                case .same: result.windowReads += 1
+                case .differs(let problem):
                     result.windowReads += 1
-                    if let problem = reader.finish() { result.problems.append(problem) }
+                    result.problems.append(problem)
+                case .refused, nil: break
                 }
                 result.compactions += 1
                 result.purged += report.storage.entriesPurged + report.storage.entriesReplaced

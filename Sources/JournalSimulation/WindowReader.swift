@@ -16,7 +16,6 @@ final class WindowReader: @unchecked Sendable {
     private var started = false
     private var token: ServiceToken?
     private var ids: [CompactID] = []
-    private(set) var refused = false
 
     init(core: ServiceCore, zone: ZoneID) {
         self.core = core
@@ -34,22 +33,31 @@ final class WindowReader: @unchecked Sendable {
             ids = page.entries.map(\.id)
             token = page.token
         } catch {
-            refused = true
+            token = nil  // refused: nothing to compare
         }
     }
 
     /// Whether the run reached a rewrite while this reader watched.
     var ran: Bool { lock.withLock { started } }
 
-    /// Pages on to the end after the run; the difference from the service's entries, if any.
-    func finish() -> String? {
-        guard ran, var token = lock.withLock({ self.token }) else { return nil }
+    /// What paging on after the run found.
+    enum Outcome: Equatable {
+        /// Not started, or a fetch was refused (`serviceBusy`, `tokenExpired`, the list gone).
+        case refused
+        /// It ended with exactly the service's entries.
+        case same
+        /// It did not: what differs.
+        case differs(String)
+    }
+
+    /// Pages on to the end after the run, and compares what it holds with the service's entries.
+    func finish() -> Outcome {
+        guard ran, var token = lock.withLock({ self.token }) else { return .refused }
         var ids = lock.withLock { self.ids }
         while true {
             let page: ZoneChangesPage
             do { page = try core.fetchZoneChanges(caller: zone.owner, zone: zone, since: token, limit: 50) } catch {
-                refused = true  // told to start over, or the list went: no answer to check
-                return nil
+                return .refused  // told to start over, or the list went: no answer to check
             }
             ids += page.entries.map(\.id)
             token = page.token
@@ -57,10 +65,10 @@ final class WindowReader: @unchecked Sendable {
         }
         let held: [CompactID]
         do { held = try ListQuery(store: core.store, fs: core.store.fileSystem).entries(zone.storeName).entries.map(\.1.id) } catch {
-            return nil
+            return .refused
         }
-        guard ids != held else { return nil }
+        guard ids != held else { return .same }
         let gone = Set(ids).subtracting(held).count, missing = Set(held).subtracting(ids).count
-        return "a fetch of \(zone.storeName) paged across a compaction and kept \(gone) entries the service purged, lacking \(missing)"
+        return .differs("a fetch of \(zone.storeName) paged across a compaction and kept \(gone) entries the service purged, lacking \(missing)")
     }
 }

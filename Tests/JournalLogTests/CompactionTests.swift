@@ -212,6 +212,43 @@ import Testing
         #expect(failures.all.isEmpty, "\(failures.all.prefix(3))")
     }
 
+    /// A run whose swap fails at any I/O call leaves the writer reading its log whole (before
+    /// or after the run) or refusing to read with a clear error, never frames at offsets the swap
+    /// moved; reopened, the store reads the log before or after the run.
+    @Test func aSwapThatFailsPartWayReadsNothingUntilTheStoreIsReopened() throws {
+        var refusedReads = 0
+        for call in 1... {
+            let fs = MemoryFileSystem()
+            let (store, options, all) = try Self.filledStore(fs, count: 90)
+            let sealed = store.sealedThrough
+            try store.setLowWaterMark("List-a", to: sealed)
+            let purge = all.filter { $0.value.zone == "List-a" && $0.key <= sealed }.map(\.key)
+            let before = all.filter { $0.value.zone == "List-a" }.keys.sorted()
+            let after = before.filter { !purge.contains($0) }
+            fs.setFaults(MemoryFileSystem.FaultPlan(failOnCall: call))
+            let failed: Bool
+            do { _ = try store.compact(purging: purge); failed = false } catch { failed = true }
+            fs.setFaults(MemoryFileSystem.FaultPlan())
+            guard failed else { break }
+            do {
+                let read = try Z.drain(store, "List-a", limit: 7).0.map(\.sequence)
+                #expect(read == before || read == after, "call \(call): \(read.count) entries read")
+            } catch {
+                guard case .storage(.writerFailed) = error as? FeedError else {
+                    Issue.record("call \(call): \(error)")
+                    continue
+                }
+                refusedReads += 1
+            }
+            try? store.close()
+            let reopened = try JournalStore.open("/d/s.wal", options: options)
+            let read = try Z.drain(reopened, "List-a", limit: 7).0.map(\.sequence)
+            #expect(read == before || read == after, "call \(call), reopened: \(read.count) entries read")
+            try reopened.close()
+        }
+        #expect(refusedReads > 0, "no fault point fell in the swap")
+    }
+
     @Test func openRollsARunForwardOnceAnySwapExists() throws {
         let fs = MemoryFileSystem()
         try fs.createDirectory("/s")

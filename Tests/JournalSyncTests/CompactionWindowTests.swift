@@ -3,7 +3,7 @@ import Testing
 import JournalCodec
 import JournalLog
 import JournalQuery
-import JournalService
+@testable import JournalService
 import ListModel
 @testable import JournalSync
 
@@ -125,5 +125,67 @@ import ListModel
         #expect(window.refused as? SyncError == .serviceBusy(retryAfter: .seconds(1)))
         let history = try ActivityLogCodec.decode(try world.core.fetchZoneHistory(caller: "alice", zone: list))
         #expect(history.allEvents().contains { $0.kind == .markedOff })
+    }
+
+    /// A fetch whose read spans the whole of a purge's window (the run raised the mark after the
+    /// fetch's first check, and ended before its second) is refused too: its page was read from
+    /// the log before the rewrite with the final mark as its token's floor.
+    @Test func aFetchWhoseReadSpansAWholePurgeIsRefused() async throws {
+        let (world, list, _) = try await Self.list()
+        let checked = DispatchSemaphore(value: 0), markRaised = DispatchSemaphore(value: 0)
+        let read = DispatchSemaphore(value: 0), runEnded = DispatchSemaphore(value: 0)
+        world.core.fetchReadHooks = (afterCheck: { checked.signal(); markRaised.wait() }, afterRead: { read.signal(); runEnded.wait() })
+        defer { world.core.fetchReadHooks = nil }
+        let outcome = Window()
+        let fetch = Thread {
+            do { outcome.token = try world.core.fetchZoneChanges(caller: "alice", zone: list, since: nil, limit: 1).token } catch {
+                outcome.refused = error
+            }
+            outcome.lock.withLock { outcome.done = true }
+        }
+        fetch.start()
+        checked.wait()
+        let once = Window()
+        world.serverFS.openHook = { path in
+            guard path.hasSuffix(".cleaned"), once.lock.withLock({ !once.done }) else { return }
+            once.lock.withLock { once.done = true }
+            markRaised.signal()  // the fetch plans its page under the raised mark, and reads it
+            read.wait()  // from the log before the rewrite
+        }
+        defer { world.serverFS.openHook = nil }
+        try world.compact(after: 2 * day)
+        runEnded.signal()
+        while !outcome.lock.withLock({ outcome.done }) { usleep(1_000) }
+        #expect(outcome.token == nil)
+        #expect(outcome.refused as? SyncError == .serviceBusy(retryAfter: .seconds(1)))
+    }
+
+    /// A run that fails at any I/O call, its rewrite committed or not, leaves no fetch answered
+    /// from a log purged below an unraised mark: the service raises the marks of committed purges
+    /// before it answers fetches of their zones again, or keeps refusing them (SYNC.md §6.2 rule 8).
+    @Test func aFailedRunRaisesTheMarksOfWhatItCommittedBeforeFetchesResume() async throws {
+        var committedThenFailed = 0
+        for call in 1... {
+            let (world, list, _) = try await Self.list()
+            world.serverFS.setFaults(MemoryFileSystem.FaultPlan(failOnCall: call))
+            let failed: Bool
+            do { try world.compact(after: 2 * day); failed = false } catch { failed = true }
+            world.serverFS.setFaults(MemoryFileSystem.FaultPlan())
+            guard failed else { break }  // past the run's last I/O call
+            let info = try #require(world.serverStore.zone(list.storeName))
+            let newest = SnapshotDirectory.list(store: world.serverStore.path, zone: list.storeName, incarnation: info.incarnation,
+                                                kind: .history, fs: world.serverFS).first?.sequence ?? 0
+            // nil: the store refuses reads (a swap failed part way; a reopen finishes it).
+            let entries = try? world.serviceEntryIDs(list)
+            do {
+                _ = try world.core.fetchZoneChanges(caller: "alice", zone: list, since: nil, limit: 10)
+                #expect(entries != nil, "call \(call): a fetch was answered from a store that refuses reads")
+                #expect(newest <= info.lowWaterMark || newest > info.lastChange, "call \(call): a purge's mark was left unraised")
+                if let entries, entries.count < 402 { committedThenFailed += 1 }
+            } catch {
+                #expect(error == .serviceBusy(retryAfter: .seconds(1)), "call \(call): \(error)")
+            }
+        }
+        #expect(committedThenFailed > 0, "no fault point came after the rewrite's commit")
     }
 }

@@ -48,6 +48,6 @@ import JournalSimulation
             #expect(r.converged, "seed \(seed): \(r.problems)")
             reads += r.windowReads
         }
-        #expect(reads >= 8, "\(reads) readers paged across a rewrite")
+        #expect(reads >= 8, "\(reads) readers paged across a rewrite and compared")
     }
 }
