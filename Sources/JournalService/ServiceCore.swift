@@ -590,6 +590,8 @@ public final class ServiceCore: @unchecked Sendable {
             do { report = try compactor.run(now: time) } catch {
                 lock.lock()
                 defer { lock.unlock() }
+                // Which zones it purged is not known: every cache of purged ids is read again.
+                purged.removeAll()
                 do {
                     try raiseMarksOfCommittedPurges()
                     purging.removeAll()
