@@ -37,9 +37,6 @@ final class WindowReader: @unchecked Sendable {
         }
     }
 
-    /// Whether the run reached a rewrite while this reader watched.
-    var ran: Bool { lock.withLock { started } }
-
     /// What paging on after the run found.
     enum Outcome: Equatable {
         /// Not started, or a fetch was refused (`serviceBusy`, `tokenExpired`, the list gone).
@@ -52,7 +49,8 @@ final class WindowReader: @unchecked Sendable {
 
     /// Pages on to the end after the run, and compares what it holds with the service's entries.
     func finish() -> Outcome {
-        guard ran, var token = lock.withLock({ self.token }) else { return .refused }
+        // No token: the run never reached a rewrite, or the first fetch was refused.
+        guard var token = lock.withLock({ self.token }) else { return .refused }
         var ids = lock.withLock { self.ids }
         while true {
             let page: ZoneChangesPage

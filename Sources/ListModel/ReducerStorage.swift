@@ -132,24 +132,6 @@ struct ReducerIndex: Sendable {
         }
     }
 
-    /// The value in the first slot from `h`'s home whose tag matches, unconfirmed, or -1: what a
-    /// probe for it will most likely find, so its record can be loaded ahead.
-    @inline(__always)
-    func peek(_ h: UInt64) -> Int {
-        slots.withUnsafeBufferPointer { s in
-            guard !s.isEmpty else { return -1 }
-            let mask = s.count - 1
-            let tag = h >> 32
-            var i = Int(tag) & mask
-            while true {
-                let v = s[i]
-                if v == 0 { return -1 }
-                if v >> 32 == tag { return Int(Int32(truncatingIfNeeded: v) - 1) }
-                i = (i + 1) & mask
-            }
-        }
-    }
-
     /// Fills the empty slot `find` returned (after `prepareInsert`).
     @inline(__always)
     mutating func insert(at notFound: Int, _ h: UInt64, _ value: Int32) {

@@ -271,13 +271,15 @@ public struct RetentionPlanner: Sendable {
         }
     }
 
-    /// Loads the id and tally of the item each hash most likely names (their slots in cache).
+    /// Loads the id and tally of the item each hash most likely names (their slots in cache):
+    /// the first slot whose tag matches, unconfirmed.
     private func warmItems(_ hashes: UnsafeBufferPointer<UInt64>) -> UInt64 {
-        ids.withUnsafeBufferPointer { idp in
+        guard !index.slots.isEmpty else { return 0 }
+        return ids.withUnsafeBufferPointer { idp in
             tallies.withUnsafeBufferPointer { tp in
                 var sum: UInt64 = 0
                 for h in hashes where h != 0 {
-                    let v = index.peek(h)
+                    let v = index.find(h) { _ in true }
                     if v >= 0 && v < idp.count { sum &+= idp[v].low &+ tp[v].maxSeq }
                 }
                 return sum
