@@ -2,6 +2,6 @@ import JournalLog
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafeRawPointer?, _ size: Int) -> CInt {
-    FuzzChecks.zoneIndex(UnsafeRawBufferPointer(start: data, count: size))
+    FuzzChecks.zoneIndexAndJournal(UnsafeRawBufferPointer(start: data, count: size))
     return 0
 }

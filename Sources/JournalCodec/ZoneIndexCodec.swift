@@ -133,30 +133,9 @@ public enum ZoneIndexCodec {
         }
         w.varint(UInt64(c.zones.count))
         for z in c.zones {
-            w.string(z.name)
-            w.varint(z.incarnation)
-            w.u8((z.deletedAt != nil ? 1 : 0) | (z.isImplicit ? 2 : 0))
-            if let d = z.deletedAt {
-                w.varint(d)
-                w.u8(z.deletionReason.rawValue)
-            }
-            w.varint(z.lowWaterMark)
-            w.varint(UInt64(z.entryCount))
-            w.varint(z.lastSequence)
+            encodeHead(z, to: &w)
             w.varint(UInt64(z.frameSequences.count))
-            var seq: UInt64 = 0
-            var ordinal: UInt64 = 0
-            var offset: UInt64 = 0
-            precondition(z.frameSequences.count == z.frameLocations.count)
-            for (i, (s, loc)) in zip(z.frameSequences, z.frameLocations).enumerated() {
-                w.varint(s - seq)
-                let o = loc >> 32, off = loc & 0xFFFF_FFFF
-                w.varint(o - ordinal)
-                w.varint(o == ordinal && i > 0 ? off - offset : off)
-                seq = s
-                ordinal = o
-                offset = off
-            }
+            encodeFrames(z, from: 0, to: &w)
         }
         w.u32(CRC32C.extend(0, w.bytes))
         return w.bytes
@@ -194,43 +173,8 @@ public enum ZoneIndexCodec {
             var zones: [ZoneTrack] = []
             zones.reserveCapacity(zoneCount)
             for _ in 0..<zoneCount {
-                let name = try r.string("zone", limit: Limits.maxZoneBytes)
-                let incarnation = try r.sequence("incarnation")
-                let flagsAt = r.offset
-                let flags = try r.u8()
-                guard flags & ~3 == 0 else { throw CodecError(.invalidValue(field: "zone flags"), at: flagsAt) }
-                var z = ZoneTrack(name: name, incarnation: incarnation, isImplicit: flags & 2 != 0)
-                if flags & 1 != 0 {
-                    z.deletedAt = try r.sequence("deletedAt")
-                    let at = r.offset
-                    guard let reason = ZoneDeletionReason(rawValue: try r.u8()) else { throw CodecError(.invalidValue(field: "reason"), at: at) }
-                    z.deletionReason = reason
-                }
-                z.lowWaterMark = try r.sequence("lowWaterMark")
-                let countAt = r.offset
-                let entries = try r.varint()
-                guard entries < 1 << 62 else { throw CodecError(.invalidValue(field: "entryCount"), at: countAt) }
-                z.entryCount = Int(entries)
-                z.lastSequence = try r.sequence("lastSequence")
-                let frames = try r.count("frames")
-                z.frameSequences.reserveCapacity(frames)
-                z.frameLocations.reserveCapacity(frames)
-                var seq: UInt64 = 0, ordinal: UInt64 = 0, offset: UInt64 = 0
-                for i in 0..<frames {
-                    let at = r.offset
-                    let ds = try r.varint(), dord = try r.varint(), doff = try r.varint()
-                    let continuing = i > 0 && dord == 0
-                    guard (i == 0 || ds >= 1), ds < 1 << 62, seq + ds < 1 << 62,
-                          dord < UInt64(segmentCount), ordinal + dord < UInt64(segmentCount),
-                          doff < 1 << 32, (continuing ? offset + doff : doff) < 1 << 32, !continuing || doff >= 1 else {
-                        throw CodecError(.invalidValue(field: "frame location"), at: at)
-                    }
-                    seq += ds
-                    ordinal += dord
-                    offset = continuing ? offset + doff : doff
-                    z.frameSequences.append(seq)
-                    z.frameLocations.append(ordinal << 32 | offset)
-                }
+                var z = try decodeHead(&r)
+                try decodeFrames(&r, into: &z, segmentCount: segmentCount)
                 zones.append(z)
             }
             guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
@@ -239,6 +183,99 @@ public enum ZoneIndexCodec {
         } catch {
             throw .malformed(error)
         }
+    }
+
+    /// A zone entry up to its frames (§4): name, incarnation, flags, deletion, mark, counts.
+    static func encodeHead(_ z: ZoneTrack, to w: inout ByteWriter) {
+        w.string(z.name)
+        w.varint(z.incarnation)
+        w.u8((z.deletedAt != nil ? 1 : 0) | (z.isImplicit ? 2 : 0))
+        if let d = z.deletedAt {
+            w.varint(d)
+            w.u8(z.deletionReason.rawValue)
+        }
+        w.varint(z.lowWaterMark)
+        w.varint(UInt64(z.entryCount))
+        w.varint(z.lastSequence)
+    }
+
+    /// The zone's frames from index `start` on (§4's encoding, the first of them absolute); the
+    /// caller writes their count.
+    static func encodeFrames(_ z: ZoneTrack, from start: Int, to w: inout ByteWriter) {
+        precondition(z.frameSequences.count == z.frameLocations.count)
+        var seq: UInt64 = 0
+        var ordinal: UInt64 = 0
+        var offset: UInt64 = 0
+        for i in start..<z.frameSequences.count {
+            let s = z.frameSequences[i], loc = z.frameLocations[i]
+            w.varint(s - seq)
+            let o = loc >> 32, off = loc & 0xFFFF_FFFF
+            w.varint(o - ordinal)
+            w.varint(o == ordinal && i > start ? off - offset : off)
+            seq = s
+            ordinal = o
+            offset = off
+        }
+    }
+
+    static func decodeHead(_ r: inout ByteReader) throws(CodecError) -> ZoneTrack {
+        let name = try r.string("zone", limit: Limits.maxZoneBytes)
+        let incarnation = try r.sequence("incarnation")
+        let flagsAt = r.offset
+        let flags = try r.u8()
+        guard flags & ~3 == 0 else { throw CodecError(.invalidValue(field: "zone flags"), at: flagsAt) }
+        var z = ZoneTrack(name: name, incarnation: incarnation, isImplicit: flags & 2 != 0)
+        if flags & 1 != 0 {
+            z.deletedAt = try r.sequence("deletedAt")
+            let at = r.offset
+            guard let reason = ZoneDeletionReason(rawValue: try r.u8()) else { throw CodecError(.invalidValue(field: "reason"), at: at) }
+            z.deletionReason = reason
+        }
+        z.lowWaterMark = try r.sequence("lowWaterMark")
+        let countAt = r.offset
+        let entries = try r.varint()
+        guard entries < 1 << 62 else { throw CodecError(.invalidValue(field: "entryCount"), at: countAt) }
+        z.entryCount = Int(entries)
+        z.lastSequence = try r.sequence("lastSequence")
+        return z
+    }
+
+    /// Reads a frame count and that many frames, appending them to `z`'s; the first is absolute
+    /// and must follow `z`'s last frame (a sequence above it, and a location after it, as §4's
+    /// encoding needs). Ordinals index `segmentCount` bases.
+    static func decodeFrames(_ r: inout ByteReader, into z: inout ZoneTrack, segmentCount: Int) throws(CodecError) {
+        let frames = try r.count("frames")
+        z.frameSequences.reserveCapacity(z.frameSequences.count + frames)
+        z.frameLocations.reserveCapacity(z.frameLocations.count + frames)
+        let after = z.frameSequences.last
+        let afterLocation = z.frameLocations.last
+        var seq: UInt64 = 0, ordinal: UInt64 = 0, offset: UInt64 = 0
+        for i in 0..<frames {
+            let at = r.offset
+            let ds = try r.varint(), dord = try r.varint(), doff = try r.varint()
+            let continuing = i > 0 && dord == 0
+            guard (i == 0 || ds >= 1), ds < 1 << 62, seq + ds < 1 << 62,
+                  dord < UInt64(segmentCount), ordinal + dord < UInt64(segmentCount),
+                  doff < 1 << 32, (continuing ? offset + doff : doff) < 1 << 32, !continuing || doff >= 1,
+                  i > 0 || follows(after: after, afterLocation, seq: ds, ordinal: dord, offset: doff) else {
+                throw CodecError(.invalidValue(field: "frame location"), at: at)
+            }
+            seq += ds
+            ordinal += dord
+            offset = continuing ? offset + doff : doff
+            z.frameSequences.append(seq)
+            z.frameLocations.append(ordinal << 32 | offset)
+        }
+    }
+}
+
+extension ZoneIndexCodec {
+    /// Whether a frame at (`seq`, `ordinal`, `offset`) may follow one at `after`/`location`: a
+    /// later sequence, and a later location (a later segment, or a later offset in the same one).
+    static func follows(after: SequenceNumber?, _ location: UInt64?, seq: UInt64, ordinal: UInt64, offset: UInt64) -> Bool {
+        guard let after, let location else { return true }
+        let o = location >> 32, off = location & 0xFFFF_FFFF
+        return seq > after && (ordinal > o || (ordinal == o && offset > off))
     }
 }
 

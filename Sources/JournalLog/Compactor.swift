@@ -567,10 +567,9 @@ extension JournalStore {
         do throws(JournalError) {
             // A checkpoint names frame offsets the swap changes: remove it first, so a crash after
             // the swap rebuilds the index rather than trusting stale offsets.
-            if fs.kind(of: path + "/" + StoreLayout.indexFile) != .missing {
-                try fs.remove(path + "/" + StoreLayout.indexFile)
-                try fs.syncDirectory(path + "/" + StoreLayout.indexDirectory)
-            }
+            let indexFiles = [StoreLayout.indexFile, StoreLayout.indexJournalFile].filter { fs.kind(of: path + "/" + $0) != .missing }
+            for f in indexFiles { try fs.remove(path + "/" + f) }
+            if !indexFiles.isEmpty { try fs.syncDirectory(path + "/" + StoreLayout.indexDirectory) }
             swapped = true
             for s in staged { try fs.rename(s.segmentPath + CompactionFiles.cleaned, s.segmentPath + CompactionFiles.swap) }
             try fs.syncDirectory(path)

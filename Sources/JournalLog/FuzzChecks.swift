@@ -75,11 +75,17 @@ public enum FuzzChecks {
     public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "FuzzEntry": entry, "FuzzBatch": batch, "FuzzSegmentHeader": segmentHeader,
         "FuzzSegment": segment, "FuzzJSONLine": jsonLine, "FuzzChangeToken": changeToken,
-        "FuzzZoneIndex": zoneIndex, "FuzzConsumer": consumer, "FuzzWireBatch": wireBatch,
+        "FuzzZoneIndex": zoneIndexAndJournal, "FuzzConsumer": consumer, "FuzzWireBatch": wireBatch,
     ]
 }
 
 extension FuzzChecks {
+    /// The zone index's two parsers (INDEX.md §4, §5) on the same input.
+    public static func zoneIndexAndJournal(_ bytes: UnsafeRawBufferPointer) {
+        zoneIndex(bytes)
+        zoneIndexJournal(bytes)
+    }
+
     /// Zone-index checkpoint decoding never crashes; what decodes re-encodes to the same bytes.
     public static func zoneIndex(_ bytes: UnsafeRawBufferPointer) {
         guard let index = try? ZoneIndexCodec.decode(bytes) else { return }
@@ -87,6 +93,44 @@ extension FuzzChecks {
         let again = ZoneIndexCodec.encode(index)
         let back = again.withUnsafeBytes { try? ZoneIndexCodec.decode($0) }
         guard back == index, ZoneIndexCodec.encode(back!) == again else { fatalError("zone index round trip failed") }
+    }
+
+    /// The checkpoint file the journal inputs extend, that of `Spec/vectors/zone-index.txt`: two
+    /// segments, a zone with frames in both, a deleted one.
+    static let journalBase: ZoneIndexCheckpoint = {
+        var a = ZoneTrack(name: "List-a", incarnation: 1, isImplicit: true)
+        a.frameSequences = [1, 4, 9]
+        a.frameLocations = [64, 130, 1 << 32 | 64]
+        a.entryCount = 5
+        a.lastSequence = 10
+        var b = ZoneTrack(name: "List-b", incarnation: 2, isImplicit: false)
+        b.deletedAt = 3
+        return ZoneIndexCheckpoint(storeID: (1, 2), coveredSegment: 9, coveredOffset: 64, coveredCRC: 0x1234_5678,
+                                   coveredSequence: 10, segments: [1, 9], zones: [a, b])
+    }()
+
+    /// Index journals (INDEX.md §5): any bytes after a header naming a checkpoint file apply
+    /// cleanly or stop, and so do the bytes as one record's body (length and CRC made right, so
+    /// the fuzzer reaches the body's parser). What applied is a checkpoint that encodes and
+    /// decodes to itself, and one record made from the file's checkpoint to it applies to the same.
+    public static func zoneIndexJournal(_ bytes: UnsafeRawBufferPointer) {
+        let base = journalBase
+        let header = ZoneIndexJournalCodec.header(extending: base, baseCRC: 7)
+        var framed = ByteWriter(capacity: bytes.count + 8)
+        framed.u32(UInt32(truncatingIfNeeded: bytes.count))
+        framed.raw(bytes)
+        framed.u32(CRC32C.extend(0, framed.bytes))
+        for journal in [header + Array(bytes), header + framed.bytes] {
+            let applied = journal.withUnsafeBytes { ZoneIndexJournalCodec.apply($0, to: base, baseCRC: 7) }
+            guard applied.records > 0 else { continue }
+            let c = applied.checkpoint
+            _ = c.inconsistency()
+            let file = ZoneIndexCodec.encode(c)
+            guard file.withUnsafeBytes({ try? ZoneIndexCodec.decode($0) }) == c else { fatalError("an applied journal does not round-trip as a file") }
+            guard let record = ZoneIndexJournalCodec.record(from: base, to: c) else { fatalError("an applied journal does not extend its file") }
+            let again = (header + record).withUnsafeBytes { ZoneIndexJournalCodec.apply($0, to: base, baseCRC: 7) }
+            guard again.records == 1, again.checkpoint == c else { fatalError("a record made from an applied journal does not apply to the same") }
+        }
     }
 }
 

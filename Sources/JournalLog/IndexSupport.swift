@@ -6,18 +6,21 @@ struct IndexBuilder {
     var missingReason = "no checkpoint"
     var catalog: ZoneCatalog
     var replayed = 0
+    /// Records of the index journal applied to the checkpoint file (INDEX.md §5).
+    var journalRecords = 0
     var lastFrame: CoveredFrame?
     private var passed = false
     private var mismatch = false
 
-    init(checkpoint loaded: (ZoneIndexCheckpoint?, String)) {
+    init(checkpoint loaded: (ZoneIndexCheckpoint?, String, journalRecords: Int)) {
         checkpoint = loaded.0
         missingReason = loaded.1
+        journalRecords = loaded.journalRecords
         catalog = loaded.0.map(ZoneCatalog.init(checkpoint:)) ?? ZoneCatalog()
         passed = loaded.0 == nil
     }
 
-    init(checkpoint: ZoneIndexCheckpoint?) { self.init(checkpoint: (checkpoint, "no checkpoint")) }
+    init(checkpoint: ZoneIndexCheckpoint?) { self.init(checkpoint: (checkpoint, "no checkpoint", 0)) }
 
     /// True when the catalog reflects every record visited.
     var isCurrent: Bool { passed && !mismatch }
@@ -41,10 +44,11 @@ struct IndexBuilder {
         replayed += 1
     }
 
-    /// The checkpoint, or nil with the reason it could not be used.
-    static func loadCheckpoint(store: String, fs: any FileSystem) -> (ZoneIndexCheckpoint?, String) {
+    /// The checkpoint with its journal's records applied (and how many), or nil with the reason
+    /// it could not be used.
+    static func loadCheckpoint(store: String, fs: any FileSystem) -> (ZoneIndexCheckpoint?, String, journalRecords: Int) {
         let path = store + "/" + StoreLayout.indexFile
-        guard fs.kind(of: path) == .file else { return (nil, "no checkpoint") }
+        guard fs.kind(of: path) == .file else { return (nil, "no checkpoint", 0) }
         do {
             let bytes = try AtomicFile.read(path, fs: fs, limit: ZoneIndexCodec.maxFileBytes)
             let decoded: Result<ZoneIndexCheckpoint, ZoneIndexCodec.DecodeError> = bytes.withUnsafeBytes { b in
@@ -52,13 +56,28 @@ struct IndexBuilder {
             }
             switch decoded {
             case .success(let c):
-                if let why = c.inconsistency() { return (nil, "the checkpoint is inconsistent (\(why))") }
-                return (c, "")
-            case .failure(let e): return (nil, "the checkpoint is damaged (\(e))")
+                if let why = c.inconsistency() { return (nil, "the checkpoint is inconsistent (\(why))", 0) }
+                let (extended, records) = extended(c, crc: ZoneIndexJournalCodec.fileCRC(bytes), store: store, fs: fs)
+                return (extended, "", records)
+            case .failure(let e): return (nil, "the checkpoint is damaged (\(e))", 0)
             }
         } catch {
-            return (nil, "the checkpoint cannot be read (\(error))")
+            return (nil, "the checkpoint cannot be read (\(error))", 0)
         }
+    }
+}
+
+extension IndexBuilder {
+    /// The checkpoint with its journal's records applied (INDEX.md §5): those that read whole and
+    /// leave a checkpoint a writer could have produced. A journal that cannot be read, or names
+    /// another file, adds nothing: what it held is replayed from the log.
+    static func extended(_ c: ZoneIndexCheckpoint, crc: UInt32, store: String, fs: any FileSystem) -> (ZoneIndexCheckpoint, Int) {
+        let path = store + "/" + StoreLayout.indexJournalFile
+        guard fs.kind(of: path) == .file,
+              let bytes = try? AtomicFile.read(path, fs: fs, limit: ZoneIndexCodec.maxFileBytes) else { return (c, 0) }
+        let applied = bytes.withUnsafeBytes { ZoneIndexJournalCodec.apply($0, to: c, baseCRC: crc) }
+        guard applied.records > 0, applied.checkpoint.inconsistency() == nil else { return (c, 0) }
+        return (applied.checkpoint, applied.records)
     }
 }
 

@@ -61,6 +61,8 @@ public struct RecoveryReport: Sendable {
     public var indexSource: IndexSource = .rebuilt(reason: "new store")
     /// Records decoded to bring the zone index up to date on open.
     public var indexRecordsReplayed: Int = 0
+    /// Records of the index journal applied to the checkpoint file (Spec/INDEX.md §5).
+    public var indexJournalRecords: Int = 0
     /// The token epoch this open began (Spec/TOKENS.md §7): tokens of earlier epochs stay good
     /// for the positions the log still holds as it did when they were issued.
     public var epoch: UInt64 = 0
@@ -82,6 +84,8 @@ public enum StoreLayout {
     public static let keyFile = "KEY"
     public static let indexDirectory = "index"
     public static let indexFile = "index/zones.idx"
+    /// What changed since `indexFile` was written (INDEX.md §5).
+    public static let indexJournalFile = "index/zones.idj"
 
     /// Segment paths in base order.
     public static func segmentPaths(_ store: String, fs: any FileSystem) throws(JournalError) -> [String] {
@@ -118,6 +122,12 @@ public final class JournalStore: @unchecked Sendable {
     private var checkpointDue: TakenCheckpoint?
     /// A thread is writing `checkpointDue` outside the lock; a compaction and `close` wait for it.
     var checkpointWriting = false
+    /// The checkpoint file and its journal as last written: owned by the thread that set
+    /// `checkpointWriting`, not guarded by `cond`.
+    private var checkpointFiles: IndexCheckpointFiles
+    /// Under `cond`: the files changed under `checkpointFiles` (a compaction removed them); the
+    /// next writer forgets what it knew and writes a whole checkpoint.
+    private var checkpointFilesChanged = false
     /// Feed reads between choosing frame locations and reading them; a compaction swap waits
     /// for them, and new ones wait while `swapWaiting`.
     var feedReaders = 0
@@ -178,6 +188,7 @@ public final class JournalStore: @unchecked Sendable {
         self.path = path
         self.options = options
         fs = options.fileSystem
+        checkpointFiles = IndexCheckpointFiles(store: path, fs: options.fileSystem)
         guard options.recovery != .salvage else {
             throw JournalError.readOnly("salvage mode only reads; use `jlog dump --mode salvage` to copy what is intact")
         }
@@ -245,13 +256,17 @@ public final class JournalStore: @unchecked Sendable {
                 }
                 report.indexSource = .rebuilt(reason: builder.checkpoint == nil ? builder.missingReason : "the checkpoint does not match the log")
                 // A stale checkpoint is removed, so it can never match a later log by chance.
-                if builder.checkpoint != nil { try? fs.remove(path + "/" + StoreLayout.indexFile) }
+                if builder.checkpoint != nil {
+                    try? fs.remove(path + "/" + StoreLayout.indexFile)
+                    try? fs.remove(path + "/" + StoreLayout.indexJournalFile)
+                }
                 builder = fresh
                 covered = fresh.lastFrame
             } else {
                 report.indexSource = builder.checkpoint == nil ? .rebuilt(reason: builder.missingReason) : .checkpoint
             }
             report.indexRecordsReplayed = builder.replayed
+            report.indexJournalRecords = report.indexSource == .checkpoint ? builder.journalRecords : 0
             catalog = builder.catalog
             lastWritten = covered
             checkpointed = builder.checkpoint != nil && report.indexSource == .checkpoint && builder.replayed == 0 ? covered : nil
@@ -809,7 +824,9 @@ public final class JournalStore: @unchecked Sendable {
         guard !compactionRunning else { return }
         bytesSinceCheckpoint = 0
         guard let covered = lastWritten, covered.offset != checkpointed?.offset || covered.segment != checkpointed?.segment else { return }
-        checkpointDue = catalog.takeCheckpoint(storeID: storeID, covered: covered)
+        let taken = catalog.takeCheckpoint(storeID: storeID, covered: covered)
+        // One not yet claimed is replaced; what it counted as changed still counts.
+        checkpointDue = checkpointDue.map { taken.including($0) } ?? taken
     }
 
     /// Writes the checkpoint that fell due, if any, without holding `cond`: appenders go on
@@ -828,13 +845,17 @@ public final class JournalStore: @unchecked Sendable {
         guard let due = checkpointDue, !checkpointWriting, !compactionRunning else { return nil }
         checkpointDue = nil
         checkpointWriting = true
+        if checkpointFilesChanged {
+            checkpointFiles.forget()
+            checkpointFilesChanged = false
+        }
         return due
     }
 
     /// Writes a claimed checkpoint without holding `cond`, then records the outcome.
     private func write(_ due: TakenCheckpoint) {
         var failed: JournalError? = nil
-        do { try AtomicFile.write(ZoneIndexCodec.encode(due.index()), to: path + "/" + StoreLayout.indexFile, fs: fs) } catch { failed = error }
+        do { try checkpointFiles.write(due) } catch { failed = error }
         cond.lock()
         checkpointWriting = false
         if let failed {
@@ -865,18 +886,22 @@ public final class JournalStore: @unchecked Sendable {
     /// Under `cond`: the next sync writes a checkpoint (after a compaction changed offsets).
     func forceCheckpoint() {
         checkpointed = nil
+        checkpointFilesChanged = true
         bytesSinceCheckpoint = max(bytesSinceCheckpoint, options.indexCheckpointBytes)
     }
 
     /// Under `cond`: the checkpoint that fell due is not written (a compaction is about to move
     /// the frames it names); the next sync after the run takes a new one.
     func dropDueCheckpoint() {
+        // What it counted as changed is lost with it: the next checkpoint is written whole.
+        if checkpointDue != nil { checkpointFilesChanged = true }
         checkpointDue = nil
     }
 
     /// Under `cond`: the checkpoint file is gone; no checkpoint is current.
     func markCheckpointRemoved() {
         checkpointed = nil
+        checkpointFilesChanged = true
     }
 
     /// Moves damaged bytes out of the way: the cut segment's tail is copied to `torn/` then

@@ -21,6 +21,7 @@ struct TrackTable: RandomAccessCollection, MutableCollection {
         }
         _modify {
             precondition(i >= 0 && i < count, "track index out of range")
+            touch(i)
             yield &chunks[i >> Self.chunkBits][i & (Self.chunkSize - 1)]
         }
     }
@@ -33,5 +34,26 @@ struct TrackTable: RandomAccessCollection, MutableCollection {
         }
         chunks[chunks.count - 1].append(t)
         count += 1
+        touch(count - 1)
+    }
+
+    /// Tracks changed or added since `takeTouched()`, each once (`isTouched` marks them). An
+    /// index journal record compares only these: O(what changed), not O(zones).
+    private var touched: [Int] = []
+    private var isTouched: [UInt64] = []
+
+    private mutating func touch(_ i: Int) {
+        let word = i >> 6, bit = UInt64(1) << UInt64(i & 63)
+        if word >= isTouched.count { isTouched.append(contentsOf: repeatElement(0, count: word + 1 - isTouched.count)) }
+        guard isTouched[word] & bit == 0 else { return }
+        isTouched[word] |= bit
+        touched.append(i)
+    }
+
+    /// The tracks touched since the last call, ascending, and a fresh start.
+    mutating func takeTouched() -> [Int] {
+        for i in touched { isTouched[i >> 6] &= ~(UInt64(1) << UInt64(i & 63)) }
+        defer { touched = [] }
+        return touched.sorted()
     }
 }

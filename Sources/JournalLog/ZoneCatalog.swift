@@ -31,8 +31,8 @@ struct ZoneCatalog {
     /// The facts a checkpoint covering `covered` is made of, taken under the writer's lock: a
     /// copy of the track table shares its chunks, so this does not grow with the store; `index()`
     /// builds the checkpoint from it after the lock is released.
-    func takeCheckpoint(storeID: (UInt64, UInt64), covered: CoveredFrame) -> TakenCheckpoint {
-        TakenCheckpoint(storeID: storeID, covered: covered, segments: segments, tracks: tracks)
+    mutating func takeCheckpoint(storeID: (UInt64, UInt64), covered: CoveredFrame) -> TakenCheckpoint {
+        TakenCheckpoint(storeID: storeID, covered: covered, segments: segments, tracks: tracks, touched: tracks.takeTouched())
     }
 
     mutating func ordinal(ofSegment base: SequenceNumber) -> Int {
@@ -44,6 +44,8 @@ struct ZoneCatalog {
     }
 
     private mutating func add(_ t: ZoneTrack, idsLoaded: Bool) -> Int {
+        // A checkpoint holds a prefix of the table (`TakenCheckpoint.visibleCount`).
+        assert(tracks.last.map { $0.incarnation < t.incarnation } ?? true, "incarnations are added in sequence order")
         tracks.append(t)
         ids.append(idsLoaded ? IDIndex() : nil)
         byName[t.name, default: []].append(tracks.count - 1)
@@ -157,21 +159,56 @@ struct TakenCheckpoint {
     let covered: CoveredFrame
     let segments: [SequenceNumber]
     let tracks: TrackTable
+    /// The tracks changed since the checkpoint taken before this one, ascending.
+    var touched: [Int]
+
+    /// This checkpoint, also counting as touched what `earlier` (taken before it, never
+    /// written) counted.
+    func including(_ earlier: TakenCheckpoint) -> TakenCheckpoint {
+        var t = self
+        t.touched = Array(Set(earlier.touched + touched)).sorted()
+        return t
+    }
 
     /// The checkpoint: only facts at or below the covered frame (anything later is replayed from
     /// the log on open).
     func index() -> ZoneIndexCheckpoint {
-        let through = covered.lastSequence
         var zones: [ZoneTrack] = []
-        for var t in tracks where t.incarnation <= through {
-            if let d = t.deletedAt, d > through { t.deletedAt = nil }
-            if t.deletedAt != nil {
-                t.frameSequences = []
-                t.frameLocations = []
-            }
-            zones.append(t)
-        }
+        zones.reserveCapacity(visibleCount)
+        for i in 0..<visibleCount { zones.append(visible(tracks[i])) }
         return ZoneIndexCheckpoint(storeID: storeID, coveredSegment: covered.segment, coveredOffset: covered.offset,
                                    coveredCRC: covered.crc, coveredSequence: covered.lastSequence, segments: segments, zones: zones)
+    }
+
+    /// The checkpoint without its zones: its position and segment table.
+    var position: ZoneIndexCheckpoint {
+        ZoneIndexCheckpoint(storeID: storeID, coveredSegment: covered.segment, coveredOffset: covered.offset,
+                            coveredCRC: covered.crc, coveredSequence: covered.lastSequence, segments: segments, zones: [])
+    }
+
+    /// How many tracks the checkpoint holds: those that began at or below the covered sequence
+    /// (the table is in incarnation order, so they come first).
+    var visibleCount: Int {
+        var n = tracks.count
+        while n > 0 && tracks[n - 1].incarnation > covered.lastSequence { n -= 1 }
+        return n
+    }
+
+    /// A track as the checkpoint holds it: a deletion past the covered sequence not yet, a
+    /// deleted incarnation without frames.
+    func visible(_ track: ZoneTrack) -> ZoneTrack {
+        var t = track
+        if let d = t.deletedAt, d > covered.lastSequence { t.deletedAt = nil }
+        if t.deletedAt != nil {
+            t.frameSequences = []
+            t.frameLocations = []
+        }
+        return t
+    }
+
+    /// Whether the checkpoint holds less of `track` than the table does (a deletion past the
+    /// covered sequence): a later checkpoint holds more of it even if it does not change.
+    func hidesPart(of track: ZoneTrack) -> Bool {
+        track.deletedAt.map { $0 > covered.lastSequence } ?? false
     }
 }

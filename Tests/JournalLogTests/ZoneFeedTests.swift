@@ -564,15 +564,7 @@ import PropertyBased
     }
 
     @Test func zoneIndexVectorMatches() throws {
-        var z = ZoneTrack(name: "List-a", incarnation: 1, isImplicit: true)
-        z.frameSequences = [1, 4, 9]
-        z.frameLocations = [64, 130, 1 << 32 | 64]
-        z.entryCount = 5
-        z.lastSequence = 10
-        var d = ZoneTrack(name: "List-b", incarnation: 2, isImplicit: false)
-        d.deletedAt = 3
-        let c = ZoneIndexCheckpoint(storeID: (1, 2), coveredSegment: 9, coveredOffset: 64, coveredCRC: 0x1234_5678,
-                                    coveredSequence: 10, segments: [1, 9], zones: [z, d])
+        let c = FuzzChecks.journalBase
         let bytes = ZoneIndexCodec.encode(c)
         if V.writing {
             try V.write("zone-index.txt", header: "A zone index checkpoint (INDEX.md §4), store ID (1, 2): List-a (implicit, frames at 1:64, 4:130, 9:64 in segment 9) and List-b (deleted at 3).",
@@ -580,6 +572,39 @@ import PropertyBased
         }
         #expect(try V.blocks("zone-index.txt")[0]["file"] == V.hex(bytes))
         #expect(try bytes.withUnsafeBytes { try ZoneIndexCodec.decode($0) } == c)
+    }
+
+    /// The vector checkpoint above, then one journal record (INDEX.md §5): List-a gains a frame at
+    /// 11 in a new segment 11, and List-c begins at 12.
+    @Test func zoneIndexJournalVectorMatches() throws {
+        let c = FuzzChecks.journalBase
+        var next = c
+        next.segments.append(11)
+        next.coveredSegment = 11
+        next.coveredOffset = 90
+        next.coveredCRC = 0x9ABC_DEF0
+        next.coveredSequence = 12
+        next.zones[0].frameSequences.append(11)
+        next.zones[0].frameLocations.append(2 << 32 | 64)
+        next.zones[0].entryCount = 6
+        next.zones[0].lastSequence = 11
+        var added = ZoneTrack(name: "List-c", incarnation: 12, isImplicit: true)
+        added.frameSequences = [12]
+        added.frameLocations = [2 << 32 | 90]
+        added.entryCount = 1
+        added.lastSequence = 12
+        next.zones.append(added)
+        let file = ZoneIndexCodec.encode(c)
+        let header = ZoneIndexJournalCodec.header(extending: c, baseCRC: ZoneIndexJournalCodec.fileCRC(file))
+        let record = try #require(ZoneIndexJournalCodec.record(from: c, to: next))
+        if V.writing {
+            try V.write("zone-index-journal.txt", header: "An index journal (INDEX.md §5) extending the checkpoint of zone-index.txt: one record covering sequence 12 at 11:90 (CRC 9abcdef0); List-a gains a frame at 11 in the new segment 11 (ordinal 2, offset 64; 6 entries, last 11) and List-c begins at 12 (implicit, one entry, frame at 11:90).",
+                        blocks: [[("file", V.hex(file)), ("header", V.hex(header)), ("record", V.hex(record))]])
+        }
+        let b = try V.blocks("zone-index-journal.txt")[0]
+        #expect(b["file"] == V.hex(file) && b["header"] == V.hex(header) && b["record"] == V.hex(record))
+        let applied = (header + record).withUnsafeBytes { ZoneIndexJournalCodec.apply($0, to: c, baseCRC: ZoneIndexJournalCodec.fileCRC(file)) }
+        #expect(applied.records == 1 && applied.checkpoint == next)
     }
 }
 
