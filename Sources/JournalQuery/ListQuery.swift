@@ -69,13 +69,15 @@ public struct ListQuery: Sendable {
     /// read ahead, one being read, one being applied): at 65,536 that was ~50 MB of decoded
     /// entries for a large list, and replays ran slower than at 8,192 (pages that stay in cache).
     public var pageSize = 8_192
-    /// Whether a replay of many pages decodes the next ones on a helper thread (at most two ahead
-    /// of the one being applied): on two cores a long replay then takes about a third less. Off
-    /// by default, as a library call takes no thread unless its caller asks: the thread competes
-    /// with the caller's own, and beside a compaction with it, appends on another thread of a
-    /// two-core machine waited 3–6× longer at p99 than alone (1.1–1.6× without; `jlog-bench
-    /// --only tail`). `jlog` asks for it where it only reads a list; a compactor follows its query.
-    public var readAhead = false
+    /// Whether a replay may use a second core: a replay of many pages decodes the next ones on a
+    /// helper thread (at most two ahead of the one being applied), and its reducer prefaults its
+    /// room and builds a large list's items on one too (`ListReducer.helperThreads`): on two cores
+    /// a long replay then takes about a third less. Off by default, as a library call takes no
+    /// thread unless its caller asks: the thread competes with the caller's own, and beside a
+    /// compaction with it, appends on another thread of a two-core machine waited 3–6× longer at
+    /// p99 than alone (1.1–1.6× without; `jlog-bench --only tail`). `jlog` asks for it where it
+    /// only reads a list; a compactor follows its query.
+    public var helperThreads = false
 
     public init(store: JournalStore, fs: any FileSystem = PosixFileSystem()) {
         self.store = store
@@ -93,7 +95,7 @@ public struct ListQuery: Sendable {
 
     /// Feeds the zone's entries after `position` (through `until`, when given) to `body`, page
     /// by page; returns the incarnation and the last position read. When the first page says
-    /// more are coming and `readAhead` is on, the rest are read ahead on another thread (`PageReader`).
+    /// more are coming and `helperThreads` is on, the rest are read ahead on another thread (`PageReader`).
     func replayPages(_ zone: String, after position: SequenceNumber?, until: SequenceNumber? = nil,
                              _ body: ([FeedEntry]) -> Void) throws(QueryError) -> (SequenceNumber, SequenceNumber) {
         let rewrites = store.rewrites
@@ -152,7 +154,7 @@ public struct ListQuery: Sendable {
         do { first = try store.changes(in: zone, since: token, limit: pageSize) } catch { throw .feed(error) }
         guard take(first) else { return (incarnation, last) }
         if first.moreComing {
-            let reader = PageReader(store: store, zone: zone, after: first.token, pageSize: pageSize, readAhead: readAhead && PageReader.worthwhile)
+            let reader = PageReader(store: store, zone: zone, after: first.token, pageSize: pageSize, readAhead: helperThreads && PageReader.worthwhile)
             defer { reader.stop() }
             while true {
                 let page: ZoneChanges?
@@ -219,6 +221,7 @@ public struct ListQuery: Sendable {
                     continue
                 }
                 var r = reducer
+                r.helperThreads = helperThreads
                 var n = 0
                 let (inc, last) = try replayPages(zone, after: header.sequence, until: until) { page in
                     r.apply(contentsOf: page, entry: \.entry)
@@ -233,6 +236,7 @@ public struct ListQuery: Sendable {
             }
         }
         var r = ListReducer(zone: zone)
+        r.helperThreads = helperThreads
         // The catalog's count of the zone's entries: room for a full replay, reserved once.
         r.reserveCapacity(info.entryCount)
         var n = 0

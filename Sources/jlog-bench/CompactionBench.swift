@@ -241,7 +241,7 @@ extension CompareBench {
                 ("rewritten_bytes_before", .i(Int(st.bytesBefore))), ("rewritten_bytes_after", .i(Int(st.bytesAfter))),
                 ("snapshot_bytes", .i(Int(snapBytes))), ("history_bytes", .i(Int(histBytes))),
                 ("phases_ms", .o((jlReport?.phaseMillis ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, JSON.n($0.value)) })),
-                ("read_ahead", .s("off (the library's default, ListQuery.readAhead); the same job with it on:")),
+                ("read_ahead", .s("off (the library's default, ListQuery.helperThreads); the same job with it on:")),
                 ("read_ahead_median_ms", .n(medianOf(jlAhead))), ("read_ahead_runs", .a(jlAhead.map { JSON.n($0) })),
                 ("read_ahead_ratio", .n(medianOf(sq) / max(medianOf(jlAhead), 1e-9))),
                 ("breakdown_read_zone_ms", .n(readMs)),

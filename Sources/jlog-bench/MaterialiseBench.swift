@@ -129,11 +129,11 @@ func rowFullEntry(_ st: OpaquePointer) -> JournalEntry {
 }
 
 extension CompareBench {
-    /// A query whose replays read pages ahead on a helper thread (`ListQuery.readAhead`, off by
+    /// A query whose replays read pages ahead on a helper thread (`ListQuery.helperThreads`, off by
     /// default): what `jlog show` asks for.
     static func readingAhead(_ store: JournalStore) -> ListQuery {
         var q = ListQuery(store: store)
-        q.readAhead = true
+        q.helperThreads = true
         return q
     }
 
@@ -201,7 +201,7 @@ extension CompareBench {
         db?.close()
         pair("materialise_list", unit: "entries/s", jl: jl, sq: sq, higherIsBetter: true,
              params: [("entries", .i(n))],
-             jlExtra: [("path", .s("ListQuery.materialise: feed pages + ListReducer, no snapshot; readAhead on (pages decoded on a helper thread, as jlog show asks)"))] + StepCost.fields(jlCost)
+             jlExtra: [("path", .s("ListQuery.materialise: feed pages + ListReducer, no snapshot; helperThreads on (pages decoded on a helper thread, as jlog show asks)"))] + StepCost.fields(jlCost)
                 + [("peak_rss_note", .s(Self.peakNote))],
              sqExtra: [("query", .s("SELECT … WHERE zone=? ORDER BY seq, rows → ListReducer"))] + StepCost.fields(sqCost)
                 + [("peak_rss_note", .s(Self.peakNote))],

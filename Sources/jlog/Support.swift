@@ -113,10 +113,10 @@ func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
 extension ListQuery {
     /// A query for a command that only reads a list: `jlog` is a process of its own, so its
-    /// replays read pages ahead on a helper thread (`ListQuery.readAhead`).
+    /// replays read pages ahead on a helper thread (`ListQuery.helperThreads`).
     static func reading(_ reader: any StoreReading) -> ListQuery {
         var q = ListQuery(reader: reader)
-        q.readAhead = true
+        q.helperThreads = true
         return q
     }
 }

@@ -188,14 +188,14 @@ import ListModel
         }
     }
 
-    /// Pages read ahead on a helper thread (`readAhead`, off by default) make the same list and
+    /// Pages read ahead on a helper thread (`helperThreads`, off by default) make the same list and
     /// history as pages read in turn.
     @Test func aListReadWithItsPagesReadAheadIsTheSameList() throws {
         let s = try Self.filledStore(500, seed: 6)
         var q = ListQuery(store: s)
         q.pageSize = 16
         let inTurn = try q.materialise(Self.zone)
-        q.readAhead = true
+        q.helperThreads = true
         let ahead = try q.materialise(Self.zone)
         #expect(ahead.state == inTurn.state && ahead.replayed == inTurn.replayed && ahead.sequence == inTurn.sequence)
         #expect(try q.history(Self.zone).log == (try ListQuery(store: s).history(Self.zone).log))

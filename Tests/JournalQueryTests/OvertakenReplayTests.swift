@@ -64,7 +64,7 @@ import ListModel
                       beside: @escaping @Sendable () throws -> Void) -> ListQuery {
         var q = ListQuery(reader: OvertakingStore(s, beforePage: 2, beside: beside), fs: fs)
         q.pageSize = 16
-        q.readAhead = readAhead
+        q.helperThreads = readAhead
         return q
     }
 

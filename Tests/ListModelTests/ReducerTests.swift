@@ -64,13 +64,14 @@ import Testing
         }
     }
 
-    /// With room reserved for a large replay, `apply(contentsOf:)` has that room backed on another
-    /// thread (`PageWarmer`) while it fills it: the result is the same.
+    /// With room reserved for a large replay and `helperThreads` on, `apply(contentsOf:)` has that
+    /// room backed on another thread (`PageWarmer`) while it fills it: the result is the same.
     @Test func aReplayIntoReservedRoomEqualsOneEntryAtATime() {
         let entries = shuffledWithDuplicates(withSomeUUIDs(randomEntries(seed: 5, count: 3_000)), seed: 5)
         var one = ListReducer(zone: zone)
         for e in entries { one.apply(e) }
         var all = ListReducer(zone: zone)
+        all.helperThreads = true
         all.reserveCapacity(400_000)
         #expect(all.apply(contentsOf: entries) == one.entryCount)
         #expect(all == one)
@@ -82,6 +83,7 @@ import Testing
     @Test func aReplayIntoACopyLeavesTheOriginalAsItWas() {
         let entries = withSomeUUIDs(randomEntries(seed: 11, count: 3_000))
         var original = ListReducer(zone: zone)
+        original.helperThreads = true
         original.reserveCapacity(400_000)
         original.apply(contentsOf: Array(entries[..<1_000]))
         let before = original.state()
@@ -104,6 +106,7 @@ import Testing
         var one = ListReducer(zone: zone)
         for e in entries { one.apply(e) }
         var all = ListReducer(zone: zone)
+        all.helperThreads = true
         all.reserveCapacity(170_000)  // room for 85,000 records: over PageWarmer.minimumBytes, under 100,000
         #expect(all.apply(contentsOf: entries) == entries.count)
         #expect(all == one)
