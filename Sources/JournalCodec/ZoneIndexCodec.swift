@@ -74,8 +74,12 @@ public struct ZoneIndexCheckpoint: Equatable, Sendable {
         if let first = segments.first, first < 1 { return "segment base 0" }
         if let last = segments.last, last > coveredSegment { return "a segment after the covered frame's" }
         var latestByName: [String: (incarnation: SequenceNumber, deleted: Bool)] = [:]
+        var previousIncarnation: SequenceNumber = 0
         for z in zones {
             guard z.incarnation >= 1, z.incarnation <= coveredSequence else { return "zone \(z.name): incarnation outside the covered log" }
+            // The table is in the order incarnations began, as the log made them (§4).
+            guard z.incarnation > previousIncarnation else { return "zone \(z.name): incarnations out of order" }
+            previousIncarnation = z.incarnation
             guard z.lastSequence >= z.incarnation, z.lastSequence <= coveredSequence else { return "zone \(z.name): last sequence outside the covered log" }
             guard z.lowWaterMark <= coveredSequence else { return "zone \(z.name): low-water mark past the covered log" }
             if let d = z.deletedAt, d < z.incarnation || d > coveredSequence { return "zone \(z.name): deletion outside the covered log" }
@@ -241,14 +245,14 @@ public enum ZoneIndexCodec {
     }
 
     /// Reads a frame count and that many frames, appending them to `z`'s; the first is absolute
-    /// and must follow `z`'s last frame (a sequence above it, and a location after it, as §4's
-    /// encoding needs). Ordinals index `segmentCount` bases.
-    static func decodeFrames(_ r: inout ByteReader, into z: inout ZoneTrack, segmentCount: Int) throws(CodecError) {
+    /// and must follow `after` (by default `z`'s last frame): a sequence above it and a location
+    /// after it, as §4's encoding needs. Ordinals index `segmentCount` bases.
+    static func decodeFrames(_ r: inout ByteReader, into z: inout ZoneTrack, segmentCount: Int,
+                             after: (sequence: SequenceNumber, location: UInt64)? = nil) throws(CodecError) {
         let frames = try r.count("frames")
         z.frameSequences.reserveCapacity(z.frameSequences.count + frames)
         z.frameLocations.reserveCapacity(z.frameLocations.count + frames)
-        let after = z.frameSequences.last
-        let afterLocation = z.frameLocations.last
+        let previous = after ?? z.frameSequences.last.map { ($0, z.frameLocations.last!) }
         var seq: UInt64 = 0, ordinal: UInt64 = 0, offset: UInt64 = 0
         for i in 0..<frames {
             let at = r.offset
@@ -257,7 +261,7 @@ public enum ZoneIndexCodec {
             guard (i == 0 || ds >= 1), ds < 1 << 62, seq + ds < 1 << 62,
                   dord < UInt64(segmentCount), ordinal + dord < UInt64(segmentCount),
                   doff < 1 << 32, (continuing ? offset + doff : doff) < 1 << 32, !continuing || doff >= 1,
-                  i > 0 || follows(after: after, afterLocation, seq: ds, ordinal: dord, offset: doff) else {
+                  i > 0 || follows(after: previous?.sequence, previous?.location, seq: ds, ordinal: dord, offset: doff) else {
                 throw CodecError(.invalidValue(field: "frame location"), at: at)
             }
             seq += ds

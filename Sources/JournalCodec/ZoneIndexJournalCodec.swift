@@ -191,7 +191,10 @@ public enum ZoneIndexJournalCodec {
         var coveredCRC: UInt32
         var coveredSequence: SequenceNumber
         var addedSegments: [SequenceNumber] = []
-        var zones: [(index: Int, track: ZoneTrack)] = []
+        /// Each changed entry as it is now, holding only its new frames, and how many of its
+        /// frames so far it keeps: applied in place, so a zone's frames are copied at most once
+        /// however many records touch it.
+        var zones: [(index: Int, track: ZoneTrack, keep: Int)] = []
 
         init(_ r: inout ByteReader, against c: ZoneIndexCheckpoint) throws(CodecError) {
             coveredSegment = try r.u64()
@@ -226,24 +229,46 @@ public enum ZoneIndexJournalCodec {
                 guard index <= UInt64(zoneCount), Int(index) > last else { throw CodecError(.invalidValue(field: "zone index"), at: at) }
                 last = Int(index)
                 if last == zoneCount { zoneCount += 1 }
+                let headAt = r.offset
                 var z = try ZoneIndexCodec.decodeHead(&r)
                 let keepAt = r.offset
                 let keep = try r.varint()
-                let before = last < c.zones.count ? c.zones[last] : nil
-                guard keep <= UInt64(before?.frameSequences.count ?? 0) else { throw CodecError(.invalidValue(field: "frames kept"), at: keepAt) }
-                if let before {
-                    z.frameSequences = Array(before.frameSequences.prefix(Int(keep)))
-                    z.frameLocations = Array(before.frameLocations.prefix(Int(keep)))
+                var after: (sequence: SequenceNumber, location: UInt64)? = nil
+                if last < c.zones.count {
+                    let before = c.zones[last]
+                    // An entry is the same incarnation from record to record; a new one comes
+                    // after every other (the table is in incarnation order, §4).
+                    guard z.name == before.name, z.incarnation == before.incarnation, z.isImplicit == before.isImplicit else {
+                        throw CodecError(.invalidValue(field: "zone entry"), at: headAt)
+                    }
+                    guard keep <= UInt64(before.frameSequences.count) else { throw CodecError(.invalidValue(field: "frames kept"), at: keepAt) }
+                    if keep > 0 { after = (before.frameSequences[Int(keep) - 1], before.frameLocations[Int(keep) - 1]) }
+                } else {
+                    guard keep == 0, z.incarnation > (zones.last { $0.index >= c.zones.count }?.track.incarnation ?? c.zones.last?.incarnation ?? 0) else {
+                        throw CodecError(.invalidValue(field: keep == 0 ? "zone incarnation" : "frames kept"), at: keep == 0 ? headAt : keepAt)
+                    }
                 }
-                try ZoneIndexCodec.decodeFrames(&r, into: &z, segmentCount: segmentCount)
-                zones.append((last, z))
+                try ZoneIndexCodec.decodeFrames(&r, into: &z, segmentCount: segmentCount, after: after)
+                zones.append((last, z, Int(keep)))
             }
         }
 
         func apply(to c: inout ZoneIndexCheckpoint) {
             c.segments.append(contentsOf: addedSegments)
-            for (i, z) in zones {
-                if i < c.zones.count { c.zones[i] = z } else { c.zones.append(z) }
+            for (i, z, keep) in zones {
+                guard i < c.zones.count else {
+                    c.zones.append(z)
+                    continue
+                }
+                c.zones[i].frameSequences.removeSubrange(keep...)
+                c.zones[i].frameSequences.append(contentsOf: z.frameSequences)
+                c.zones[i].frameLocations.removeSubrange(keep...)
+                c.zones[i].frameLocations.append(contentsOf: z.frameLocations)
+                c.zones[i].deletedAt = z.deletedAt
+                c.zones[i].deletionReason = z.deletionReason
+                c.zones[i].lowWaterMark = z.lowWaterMark
+                c.zones[i].entryCount = z.entryCount
+                c.zones[i].lastSequence = z.lastSequence
             }
             c.coveredSegment = coveredSegment
             c.coveredOffset = coveredOffset

@@ -975,6 +975,9 @@ public final class JournalStore: @unchecked Sendable {
         cond.unlock()
         if failure == nil && syncError == nil { writeDueCheckpoint() }
         cond.lock()
+        // An appender whose commit returned just now may have claimed the checkpoint first: its
+        // write must end before the writer lock is released (another writer could then open).
+        while checkpointWriting { cond.wait() }
         var record = epochRecord
         record.acknowledgedThrough = max(record.acknowledgedThrough, durableThrough)
         record.closedCleanly = true

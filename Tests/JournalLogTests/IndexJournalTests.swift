@@ -332,6 +332,32 @@ import JournalCodec
         #expect(applied.records == 0 && applied.checkpoint == b)
     }
 
+    /// A record may change an entry's facts and frames, never which incarnation it is, and a
+    /// new one must begin after every other: the table stays in the log's order.
+    @Test func aRecordThatChangesAnEntrysIdentityOrOrderEndsTheJournal() throws {
+        let a = Self.checkpoint(seed: 11, zones: 3, covered: 40)
+        var renamed = a
+        renamed.coveredSegment += 1
+        renamed.segments.append(a.segments.last! + 1)
+        renamed.zones[1].name = "List-other"
+        var early = renamed
+        early.zones[1].name = a.zones[1].name
+        early.zones.append(ZoneTrack(name: "List-early", incarnation: 1, isImplicit: false))
+        for bad in [renamed, early] {
+            let record = try #require(ZoneIndexJournalCodec.record(from: a, to: bad))
+            let applied = (ZoneIndexJournalCodec.header(extending: a, baseCRC: 5) + record).withUnsafeBytes {
+                ZoneIndexJournalCodec.apply($0, to: a, baseCRC: 5)
+            }
+            #expect(applied.records == 0 && applied.checkpoint == a && applied.stop != nil)
+        }
+    }
+
+    @Test func aCheckpointWhoseIncarnationsAreOutOfOrderIsInconsistent() {
+        var c = Self.checkpoint(seed: 12, zones: 3, covered: 40)
+        c.zones.swapAt(0, 2)
+        #expect(c.inconsistency()?.contains("out of order") == true)
+    }
+
     @Test func aHeaderNamingAnotherFileAppliesNothing() throws {
         let a = Self.checkpoint(seed: 9, zones: 3, covered: 40)
         let b = Self.grown(a)
