@@ -125,9 +125,10 @@ extension CompareBench {
             if let e = store.indexCheckpointError { fail("checkpointIndex beside appends", e) }
             lines.append(TailLine(kind: kind, during: "index_checkpoint", latencies: lat, before: before,
                                   backgroundMs: medianOf(passes.map(\.result)), extra: [
-                ("background", .s("store.checkpointIndex() in a loop, each pass once an append it did not cover is in (sync, take the checkpoint under the writer's lock, encode and write it after); background_ms: median checkpointIndex() call")),
+                ("background", .s("store.checkpointIndex() in a loop, each pass once an append it did not cover is in (sync, take the checkpoint under the writer's lock, then write it after: a record of what changed in the index journal, or the whole file; INDEX.md §2, §5); background_ms: median checkpointIndex() call")),
                 ("background_passes", .i(passes.count)), ("zones", .i(store.zones().count)),
                 ("checkpoint_bytes", .i(Int(fileSizes(indexFile).size))),
+                ("journal_bytes", .i(Int(fileSizes(sp + "/" + StoreLayout.indexJournalFile).size))),
             ]))
         }
         closeStore(store)
