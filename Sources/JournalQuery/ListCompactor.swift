@@ -94,6 +94,11 @@ public struct ListCompactor: Sendable {
     /// on a log about to change under it, with a floor that may equal the final mark.
     public var purgeWillBegin: (@Sendable (String) -> Void)?
 
+    /// Told, after each group's rewrite committed and its zones' snapshots were written (not in a
+    /// dry run), the zones of the group: their purge is complete, so a sync service raises their
+    /// marks and answers their fetches again while the run goes on with the next group.
+    public var groupDidFinish: (@Sendable ([ZoneCompaction]) -> Void)?
+
     public init(query: ListQuery, retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
         self.query = query
         self.retentionMillis = retentionMillis
@@ -522,6 +527,7 @@ public struct ListCompactor: Sendable {
             try writeSnapshot(plan.zone.zone, reducer: reducer, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
         }
         report.zones += plans.map(\.zone)
+        groupDidFinish?(plans.map(\.zone))
     }
 
     /// A compacted zone with no snapshot at or above its mark (a run stopped between its rewrite

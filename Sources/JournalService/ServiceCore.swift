@@ -63,6 +63,10 @@ public final class ServiceCore: @unchecked Sendable {
     /// Per zone, the purges begun since the service started: a read that saw its zone's count
     /// change may rest on the log before a purge (its window opened and closed during the read).
     private var purgesBegun: [String: UInt64] = [:]
+    /// Entries the service's compaction plans at once (`ListCompactor.maxEntriesPerGroup`): each
+    /// group's zones are answered again as soon as the group is done. Tests and the simulation
+    /// make it small, so that a run has several groups.
+    public var compactionGroupEntries = 1_000_000
     /// For tests: called after a fetch's first purge check and after its read, beside which a
     /// test runs a compaction.
     var fetchReadHooks: (afterCheck: @Sendable () -> Void, afterRead: @Sendable () -> Void)?
@@ -576,11 +580,25 @@ public final class ServiceCore: @unchecked Sendable {
             var compactor = ListCompactor(store: store, fs: store.fileSystem, retentionMillis: limits.retentionMillis)
             compactor.isTheSyncService = true
             compactor.zoneFilter = { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark }
+            compactor.maxEntriesPerGroup = compactionGroupEntries
             compactor.purgeWillBegin = { [self] zone in
                 lock.lock()
                 purging.insert(zone)
                 purgesBegun[zone, default: 0] += 1
                 lock.unlock()
+            }
+            // A group's zones are final once its snapshots are written: their marks rise and
+            // their fetches are answered while later groups run. A raise that fails leaves the
+            // zone refused; the end of the run tries again.
+            compactor.groupDidFinish = { [self] zones in
+                lock.lock()
+                defer { lock.unlock() }
+                for z in zones {
+                    do {
+                        try finishPurge(z)
+                        purging.remove(z.zone)
+                    } catch {}
+                }
             }
             // `purging` is cleared once every mark is raised. A run that failed may have committed
             // a rewrite first: its marks are raised as a restart would (rule 8) before fetches
@@ -600,18 +618,22 @@ public final class ServiceCore: @unchecked Sendable {
             }
             return try locked { () throws(SyncError) -> ListCompactionReport in
                 for z in report.zones {
-                    purged[z.zone] = nil
-                    guard let info = store.zone(z.zone), !info.isDeleted else { continue }
-                    do {
-                        if z.snapshotSequence > info.lowWaterMark { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) }
-                        let mark = store.zone(z.zone)?.lowWaterMark ?? 0
-                        if mark > (announced[z.zone]?.mark ?? 0) { try announceCompaction(z.zone, mark: mark) }
-                    } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
+                    do { try finishPurge(z) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
                 }
                 purging.removeAll()
                 return report
             }
         }
+    }
+
+    /// Under `lock`, once a zone's purge is complete: forgets its cached purged ids, raises its
+    /// mark to the run's snapshot sequence (rule 4) and announces it (rule 5). Idempotent.
+    private func finishPurge(_ z: ZoneCompaction) throws(JournalError) {
+        purged[z.zone] = nil
+        guard let info = store.zone(z.zone), !info.isDeleted else { return }
+        if z.snapshotSequence > info.lowWaterMark { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) }
+        let mark = store.zone(z.zone)?.lowWaterMark ?? 0
+        if mark > (announced[z.zone]?.mark ?? 0) { try announceCompaction(z.zone, mark: mark) }
     }
 
     /// A zone's history cannot be assembled (COMPACTION.md §4): not transient, an operator's to

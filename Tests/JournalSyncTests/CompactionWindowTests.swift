@@ -19,6 +19,20 @@ import ListModel
         var done = false
     }
 
+    /// Whether each of two lists was answered, at each moment a test looked.
+    final class Answers: @unchecked Sendable {
+        private let lock = NSLock()
+        private var pairs: [(Bool, Bool)] = []
+        func add(_ pair: (Bool, Bool)) {
+            lock.lock(); defer { lock.unlock() }
+            pairs.append(pair)
+        }
+        func all() -> [(Bool, Bool)] {
+            lock.lock(); defer { lock.unlock() }
+            return pairs
+        }
+    }
+
     /// Alice's list: Milk added and bought long ago with hundreds of items around it, so its add
     /// and its mark-off lie in sealed segments, far apart.
     static func list() async throws -> (World, ZoneID, CompactID) {
@@ -158,6 +172,33 @@ import ListModel
         while !outcome.lock.withLock({ outcome.done }) { usleep(1_000) }
         #expect(outcome.token == nil)
         #expect(outcome.refused as? SyncError == .serviceBusy(retryAfter: .seconds(1)))
+    }
+
+    /// A run compacts its zones a group at a time: a list whose group is done (rewrite committed,
+    /// snapshot written, mark raised) is answered again while the next group is purged, and that
+    /// one is refused meanwhile (SYNC.md §6.2 rule 3).
+    @Test func aListIsAnsweredAgainOnceItsGroupIsDone() async throws {
+        let (world, weekly, _) = try await Self.list()
+        let phone = try world.device("alice:tablet")
+        let other = try await phone.engine.createList("other")
+        let tea = try await phone.add("Tea", other)
+        for k in 0..<100 { try await phone.add("Thing \(k)", other) }
+        try await phone.engine.record(.markOff(item: tea), in: other)
+        for k in 100..<200 { try await phone.add("Thing \(k)", other) }
+        await phone.sync()
+        world.core.compactionGroupEntries = 1  // each list a group of its own
+        let seen = Answers()
+        world.serverFS.openHook = { path in
+            guard path.hasSuffix(".cleaned") else { return }
+            func answers(_ list: ZoneID) -> Bool { (try? world.core.fetchZoneChanges(caller: "alice", zone: list, since: nil, limit: 1)) != nil }
+            seen.add((answers(weekly), answers(other)))
+        }
+        let report = try world.compact(after: 2 * day)
+        world.serverFS.openHook = nil
+        #expect(Set(report.zones.map(\.zone)) == [weekly.storeName, other.storeName])
+        let answered = seen.all()
+        #expect(answered.contains { !$0.0 } && answered.contains { !$0.1 }, "each list is purged in a rewrite of its own")
+        #expect(!answered.contains { !$0.0 && !$0.1 }, "a list whose group was done was refused while the next was purged")
     }
 
     /// A run that fails at any I/O call, its rewrite committed or not, leaves no fetch answered
