@@ -245,14 +245,13 @@ public enum ZoneIndexCodec {
     }
 
     /// Reads a frame count and that many frames, appending them to `z`'s; the first is absolute
-    /// and must follow `after` (by default `z`'s last frame): a sequence above it and a location
-    /// after it, as §4's encoding needs. Ordinals index `segmentCount` bases.
+    /// and must follow `after` (a journal record's last kept frame): a sequence above it and a
+    /// location after it, as §4's encoding needs. Ordinals index `segmentCount` bases.
     static func decodeFrames(_ r: inout ByteReader, into z: inout ZoneTrack, segmentCount: Int,
                              after: (sequence: SequenceNumber, location: UInt64)? = nil) throws(CodecError) {
         let frames = try r.count("frames")
         z.frameSequences.reserveCapacity(z.frameSequences.count + frames)
         z.frameLocations.reserveCapacity(z.frameLocations.count + frames)
-        let previous = after ?? z.frameSequences.last.map { ($0, z.frameLocations.last!) }
         var seq: UInt64 = 0, ordinal: UInt64 = 0, offset: UInt64 = 0
         for i in 0..<frames {
             let at = r.offset
@@ -261,7 +260,7 @@ public enum ZoneIndexCodec {
             guard (i == 0 || ds >= 1), ds < 1 << 62, seq + ds < 1 << 62,
                   dord < UInt64(segmentCount), ordinal + dord < UInt64(segmentCount),
                   doff < 1 << 32, (continuing ? offset + doff : doff) < 1 << 32, !continuing || doff >= 1,
-                  i > 0 || follows(after: previous?.sequence, previous?.location, seq: ds, ordinal: dord, offset: doff) else {
+                  i > 0 || follows(after, seq: ds, ordinal: dord, offset: doff) else {
                 throw CodecError(.invalidValue(field: "frame location"), at: at)
             }
             seq += ds
@@ -274,12 +273,12 @@ public enum ZoneIndexCodec {
 }
 
 extension ZoneIndexCodec {
-    /// Whether a frame at (`seq`, `ordinal`, `offset`) may follow one at `after`/`location`: a
-    /// later sequence, and a later location (a later segment, or a later offset in the same one).
-    static func follows(after: SequenceNumber?, _ location: UInt64?, seq: UInt64, ordinal: UInt64, offset: UInt64) -> Bool {
-        guard let after, let location else { return true }
-        let o = location >> 32, off = location & 0xFFFF_FFFF
-        return seq > after && (ordinal > o || (ordinal == o && offset > off))
+    /// Whether a frame at (`seq`, `ordinal`, `offset`) may follow `previous` (any may follow
+    /// none): a later sequence, and a later location (a later segment, or a later offset in it).
+    static func follows(_ previous: (sequence: SequenceNumber, location: UInt64)?, seq: UInt64, ordinal: UInt64, offset: UInt64) -> Bool {
+        guard let previous else { return true }
+        let o = previous.location >> 32, off = previous.location & 0xFFFF_FFFF
+        return seq > previous.sequence && (ordinal > o || (ordinal == o && offset > off))
     }
 }
 

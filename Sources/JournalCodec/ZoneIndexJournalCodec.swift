@@ -53,7 +53,7 @@ public enum ZoneIndexJournalCodec {
     /// not extend `old` (another store, a segment table that is not a prefix, fewer zones, a
     /// covered position that went back): the writer then writes a whole checkpoint.
     public static func record(from old: ZoneIndexCheckpoint, to new: ZoneIndexCheckpoint) -> [UInt8]? {
-        guard old.storeID0 == new.storeID0, old.storeID1 == new.storeID1, extends(old: old, new: new) else { return nil }
+        guard extends(old: old, new: new) else { return nil }
         var changes: [Change] = []
         for i in new.zones.indices where i >= old.zones.count || !sameTrack(old.zones[i], new.zones[i]) {
             changes.append(Change(index: i, track: new.zones[i], keep: i < old.zones.count ? commonFrames(old.zones[i], new.zones[i]) : 0))
@@ -61,12 +61,17 @@ public enum ZoneIndexJournalCodec {
         return record(covering: new, segmentsBefore: old.segments.count, changes: changes)
     }
 
-    /// Whether a record can take `old` to `new`'s position and tables: a later covered frame, a
-    /// segment table that starts with the old one, no fewer zones.
+    /// Whether a record can take `old` to `new`'s position and tables: the same store, a later
+    /// covered frame, a segment table that starts with the old one, no fewer zones.
     public static func extends(old: ZoneIndexCheckpoint, new: ZoneIndexCheckpoint) -> Bool {
-        new.coveredSequence >= old.coveredSequence
-            && (new.coveredSegment > old.coveredSegment || (new.coveredSegment == old.coveredSegment && new.coveredOffset > old.coveredOffset))
+        old.storeID0 == new.storeID0 && old.storeID1 == new.storeID1 && new.coveredSequence >= old.coveredSequence
+            && isLater(segment: new.coveredSegment, offset: new.coveredOffset, than: old)
             && new.zones.count >= old.zones.count && new.segments.starts(with: old.segments)
+    }
+
+    /// Whether a covered frame at `segment`/`offset` lies after `c`'s.
+    static func isLater(segment: SequenceNumber, offset: Int64, than c: ZoneIndexCheckpoint) -> Bool {
+        segment > c.coveredSegment || (segment == c.coveredSegment && offset > c.coveredOffset)
     }
 
     /// A record from its parts: the covered frame and segment table of `new` (whose zones are
@@ -102,13 +107,13 @@ public enum ZoneIndexJournalCodec {
 
     /// Equal tracks, cheaply: the fields first; frame arrays left untouched share their storage,
     /// so comparing them is O(1) unless they changed.
-    public static func sameTrack(_ a: ZoneTrack, _ b: ZoneTrack) -> Bool {
+    private static func sameTrack(_ a: ZoneTrack, _ b: ZoneTrack) -> Bool {
         a.lastSequence == b.lastSequence && a.entryCount == b.entryCount && a.lowWaterMark == b.lowWaterMark
             && a.deletedAt == b.deletedAt && a.frameSequences.count == b.frameSequences.count && a == b
     }
 
     /// How many of `old`'s frames `new` starts with.
-    public static func commonFrames(_ old: ZoneTrack, _ new: ZoneTrack) -> Int {
+    private static func commonFrames(_ old: ZoneTrack, _ new: ZoneTrack) -> Int {
         let n = min(old.frameSequences.count, new.frameSequences.count)
         var k = 0
         while k < n && old.frameSequences[k] == new.frameSequences[k] && old.frameLocations[k] == new.frameLocations[k] { k += 1 }
@@ -205,7 +210,7 @@ public enum ZoneIndexJournalCodec {
             // newer file (which covers at least as far as the journal's records) applies nothing,
             // even if the two files' CRCs collide.
             guard offset < 1 << 32, coveredSequence < 1 << 62, coveredSegment < 1 << 62, coveredSequence >= c.coveredSequence,
-                  coveredSegment > c.coveredSegment || (coveredSegment == c.coveredSegment && Int64(offset) > c.coveredOffset) else {
+                  isLater(segment: coveredSegment, offset: Int64(offset), than: c) else {
                 throw CodecError(.invalidValue(field: "covered position"), at: r.offset)
             }
             coveredOffset = Int64(offset)
@@ -221,6 +226,7 @@ public enum ZoneIndexJournalCodec {
             let segmentCount = c.segments.count + added
             let changed = try r.count("zones")
             var zoneCount = c.zones.count
+            var lastIncarnation = c.zones.last?.incarnation ?? 0
             var last = -1
             for _ in 0..<changed {
                 let at = r.offset
@@ -244,9 +250,9 @@ public enum ZoneIndexJournalCodec {
                     guard keep <= UInt64(before.frameSequences.count) else { throw CodecError(.invalidValue(field: "frames kept"), at: keepAt) }
                     if keep > 0 { after = (before.frameSequences[Int(keep) - 1], before.frameLocations[Int(keep) - 1]) }
                 } else {
-                    guard keep == 0, z.incarnation > (zones.last { $0.index >= c.zones.count }?.track.incarnation ?? c.zones.last?.incarnation ?? 0) else {
-                        throw CodecError(.invalidValue(field: keep == 0 ? "zone incarnation" : "frames kept"), at: keep == 0 ? headAt : keepAt)
-                    }
+                    guard z.incarnation > lastIncarnation else { throw CodecError(.invalidValue(field: "zone incarnation"), at: headAt) }
+                    guard keep == 0 else { throw CodecError(.invalidValue(field: "frames kept"), at: keepAt) }
+                    lastIncarnation = z.incarnation
                 }
                 try ZoneIndexCodec.decodeFrames(&r, into: &z, segmentCount: segmentCount, after: after)
                 zones.append((last, z, Int(keep)))

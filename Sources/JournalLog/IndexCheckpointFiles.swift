@@ -98,13 +98,12 @@ struct IndexCheckpointFiles {
     }
 
     /// The record taking the files from `position` and `marks` to `new` (updating `marks`), and
-    /// the tracks `new` hides part of; nil when `new` does not extend them. Compares only the tracks touched since, those in `recheck`, and new ones.
+    /// the tracks `new` hides part of; nil when `new` does not extend them. Compares only the
+    /// tracks touched since, those in `recheck`, and new ones.
     static func record(from position: ZoneIndexCheckpoint, marks: inout [TrackMark], to new: TakenCheckpoint,
                        recheck: [Int]) -> ([UInt8], [Int])? {
         let before = marks.count, after = new.visibleCount
-        guard after >= before,
-              position.storeID0 == new.storeID.0, position.storeID1 == new.storeID.1,
-              ZoneIndexJournalCodec.extends(old: position, new: new.position) else { return nil }
+        guard after >= before, ZoneIndexJournalCodec.extends(old: position, new: new.position) else { return nil }
         var changes: [ZoneIndexJournalCodec.Change] = []
         var hidden: [Int] = []
         for i in Set(new.touched + recheck).sorted() where i < before {

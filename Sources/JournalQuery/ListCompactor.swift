@@ -526,8 +526,9 @@ public struct ListCompactor: Sendable {
             }
             try writeSnapshot(plan.zone.zone, reducer: reducer, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
         }
-        report.zones += plans.map(\.zone)
-        groupDidFinish?(plans.map(\.zone))
+        let done = plans.map(\.zone)
+        report.zones += done
+        groupDidFinish?(done)
     }
 
     /// A compacted zone with no snapshot at or above its mark (a run stopped between its rewrite

@@ -19,6 +19,10 @@ public struct ServiceLimits: Sendable {
     public var maxEntriesPerAccount: Int? = nil
     /// How long finished lifecycles stay before the service compacts them (COMPACTION.md §2).
     public var retentionMillis: Int64 = ListRetention.defaultRetentionMillis
+    /// Entries a compaction plans at once (`ListCompactor.maxEntriesPerGroup`): each group's zones
+    /// are answered again as soon as the group is done (SYNC.md §6.2 rule 3). Tests and the
+    /// simulation make it small, so that a run has several groups.
+    public var compactionGroupEntries = 1_000_000
 
     public init() {}
 }
@@ -63,10 +67,6 @@ public final class ServiceCore: @unchecked Sendable {
     /// Per zone, the purges begun since the service started: a read that saw its zone's count
     /// change may rest on the log before a purge (its window opened and closed during the read).
     private var purgesBegun: [String: UInt64] = [:]
-    /// Entries the service's compaction plans at once (`ListCompactor.maxEntriesPerGroup`): each
-    /// group's zones are answered again as soon as the group is done. Tests and the simulation
-    /// make it small, so that a run has several groups.
-    public var compactionGroupEntries = 1_000_000
     /// For tests: called after a fetch's first purge check and after its read, beside which a
     /// test runs a compaction.
     var fetchReadHooks: (afterCheck: @Sendable () -> Void, afterRead: @Sendable () -> Void)?
@@ -580,7 +580,7 @@ public final class ServiceCore: @unchecked Sendable {
             var compactor = ListCompactor(store: store, fs: store.fileSystem, retentionMillis: limits.retentionMillis)
             compactor.isTheSyncService = true
             compactor.zoneFilter = { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark }
-            compactor.maxEntriesPerGroup = compactionGroupEntries
+            compactor.maxEntriesPerGroup = limits.compactionGroupEntries
             compactor.purgeWillBegin = { [self] zone in
                 lock.lock()
                 purging.insert(zone)

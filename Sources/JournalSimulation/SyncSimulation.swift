@@ -192,12 +192,11 @@ public enum SyncSimulation {
         var limits = ServiceLimits()
         limits.retentionMillis = o.retentionDays * 86_400_000
         limits.maxUploadEntries = 40
-        var serverStore = try JournalStore.open("/srv/service.wal", options: storeOptions(serverFS))
-        let box = CoreBox(try ServiceCore(store: serverStore, limits: limits, now: { clock.now() }))
         // Odd seeds compact a list or two per group, so fetches of lists whose group is done are
         // answered while later groups are purged (SYNC.md §6.2 rule 3).
-        let groupEntries = o.seed % 2 == 1 ? 50 : 1_000_000
-        box.core.compactionGroupEntries = groupEntries
+        limits.compactionGroupEntries = o.seed % 2 == 1 ? 50 : 1_000_000
+        var serverStore = try JournalStore.open("/srv/service.wal", options: storeOptions(serverFS))
+        let box = CoreBox(try ServiceCore(store: serverStore, limits: limits, now: { clock.now() }))
         let accounts = (0..<max(1, min(o.accounts, o.replicas))).map { "a\($0)" }
         var nodes: [Node] = []
         for i in 0..<max(1, o.replicas) {
@@ -299,7 +298,6 @@ public enum SyncSimulation {
                     if rng.next() % 2 == 0 { serverFS.crash(.dropUnsynced) }
                     serverStore = try JournalStore.open("/srv/service.wal", options: storeOptions(serverFS))
                     box.core = try ServiceCore(store: serverStore, limits: limits, now: { clock.now() })
-                    box.core.compactionGroupEntries = groupEntries
                     result.serviceRestarts += 1
                 }
             case 915..<940:

@@ -35,8 +35,11 @@ import ListModel
 
     /// Alice's list: Milk added and bought long ago with hundreds of items around it, so its add
     /// and its mark-off lie in sealed segments, far apart.
-    static func list() async throws -> (World, ZoneID, CompactID) {
-        let world = try World(retentionMillis: day)
+    static func list(compactionGroupEntries: Int = 1_000_000) async throws -> (World, ZoneID, CompactID) {
+        var limits = ServiceLimits()
+        limits.retentionMillis = day
+        limits.compactionGroupEntries = compactionGroupEntries
+        let world = try World(limits: limits)
         let phone = try world.device("alice:phone")
         let list = try await phone.engine.createList("weekly")
         let milk = try await phone.add("Milk", list)
@@ -178,7 +181,7 @@ import ListModel
     /// snapshot written, mark raised) is answered again while the next group is purged, and that
     /// one is refused meanwhile (SYNC.md §6.2 rule 3).
     @Test func aListIsAnsweredAgainOnceItsGroupIsDone() async throws {
-        let (world, weekly, _) = try await Self.list()
+        let (world, weekly, _) = try await Self.list(compactionGroupEntries: 1)  // each list a group of its own
         let phone = try world.device("alice:tablet")
         let other = try await phone.engine.createList("other")
         let tea = try await phone.add("Tea", other)
@@ -186,7 +189,6 @@ import ListModel
         try await phone.engine.record(.markOff(item: tea), in: other)
         for k in 100..<200 { try await phone.add("Thing \(k)", other) }
         await phone.sync()
-        world.core.compactionGroupEntries = 1  // each list a group of its own
         let seen = Answers()
         world.serverFS.openHook = { path in
             guard path.hasSuffix(".cleaned") else { return }
