@@ -2,6 +2,14 @@
 /// covers (their CRCs are still checked by the scan), and replays the rest. If the checkpoint's
 /// last frame is not in the log exactly as recorded, the checkpoint is stale and open rebuilds.
 struct IndexBuilder {
+    /// The checkpoint files as read (INDEX.md §5): the checkpoint with its journal applied, or
+    /// nil and why it cannot be used.
+    struct Loaded {
+        var checkpoint: ZoneIndexCheckpoint?
+        var unusable: String
+        var journalRecords: Int
+    }
+
     let checkpoint: ZoneIndexCheckpoint?
     var missingReason = "no checkpoint"
     var catalog: ZoneCatalog
@@ -12,15 +20,39 @@ struct IndexBuilder {
     private var passed = false
     private var mismatch = false
 
-    init(checkpoint loaded: (ZoneIndexCheckpoint?, String, journalRecords: Int)) {
-        checkpoint = loaded.0
-        missingReason = loaded.1
+    init(checkpoint loaded: Loaded) {
+        checkpoint = loaded.checkpoint
+        missingReason = loaded.unusable
         journalRecords = loaded.journalRecords
-        catalog = loaded.0.map(ZoneCatalog.init(checkpoint:)) ?? ZoneCatalog()
-        passed = loaded.0 == nil
+        catalog = loaded.checkpoint.map(ZoneCatalog.init(checkpoint:)) ?? ZoneCatalog()
+        passed = loaded.checkpoint == nil
     }
 
-    init(checkpoint: ZoneIndexCheckpoint?) { self.init(checkpoint: (checkpoint, "no checkpoint", 0)) }
+    init(checkpoint: ZoneIndexCheckpoint?) { self.init(checkpoint: Loaded(checkpoint: checkpoint, unusable: "no checkpoint", journalRecords: 0)) }
+
+    /// Whether the catalog may be used as built for a log whose segments name `storeID`: every
+    /// record visited is in it, and a checkpoint, if any, is this store's and matched the log.
+    func isUsable(storeID: (UInt64, UInt64)?) -> Bool {
+        isCurrent && (checkpoint.map { $0.storeID == (storeID ?? $0.storeID) } ?? true)
+    }
+
+    /// Why the index must be rebuilt from the whole log when `isUsable` says no.
+    var rebuildReason: String { checkpoint == nil ? missingReason : "the checkpoint does not match the log" }
+
+    /// Where a usable catalog came from: the checkpoint, or the whole log when there was none.
+    var usableSource: IndexSource { checkpoint == nil ? .rebuilt(reason: missingReason) : .checkpoint }
+
+    /// What this builder did, as an open reports it (`source` as the open decided).
+    func report(source: IndexSource) -> IndexOpenReport {
+        var r = IndexOpenReport()
+        r.source = source
+        r.recordsReplayed = replayed
+        if source == .checkpoint, let checkpoint {
+            r.journalRecords = journalRecords
+            r.checkpointSequence = checkpoint.coveredSequence
+        }
+        return r
+    }
 
     /// True when the catalog reflects every record visited.
     var isCurrent: Bool { passed && !mismatch }
@@ -46,9 +78,10 @@ struct IndexBuilder {
 
     /// The checkpoint with its journal's records applied (and how many), or nil with the reason
     /// it could not be used.
-    static func loadCheckpoint(store: String, fs: any FileSystem) -> (ZoneIndexCheckpoint?, String, journalRecords: Int) {
+    static func loadCheckpoint(store: String, fs: any FileSystem) -> Loaded {
+        func unusable(_ why: String) -> Loaded { Loaded(checkpoint: nil, unusable: why, journalRecords: 0) }
         let path = store + "/" + StoreLayout.indexFile
-        guard fs.kind(of: path) == .file else { return (nil, "no checkpoint", 0) }
+        guard fs.kind(of: path) == .file else { return unusable("no checkpoint") }
         do {
             let bytes = try AtomicFile.read(path, fs: fs, limit: ZoneIndexCodec.maxFileBytes)
             let decoded: Result<ZoneIndexCheckpoint, ZoneIndexCodec.DecodeError> = bytes.withUnsafeBytes { b in
@@ -56,13 +89,13 @@ struct IndexBuilder {
             }
             switch decoded {
             case .success(let c):
-                if let why = c.inconsistency() { return (nil, "the checkpoint is inconsistent (\(why))", 0) }
+                if let why = c.inconsistency() { return unusable("the checkpoint is inconsistent (\(why))") }
                 let (extended, records) = extended(c, crc: ZoneIndexJournalCodec.fileCRC(bytes), store: store, fs: fs)
-                return (extended, "", records)
-            case .failure(let e): return (nil, "the checkpoint is damaged (\(e))", 0)
+                return Loaded(checkpoint: extended, unusable: "", journalRecords: records)
+            case .failure(let e): return unusable("the checkpoint is damaged (\(e))")
             }
         } catch {
-            return (nil, "the checkpoint cannot be read (\(error))", 0)
+            return unusable("the checkpoint cannot be read (\(error))")
         }
     }
 }

@@ -56,13 +56,23 @@ public struct RecoveryReport: Sendable {
     public var setAside: [String] = []
     public var removedBytes: Int64 = 0
     public var created: Bool = false
-    /// How the zone index was obtained: from its checkpoint plus a replay of the records after
-    /// it, or rebuilt from the whole log (no checkpoint, or one that did not match the log).
-    public var indexSource: IndexSource = .rebuilt(reason: "new store")
-    /// Records decoded to bring the zone index up to date on open.
-    public var indexRecordsReplayed: Int = 0
-    /// Records of the index journal applied to the checkpoint file (Spec/INDEX.md §5).
-    public var indexJournalRecords: Int = 0
+    /// How open got the zone index.
+    public var index = IndexOpenReport()
+    /// `index.source`.
+    public var indexSource: IndexSource {
+        get { index.source }
+        set { index.source = newValue }
+    }
+    /// `index.recordsReplayed`.
+    public var indexRecordsReplayed: Int {
+        get { index.recordsReplayed }
+        set { index.recordsReplayed = newValue }
+    }
+    /// `index.journalRecords`.
+    public var indexJournalRecords: Int {
+        get { index.journalRecords }
+        set { index.journalRecords = newValue }
+    }
     /// The token epoch this open began (Spec/TOKENS.md §7): tokens of earlier epochs stay good
     /// for the positions the log still holds as it did when they were issued.
     public var epoch: UInt64 = 0
@@ -74,6 +84,21 @@ public struct RecoveryReport: Sendable {
 public enum IndexSource: Sendable, Equatable {
     case checkpoint
     case rebuilt(reason: String)
+}
+
+/// How an open (a writer's or a `StoreReader`'s) got the zone index (Spec/INDEX.md §4, §5): from
+/// the checkpoint files plus a replay of the records after them, or rebuilt from the whole log.
+/// The index is a cache, so a rebuild loses nothing; this says why an open read the whole log.
+public struct IndexOpenReport: Sendable, Equatable {
+    public var source: IndexSource = .rebuilt(reason: "new store")
+    /// Records decoded to bring the zone index up to date.
+    public var recordsReplayed = 0
+    /// Records of the index journal applied to the checkpoint file (Spec/INDEX.md §5).
+    public var journalRecords = 0
+    /// The last sequence the checkpoint covered, its journal applied; nil when rebuilt.
+    public var checkpointSequence: SequenceNumber?
+
+    public init() {}
 }
 
 /// The store's files (Spec/FORMAT.md §2).
@@ -245,7 +270,7 @@ public final class JournalStore: @unchecked Sendable {
                 if scanner.summaries[cut.segment].header == nil || cut.offset < Int64(SegmentHeader.size) { scanner.summaries.removeLast() }
             }
             var covered: CoveredFrame? = builder.lastFrame
-            if !builder.isCurrent || (builder.checkpoint.map { $0.storeID != (scanner.summaries.first?.header?.storeID ?? $0.storeID) } ?? false) {
+            if !builder.isUsable(storeID: scanner.summaries.first?.header?.storeID) {
                 // No checkpoint, or it does not match the log (a crash mid-write, recovery cut the
                 // log before it, or it is foreign): rebuild from the whole log as recovered.
                 var fresh = IndexBuilder(checkpoint: nil)
@@ -254,7 +279,7 @@ public final class JournalStore: @unchecked Sendable {
                 if !kept.isEmpty {
                     do { try rescan.scan(paths: kept) { try fresh.visit($0) } } catch { throw JournalError.wrap(error) }
                 }
-                report.indexSource = .rebuilt(reason: builder.checkpoint == nil ? builder.missingReason : "the checkpoint does not match the log")
+                report.index = fresh.report(source: .rebuilt(reason: builder.rebuildReason))
                 // A stale checkpoint is removed, so it can never match a later log by chance.
                 if builder.checkpoint != nil {
                     try? fs.remove(path + "/" + StoreLayout.indexFile)
@@ -263,10 +288,8 @@ public final class JournalStore: @unchecked Sendable {
                 builder = fresh
                 covered = fresh.lastFrame
             } else {
-                report.indexSource = builder.checkpoint == nil ? .rebuilt(reason: builder.missingReason) : .checkpoint
+                report.index = builder.report(source: builder.usableSource)
             }
-            report.indexRecordsReplayed = builder.replayed
-            report.indexJournalRecords = report.indexSource == .checkpoint ? builder.journalRecords : 0
             catalog = builder.catalog
             lastWritten = covered
             checkpointed = builder.checkpoint != nil && report.indexSource == .checkpoint && builder.replayed == 0 ? covered : nil

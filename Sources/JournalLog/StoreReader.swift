@@ -95,6 +95,10 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
     /// The store's id (nil for a store with no segment yet).
     public var storeID: (UInt64, UInt64)? { current.storeID }
 
+    /// How the zone index was got when the store was last read from its files (at open, or anew
+    /// after a compaction rewrote the log): from the checkpoint files, or the whole log, and why.
+    public var index: IndexOpenReport { current.index }
+
     /// Damage at the end of the last segment, taken as the live end of the log (a frame being
     /// written, or a torn tail a writer's next open will cut).
     public var liveTail: Corruption? { current.liveTail }
@@ -168,10 +172,14 @@ final class ReaderState: @unchecked Sendable {
     /// The store's epochs as `EPOCHS` held them when this state was read, and which file that was.
     let epochs: EpochRecord?
     let epochsFile: FileIdentity?
+    /// How the zone index was got when the store was last read from its files; a state caught up
+    /// over appended frames carries its predecessor's.
+    let index: IndexOpenReport
 
     init(set: SegmentSet, catalog: ZoneCatalog, summaries: [SegmentSummary], liveTail: Corruption?, key: (UInt64, UInt64)?,
-         fs: any FileSystem) {
+         index: IndexOpenReport, fs: any FileSystem) {
         self.set = set
+        self.index = index
         self.catalog = catalog
         self.summaries = summaries
         self.liveTail = liveTail
@@ -229,19 +237,22 @@ final class ReaderState: @unchecked Sendable {
     static func build(_ set: SegmentSet, fs: any FileSystem, mode: RecoveryMode) throws(JournalError) -> ReaderState {
         let key = try StoreKey.load(store: set.store, fs: fs)
         guard !set.segments.isEmpty else {
-            return ReaderState(set: set, catalog: ZoneCatalog(), summaries: [], liveTail: nil, key: key, fs: fs)
+            return ReaderState(set: set, catalog: ZoneCatalog(), summaries: [], liveTail: nil, key: key,
+                               index: IndexBuilder(checkpoint: nil).report(source: .rebuilt(reason: "no segment yet")), fs: fs)
         }
         let inputs = set.segments.map { StoreScanner.ScanInput(name: $0.name, file: $0.file) }
         var scanner = StoreScanner(fs: fs, mode: mode)
         var builder = IndexBuilder(checkpoint: IndexBuilder.loadCheckpoint(store: set.store, fs: fs))
         do { try scanner.scan(files: inputs, liveTail: true) { try builder.visit($0) } } catch { throw JournalError.wrap(error) }
-        if !builder.isCurrent || (builder.checkpoint.map { $0.storeID != (scanner.summaries.first?.header?.storeID ?? $0.storeID) } ?? false) {
+        if !builder.isUsable(storeID: scanner.summaries.first?.header?.storeID) {
             var fresh = IndexBuilder(checkpoint: nil)
             var rescan = StoreScanner(fs: fs, mode: mode)
             do { try rescan.scan(files: inputs, liveTail: true) { try fresh.visit($0) } } catch { throw JournalError.wrap(error) }
-            return ReaderState(set: set, catalog: fresh.catalog, summaries: rescan.summaries, liveTail: rescan.liveTailProblem, key: key, fs: fs)
+            return ReaderState(set: set, catalog: fresh.catalog, summaries: rescan.summaries, liveTail: rescan.liveTailProblem, key: key,
+                               index: fresh.report(source: .rebuilt(reason: builder.rebuildReason)), fs: fs)
         }
-        return ReaderState(set: set, catalog: builder.catalog, summaries: scanner.summaries, liveTail: scanner.liveTailProblem, key: key, fs: fs)
+        return ReaderState(set: set, catalog: builder.catalog, summaries: scanner.summaries, liveTail: scanner.liveTailProblem, key: key,
+                           index: builder.report(source: builder.usableSource), fs: fs)
     }
 
     /// This state carried on over `set`, when `set` only adds to what this one read (the same
@@ -262,6 +273,6 @@ final class ReaderState: @unchecked Sendable {
         var key = self.key
         if key == nil { key = try StoreKey.load(store: set.store, fs: fs) }
         return ReaderState(set: set, catalog: builder.catalog, summaries: Array(summaries[..<from]) + scanner.summaries,
-                           liveTail: scanner.liveTailProblem, key: key, fs: fs)
+                           liveTail: scanner.liveTailProblem, key: key, index: index, fs: fs)
     }
 }

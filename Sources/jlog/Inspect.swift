@@ -96,6 +96,7 @@ struct Inspect: ParsableCommand {
         let zones = stats.byZone.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
         let (consumers, consumerProblems) = JournalStore.consumers(store: path)
         let now = nowMillis()
+        let index = IndexSummary(store: path, mode: mode)
         if json {
             let obj: JSON = .object([
                 ("path", .string(path)),
@@ -127,6 +128,7 @@ struct Inspect: ParsableCommand {
                 })),
                 ("consumers", .array(consumers.map { consumerJSON($0, now: now) })),
                 ("consumerProblems", .array(consumerProblems.map { .string($0) })),
+                ("index", index?.json ?? .null),
             ])
             print(obj.rendered)
         } else {
@@ -155,6 +157,7 @@ struct Inspect: ParsableCommand {
             for (f, status, size) in snaps.prefix(20) { print("  \(f.name)  sequence \(f.sequence)  \(size) bytes  \(status)") }
             print("consumers       \(consumers.count)\(consumerProblems.isEmpty ? "" : ", \(consumerProblems.count) damaged file(s)")")
             for l in consumerLines(consumers, problems: consumerProblems, now: now) { print(l) }
+            if isDirectory(path) { print("index           \(index?.line ?? "not read (no reader opens the store as it is)")") }
         }
         if let p = report.problems.first { throw ExitCode(p.isTornTail ? Status.tornTail : Status.corruption) }
     }

@@ -41,5 +41,6 @@ struct Recover: ParsableCommand {
         if let note = r.epochNote { print("epoch: \(note)") }
         print("token epoch \(String(r.epoch, radix: 16)) begins at sequence \(r.lastSequence + 1)")
         print("store \(store): \(r.segments) segments, last sequence \(r.lastSequence)")
+        print("zone index: " + IndexSummary.describe(r.index))
     }
 }

@@ -62,14 +62,18 @@ struct Verify: ParsableCommand {
         let pendingNote = "a compaction run is committed but not finished (.swap files): every reader reads its rewritten segments; "
             + "the next writer's open (`jlog recover \(path)`) renames them into place"
         if report.isClean {
+            // The index is a cache: one that cannot be used is a note, not a problem.
+            let indexNote = IndexSummary(store: path, mode: .tolerateTail)?.unusedCheckpoint
             if json {
                 print(JSON.object([("path", .string(path)), ("ok", .bool(true)), ("records", .int(Int64(stats.records))),
                                    ("entries", .int(Int64(stats.entries))), ("lastSequence", .uint(stats.lastSequence)),
                                    ("segments", .int(Int64(report.segments.count))),
-                                   ("compactionCommitPending", .bool(report.compactionCommitPending))]).rendered)
+                                   ("compactionCommitPending", .bool(report.compactionCommitPending)),
+                                   ("indexNote", indexNote.map { .string($0) } ?? .null)]).rendered)
             } else {
                 print("ok: \(report.segments.count) segments, \(stats.records) records, \(stats.entries) entries, last sequence \(stats.lastSequence)")
                 if report.compactionCommitPending { print("note: " + pendingNote) }
+                if let indexNote { print("note: " + indexNote) }
                 if let files {
                     print("files: \(files.snapshotFiles) snapshots, \(files.historyFiles) histories")
                     for n in files.notes { print("note: \(n)") }

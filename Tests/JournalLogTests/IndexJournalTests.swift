@@ -90,6 +90,28 @@ import JournalCodec
         try reopened.close()
     }
 
+    /// A reader says how it got the index, as a writer's open does: from the checkpoint (through
+    /// the sequence its records reach) and what it replayed after it, or rebuilt and why.
+    @Test func aReaderSaysHowItGotTheIndex() throws {
+        let fs = MemoryFileSystem()
+        let (store, _) = try Self.storeWithRecords(fs)
+        try store.sync()
+        let covered = try #require(IndexBuilder.loadCheckpoint(store: "/d/s.wal", fs: fs).checkpoint?.coveredSequence)
+        try store.append(Self.entry(31, zone: "List-2"))
+        try store.sync()
+        let reader = try StoreReader.open("/d/s.wal", fileSystem: fs)
+        #expect(reader.index.source == .checkpoint)
+        #expect(reader.index.checkpointSequence == covered)
+        #expect(reader.index.journalRecords == 3)
+        #expect(reader.index.recordsReplayed == 1)
+        fs.install(Self.file, bytes: Array("not an index".utf8))
+        let rebuilt = try StoreReader.open("/d/s.wal", fileSystem: fs).index
+        guard case .rebuilt(let reason) = rebuilt.source else { Issue.record("used a damaged checkpoint"); return }
+        #expect(reason.contains("damaged"))
+        #expect(rebuilt.checkpointSequence == nil && rebuilt.journalRecords == 0)
+        try store.close()
+    }
+
     @Test func aTornLastRecordEndsTheJournalAndTheLogSuppliesTheRest() throws {
         let fs = MemoryFileSystem()
         let (store, options) = try Self.storeWithRecords(fs)

@@ -99,6 +99,28 @@ import ListModel
         #expect(try Self.files(s.path) == before)
     }
 
+    /// `jlog inspect` reports the zone index's checkpoint; `jlog verify` notes one it cannot use
+    /// and still says ok (the index is a cache: rebuilding it loses nothing).
+    @Test func inspectReportsTheIndexAndVerifyNotesADamagedOne() throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let s = try Self.store(in: dir)
+        try s.close()
+        let inspected = try Self.run(["inspect", s.path, "--json"])
+        #expect(inspected.status == 0, "\(inspected.err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(inspected.out)) as? [String: Any])
+        let index = try #require(object["index"] as? [String: Any])
+        #expect(index["source"] as? String == "checkpoint")
+        // A closed writer checkpointed everything: nothing is left to replay.
+        #expect(index["checkpointSequence"] as? Int == object["lastSequence"] as? Int)
+        #expect(index["recordsReplayed"] as? Int == 0)
+        try Data("not an index".utf8).write(to: URL(fileURLWithPath: s.path + "/" + StoreLayout.indexFile))
+        let verified = try Self.run(["verify", s.path])
+        #expect(verified.status == 0, "\(verified.err)")
+        let out = String(decoding: verified.out, as: UTF8.self)
+        #expect(out.hasPrefix("ok: ") && out.contains("note: the zone index checkpoint (index/zones.idx) is not used: the checkpoint is damaged"), "\(out)")
+    }
+
     /// SYNC.md §6 and COMPACTION.md §5 rule 1: a device never compacts a list it syncs, so a
     /// store with sync state is refused, with the way out, and left as it was.
     @Test(arguments: [[], ["--dry-run"]])
