@@ -692,13 +692,15 @@ extension RetentionPlanner {
         var targets: [(seq: UInt64, owner: Int32, item: Int32, after: Int32)] = []
         var changed: [ClosedRange<SequenceNumber>] = []
         /// Item `c` leaves the tree of the next pass (folded), or is anchored only at `a` there
-        /// (given a place): does an item that stays lose it as a child? Then that item may go
-        /// or fold in another pass (COMPACTION.md §2.1).
+        /// (given a place): does a placement that does not fold lose it as a child? Then that
+        /// item may go or fold in another pass. An item that is not a placement cannot: what makes
+        /// one (rooted, old, finished or only placed) is the same in the next pass (COMPACTION.md
+        /// §2.1).
         func losesAnchor(_ c: Int, _ a: Int) {
             guard !d.needsAnotherPass else { return }
             for q in Int(parentCount[c])..<Int(parentCount[c + 1]) {
                 let p = Int(parents[q])
-                if p != a && !goes[p] && !folded(p) { d.needsAnotherPass = true }
+                if p != a && placement(p) && !folded(p) { d.needsAnotherPass = true }
             }
         }
         for i in 0..<n {

@@ -125,6 +125,7 @@ extension CompareBench {
         // Peak memory and bytes written of each run's whole job, on both sides.
         var jlCost: [StepCost] = [], sqCost: [StepCost] = []
         var jlAhead: [Double] = []
+        var aheadReport: ListCompactionReport? = nil
         for r in 0..<runs {
             log("  compaction run \(r + 1)/\(runs)")
             // A: JournalLog, a fresh store each run.
@@ -160,7 +161,7 @@ extension CompareBench {
             if jlOn {
                 let sp = path("compaction-ahead-\(r).store")
                 let s = buildListStore(sp, history, segmentBytes: segmentBytes)
-                let t = timed { do { _ = try ListCompactor(query: Self.readingAhead(s)).run(now: nowMs) } catch { fail("ListCompactor.run, read ahead", error) } }
+                let t = timed { do { aheadReport = try ListCompactor(query: Self.readingAhead(s)).run(now: nowMs) } catch { fail("ListCompactor.run, read ahead", error) } }
                 jlAhead.append(t * 1e3)
                 closeStore(s)
                 removeTree(sp)
@@ -244,6 +245,7 @@ extension CompareBench {
                 ("read_ahead", .s("off (the library's default, ListQuery.helperThreads); the same job with it on:")),
                 ("read_ahead_median_ms", .n(medianOf(jlAhead))), ("read_ahead_runs", .a(jlAhead.map { JSON.n($0) })),
                 ("read_ahead_ratio", .n(medianOf(sq) / max(medianOf(jlAhead), 1e-9))),
+                ("read_ahead_phases_ms", .o((aheadReport?.phaseMillis ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, JSON.n($0.value)) })),
                 ("breakdown_read_zone_ms", .n(readMs)),
                 ("breakdown_purgeable_ms", .n(purgeableMs)),
                 ("breakdown_store_compact_ms", .n(storeCompactMs)),

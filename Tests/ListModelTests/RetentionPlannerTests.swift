@@ -107,6 +107,24 @@ import Testing
         #expect(R.all.plan(R.compacted(entries)).isEmpty)
     }
 
+    /// An item that does not leave the list (here one still on it) asks for no second pass when
+    /// it loses a child: it leaves in no later pass either (COMPACTION.md §2.1).
+    @Test func anItemThatStaysOnTheListLosingAChildAsksForNoOtherPass() {
+        // Cheese folds away (its only child, tea, sits under it), and with it butter above it;
+        // bread, on the list, loses cheese, a child by cheese's other add.
+        let entries = R.numbered([
+            add("b1", "bread", "Bread", at: 0),
+            add("u1", "butter", "Butter", at: 10), change("u2", .markOff(item: id("butter")), at: 11),
+            add("c1", "cheese", "Cheese", after: "butter", at: 20),
+            add("c2", "cheese", "Cheese", after: "bread", by: "bob", at: 21), change("c3", .markOff(item: id("cheese")), at: 22),
+            add("t1", "tea", "Tea", after: "cheese", at: 30),
+        ])
+        let d = Self.decide(entries)
+        #expect(d.purgeCount > 0 && d.rewriteCount > 0)
+        #expect(!d.needsAnotherPass)
+        #expect(Self.decide(Self.applied(d, entries).left).isEmpty)
+    }
+
     /// An item added twice after the same anchor is one child of it: the anchor folds into it in
     /// the first pass.
     @Test func anItemAddedTwiceAfterTheSameAnchorIsOneChild() {
