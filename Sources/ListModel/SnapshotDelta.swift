@@ -57,17 +57,19 @@ public enum SnapshotDelta {
     static func deltaBody(_ body: [UInt8], against baseBody: [UInt8], base: Base) -> [UInt8]? {
         guard let new = try? layout(body), let old = try? layout(baseBody),
               body[0..<new.authorsEnd] == baseBody[0..<old.authorsEnd] else { return nil }
-        var byID: [ArraySlice<UInt8>: Int] = [:]
-        byID.reserveCapacity(old.records.count)
-        for (k, rec) in old.records.enumerated() { byID[baseBody[rec.id]] = k }
         var kept = [Bool](repeating: false, count: old.records.count)
         var changed: [Range<Int>] = []
-        for rec in new.records {
-            if let k = byID[body[rec.id]] {
-                kept[k] = true
-                if baseBody[old.records[k].bytes] == body[rec.bytes] { continue }
+        body.withUnsafeBytes { n in
+            baseBody.withUnsafeBytes { b in
+                let byID = RecordsByID(old.records, in: b)
+                for rec in new.records {
+                    if let k = byID.find(n, rec.id) {
+                        kept[k] = true
+                        if baseBody[old.records[k].bytes] == body[rec.bytes] { continue }
+                    }
+                    changed.append(rec.bytes)
+                }
             }
-            changed.append(rec.bytes)
         }
         var w = ByteWriter(capacity: 64 + new.prefixEnd + changed.reduce(0) { $0 + $1.count })
         w.u64(base.sequence)
@@ -256,6 +258,58 @@ public enum SnapshotDelta {
 
         static func == (a: IDKey, b: IDKey) -> Bool { a.quick == b.quick && a.bytes == b.bytes }
         func hash(into h: inout Hasher) { h.combine(quick) }
+    }
+
+    /// A body's records by id, for the encoder to find each new record's id among the base's: an
+    /// open-addressing table of record numbers keyed by `IDKey.quick`, the id bytes compared only
+    /// when the keys agree. (A dictionary of byte slices spent most of a large list's delta
+    /// hashing and retaining its 255k keys.) An id the body holds twice names its last record.
+    struct RecordsByID {
+        private let records: [Record]
+        private let body: UnsafeRawBufferPointer
+        private var slots: [Int32]
+        private var quicks: [UInt64]
+        private let mask: Int
+
+        init(_ records: [Record], in body: UnsafeRawBufferPointer) {
+            self.records = records
+            self.body = body
+            var capacity = 16
+            while capacity < 2 * records.count { capacity <<= 1 }
+            mask = capacity - 1
+            slots = [Int32](repeating: -1, count: capacity)
+            quicks = [UInt64](repeating: 0, count: capacity)
+            for (k, rec) in records.enumerated() {
+                let q = IDKey.quick(body, rec.id)
+                var i = Self.slot(q, mask)
+                while slots[i] >= 0 && !(quicks[i] == q && same(body, rec.id, Int(slots[i]))) { i = (i + 1) & mask }
+                slots[i] = Int32(k)
+                quicks[i] = q
+            }
+        }
+
+        /// The number of the record whose id is `p[id]`, if any.
+        func find(_ p: UnsafeRawBufferPointer, _ id: Range<Int>) -> Int? {
+            let q = IDKey.quick(p, id)
+            var i = Self.slot(q, mask)
+            while slots[i] >= 0 {
+                if quicks[i] == q && same(p, id, Int(slots[i])) { return Int(slots[i]) }
+                i = (i + 1) & mask
+            }
+            return nil
+        }
+
+        private func same(_ p: UnsafeRawBufferPointer, _ id: Range<Int>, _ k: Int) -> Bool {
+            UnsafeRawBufferPointer(rebasing: p[id]).elementsEqual(UnsafeRawBufferPointer(rebasing: body[records[k].id]))
+        }
+
+        /// A slot for a key: its bits mixed (`quick` ends in a multiply, whose low bits are weak).
+        private static func slot(_ q: UInt64, _ mask: Int) -> Int {
+            var x = q ^ (q >> 33)
+            x &*= 0xFF51_AFD7_ED55_8CCD
+            x ^= x >> 33
+            return Int(truncatingIfNeeded: x) & mask
+        }
     }
 
     // MARK: Layout

@@ -32,6 +32,25 @@ import Testing
         #expect(reducer.state() == now.state())
     }
 
+    /// The encoder's table of base records finds every record by its id, text or UUID, and
+    /// nothing else; an id held twice names its last record.
+    @Test func theBaseRecordsAreFoundByTheirIDs() throws {
+        let body = SnapshotCodec.encodeBody(replay(withSomeUUIDs(Self.list(count: 3_000, markingOff: [5, 700]))))
+        let other = SnapshotCodec.encodeBody(replay(Self.list(count: 3_000, skipping: Set(0..<1_500), extra: 200)))
+        let records = try SnapshotDelta.layout(body).records
+        let others = try SnapshotDelta.layout(other).records
+        body.withUnsafeBytes { b in
+            let byID = SnapshotDelta.RecordsByID(records, in: b)
+            for (k, rec) in records.enumerated() { #expect(byID.find(b, rec.id) == k) }
+            other.withUnsafeBytes { o in
+                let inBoth = Set(records.map { Array(b[$0.id]) })
+                for rec in others { #expect((byID.find(o, rec.id) != nil) == inBoth.contains(Array(o[rec.id]))) }
+            }
+            let twice = SnapshotDelta.RecordsByID([records[0], records[1], records[0]], in: b)
+            #expect(twice.find(b, records[0].id) == 2 && twice.find(b, records[1].id) == 1 && twice.find(b, records[2].id) == nil)
+        }
+    }
+
     @Test func deltaHoldsOnlyWhatChanged() throws {
         let base = Self.base(Self.list(count: 2_000))
         let now = replay(Self.list(count: 2_000, skipping: [10], extra: 1))
