@@ -344,9 +344,9 @@ public struct RetentionDecision: Sendable {
     public internal(set) var purgeCount = 0
     public internal(set) var rewriteCount = 0
     /// Whether another pass of the rules over the result may find more (COMPACTION.md §2.1): an
-    /// item given a place had an add anchored to an item that stays, which it no longer anchors;
-    /// or the item at the bottom of a folded chain was already a child of the placement above the
-    /// chain (by another add), which it now is once only.
+    /// item given a place, or folded, had an add anchored to a placement that does not fold, which
+    /// it no longer anchors; or the item at the bottom of a folded chain was already a child of the
+    /// placement above the chain (by another add), which it now is once only.
     public internal(set) var needsAnotherPass = false
     /// Sequence ranges holding every entry the decision changes, ascending and disjoint: only
     /// segments they overlap need reading again.
