@@ -15,6 +15,12 @@ struct IndexSummary {
         guard isDirectory(store), let reader = try? StoreReader.open(store, mode: mode == .pointInTime ? .pointInTime : .tolerateTail) else {
             return nil
         }
+        self.init(reader: reader)
+    }
+
+    /// From a reader already open on the store.
+    init(reader: StoreReader) {
+        let store = reader.path
         report = reader.index
         func size(_ name: String) -> Int64? { (try? FileManager.default.attributesOfItem(atPath: store + "/" + name)[.size]) as? Int64 }
         fileBytes = size(StoreLayout.indexFile)

@@ -47,7 +47,8 @@ struct Verify: ParsableCommand {
             throw ExitCode(Status.corruption)
         }
         // The files beside the log: a compacted zone's history must be readable whole.
-        let files = report.isClean && isDirectory(path) ? (try? StoreReader.open(path)).map { StoreFileCheck.run($0) } : nil
+        let reader = report.isClean && isDirectory(path) ? try? StoreReader.open(path) : nil
+        let files = reader.map { StoreFileCheck.run($0) }
         if let files, !files.problems.isEmpty {
             if json {
                 print(JSON.object([("path", .string(path)), ("ok", .bool(false)),
@@ -63,7 +64,7 @@ struct Verify: ParsableCommand {
             + "the next writer's open (`jlog recover \(path)`) renames them into place"
         if report.isClean {
             // The index is a cache: one that cannot be used is a note, not a problem.
-            let indexNote = IndexSummary(store: path, mode: .tolerateTail)?.unusedCheckpoint
+            let indexNote = reader.flatMap { IndexSummary(reader: $0).unusedCheckpoint }
             if json {
                 print(JSON.object([("path", .string(path)), ("ok", .bool(true)), ("records", .int(Int64(stats.records))),
                                    ("entries", .int(Int64(stats.entries))), ("lastSequence", .uint(stats.lastSequence)),
