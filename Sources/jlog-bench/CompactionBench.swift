@@ -40,8 +40,8 @@ extension CompareBench {
     }
 
     /// What the list rules purge and replace in `history` (one zone) as of `now`, decided once on a
-    /// reference store built as `buildListStore` builds one (the same on every fresh copy), with
-    /// the breakdown of the compactor's parts. SQLite deletes and updates the same entries:
+    /// reference store built as `buildListStore` builds one (the same on every fresh copy). SQLite
+    /// deletes and updates the same entries:
     /// JournalLog sequence → workload index → SQLite rowid (index + 1).
     func decidePurge(_ history: ArraySlice<JournalEntry>, zone: String, now nowMs: Int64, name: String) -> ListPurge {
         let n = history.count
@@ -60,18 +60,14 @@ extension CompareBench {
         let sealedEntries = seqs.lazy.filter { $0 <= sealedBefore }.count
         let segmentFiles = directorySizes(rp, suffix: ".seg").files
         var read: [(SequenceNumber, JournalEntry)] = []
-        let readMs = timed {
-            do { read = try ListQuery(store: ref).entries(zone).entries } catch { fail("ListQuery.entries", error) }
-        } * 1e3
-        var plan = RetentionPlan()
-        let purgeableMs = timed { plan = ListRetention(now: nowMs, mark: mark).plan(read) } * 1e3
+        do { read = try ListQuery(store: ref).entries(zone).entries } catch { fail("ListQuery.entries", error) }
+        let plan = ListRetention(now: nowMs, mark: mark).plan(read)
         let replacing = Dictionary(uniqueKeysWithValues: plan.rewrite.map { ($0.sequence, $0.entry) })
         read = []
         var storeCompact = CompactionReport()
-        let storeCompactMs: Double
         do {
             try ref.setLowWaterMark(zone, to: mark)
-            storeCompactMs = try timed { storeCompact = try ref.compact(purging: plan.purge, replacing: replacing) } * 1e3
+            storeCompact = try ref.compact(purging: plan.purge, replacing: replacing)
             try ref.close()
         } catch { fail("compact(purging:)", error) }
         removeTree(rp)
@@ -90,8 +86,7 @@ extension CompareBench {
         return ListPurge(chosen: plan.purge, replacing: replacing, mark: mark,
                          rowids: rowidsOf(plan.purge, "purged"),
                          placeRows: Array(zip(rowidsOf(plan.rewrite.map(\.sequence), "replaced"), plan.rewrite.map(\.entry))),
-                         sealedEntries: sealedEntries, segmentFiles: segmentFiles, readMs: readMs, purgeableMs: purgeableMs,
-                         storeCompactMs: storeCompactMs, storeCompact: storeCompact)
+                         sealedEntries: sealedEntries, segmentFiles: segmentFiles, storeCompact: storeCompact)
     }
 
     func compaction() {
@@ -107,11 +102,10 @@ extension CompareBench {
         let history = all.entries[..<n], tail = Array(all.entries[n...])
         let nowMs = Self.compactionNow(history)
 
-        log("  compaction: reference store, retention decision, breakdown")
+        log("  compaction: reference store, retention decision")
         let decided = decidePurge(history, zone: zone, now: nowMs, name: "compaction")
         let chosen = decided.chosen, replacing = decided.replacing, mark = decided.mark
         let rowids = decided.rowids, sealedEntries = decided.sealedEntries
-        let readMs = decided.readMs, purgeableMs = decided.purgeableMs, storeCompactMs = decided.storeCompactMs
         log("  compaction: \(chosen.count) of \(n) entries to purge, \(replacing.count) to replace by placements (\(sealedEntries) in sealed segments)")
 
         var jl: [Double] = [], sq: [Double] = [], jlRewrite: [Double] = []
@@ -228,8 +222,6 @@ extension CompareBench {
                                         ("purged_fraction", .n(Double(chosen.count) / Double(n))),
                                         ("now", .s("last entry's wall time + 15 days (retention 14 days)"))]
         let st = jlReport?.storage ?? decided.storeCompact
-        let medianTotal = medianOf(jl)
-        let partsMs = readMs + purgeableMs + storeCompactMs
         pair("compaction", unit: "ms", jl: jl, sq: sq, higherIsBetter: false, params: params,
              jlExtra: [
                 ("what", .s("ListCompactor.run(now:): read the zone, ListRetention, history + snapshot, low-water mark, rewrite sealed segments (each .cleaned, fsync, .swap, rename)")),
@@ -246,11 +238,6 @@ extension CompareBench {
                 ("read_ahead_median_ms", .n(medianOf(jlAhead))), ("read_ahead_runs", .a(jlAhead.map { JSON.n($0) })),
                 ("read_ahead_ratio", .n(medianOf(sq) / max(medianOf(jlAhead), 1e-9))),
                 ("read_ahead_phases_ms", .o((aheadReport?.phaseMillis ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, JSON.n($0.value)) })),
-                ("breakdown_read_zone_ms", .n(readMs)),
-                ("breakdown_purgeable_ms", .n(purgeableMs)),
-                ("breakdown_store_compact_ms", .n(storeCompactMs)),
-                ("breakdown_rest_ms", .n(medianTotal - partsMs)),
-                ("breakdown_note", .s("one run each on a reference store: ListQuery.entries, ListRetention.plan, store.compact(purging:replacing:) alone (after setLowWaterMark); rest = median total − those (history and snapshot encode and write, the reducer, the synced mark)")),
              ] + StepCost.fields(jlCost) + Self.bytesWritten(jlCost) + [("peak_rss_note", .s(Self.peakNote))],
              sqExtra: [
                 ("what", .s("BEGIN; prepared DELETE FROM journal WHERE seq=? per purged rowid; COMMIT; PRAGMA wal_checkpoint(TRUNCATE)")),
@@ -516,11 +503,8 @@ struct ListPurge: Sendable {
     /// SQLite's rows of `chosen`, and of the replaced entries with their placements.
     var rowids: [Int64]
     var placeRows: [(Int64, JournalEntry)]
-    /// The breakdown the compaction group reports.
+    /// How the reference store lay before the seal.
     var sealedEntries: Int
     var segmentFiles: Int
-    var readMs: Double
-    var purgeableMs: Double
-    var storeCompactMs: Double
     var storeCompact: CompactionReport
 }
