@@ -177,8 +177,11 @@ public enum HTTPBinding {
         }
     }
 
-    /// The error a client reads from a status and body (Retry-After given separately); nil for a
-    /// status this binding does not use (the client treats it as the service being busy).
+    /// The error a client reads from a status and body (Retry-After given separately). A status
+    /// this binding does not use reads as the service being busy. So does a 404 or 410 without
+    /// this binding's `error` in its body: a proxy's, or a wrong base URL's, answer. Reading those
+    /// as `zoneNotFound` or `tokenExpired` would have the engine drop lists and their unsent
+    /// changes, or re-fetch them, on the word of something that is not the service.
     public static func error(status: Int, body: ErrorJSON?, retryAfter: Int?) -> SyncError {
         let after = (retryAfter ?? body?.retryAfter).map { Duration.seconds($0) }
         switch (status, body?.error) {
@@ -186,9 +189,9 @@ public enum HTTPBinding {
         case (429, _): return .rateLimited(retryAfter: after)
         case (401, _): return .notAuthenticated
         case (507, _): return .quotaExceeded
-        case (404, _): return .zoneNotFound
+        case (404, "zoneNotFound"): return .zoneNotFound
         case (410, "zoneDeleted"): return .zoneDeleted(reason: body?.reason.flatMap(ZoneGoneReason.init(rawValue:)) ?? .deleted)
-        case (410, _): return .tokenExpired
+        case (410, "tokenExpired"): return .tokenExpired
         case (400, _): return .invalidRequest(body?.message ?? "the service refused the request")
         case (502, _), (504, _): return .networkUnavailable
         default: return .serviceBusy(retryAfter: after)
