@@ -1,5 +1,7 @@
 import Hummingbird
 import JournalService
+import JournalSync
+import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
 
@@ -8,34 +10,60 @@ extension SyncServer {
     /// (`data:` the zone, `owner/name`), and a comment every `hintKeepAlive` so idle proxies keep
     /// the connection. A hint carries no entries: the device fetches (Spec/SYNC.md §7.7). The
     /// first event, `ready`, tells the device it is subscribed, so it syncs once to miss nothing.
-    func hintChannel(for caller: String) -> Response {
-        let hints = backend.hints.subscribe(caller)
+    ///
+    /// The channel outlives the request that authenticated it, so the credential is asked again
+    /// before each event is written: a revoked or expired one ends the channel (a stolen device
+    /// would otherwise go on learning the names of the zones its account sees). A reader that
+    /// stops reading holds at most the newest `HintHub.buffered` events, of which one keep-alive.
+    func hintChannel(for caller: String, credential: String) throws(SyncError) -> Response {
+        guard let hints = backend.hints.subscribe(caller) else {
+            throw .rateLimited(retryAfter: options.hintKeepAlive)
+        }
         let keepAlive = options.hintKeepAlive
-        let events = AsyncStream<String> { continuation in
-            let forward = Task {
-                for await zone in hints { continuation.yield("event: changed\ndata: \(zone)\n\n") }
-                continuation.finish()
+        let accounts = accounts, now = now
+        let keepAliveQueued = KeepAliveFlag()
+        let (events, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(HintHub.buffered))
+        let forward = Task {
+            for await zone in hints { continuation.yield("event: changed\ndata: \(zone)\n\n") }
+            continuation.finish()
+        }
+        let ticks = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: keepAlive)
+                if keepAliveQueued.set() { continuation.yield(": keep-alive\n\n") }
             }
-            let ticks = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: keepAlive)
-                    continuation.yield(": keep-alive\n\n")
-                }
-            }
-            continuation.onTermination = { _ in
-                forward.cancel()
-                ticks.cancel()
-            }
+        }
+        continuation.onTermination = { _ in
+            forward.cancel()
+            ticks.cancel()
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             try await writer.write(ByteBuffer(string: "event: ready\ndata: subscribed\n\n"))
-            for await event in events { try await writer.write(ByteBuffer(string: event)) }
+            for await event in events {
+                guard accounts.authenticate(credential, now: now()) == caller else { break }
+                keepAliveQueued.clear()
+                try await writer.write(ByteBuffer(string: event))
+            }
+            // Ends the subscription too when the loop stopped early.
+            continuation.finish()
             try await writer.finish(nil)
         })
     }
+}
+
+/// Whether a keep-alive waits in a hint channel's queue: a tick adds one only when none does, so
+/// a stalled reader's queue keeps its hints rather than filling with comments.
+final class KeepAliveFlag: Sendable {
+    private let queued = NIOLockedValueBox(false)
+
+    /// Marks a keep-alive queued; false when one already is.
+    func set() -> Bool { queued.withLockedValue { q in defer { q = true }; return !q } }
+
+    /// Something was written: the next tick may queue a keep-alive.
+    func clear() { queued.withLockedValue { $0 = false } }
 }
 
 /// Ends every hint channel when the server is told to stop (SIGTERM, SIGINT), so that the

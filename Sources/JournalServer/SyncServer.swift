@@ -97,7 +97,11 @@ public struct SyncServer: Sendable {
                 let zone = try Self.zone(context)
                 let bytes = try await Self.body(request, limit: backend.limits.maxUploadBytes + 64 << 10)
                 let entries: [JournalEntry]
-                do { entries = try WireBatch.decode(bytes) } catch { throw .invalidRequest("the body is not a jlog wire batch: \(error)") }
+                // Decoded no further than the upload limit: more entries are refused before any is built.
+                do throws(CodecError) { entries = try WireBatch.decode(bytes, maxEntries: backend.limits.maxUploadEntries) } catch {
+                    if case .lengthOutOfRange(field: "entry count", _, _) = error.kind { throw .limitExceeded }
+                    throw .invalidRequest("the body is not a jlog wire batch: \(error)")
+                }
                 guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
                 let result: UploadResult
                 do throws(SyncError) {
@@ -172,7 +176,9 @@ public struct SyncServer: Sendable {
             }
         }
         router.get("/v1/hints") { request, context in
-            await handle(request, context) { caller throws(SyncError) in hintChannel(for: caller) }
+            await handle(request, context) { caller throws(SyncError) in
+                try hintChannel(for: caller, credential: Self.bearer(request) ?? "")
+            }
         }
         return router
     }
@@ -189,14 +195,19 @@ public struct SyncServer: Sendable {
     }
 
     func authenticated(_ request: Request, _ body: (String) async throws(SyncError) -> Response) async -> Response {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
-              let caller = accounts.authenticate(String(header.dropFirst(7)), now: now()) else {
+        guard let credential = Self.bearer(request), let caller = accounts.authenticate(credential, now: now()) else {
             var r = Self.error(.notAuthenticated)
             r.headers[.wwwAuthenticate] = "Bearer realm=\"jlog\""
             return r
         }
         if let wait = limiter.admit(caller) { return Self.error(.rateLimited(retryAfter: .seconds(wait))) }
         do throws(SyncError) { return try await body(caller) } catch { return Self.error(error) }
+    }
+
+    /// The credential of an `Authorization: Bearer …` header.
+    static func bearer(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { return nil }
+        return String(header.dropFirst(7))
     }
 
     static func hasBody(_ request: Request) -> Bool {

@@ -12,22 +12,35 @@ public final class HintHub: @unchecked Sendable {
     /// Set by `finishAll`: a subscription after it ends at once.
     private var finished = false
     /// Hints a subscriber keeps while it is not reading.
-    static let buffered = 16
+    public static let buffered = 16
+    /// Subscriptions one account may hold at once (a family's devices, with room for channels
+    /// not yet noticed dead): more would let one account hold every connection a server takes.
+    public let maxPerAccount: Int
 
-    public init() {}
+    public init(maxPerAccount: Int = 32) {
+        precondition(maxPerAccount >= 1, "an account needs at least one subscription")
+        self.maxPerAccount = maxPerAccount
+    }
 
-    /// The hints for `account`'s zones (store names, `owner/name`), until the stream is dropped.
-    public func subscribe(_ account: String) -> AsyncStream<String> {
+    /// The hints for `account`'s zones (store names, `owner/name`), until the stream is dropped;
+    /// nil when the account holds `maxPerAccount` subscriptions already.
+    public func subscribe(_ account: String) -> AsyncStream<String>? {
         let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(Self.buffered))
-        let id: UInt64? = lock.withLock {
-            guard !finished else { return nil }
+        enum Outcome { case subscribed(UInt64), finished, full }
+        let outcome: Outcome = lock.withLock {
+            guard !finished else { return .finished }
+            guard subscribers[account, default: [:]].count < maxPerAccount else { return .full }
             nextID += 1
             subscribers[account, default: [:]][nextID] = continuation
-            return nextID
+            return .subscribed(nextID)
         }
-        guard let id else {
+        let id: UInt64
+        switch outcome {
+        case .full: return nil
+        case .finished:
             continuation.finish()
             return stream
+        case .subscribed(let n): id = n
         }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }

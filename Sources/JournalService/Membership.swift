@@ -12,6 +12,9 @@ struct Membership: Sendable {
     static let author = "_service"
     /// The opaque operation kind of a membership record.
     static let kind: UInt8 = 0x80
+    /// The opaque operation kind of a withdrawal: the invitations to a zone issued before it,
+    /// to one account or to all, are void (SYNC.md §5.3).
+    static let withdrawalKind: UInt8 = 0x81
 
     struct Event: Sendable, Equatable {
         var account: String
@@ -26,6 +29,19 @@ struct Membership: Sendable {
     private(set) var current: [String: [String: Event]] = [:]
     /// By account: its events in sequence order (what its shared database's changes are made of).
     private(set) var history: [String: [Event]] = [:]
+    /// By zone, by account ("" for every account): the position of the latest withdrawal.
+    private(set) var withdrawn: [String: [String: SequenceNumber]] = [:]
+
+    /// Whether an invitation of `account` to `zone` issued at `issuedAt` was withdrawn since:
+    /// for that account, or for all of them (the owner stopped sharing).
+    func isWithdrawn(_ account: String, from zone: String, issuedAt: SequenceNumber) -> Bool {
+        guard let byAccount = withdrawn[zone] else { return false }
+        return [account, ""].contains { byAccount[$0].map { issuedAt < $0 } ?? false }
+    }
+
+    mutating func withdraw(_ account: String?, from zone: String, at sequence: SequenceNumber) {
+        withdrawn[zone, default: [:]][account ?? ""] = sequence
+    }
 
     func isMember(_ account: String, of zone: String) -> Bool { current[zone]?[account]?.member == true }
 
@@ -54,8 +70,27 @@ struct Membership: Sendable {
 
     /// Applies a membership entry read from `_service/members`.
     mutating func observe(_ entry: JournalEntry, at sequence: SequenceNumber) {
-        guard case .opaque(Self.kind, let body) = entry.operation, let e = Self.decode(body, sequence: sequence) else { return }
-        record(e)
+        guard case .opaque(let kind, let body) = entry.operation else { return }
+        if kind == Self.kind, let e = Self.decode(body, sequence: sequence) { record(e) }
+        if kind == Self.withdrawalKind, let w = Self.decodeWithdrawal(body) { withdraw(w.account, from: w.zone, at: sequence) }
+    }
+
+    /// `version u8 (1) | zone string | account string (empty: every account)`.
+    static func encodeWithdrawal(zone: String, account: String?) -> [UInt8] {
+        var w = ByteWriter()
+        w.u8(1)
+        w.string(zone)
+        w.string(account ?? "")
+        return w.bytes
+    }
+
+    static func decodeWithdrawal(_ body: [UInt8]) -> (zone: String, account: String?)? {
+        body.withUnsafeBytes { b -> (zone: String, account: String?)? in
+            var r = ByteReader(b)
+            guard (try? r.u8()) == 1, let zone = try? r.string("zone", limit: Limits.maxZoneBytes), !zone.isEmpty,
+                  let account = try? r.string("account", limit: 64), r.isAtEnd else { return nil }
+            return (zone, account.isEmpty ? nil : account)
+        }
     }
 
     static func encode(account: String, zone: String, member: Bool, reason: ZoneGoneReason?) -> [UInt8] {

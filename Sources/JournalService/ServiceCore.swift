@@ -13,6 +13,11 @@ public struct ServiceLimits: Sendable {
     public var maxUploadBytes = 1 << 20
     /// Entries per zone-changes page, whatever the client asks.
     public var maxPageEntries = 1_000
+    /// Encoded bytes per zone-changes page (the entry encodings, FORMAT.md §6), whatever the
+    /// client asks; a page holds at least one entry. A page's wire batch must stay under the 4 MiB
+    /// a client takes (`Limits.maxPayloadBytes`): a page bounded by count alone could not, once
+    /// a few members uploaded large entries, and every device would fail that page for ever.
+    public var maxPageBytes = 2 << 20
     /// Zones an account may own.
     public var maxZonesPerAccount = 1_000
     /// Entries in the zones an account owns (nil: no quota).
@@ -222,13 +227,7 @@ public final class ServiceCore: @unchecked Sendable {
                 counters.uploads += 1
                 counters.entriesReceived += entries.count
                 guard entries.count <= limits.maxUploadEntries else { throw .limitExceeded }
-                var bytes = 0
-                for e in entries {
-                    var c = ByteCounter()
-                    withUnsafePointer(to: e) { EntryCodec.encode($0, into: &c) }
-                    bytes += c.count
-                }
-                guard bytes <= limits.maxUploadBytes else { throw .limitExceeded }
+                guard entries.reduce(0, { $0 + Self.encodedBytes($1) }) <= limits.maxUploadBytes else { throw .limitExceeded }
                 var result = UploadResult()
                 var fresh: [JournalEntry] = []
                 let gone = try purgedIDs(zone.storeName)
@@ -370,10 +369,14 @@ public final class ServiceCore: @unchecked Sendable {
                     for name in Set(membership.events(of: caller, after: position, through: .max).map(\.zone)) {
                         guard let e = membership.latest(caller, in: name) else { continue }
                         let info = store.zone(name)
-                        let key = max(e.sequence, info.map(changedAt) ?? 0)
                         if !e.member {
-                            items[name] = (key, e.reason ?? .removed)
-                        } else if info?.isDeleted != false {
+                            // Keyed by the leave alone: what the zone did after it is none of
+                            // the caller's business, and a page's key is visible in its token.
+                            items[name] = (e.sequence, e.reason ?? .removed)
+                            continue
+                        }
+                        let key = max(e.sequence, info.map(changedAt) ?? 0)
+                        if info?.isDeleted != false {
                             items[name] = (key, .deleted)
                         } else {
                             items[name] = (key, nil)
@@ -419,20 +422,18 @@ public final class ServiceCore: @unchecked Sendable {
         }
         fetchReadHooks?.afterCheck()
         do {
-            let page: ZoneChanges
+            var page: ZoneChanges
             do throws(FeedError) {
                 page = try store.changes(in: zone.storeName, since: token.map { FeedToken($0.text) },
                                          limit: max(1, min(limit, limits.maxPageEntries)), expiry: .issuedUnderAnOlderMark)
-            } catch {
-                switch error {
-                case .tokenExpired, .invalidToken: throw .tokenExpired
-                case .zoneDeleted:
-                    // The token's incarnation was deleted; a newer one is live: start it over.
-                    if store.zone(zone.storeName)?.isDeleted == false { throw .tokenExpired }
-                    throw .zoneDeleted(reason: .deleted)
-                case .zoneNotFound: throw .zoneNotFound
-                case .storage: throw .serviceBusy(retryAfter: .seconds(1))
-                }
+            } catch { throw fetchError(error, zone) }
+            if let fit = Self.entriesWithin(limits.maxPageBytes, page.entries.lazy.map(\.entry)), fit < page.entries.count {
+                // Over the page's bytes: the same read, cut where the bytes run out, so that the
+                // token is the one after the last entry sent.
+                do throws(FeedError) {
+                    page = try store.changes(in: zone.storeName, since: token.map { FeedToken($0.text) }, limit: fit,
+                                             expiry: .issuedUnderAnOlderMark)
+                } catch { throw fetchError(error, zone) }
             }
             fetchReadHooks?.afterRead()
             // A purge that began while the page was read may have raised the mark the page's
@@ -441,6 +442,37 @@ public final class ServiceCore: @unchecked Sendable {
             _ = try locked { () throws(SyncError) in try unpurged(zone, since: begun) }
             return ZoneChangesPage(zone: zone, entries: page.entries.map(\.entry), token: ServiceToken(page.token.text), moreComing: page.moreComing)
         }
+    }
+
+    /// What a fetch answers for what the feed said.
+    private func fetchError(_ error: FeedError, _ zone: ZoneID) -> SyncError {
+        switch error {
+        case .tokenExpired, .invalidToken: return .tokenExpired
+        case .zoneDeleted:
+            // The token's incarnation was deleted; a newer one is live: start it over.
+            if store.zone(zone.storeName)?.isDeleted == false { return .tokenExpired }
+            return .zoneDeleted(reason: .deleted)
+        case .zoneNotFound: return .zoneNotFound
+        case .storage: return .serviceBusy(retryAfter: .seconds(1))
+        }
+    }
+
+    /// An entry's encoded bytes (FORMAT.md §6): what upload and page limits count.
+    public static func encodedBytes(_ e: JournalEntry) -> Int {
+        var c = ByteCounter()
+        withUnsafePointer(to: e) { EntryCodec.encode($0, into: &c) }
+        return c.count
+    }
+
+    /// How many of `entries`, from the first, fit in `bytes` (at least one); nil when all do.
+    static func entriesWithin(_ bytes: Int, _ entries: some Sequence<JournalEntry>) -> Int? {
+        var total = 0, n = 0
+        for e in entries {
+            total += encodedBytes(e)
+            if total > bytes { return max(1, n) }
+            n += 1
+        }
+        return nil
     }
 
     /// Refuses, for a moment, a fetch of a zone being purged, or one that a purge began since
@@ -524,6 +556,7 @@ public final class ServiceCore: @unchecked Sendable {
                 if last.member { return zone }
                 guard i.issuedAt >= last.sequence else { throw .zoneNotFound }   // issued before its removal
             }
+            guard !membership.isWithdrawn(caller, from: i.zone, issuedAt: i.issuedAt) else { throw .zoneNotFound }
             try recordMembership(caller, zone: zone, member: true, reason: nil, by: caller)
             return zone
         } }
@@ -533,7 +566,11 @@ public final class ServiceCore: @unchecked Sendable {
         try changing(zone.storeName) { () throws(SyncError) in try locked { () throws(SyncError) in
             let (kind, _) = try access(caller, zone)
             guard kind == .owner || participant == caller else { throw .invalidRequest("only the owner removes another participant") }
-            guard membership.isMember(participant, of: zone.storeName) else { return }
+            guard membership.isMember(participant, of: zone.storeName) else {
+                // Not a member (yet): the owner withdraws any invitation it holds.
+                if kind == .owner { try recordWithdrawal(of: participant, from: zone) }
+                return
+            }
             try recordMembership(participant, zone: zone, member: false, reason: .removed, by: caller)
         } }
     }
@@ -545,6 +582,7 @@ public final class ServiceCore: @unchecked Sendable {
             for p in membership.members(of: zone.storeName) {
                 try recordMembership(p, zone: zone, member: false, reason: .sharingStopped, by: caller)
             }
+            try recordWithdrawal(of: nil, from: zone)
         } }
     }
 
@@ -565,6 +603,19 @@ public final class ServiceCore: @unchecked Sendable {
         let told = audience(zone.storeName) + [account]
         membership.record(.init(account: account, zone: zone.storeName, member: member, reason: member ? nil : reason, sequence: range.upperBound))
         hints.changed(zone.storeName, for: told)
+    }
+
+    /// Voids the invitations to `zone` issued so far, to `account` or to every account
+    /// (SYNC.md §5.3): a record of `_service/members` alone, since nobody's membership changes.
+    private func recordWithdrawal(of account: String?, from zone: ZoneID) throws(SyncError) {
+        let wall = now()
+        var record = JournalEntry(id: CompactID("-")!, zone: Membership.zone, author: Membership.author, wallTime: wall,
+                                  clock: clock.tick(wallMillis: wall),
+                                  operation: .opaque(kind: Membership.withdrawalKind, body: Membership.encodeWithdrawal(zone: zone.storeName, account: account)))
+        record.id = CompactID.derived(from: record)
+        let at: SequenceNumber
+        do { at = try store.append(record) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        membership.withdraw(account, from: zone.storeName, at: at)
     }
 
     // MARK: Compaction

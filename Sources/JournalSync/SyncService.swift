@@ -222,10 +222,12 @@ public protocol SyncService: Sendable {
     func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID
 
     /// Removes a participant (the owner removing anyone, or a participant leaving), recorded as a
-    /// `leave` entry (CKShare.removeParticipant).
+    /// `leave` entry (CKShare.removeParticipant); the owner naming one not yet a member withdraws
+    /// the invitations it was given.
     func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError)
 
-    /// Removes every participant (deleting the CKShare): the zone leaves their shared databases.
+    /// Removes every participant (deleting the CKShare): the zone leaves their shared databases,
+    /// and no invitation issued so far admits anyone.
     func stopSharing(_ zone: ZoneID) async throws(SyncError)
 }
 

@@ -154,3 +154,133 @@ import ListModel
         return (world, list)
     }
 }
+
+/// A zone-changes page is bounded by bytes as well as by count (SYNC.md §4.2): large entries
+/// never make a page a client cannot take, and paging by its tokens still yields every entry
+/// once, in order.
+@Suite struct PageBytesTests {
+    /// Item `n` of `zone`, its text `bytes` long.
+    static func large(_ zone: ZoneID, _ n: Int, bytes: Int, wall: Int64) -> JournalEntry {
+        JournalEntry(id: .random(), zone: zone.storeName, author: "alice", wallTime: wall,
+                     clock: HybridTime(physicalMillis: UInt64(wall), counter: 0),
+                     operation: .add(item: CompactID("item-\(n)")!, text: String(repeating: "x", count: bytes), after: nil))
+    }
+
+    static let list = ZoneID(owner: "alice", name: "weekly")!
+
+    /// A service whose pages hold `pageBytes`, and `count` entries of `bytes` each uploaded one
+    /// by one to `list`.
+    static func world(pageBytes: Int, count: Int, bytes: Int) throws -> (World, [JournalEntry]) {
+        var limits = ServiceLimits()
+        limits.maxPageBytes = pageBytes
+        let world = try World(limits: limits)
+        try world.core.createZone(caller: "alice", zone: list)
+        let entries = (0..<count).map { large(list, $0, bytes: bytes, wall: world.clock.now()) }
+        for e in entries { _ = try world.core.upload(caller: "alice", entries: [e], to: list) }
+        return (world, entries)
+    }
+
+    @Test func aPageOfLargeEntriesStopsAtItsBytesAndPagingYieldsEveryEntryOnce() throws {
+        let (world, big) = try Self.world(pageBytes: 10_000, count: 9, bytes: 4_000)
+        let list = Self.list
+        var token: ServiceToken? = nil
+        var fetched: [JournalEntry] = []
+        var pages = 0
+        repeat {
+            let page = try world.core.fetchZoneChanges(caller: "alice", zone: list, since: token, limit: 1_000)
+            let bytes = page.entries.reduce(0) { $0 + ServiceCore.encodedBytes($1) }
+            #expect(!page.entries.isEmpty && (bytes <= 10_000 || page.entries.count == 1), "\(bytes) bytes in \(page.entries.count)")
+            fetched += page.entries
+            token = page.token
+            pages += 1
+            if !page.moreComing { break }
+        } while pages < 20
+        #expect(fetched.filter { big.contains($0) } == big)
+        #expect(pages >= 4)
+    }
+
+    /// One entry larger than the page's bytes still goes, alone: a page always moves forward.
+    @Test func anEntryLargerThanThePageGoesAlone() throws {
+        let (world, big) = try Self.world(pageBytes: 1_000, count: 2, bytes: 2_000)
+        let list = Self.list
+        let first = try world.core.fetchZoneChanges(caller: "alice", zone: list, since: nil, limit: 1_000)
+        #expect(first.moreComing)
+        let second = try world.core.fetchZoneChanges(caller: "alice", zone: list, since: first.token, limit: 1_000)
+        #expect((first.entries + second.entries).filter { big.contains($0) } == big)
+    }
+}
+
+/// An owner takes back what it gave (SYNC.md §5.2, §5.3): an invitation not yet accepted is
+/// withdrawn by removing its participant or by stopping the sharing, also after a restart.
+@Suite struct InvitationWithdrawalTests {
+    static let list = ZoneID(owner: "alice", name: "weekly")!
+
+    @Test func removingAnInviteeWithdrawsItsInvitation() throws {
+        let world = try World()
+        try world.core.createZone(caller: "alice", zone: Self.list)
+        let invitation = try world.core.shareZone(caller: "alice", zone: Self.list, with: "bob")
+        try world.core.removeParticipant(caller: "alice", participant: "bob", from: Self.list)
+        #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "bob", invitation: invitation) }
+        #expect(world.core.members(of: Self.list).isEmpty)
+    }
+
+    @Test func stoppingSharingWithdrawsEveryInvitation() throws {
+        let world = try World()
+        try world.core.createZone(caller: "alice", zone: Self.list)
+        let toBob = try world.core.shareZone(caller: "alice", zone: Self.list, with: "bob")
+        let toCarol = try world.core.shareZone(caller: "alice", zone: Self.list, with: "carol")
+        try world.core.stopSharing(caller: "alice", zone: Self.list)
+        #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "bob", invitation: toBob) }
+        #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "carol", invitation: toCarol) }
+    }
+
+    @Test func anInvitationIssuedAfterAWithdrawalIsAccepted() throws {
+        let world = try World()
+        try world.core.createZone(caller: "alice", zone: Self.list)
+        _ = try world.core.shareZone(caller: "alice", zone: Self.list, with: "bob")
+        try world.core.removeParticipant(caller: "alice", participant: "bob", from: Self.list)
+        let again = try world.core.shareZone(caller: "alice", zone: Self.list, with: "bob")
+        #expect(try world.core.acceptShare(caller: "bob", invitation: again) == Self.list)
+    }
+
+    @Test func aWithdrawalOutlivesARestart() throws {
+        let world = try World()
+        try world.core.createZone(caller: "alice", zone: Self.list)
+        let invitation = try world.core.shareZone(caller: "alice", zone: Self.list, with: "bob")
+        try world.core.removeParticipant(caller: "alice", participant: "bob", from: Self.list)
+        try world.restartService()
+        #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "bob", invitation: invitation) }
+    }
+
+    /// Another invitee's invitation stands when one is withdrawn.
+    @Test func aWithdrawalIsForItsParticipantOnly() throws {
+        let world = try World()
+        try world.core.createZone(caller: "alice", zone: Self.list)
+        _ = try world.core.shareZone(caller: "alice", zone: Self.list, with: "bob")
+        let toCarol = try world.core.shareZone(caller: "alice", zone: Self.list, with: "carol")
+        try world.core.removeParticipant(caller: "alice", participant: "bob", from: Self.list)
+        #expect(try world.core.acceptShare(caller: "carol", invitation: toCarol) == Self.list)
+    }
+
+    /// A removed member's shared database keys the list it left by its removal: paging from just
+    /// before the removal, one zone a page, never tells it when the list last changed.
+    @Test func aLeftZoneIsKeyedByTheLeaveAlone() throws {
+        let world = try World()
+        try world.core.createZone(caller: "alice", zone: Self.list)
+        _ = try world.core.acceptShare(caller: "bob", invitation: world.core.shareZone(caller: "alice", zone: Self.list, with: "bob"))
+        let before = try world.core.fetchDatabaseChanges(caller: "bob", scope: .shared, since: nil, limit: 10).token
+        try world.core.removeParticipant(caller: "alice", participant: "bob", from: Self.list)
+        let afterRemoval = try world.core.fetchDatabaseChanges(caller: "bob", scope: .shared, since: before, limit: 10)
+        #expect(afterRemoval.deleted == [ZoneGone(zone: Self.list, reason: .removed)])
+        // The list changes after bob left; another list he is in changes later still.
+        _ = try world.core.upload(caller: "alice", entries: [ServiceCoreTests.entry(Self.list, wall: world.clock.now())], to: Self.list)
+        let other = ZoneID(owner: "alice", name: "other")!
+        try world.core.createZone(caller: "alice", zone: other)
+        _ = try world.core.acceptShare(caller: "bob", invitation: world.core.shareZone(caller: "alice", zone: other, with: "bob"))
+        let first = try world.core.fetchDatabaseChanges(caller: "bob", scope: .shared, since: before, limit: 1)
+        #expect(first.deleted == [ZoneGone(zone: Self.list, reason: .removed)] && first.moreComing)
+        let key = first.token.text.split(separator: ".")[1]
+        let listPositions = try world.serverStore.changes(in: Self.list.storeName, since: nil, limit: 100).entries.map(\.sequence)
+        #expect(UInt64(key)! < listPositions.max()!, "the page's key \(key) is after the list's last change")
+    }
+}
