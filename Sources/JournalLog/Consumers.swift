@@ -21,8 +21,14 @@ extension JournalStore {
     /// The same without opening the store (no lock): for `jlog inspect` and `jlog consumers`.
     /// A path that is not a directory, or has no `consumers/`, has none.
     public static func consumers(store path: String, fs: any FileSystem = PosixFileSystem()) -> (consumers: [ConsumerState], problems: [String]) {
+        let (files, problems) = consumerFiles(store: path, fs: fs)
+        return (files.map(\.state), problems)
+    }
+
+    /// `consumers(store:fs:)` with the file each consumer was read from.
+    static func consumerFiles(store path: String, fs: any FileSystem) -> (files: [(path: String, state: ConsumerState)], problems: [String]) {
         let dir = path + "/" + JournalStore.consumersDirectory
-        var found: [ConsumerState] = []
+        var found: [(path: String, state: ConsumerState)] = []
         var problems: [String] = []
         let names: [String]
         switch fs.kind(of: dir) {
@@ -42,7 +48,7 @@ extension JournalStore {
                     do throws(CodecError) { return .success(try ConsumerCodec.decode(b)) } catch { return .failure(error) }
                 }
                 switch decoded {
-                case .success(let c): found.append(c)
+                case .success(let c): found.append((file, c))
                 case .failure(let e): problems.append("\(file): damaged (\(e)); \(releaseHint(name))")
                 }
             } catch {

@@ -86,6 +86,10 @@ public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
         case dataAfterZeroTail
         /// The segment does not continue the chain of the one before it (a missing or foreign segment).
         case chainBreak(expected: UInt32, found: UInt32)
+        /// The oldest segment of the store does not begin the store's chain (`expected` is
+        /// `crc32c(storeID)`, FORMAT.md §3.3): a segment before it is missing. No mode keeps a
+        /// prefix of a log whose start is gone; salvage reads on.
+        case missingEarlierSegment(expected: UInt32, found: UInt32)
         case foreignSegment
         case baseSequenceMismatch(expected: SequenceNumber, found: SequenceNumber)
         case badSegmentName
@@ -102,6 +106,9 @@ public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
             case .badSegmentHeader(let e): "segment header: \(e)"
             case .dataAfterZeroTail: "non-zero bytes after the zero end marker"
             case .chainBreak(let e, let f): "chain break: expected previous chain \(hex32(e)), header says \(hex32(f)) (a segment is missing or foreign)"
+            case .missingEarlierSegment(let e, let f):
+                "chain break at the oldest segment: expected previous chain \(hex32(e)) (the store's start), header says \(hex32(f)): "
+                    + "a segment before it is missing (put it back from a backup; salvage reads what is left)"
             case .foreignSegment: "segment belongs to another store"
             case .baseSequenceMismatch(let e, let f): "segment base sequence \(f) does not match \(e)"
             case .badSegmentName: "segment file name is not a 20-digit base sequence"

@@ -79,6 +79,13 @@ public struct RecoveryReport: Sendable {
     /// What open found about the store's past that clients will notice: no (readable) `EPOCHS`, so
     /// every earlier token is refused, or a loss of acknowledged entries the caller accepted.
     public var epochNote: String?
+    /// Snapshot files (`.snap`, `.delta`, `.base`) whose sequence was past the log's end as
+    /// recovered (a restored older copy, a lost unsynced tail), moved into `torn/`: their paths
+    /// there (Spec/SNAPSHOT.md §2.1). New entries take those sequences; the list is a replay.
+    public var snapshotsSetAside: [String] = []
+    /// Consumer marks that stood past the log's end as recovered, lowered to it
+    /// (Spec/COMPACTION.md §3).
+    public var consumerMarksLowered: [LoweredConsumerMark] = []
 }
 
 public enum IndexSource: Sendable, Equatable {
@@ -343,6 +350,15 @@ public final class JournalStore: @unchecked Sendable {
                     active.file.close()
                     throw error
                 }
+            }
+            // Snapshots and consumer marks from a future this log lost, put right before anything
+            // is appended: the next entries take the sequences they speak of.
+            do throws(JournalError) {
+                report.snapshotsSetAside = try PastEndFiles.setAsideSnapshots(store: path, above: lastAssigned, fs: fs)
+                report.consumerMarksLowered = try PastEndFiles.lowerConsumerMarks(store: path, to: lastAssigned, fs: fs)
+            } catch {
+                active.file.close()
+                throw error
             }
             do throws(JournalError) { storeKey = try StoreKey.loadOrCreate(store: path, fs: fs) } catch {
                 active.file.close()

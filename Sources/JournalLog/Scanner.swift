@@ -154,7 +154,8 @@ struct StoreScanner {
     var lastSequence: SequenceNumber { summaries.last?.lastSequence ?? 0 }
 
     /// Scans `paths` (segment files in base order). `standalone` skips the checks that need
-    /// the previous segment, for a single segment copied out of a store.
+    /// the previous segment (or, for the first, the store's start), for a single segment copied
+    /// out of a store.
     mutating func scan(paths: [String], standalone: Bool = false,
                        visit: (RecordView) throws -> Void) throws {
         var files: [ScanInput] = []
@@ -190,7 +191,7 @@ struct StoreScanner {
                 summary = resume
                 summary.fileSize = size
             }
-            let stop = try scanSegment(reader: reader, name: input.name, isLast: isLast, standalone: standalone || (index == 0 && resume == nil),
+            let stop = try scanSegment(reader: reader, name: input.name, isLast: isLast, standalone: standalone,
                                        liveTail: liveTail && isLast, resuming: index == 0 && resume != nil,
                                        storeID: &storeID, chain: &chain, lastSeq: &lastSeq, summary: &summary, visit: visit)
             summaries.append(summary)
@@ -210,7 +211,11 @@ struct StoreScanner {
         case .tolerateTail:
             if !c.isTornTail { throw JournalError.corruption(c) }
             return true
-        case .pointInTime: return true
+        case .pointInTime:
+            // With the store's start missing there is no prefix to keep: cutting there would set
+            // every segment aside and begin a new store (FORMAT.md §9.2).
+            if case .missingEarlierSegment = c.problem { throw JournalError.corruption(c) }
+            return true
         case .salvage: return false
         }
     }
@@ -271,8 +276,17 @@ struct StoreScanner {
             if try self.report(corruption(0, .baseSequenceMismatch(expected: n.base, found: header.baseSequence))) { return true }
             return false
         }
-        if !standalone, let c = chain, c != header.previousChain {
-            if try self.report(corruption(0, .chainBreak(expected: c, found: header.previousChain))) { return true }
+        if !standalone {
+            // The first segment read continues the store's own start (FORMAT.md §3.3): no version
+            // of the format deletes whole segments, so one that does not had a predecessor that is
+            // now missing. A segment file read on its own (`standalone`) may be any segment's copy.
+            let expected = chain ?? SegmentHeader.firstChain(storeID: header.storeID)
+            if expected != header.previousChain {
+                let problem: Corruption.Problem = chain == nil
+                    ? .missingEarlierSegment(expected: expected, found: header.previousChain)
+                    : .chainBreak(expected: expected, found: header.previousChain)
+                if try self.report(corruption(0, problem)) { return true }
+            }
         }
         if !standalone, header.baseSequence <= lastSeq {
             if try self.report(corruption(0, .sequenceOutOfOrder(previous: lastSeq, found: header.baseSequence))) { return true }

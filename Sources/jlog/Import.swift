@@ -55,6 +55,7 @@ struct Import: ParsableCommand {
         if let p = store.recovery.problem {
             printError("recovered: \(p.description); removed bytes kept in \(store.recovery.setAside.joined(separator: ", "))")
         }
+        for note in store.recovery.pastEndNotes { printError("note: \(note)") }
 
         var batch: [JournalEntry] = []
         var batchLines: [Int] = []

@@ -121,7 +121,7 @@ struct Inspect: ParsableCommand {
                 ("lastTime", stats.lastTime.map { .string(iso($0)) } ?? .null),
                 ("health", .string(healthText(report))),
                 ("problems", .array(report.problems.map { .string($0.description) })),
-                ("snapshots", .array(snapshotSummaries(path).map { f, status, size in
+                ("snapshots", .array(snapshotSummaries(path, logEnd: report.lastSequence).map { f, status, size in
                     .object([("file", .string(f.name)), ("kind", .string(Self.kindName(f.kind))),
                              ("incarnation", .uint(f.incarnation)), ("sequence", .uint(f.sequence)), ("bytes", .int(size)),
                              ("status", .string(status))])
@@ -152,7 +152,7 @@ struct Inspect: ParsableCommand {
             print("first time      \(stats.firstTime.map(iso) ?? "-")")
             print("last time       \(stats.lastTime.map(iso) ?? "-")")
             print("health          \(healthText(report))")
-            let snaps = snapshotSummaries(path)
+            let snaps = snapshotSummaries(path, logEnd: report.lastSequence)
             print("snapshots       \(snaps.isEmpty ? "none (write one with `jlog snapshot`)" : String(snaps.count))")
             for (f, status, size) in snaps.prefix(20) { print("  \(f.name)  sequence \(f.sequence)  \(size) bytes  \(status)") }
             print("consumers       \(consumers.count)\(consumerProblems.isEmpty ? "" : ", \(consumerProblems.count) damaged file(s)")")

@@ -190,10 +190,14 @@ struct Snapshot: ParsableCommand {
     }
 }
 
-/// Snapshot files of a store, for `jlog inspect`: each checked by decoding it.
-func snapshotSummaries(_ store: String) -> [(SnapshotFile, String, Int64)] {
+/// Snapshot files of a store, for `jlog inspect`: each checked by decoding it. A state past
+/// `logEnd` (the log as read) is one the next writer's open sets aside (SNAPSHOT.md §2.1).
+func snapshotSummaries(_ store: String, logEnd: SequenceNumber) -> [(SnapshotFile, String, Int64)] {
     SnapshotDirectory.list(store: store).map { f in
         let size = (try? FileManager.default.attributesOfItem(atPath: f.path)[.size] as? Int64) ?? 0
+        if f.kind != .history, f.sequence > logEnd {
+            return (f, "past the log's end \(logEnd) (a restored older copy, or a lost tail): never used; the next writer's open moves it to torn/", size)
+        }
         switch f.kind {
         case .state, .delta, .base:
             do {

@@ -38,6 +38,7 @@ struct Recover: ParsableCommand {
         } else {
             print("nothing to repair")
         }
+        for note in r.pastEndNotes { print("put right: \(note)") }
         if let note = r.epochNote { print("epoch: \(note)") }
         print("token epoch \(String(r.epoch, radix: 16)) begins at sequence \(r.lastSequence + 1)")
         print("store \(store): \(r.segments) segments, last sequence \(r.lastSequence)")

@@ -43,6 +43,29 @@ struct Progress {
     }
 }
 
+/// What an operator does about damage: a torn tail is repaired; a missing start has no prefix to
+/// keep (FORMAT.md §9.2), so only the segment itself or a salvage copy helps; other corruption
+/// keeps the prefix before it.
+func nextStep(_ c: Corruption, path: String) -> String {
+    if c.isTornTail {
+        return "`jlog recover \(path)` (or any command that writes) repairs the torn tail, keeping the cut bytes in torn/"
+    }
+    if c.isMissingStart {
+        return "put the missing segment back (from a backup, or torn/); no recovery mode keeps a log whose start is gone, "
+            + "but `jlog dump \(path) --mode salvage --json` copies what is left"
+    }
+    return "copy the store aside, then `jlog recover \(path) --mode pointInTime` (keeps the intact prefix, sets the rest aside in torn/), "
+        + "or copy what is intact with `jlog dump \(path) --mode salvage --json`"
+}
+
+extension Corruption {
+    /// The store's oldest segment does not begin its chain: a segment before it is missing.
+    var isMissingStart: Bool {
+        if case .missingEarlierSegment = problem { return true }
+        return false
+    }
+}
+
 /// Turns an error into a message that says what to do next, and an exit status.
 func fail(_ error: any Error, path: String) -> ExitCode {
     switch error {
@@ -50,10 +73,8 @@ func fail(_ error: any Error, path: String) -> ExitCode {
         switch e {
         case .corruption(let c):
             printError(c.description)
-            printError(c.isTornTail
-                ? "the tail was cut off mid-write; `jlog recover \(path)` (or any command that writes) repairs it, keeping the cut bytes in torn/"
-                : "run `jlog verify \(path)` to see what each recovery mode keeps; then copy the store aside and run "
-                    + "`jlog recover \(path) --mode pointInTime` to keep the intact prefix (the rest goes to torn/), or read what is left with `jlog dump \(path) --mode salvage --json`")
+            printError(c.isTornTail || c.isMissingStart ? nextStep(c, path: path)
+                : "run `jlog verify \(path)` to see what each recovery mode keeps; then " + nextStep(c, path: path))
             return ExitCode(c.isTornTail ? Status.tornTail : Status.corruption)
         case .locked:
             printError(e.description)

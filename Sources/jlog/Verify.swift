@@ -85,9 +85,6 @@ struct Verify: ParsableCommand {
                 } else if let note = epochs?.note {
                     print("note: \(note)")
                 }
-                if let first = report.segments.first?.header?.baseSequence, first > 1 {
-                    print("note: the oldest segment present starts at sequence \(first); whether segments before it existed cannot be checked (FORMAT.md §3.3)")
-                }
             }
             return
         }
@@ -132,9 +129,7 @@ struct Verify: ParsableCommand {
                     print("  \(o.mode.rawValue): \(o.note)")
                 }
             }
-            print(first.isTornTail
-                  ? "next: `jlog recover \(path)` (or any command that writes) repairs the torn tail; the cut bytes go to torn/"
-                  : "next: copy the store aside, then `jlog recover \(path) --mode pointInTime` (keeps the prefix, sets the rest aside in torn/), or copy what is intact with `jlog dump \(path) --mode salvage --json`")
+            print("next: " + nextStep(first, path: path))
         }
         throw ExitCode(first.isTornTail ? Status.tornTail : Status.corruption)
     }

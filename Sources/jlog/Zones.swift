@@ -36,6 +36,7 @@ func openExisting(_ path: String) throws -> JournalStore {
         if let p = store.recovery.problem {
             printError("recovered: \(p.description); removed bytes kept in \(store.recovery.setAside.joined(separator: ", "))")
         }
+        for note in store.recovery.pastEndNotes { printError("note: \(note)") }
         if let note = store.recovery.epochNote { printError("note: \(note)") }
         return store
     } catch {
