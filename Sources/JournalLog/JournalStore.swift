@@ -391,8 +391,11 @@ public final class JournalStore: @unchecked Sendable {
             lock.release()
             throw error
         }
-        writer.didWrite = { [unowned self] frames, placements, durable in self.didWriteLocked(frames, placements, durable: durable) }
-        writer.didRoll = { [unowned self] base throws(JournalError) in try self.recordRoll(to: base) }
+        // Weak, not unowned: a store released without `close()` flushes in its deinit, when an
+        // unowned reference to it traps. Then there is nobody left to tell, and a roll not
+        // recorded in `EPOCHS` only weakens the next open's check.
+        writer.didWrite = { [weak self] frames, placements, durable in self?.didWriteLocked(frames, placements, durable: durable) }
+        writer.didRoll = { [weak self] base throws(JournalError) in try self?.recordRoll(to: base) }
     }
 
     /// After a roll, by the leader (not holding `cond`): `EPOCHS` records that everything below

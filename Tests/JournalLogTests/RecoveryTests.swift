@@ -118,6 +118,24 @@ private final class Collector: @unchecked Sendable {
         }
     }
 
+    /// A store released without `close()` closes itself: what was appended is there at the next
+    /// open (its deinit once trapped on the writer's unowned reference to it).
+    @Test func aStoreReleasedWithoutClosingKeepsItsEntries() throws {
+        try withTemporaryDirectory { dir in
+            var g = EntryGenerator(seed: 23)
+            let path = dir.path("released.wal")
+            do {
+                let s = try JournalStore.open(path, options: storeOptions(durability: .none))
+                for e in g.entries(50) { _ = try s.append(e) }
+                _ = try s.append(batch: g.entries(20))
+            }
+            let s = try JournalStore.open(path, options: storeOptions())
+            #expect(s.recovery.problem == nil)
+            #expect(s.recovery.lastSequence == 70)
+            try s.close()
+        }
+    }
+
     @Test func cleanStoreReopensWithoutSettingAnythingAside() throws {
         try withTemporaryDirectory { dir in
             var g = EntryGenerator(seed: 22)
