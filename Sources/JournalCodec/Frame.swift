@@ -114,7 +114,9 @@ public struct SegmentHeader: Equatable, Sendable {
     public static let size = 64
     public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]  // \x89 J L G \r \n \x1a \n
     public static let currentMajor: UInt16 = 1
-    public static let currentMinor: UInt16 = 2
+    /// 3: a `lowWaterMark` record may carry `history` (FORMAT.md §1, §5.6), which a 1.2 reader
+    /// rejects; the header tells it why.
+    public static let currentMinor: UInt16 = 3
 
     public struct Flags: OptionSet, Sendable, Equatable {
         public let rawValue: UInt16

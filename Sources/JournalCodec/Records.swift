@@ -288,25 +288,38 @@ public enum SkippableRecordType {
     public static let lowWaterMark: UInt8 = 0x81
 }
 
-/// `lowWaterMark`: `zone string | incarnation u64 | mark u64`. Set by the compactor (or by hand)
-/// once entries at or below `mark` may be gone: a token below it can no longer be served.
+/// `lowWaterMark`: `zone string | incarnation u64 | mark u64 [| history u64]`. Set by the
+/// compactor (or by hand) once entries at or below `mark` may be gone: a token below it can no
+/// longer be served. `history`, when present, says how far the incarnation's history pieces reach
+/// (the newest piece's sequence when the record was written): the log is the only durable record
+/// that can say a newer piece is missing (FORMAT.md §5.6, COMPACTION.md §4). A record without it
+/// (written before the field existed) reads as 0, and a record with 0 is written without it, so
+/// a mark alone keeps its old bytes.
 public enum LowWaterCodec {
-    public static func encode(zone: String, incarnation: SequenceNumber, mark: SequenceNumber) -> [UInt8] {
+    public static func encode(zone: String, incarnation: SequenceNumber, mark: SequenceNumber, history: SequenceNumber = 0) -> [UInt8] {
         var w = ByteWriter()
         w.string(zone)
         w.u64(incarnation)
         w.u64(mark)
+        if history > 0 { w.u64(history) }
         return w.bytes
     }
 
-    public static func decode(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (zone: String, incarnation: SequenceNumber, mark: SequenceNumber) {
+    public static func decode(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (zone: String, incarnation: SequenceNumber, mark: SequenceNumber, history: SequenceNumber) {
         var r = ByteReader(p)
         let z = try r.string("zone", limit: Limits.maxZoneBytes)
         let inc = try r.u64()
-        let at = r.offset
+        var at = r.offset
         let mark = try r.u64()
         guard mark < 1 << 62 else { throw CodecError(.invalidValue(field: "low-water mark"), at: at) }
+        // The optional field is exactly 8 bytes: anything else after the mark is trailing bytes.
+        var history: SequenceNumber = 0
+        if r.remaining == 8 {
+            at = r.offset
+            history = try r.u64()
+            guard history < 1 << 62 else { throw CodecError(.invalidValue(field: "history reach"), at: at) }
+        }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
-        return (z, inc, mark)
+        return (z, inc, mark, history)
     }
 }

@@ -10,6 +10,9 @@ public struct ZoneTrack: Equatable, Sendable {
     public var deletionReason: ZoneDeletionReason
     /// Tokens whose position is below this get `tokenExpired` (0: none).
     public var lowWaterMark: SequenceNumber
+    /// How far the incarnation's history pieces reach, as its `lowWaterMark` records say (the
+    /// highest; 0: none says): a newest piece below it is missing (COMPACTION.md §4).
+    public var historyThrough: SequenceNumber
     public var entryCount: Int
     /// The last sequence of a record of this incarnation (its incarnation when it has none yet).
     public var lastSequence: SequenceNumber
@@ -26,6 +29,7 @@ public struct ZoneTrack: Equatable, Sendable {
         deletedAt = nil
         deletionReason = .deleted
         lowWaterMark = 0
+        historyThrough = 0
         entryCount = 0
         lastSequence = incarnation
         frameSequences = []
@@ -82,6 +86,7 @@ public struct ZoneIndexCheckpoint: Equatable, Sendable {
             previousIncarnation = z.incarnation
             guard z.lastSequence >= z.incarnation, z.lastSequence <= coveredSequence else { return "zone \(z.name): last sequence outside the covered log" }
             guard z.lowWaterMark <= coveredSequence else { return "zone \(z.name): low-water mark past the covered log" }
+            guard z.historyThrough <= coveredSequence else { return "zone \(z.name): history reach past the covered log" }
             if let d = z.deletedAt, d < z.incarnation || d > coveredSequence { return "zone \(z.name): deletion outside the covered log" }
             if let first = z.frameSequences.first, first < z.incarnation { return "zone \(z.name): a frame before its incarnation" }
             if let last = z.frameSequences.last, last > z.lastSequence { return "zone \(z.name): a frame past its last sequence" }
@@ -98,7 +103,9 @@ public struct ZoneIndexCheckpoint: Equatable, Sendable {
 /// delta-varint tables, and a CRC32C over everything before it.
 public enum ZoneIndexCodec {
     public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x49, 0x0D, 0x0A, 0x1A, 0x0A]
-    public static let major: UInt16 = 1
+    /// 2: each zone carries `historyThrough`. A file of another major is no checkpoint, so one
+    /// an older writer left is rebuilt from the log (INDEX.md §3), which knows every fact.
+    public static let major: UInt16 = 2
     public static let minor: UInt16 = 0
     /// A checkpoint larger than this is refused before it is read (1 GiB).
     public static let maxFileBytes = 1 << 30
@@ -189,7 +196,8 @@ public enum ZoneIndexCodec {
         }
     }
 
-    /// A zone entry up to its frames (§4): name, incarnation, flags, deletion, mark, counts.
+    /// A zone entry up to its frames (§4): name, incarnation, flags, deletion, mark, history
+    /// reach, counts.
     static func encodeHead(_ z: ZoneTrack, to w: inout ByteWriter) {
         w.string(z.name)
         w.varint(z.incarnation)
@@ -199,6 +207,7 @@ public enum ZoneIndexCodec {
             w.u8(z.deletionReason.rawValue)
         }
         w.varint(z.lowWaterMark)
+        w.varint(z.historyThrough)
         w.varint(UInt64(z.entryCount))
         w.varint(z.lastSequence)
     }
@@ -236,6 +245,7 @@ public enum ZoneIndexCodec {
             z.deletionReason = reason
         }
         z.lowWaterMark = try r.sequence("lowWaterMark")
+        z.historyThrough = try r.sequence("historyThrough")
         let countAt = r.offset
         let entries = try r.varint()
         guard entries < 1 << 62 else { throw CodecError(.invalidValue(field: "entryCount"), at: countAt) }

@@ -8,7 +8,9 @@
 /// Like the checkpoint, the journal is a cache: a record that does not read whole ends it.
 public enum ZoneIndexJournalCodec {
     public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
-    public static let major: UInt16 = 1
+    /// 2: with the checkpoint file's major 2 (zone entries carry `historyThrough`); an older
+    /// journal applies nothing, and open replays the log after the file.
+    public static let major: UInt16 = 2
     public static let minor: UInt16 = 0
     /// magic, major, minor, storeID, baseCRC, baseSequence, headerCRC.
     public static let headerSize = 8 + 2 + 2 + 16 + 4 + 8 + 4
@@ -109,6 +111,7 @@ public enum ZoneIndexJournalCodec {
     /// so comparing them is O(1) unless they changed.
     private static func sameTrack(_ a: ZoneTrack, _ b: ZoneTrack) -> Bool {
         a.lastSequence == b.lastSequence && a.entryCount == b.entryCount && a.lowWaterMark == b.lowWaterMark
+            && a.historyThrough == b.historyThrough
             && a.deletedAt == b.deletedAt && a.frameSequences.count == b.frameSequences.count && a == b
     }
 
@@ -273,6 +276,7 @@ public enum ZoneIndexJournalCodec {
                 c.zones[i].deletedAt = z.deletedAt
                 c.zones[i].deletionReason = z.deletionReason
                 c.zones[i].lowWaterMark = z.lowWaterMark
+                c.zones[i].historyThrough = z.historyThrough
                 c.zones[i].entryCount = z.entryCount
                 c.zones[i].lastSequence = z.lastSequence
             }

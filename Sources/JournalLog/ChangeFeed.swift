@@ -17,6 +17,10 @@ public struct ZoneInfo: Sendable, Equatable {
     /// The last sequence of a record in this incarnation (entry, creation or deletion).
     public var lastChange: SequenceNumber
     public var lowWaterMark: SequenceNumber
+    /// How far this incarnation's history pieces reach, as the log says (the highest `history`
+    /// of its `lowWaterMark` records; 0: none says). Once the mark is above 0, a newest piece
+    /// below `max(lowWaterMark, historyThrough)` means a newer piece is missing (COMPACTION.md §4).
+    public var historyThrough: SequenceNumber = 0
     public var isDeleted: Bool { deletedAt != nil }
 }
 

@@ -103,6 +103,8 @@ extension FuzzChecks {
         a.frameLocations = [64, 130, 1 << 32 | 64]
         a.entryCount = 5
         a.lastSequence = 10
+        a.lowWaterMark = 4
+        a.historyThrough = 9
         var b = ZoneTrack(name: "List-b", incarnation: 2, isImplicit: false)
         b.deletedAt = 3
         return ZoneIndexCheckpoint(storeID: (1, 2), coveredSegment: 9, coveredOffset: 64, coveredCRC: 0x1234_5678,

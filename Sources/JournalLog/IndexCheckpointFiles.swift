@@ -34,6 +34,7 @@ struct IndexCheckpointFiles {
         var lastSequence: SequenceNumber
         var entryCount: Int
         var lowWaterMark: SequenceNumber
+        var historyThrough: SequenceNumber
         var deletedAt: SequenceNumber?
         var frames: Int
         var lastFrame: SequenceNumber
@@ -43,6 +44,7 @@ struct IndexCheckpointFiles {
             lastSequence = t.lastSequence
             entryCount = t.entryCount
             lowWaterMark = t.lowWaterMark
+            historyThrough = t.historyThrough
             deletedAt = t.deletedAt
             frames = t.frameSequences.count
             lastFrame = t.frameSequences.last ?? 0

@@ -780,7 +780,7 @@ public final class JournalStore: @unchecked Sendable {
             }
             let (touches, marks) = catalog.prepare(events)
             let seq = enqueueLocked(type: type, payload: payload, count: count, touches: touches,
-                                    lowWater: marks.last.map { LowWater(zone: $0.zone, incarnation: $0.incarnation, mark: $0.mark) })
+                                    lowWater: marks.last)
             return (seq, lastTicketLocked)
         }
         try commit(ticket: ticket, sync: (durability ?? options.durability) == .always)
@@ -852,7 +852,7 @@ public final class JournalStore: @unchecked Sendable {
         // The feed serves what is durable (or, with durability none, written): that moved.
         if durable || options.durability == .none { changeSignal.bump() }
         guard durable else { return }
-        for m in pendingMarks { catalog.setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark) }
+        for m in pendingMarks { catalog.setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark, history: m.history) }
         pendingMarks.removeAll()
         if bytesSinceCheckpoint >= options.indexCheckpointBytes && !checkpointWriting { takeCheckpointLocked() }
     }

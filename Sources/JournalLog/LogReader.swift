@@ -6,8 +6,9 @@ public enum LogEvent: Sendable, Equatable {
     case zoneCreated(SequenceNumber, zone: String)
     case zoneDeleted(SequenceNumber, zone: String, reason: ZoneDeletionReason)
     case seal(lastSequence: SequenceNumber)
-    /// Tokens for this zone incarnation below `mark` get `tokenExpired` (Spec/TOKENS.md).
-    case lowWaterMark(SequenceNumber, zone: String, incarnation: SequenceNumber, mark: SequenceNumber)
+    /// Tokens for this zone incarnation below `mark` get `tokenExpired` (Spec/TOKENS.md); its
+    /// history pieces reach through `history` (0: the record does not say, FORMAT.md §5.6).
+    case lowWaterMark(SequenceNumber, zone: String, incarnation: SequenceNumber, mark: SequenceNumber, history: SequenceNumber)
     /// A skippable record this version does not interpret.
     case skipped(type: UInt8, sequence: SequenceNumber)
 
@@ -15,7 +16,7 @@ public enum LogEvent: Sendable, Equatable {
         switch self {
         case .entry(let s, _), .zoneCreated(let s, _), .zoneDeleted(let s, _, _): s
         case .seal(let s): s
-        case .lowWaterMark(let s, _, _, _): s
+        case .lowWaterMark(let s, _, _, _, _): s
         case .skipped(_, let s): s
         }
     }
@@ -133,7 +134,7 @@ public enum LogReader {
         case nil:
             if r.header.type == SkippableRecordType.lowWaterMark {
                 let m = try LowWaterCodec.decode(r.payload)
-                return [.lowWaterMark(r.header.sequence, zone: m.zone, incarnation: m.incarnation, mark: m.mark)]
+                return [.lowWaterMark(r.header.sequence, zone: m.zone, incarnation: m.incarnation, mark: m.mark, history: m.history)]
             }
             return [.skipped(type: r.header.type, sequence: r.header.sequence)]
         }

@@ -23,6 +23,8 @@ final class LogWriter: @unchecked Sendable {
         var zone: String
         var incarnation: SequenceNumber
         var mark: SequenceNumber
+        /// How far the incarnation's history pieces reach (0: the record does not say).
+        var history: SequenceNumber = 0
     }
 
     struct PendingFrame {

@@ -80,9 +80,14 @@ struct ZoneCatalog {
         ids[i] = nil
     }
 
-    mutating func setLowWater(_ zone: String, incarnation: SequenceNumber, mark: SequenceNumber) {
+    /// Applies a durable `lowWaterMark` record: the mark and the history's reach only rise.
+    mutating func setLowWater(_ zone: String, incarnation: SequenceNumber, mark: SequenceNumber, history: SequenceNumber) {
         guard let i = track(zone, incarnation: incarnation) else { return }
-        tracks[i].lowWaterMark = max(tracks[i].lowWaterMark, mark)
+        let t = tracks[i]
+        // Unchanged facts leave the track untouched, so no index journal record names it.
+        guard mark > t.lowWaterMark || history > t.historyThrough else { return }
+        tracks[i].lowWaterMark = max(t.lowWaterMark, mark)
+        tracks[i].historyThrough = max(t.historyThrough, history)
     }
 
     /// Records that the frame at `location` holds `touch`'s records.
@@ -96,13 +101,16 @@ struct ZoneCatalog {
         tracks[touch.track].lastSequence = max(tracks[touch.track].lastSequence, touch.lastSequence)
     }
 
+    /// A `lowWaterMark` record's facts, applied once the record is durable.
+    typealias Mark = LogWriter.LowWater
+
     /// Applies one record's facts (the rules every reader and the writer share, TOKENS.md §1) and
     /// says which incarnations the frame touches; low-water marks are returned, not applied,
     /// since the writer applies them only once their record is durable.
-    mutating func prepare(_ events: [LogEvent], trackIDs: Bool = true) -> (touches: [FrameTouch], marks: [(zone: String, incarnation: SequenceNumber, mark: SequenceNumber)]) {
+    mutating func prepare(_ events: [LogEvent], trackIDs: Bool = true) -> (touches: [FrameTouch], marks: [Mark]) {
         var touched: [Int: FrameTouch] = [:]
         var order: [Int] = []
-        var marks: [(zone: String, incarnation: SequenceNumber, mark: SequenceNumber)] = []
+        var marks: [Mark] = []
         func touch(_ track: Int, _ seq: SequenceNumber, entries: Int) {
             if touched[track] == nil {
                 touched[track] = FrameTouch(track: track, firstSequence: seq, lastSequence: seq, entries: 0)
@@ -127,8 +135,8 @@ struct ZoneCatalog {
                 guard let i = live(zone) else { continue }
                 delete(track: i, at: seq, reason: reason)
                 touch(i, seq, entries: 0)
-            case .lowWaterMark(_, let zone, let incarnation, let mark):
-                marks.append((zone, incarnation, mark))
+            case .lowWaterMark(_, let zone, let incarnation, let mark, let history):
+                marks.append(Mark(zone: zone, incarnation: incarnation, mark: mark, history: history))
             case .seal, .skipped:
                 continue
             }
@@ -141,7 +149,7 @@ struct ZoneCatalog {
         let location = ZoneTrack.location(segmentOrdinal: ordinal(ofSegment: segment), offset: offset)
         let (touches, marks) = prepare(events, trackIDs: false)
         for t in touches { place(t, location: location) }
-        for m in marks { setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark) }
+        for m in marks { setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark, history: m.history) }
     }
 }
 

@@ -47,7 +47,8 @@ enum ZoneFeed {
         // Facts are recorded at enqueue: an in-flight last record must not show yet.
         let last = t.lastSequence <= horizon ? t.lastSequence : (t.frameSequences.last { $0 <= horizon } ?? t.incarnation)
         return ZoneInfo(name: t.name, incarnation: t.incarnation, deletedAt: deleted, deletionReason: deleted == nil ? nil : t.deletionReason,
-                        entryCount: t.entryCount, lastChange: max(last, deleted ?? 0), lowWaterMark: t.lowWaterMark)
+                        entryCount: t.entryCount, lastChange: max(last, deleted ?? 0), lowWaterMark: t.lowWaterMark,
+                        historyThrough: t.historyThrough)
     }
 
     /// Every zone's newest incarnation at or below the horizon, by name.

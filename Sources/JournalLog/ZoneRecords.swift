@@ -43,14 +43,24 @@ extension JournalStore {
     /// `tokenExpired`. The compactor sets it once it may purge entries up to `mark`. The mark
     /// takes effect only once its record is durable, so no token is judged by a mark a crash
     /// could still undo.
-    public func setLowWaterMark(_ name: String, to mark: SequenceNumber) throws(JournalError) {
+    ///
+    /// `historyThrough` (above 0) records in the same record that the zone's history pieces
+    /// reach through that sequence (FORMAT.md §5.6): the compactor says so once the piece is in
+    /// place and before it purges anything, so that losing the piece later is an error
+    /// (`historyIncomplete`), not a shorter history. A record is written even when neither
+    /// rises (it then changes nothing).
+    public func setLowWaterMark(_ name: String, to mark: SequenceNumber, historyThrough: SequenceNumber = 0) throws(JournalError) {
         let ticket = try locked { () throws(JournalError) -> Int in
             try checkWritable()
             guard let t = catalog.live(name) else { throw JournalError.zoneNotFound(name) }
             guard mark <= lastAssigned else { throw JournalError.invalidEntry("low-water mark \(mark) is past the last sequence \(lastAssigned)") }
+            guard historyThrough <= lastAssigned else {
+                throw JournalError.invalidEntry("history reach \(historyThrough) is past the last sequence \(lastAssigned)")
+            }
             let inc = catalog.tracks[t].incarnation
-            _ = enqueueLocked(type: SkippableRecordType.lowWaterMark, payload: LowWaterCodec.encode(zone: name, incarnation: inc, mark: mark),
-                              count: 0, touches: [], lowWater: LowWater(zone: name, incarnation: inc, mark: mark))
+            let payload = LowWaterCodec.encode(zone: name, incarnation: inc, mark: mark, history: historyThrough)
+            _ = enqueueLocked(type: SkippableRecordType.lowWaterMark, payload: payload, count: 0, touches: [],
+                              lowWater: LowWater(zone: name, incarnation: inc, mark: mark, history: historyThrough))
             return lastTicketLocked
         }
         try commit(ticket: ticket, durability: .always)

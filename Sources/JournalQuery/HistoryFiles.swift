@@ -87,13 +87,22 @@ extension ListQuery {
         }
     }
 
-    /// Why a chain cannot stand for the zone's history at low-water mark `mark`, or nil.
-    static func chainProblem(_ chain: [SnapshotFile], _ end: ChainEnd, mark: SequenceNumber) -> String? {
+    /// Why a chain cannot stand for the history of `info`'s incarnation, or nil: it must read
+    /// whole, and its newest piece must reach both the low-water mark and what the log says the
+    /// pieces reach (`historyThrough`, COMPACTION.md §4). Why both: a run may purge more below an
+    /// unchanged mark into a newer piece, and only the log, which is never restored from an
+    /// older copy apart from the pieces, can tell that newer piece is gone.
+    static func chainProblem(_ chain: [SnapshotFile], _ end: ChainEnd, info: ZoneInfo) -> String? {
+        let mark = info.lowWaterMark, reach = info.historyThrough
         switch end {
         case .broken(let why): return why
-        case .none where mark > 0: return "no readable history file, and the low-water mark is \(mark)"
+        case .none where mark > 0:
+            return "no readable history file, and " + (reach > mark ? "the log says the history reaches \(reach)" : "the low-water mark is \(mark)")
         default:
-            guard let newest = chain.first, newest.sequence < mark else { return nil }
+            guard let newest = chain.first, newest.sequence < max(mark, reach) else { return nil }
+            if newest.sequence < reach {
+                return "the newest history piece runs through \(newest.sequence), but the log says the history reaches \(reach): a newer piece is missing (restore it from a backup)"
+            }
             return "the newest history piece runs through \(newest.sequence), below the low-water mark \(mark)"
         }
     }
@@ -107,7 +116,8 @@ extension ListQuery {
 
     /// The whole history the pieces hold (events of entries the log may no longer hold), and the
     /// sequence to replay the log after (nil: all of it). Once the zone's low-water mark is above
-    /// 0, a chain that stops short, or whose newest piece is below the mark, is `historyIncomplete`.
+    /// 0, a chain that stops short, or whose newest piece is below the mark or below the reach
+    /// the log records, is `historyIncomplete`.
     func readHistoryPieces(_ zone: String) throws(QueryError) -> (log: ActivityLog, through: SequenceNumber?, warnings: [String]) {
         let (files, info) = try historyFiles(zone)
         var log = ActivityLog(zone: zone)
@@ -126,7 +136,7 @@ extension ListQuery {
             }
         }
         let mark = info.lowWaterMark
-        if let problem = Self.chainProblem(chain, end, mark: mark) {
+        if let problem = Self.chainProblem(chain, end, info: info) {
             guard mark == 0 else { throw .historyIncomplete(zone: zone, reason: problem) }
             // Nothing was purged: the log holds every event.
             return (ActivityLog(zone: zone), nil, ["history pieces passed over (the log holds every event): " + problem])
@@ -137,8 +147,8 @@ extension ListQuery {
 
     /// The newest piece of the zone's chain, checked by headers only (no event is read): what a
     /// new piece follows. nil when there is none. A chain that stops short, or whose newest
-    /// piece lies below the low-water mark above 0, is `historyIncomplete`: a new piece after it
-    /// would hide the loss.
+    /// piece lies below the low-water mark above 0 or below the reach the log records, is
+    /// `historyIncomplete`: a new piece after it would hide the loss.
     func historyHead(_ zone: String) throws(QueryError) -> PieceHead? {
         let (files, info) = try historyFiles(zone)
         var heads: [String: PieceHead] = [:]
@@ -148,7 +158,7 @@ extension ListQuery {
             return (h.header, h.crc)
         }
         let mark = info.lowWaterMark
-        var problem = Self.chainProblem(chain, end, mark: mark)
+        var problem = Self.chainProblem(chain, end, info: info)
         // The piece a new one names by its CRC must hold what that CRC says.
         if problem == nil, let newest = chain.first, let head = heads[newest.name], let why = checksumProblem(head) { problem = why }
         if let problem {

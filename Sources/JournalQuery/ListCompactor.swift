@@ -364,17 +364,18 @@ public struct ListCompactor: Sendable {
         defer { for p in pieces { p.abandon() } }
         for plan in plans {
             let piece = try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
-            if plan.raise && piece.header.previous < plan.mark && !piece.isMerging {
-                // The history must reach the mark about to be raised before anything is purged
-                // (COMPACTION.md §1, step 3): an empty piece covering the zone's read position
-                // says so (nothing is gone yet); the piece of what goes takes its place.
+            if !piece.isMerging {
+                // The piece must be in place before the log says the history reaches it and
+                // before anything is purged (COMPACTION.md §1, step 3): an empty piece covering
+                // the zone's read position (nothing is gone yet); the piece of what goes takes
+                // its place.
                 do { _ = try piece.finish() } catch { throw .storage(error) }
                 pieces.append(try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence))
             } else {
                 pieces.append(piece)
             }
         }
-        for plan in plans {
+        for (plan, piece) in zip(plans, pieces) {
             purgeWillBegin?(plan.zone.zone)
             // No snapshot may outlive the entries it was made from: until the new one is written,
             // the list is a replay of the log, compacted or not. The newest whole one is kept as
@@ -390,9 +391,13 @@ public struct ListCompactor: Sendable {
                 if !files.isEmpty { try query.fs.syncDirectory(store.path + "/" + SnapshotDirectory.name) }
             } catch { throw .storage(error) }
             report.filesRemoved += files.count - (base == nil ? 0 : 1)
-            // Tokens below the mark expire from here on.
-            if plan.raise {
-                do { try store.setLowWaterMark(plan.zone.zone, to: plan.mark) } catch { throw .storage(error) }
+            // Tokens below the mark expire from here on, and the log says how far the history
+            // reaches (step 5), durably, before the rewrite purges anything: a piece lost later
+            // (deleted, or an older copy of `snapshots/` restored) is then an error, even when
+            // this run purges below an unchanged mark.
+            let reach = piece.header.sequence
+            if plan.raise || reach > (store.zone(plan.zone.zone)?.historyThrough ?? 0) {
+                do { try store.setLowWaterMark(plan.zone.zone, to: plan.zone.lowWaterMark, historyThrough: reach) } catch { throw .storage(error) }
             }
         }
         // Entries appended since the zones were read may name a chosen item (an unmark, a late

@@ -49,7 +49,8 @@ struct Dump: ParsableCommand {
                 case .zoneCreated(let s, let zone): emit("\(s) \(loc) zoneCreate zone=\(quote(zone))")
                 case .zoneDeleted(let s, let zone, let reason): emit("\(s) \(loc) zoneDelete zone=\(quote(zone)) reason=\(reason)")
                 case .seal(let last): emit("\(record.header.sequence) \(loc) seal lastSequence=\(last)")
-                case .lowWaterMark(let s, let zone, let inc, let mark): emit("\(s) \(loc) lowWaterMark zone=\(zone) incarnation=\(inc) mark=\(mark)")
+                case .lowWaterMark(let s, let zone, let inc, let mark, let history):
+                    emit("\(s) \(loc) lowWaterMark zone=\(zone) incarnation=\(inc) mark=\(mark)" + (history > 0 ? " history=\(history)" : ""))
                 case .skipped(let type, let s): emit("\(s) \(loc) skipped type=0x\(String(type, radix: 16)) bytes=\(record.payload.count)")
                 }
             }

@@ -43,7 +43,7 @@ import JournalCodec
     }
 
     /// A store with a checkpoint file, then changes of every kind checkpointed as records: new
-    /// entries, a new zone, a deletion, a low-water mark, a zone created again.
+    /// entries, a new zone, a deletion, a low-water mark with a history reach, a zone created again.
     static func storeWithRecords(_ fs: MemoryFileSystem) throws -> (JournalStore, StoreOptions) {
         let (store, options) = try ZoneFeedTests.memoryStore(fs)
         for i in 0..<20 { try store.append(entry(i, zone: "List-\(i % 3)")) }
@@ -51,7 +51,7 @@ import JournalCodec
         for i in 20..<30 { try store.append(entry(i, zone: "List-\(i % 4)")) }
         try store.checkpointIndex()
         _ = try store.deleteZone("List-1")
-        try store.setLowWaterMark("List-0", to: 5)
+        try store.setLowWaterMark("List-0", to: 5, historyThrough: 7)
         try store.checkpointIndex()
         _ = try store.createZone("List-1")
         try store.append(entry(30, zone: "List-1"))

@@ -516,17 +516,22 @@ import PropertyBased
         let create = ZoneRecordCodec.encodeCreate(zone: "List-db6a6e29")
         let delete = ZoneRecordCodec.encodeDelete(zone: "List-db6a6e29", reason: .purged)
         let mark = LowWaterCodec.encode(zone: "List-db6a6e29", incarnation: 7, mark: 1_000)
+        let reach = LowWaterCodec.encode(zone: "List-db6a6e29", incarnation: 7, mark: 1_000, history: 1_010)
         if V.writing {
             try V.write("zone-records.txt", header: "Zone record payloads (FORMAT.md §5.3, §5.4, §5.6).",
                         blocks: [[("record", "zoneCreate"), ("zone", "List-db6a6e29"), ("payload", V.hex(create))],
                                  [("record", "zoneDelete"), ("zone", "List-db6a6e29"), ("reason", "1 (purged)"), ("payload", V.hex(delete))],
                                  [("record", "lowWaterMark (type 0x81)"), ("zone", "List-db6a6e29"), ("incarnation", "7"), ("mark", "1000"),
-                                  ("payload", V.hex(mark))]])
+                                  ("payload", V.hex(mark))],
+                                 [("record", "lowWaterMark (type 0x81) with history (segment minor 3)"), ("zone", "List-db6a6e29"),
+                                  ("incarnation", "7"), ("mark", "1000"), ("history", "1010"), ("payload", V.hex(reach))]])
         }
         let b = try V.blocks("zone-records.txt")
-        #expect(b.map { $0["payload"]! } == [V.hex(create), V.hex(delete), V.hex(mark)])
+        #expect(b.map { $0["payload"]! } == [V.hex(create), V.hex(delete), V.hex(mark), V.hex(reach)])
         let m = try V.bytes(b[2]["payload"]!).withUnsafeBytes { try LowWaterCodec.decode($0) }
-        #expect(m.zone == "List-db6a6e29" && m.incarnation == 7 && m.mark == 1_000)
+        #expect(m.zone == "List-db6a6e29" && m.incarnation == 7 && m.mark == 1_000 && m.history == 0, "without the field: history 0")
+        let r = try V.bytes(b[3]["payload"]!).withUnsafeBytes { try LowWaterCodec.decode($0) }
+        #expect(r.zone == "List-db6a6e29" && r.incarnation == 7 && r.mark == 1_000 && r.history == 1_010)
     }
 
     @Test func tokenVectorMatches() throws {
@@ -567,7 +572,7 @@ import PropertyBased
         let c = FuzzChecks.journalBase
         let bytes = ZoneIndexCodec.encode(c)
         if V.writing {
-            try V.write("zone-index.txt", header: "A zone index checkpoint (INDEX.md §4), store ID (1, 2): List-a (implicit, frames at 1:64, 4:130, 9:64 in segment 9) and List-b (deleted at 3).",
+            try V.write("zone-index.txt", header: "A zone index checkpoint (INDEX.md §4), store ID (1, 2): List-a (implicit, mark 4, history reach 9, frames at 1:64, 4:130, 9:64 in segment 9) and List-b (deleted at 3).",
                         blocks: [[("file", V.hex(bytes))]])
         }
         #expect(try V.blocks("zone-index.txt")[0]["file"] == V.hex(bytes))
@@ -588,6 +593,7 @@ import PropertyBased
         next.zones[0].frameLocations.append(2 << 32 | 64)
         next.zones[0].entryCount = 6
         next.zones[0].lastSequence = 11
+        next.zones[0].historyThrough = 11
         var added = ZoneTrack(name: "List-c", incarnation: 12, isImplicit: true)
         added.frameSequences = [12]
         added.frameLocations = [2 << 32 | 90]
@@ -598,7 +604,7 @@ import PropertyBased
         let header = ZoneIndexJournalCodec.header(extending: c, baseCRC: ZoneIndexJournalCodec.fileCRC(file))
         let record = try #require(ZoneIndexJournalCodec.record(from: c, to: next))
         if V.writing {
-            try V.write("zone-index-journal.txt", header: "An index journal (INDEX.md §5) extending the checkpoint of zone-index.txt: one record covering sequence 12 at 11:90 (CRC 9abcdef0); List-a gains a frame at 11 in the new segment 11 (ordinal 2, offset 64; 6 entries, last 11) and List-c begins at 12 (implicit, one entry, frame at 11:90).",
+            try V.write("zone-index-journal.txt", header: "An index journal (INDEX.md §5) extending the checkpoint of zone-index.txt: one record covering sequence 12 at 11:90 (CRC 9abcdef0); List-a gains a frame at 11 in the new segment 11 (ordinal 2, offset 64; 6 entries, last 11, history reach 11) and List-c begins at 12 (implicit, one entry, frame at 11:90).",
                         blocks: [[("file", V.hex(file)), ("header", V.hex(header)), ("record", V.hex(record))]])
         }
         let b = try V.blocks("zone-index-journal.txt")[0]
