@@ -18,6 +18,10 @@ public struct ServiceLimits: Sendable {
     /// a client takes (`Limits.maxPayloadBytes`): a page bounded by count alone could not, once
     /// a few members uploaded large entries, and every device would fail that page for ever.
     public var maxPageBytes = 2 << 20
+    /// Bytes of one zone's encoded history (`fetchZoneHistory`, SYNC.md §3.5), below the 64 MiB a
+    /// client takes in one answer: a longer history is refused with the reason, so the device
+    /// installs the list without it (and says so) instead of retrying an answer it cannot take.
+    public var maxHistoryBytes = 48 << 20
     /// Zones an account may own.
     public var maxZonesPerAccount = 1_000
     /// Entries in the zones an account owns (nil: no quota).
@@ -507,7 +511,11 @@ public final class ServiceCore: @unchecked Sendable {
         // The pieces are read before the log: a purge that began meanwhile may have moved what
         // the log held into a piece this read did not see.
         _ = try locked { () throws(SyncError) in try unpurged(zone, since: begun) }
-        return ActivityLogCodec.encode(log)
+        let bytes = ActivityLogCodec.encode(log)
+        guard bytes.count <= limits.maxHistoryBytes else {
+            throw Self.historyUnavailable(zone.storeName, "it is \(bytes.count) bytes, over the \(limits.maxHistoryBytes) one answer may carry")
+        }
+        return bytes
     }
 
     public func createZone(caller: String, zone: ZoneID) throws(SyncError) {

@@ -108,6 +108,27 @@ import ListModel
         }
     }
 
+    /// A history longer than one answer may carry is refused with its size, as one that cannot
+    /// be assembled is: a client could not take it, and would retry for ever.
+    @Test func aHistoryOverTheAnswersBytesIsRefusedWithItsSize() async throws {
+        var limits = ServiceLimits()
+        limits.retentionMillis = day
+        limits.maxHistoryBytes = 16
+        let world = try World(limits: limits)
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        let milk = try await phone.add("Milk", list)
+        try await phone.engine.record(.markOff(item: milk), in: list)
+        await phone.sync()
+        _ = try world.compact(after: 2 * day)
+        #expect {
+            _ = try world.core.fetchZoneHistory(caller: "alice", zone: list)
+        } throws: { error in
+            guard case SyncError.invalidRequest(let why) = error else { return false }
+            return why.contains("bytes, over the 16")
+        }
+    }
+
     /// A list the service compacted, left without its snapshot (a run that stopped between its
     /// rewrite and its snapshot): its mark equals its last change, so the service's filter leaves
     /// it out of the next run, which still writes the snapshot it lacks.
