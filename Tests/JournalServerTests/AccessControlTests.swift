@@ -121,6 +121,12 @@ import NIOHTTP1
         await w.server.stop()
     }
 
+    /// The zone of the first `changed` event in a hint channel's text, once its line is whole.
+    static func firstHint(_ text: String) -> String? {
+        guard let r = text.range(of: "event: changed\ndata: "), let end = text[r.upperBound...].firstIndex(of: "\n") else { return nil }
+        return String(text[r.upperBound..<end])
+    }
+
     /// Alice's hint channel never names a zone of bob's: the first change it reports is her own,
     /// made after bob's.
     @Test func anotherAccountsChangesAreNotHintedToIt() async throws {
@@ -128,26 +134,13 @@ import NIOHTTP1
         let server = w.server, alice = w.alice, bob = w.bob, groceries = w.groceries
         let mine = ZoneID(owner: "alice", name: "mine")!
         let first = try await withTimeout(10, "alice's first hint") { () -> String in
-            var request = HTTPClientRequest(url: server.url + "/v1/hints")
-            request.headers.add(name: "Authorization", value: alice.bearer)
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-            #expect(response.status == .ok)
-            var text = ""
-            var changedBob = false
-            for try await buffer in response.body {
-                text += String(buffer: buffer)
-                if !changedBob, text.contains("event: ready") {
-                    changedBob = true
-                    // Subscribed: bob changes his zone, then alice hers.
-                    _ = try await server.upload([addEntry(groceries, author: "bob")], to: groceries, as: bob)
-                    try await server.client(bob).createZone(ZoneID(owner: "bob", name: "another")!)
-                    try await server.client(alice).createZone(mine)
-                }
-                if let r = text.range(of: "event: changed\ndata: "), let end = text[r.upperBound...].firstIndex(of: "\n") {
-                    return String(text[r.upperBound..<end])
-                }
-            }
-            return "(the channel ended)"
+            // Subscribed: bob changes his zone, then alice hers.
+            let text = try await readHints(server, as: alice, timeout: 10, onReady: {
+                _ = try await server.upload([addEntry(groceries, author: "bob")], to: groceries, as: bob)
+                try await server.client(bob).createZone(ZoneID(owner: "bob", name: "another")!)
+                try await server.client(alice).createZone(mine)
+            }, until: { Self.firstHint($0) != nil })
+            return Self.firstHint(text) ?? "(the channel ended)"
         }
         #expect(first == mine.storeName)
         await w.server.stop()

@@ -8,24 +8,6 @@ import Testing
 /// `GET /v1/hints` outlives the request that opened it (SYNC.md §7.7): what it may say, and to
 /// whom, is decided again while it runs.
 struct HintChannelTests {
-    /// Reads a channel until it ends, `onReady` run once it is subscribed; what it read.
-    static func read(_ server: TestServer, as credential: DeviceCredential, onReady: @escaping @Sendable () async throws -> Void) async throws -> String {
-        var request = HTTPClientRequest(url: server.url + "/v1/hints")
-        request.headers.add(name: "Authorization", value: credential.bearer)
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(20))
-        #expect(response.status == .ok)
-        var text = ""
-        var ready = false
-        for try await buffer in response.body {
-            text += String(buffer: buffer)
-            if !ready, text.contains("event: ready") {
-                ready = true
-                try await onReady()
-            }
-        }
-        return text
-    }
-
     /// A credential revoked while its channel is open ends the channel: a stolen device would
     /// otherwise go on hearing of every zone its account sees, new shares included.
     @Test func aRevokedCredentialsChannelEnds() async throws {
@@ -35,7 +17,7 @@ struct HintChannelTests {
         let alice = try server.credential("alice")
         let path = server.store.path
         let text = try await withTimeout(15, "the revoked channel's end") {
-            try await HintChannelTests.read(server, as: alice) {
+            try await readHints(server, as: alice) {
                 let revoked = try AccountDirectory(store: path).revoke(alice.id, now: nowMillis())
                 #expect(revoked == 1)
             }

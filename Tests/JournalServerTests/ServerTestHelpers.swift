@@ -9,6 +9,7 @@ import JournalSyncHTTP
 import ListModel
 import NIOCore
 import NIOHTTP1
+import Testing
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -231,4 +232,27 @@ final class HTTPDevice: @unchecked Sendable {
 
     @discardableResult
     func sync() async -> SyncReport { await engine.sync() }
+}
+
+/// Reads `GET /v1/hints` as `credential`: `onReady` runs once the channel says it is subscribed,
+/// then `done` is asked with everything read so far after each chunk; returns what was read
+/// when `done` says so or the channel ends.
+func readHints(_ server: TestServer, as credential: DeviceCredential, timeout: Int64 = 20,
+               onReady: @escaping @Sendable () async throws -> Void,
+               until done: (String) -> Bool = { _ in false }) async throws -> String {
+    var request = HTTPClientRequest(url: server.url + "/v1/hints")
+    request.headers.add(name: "Authorization", value: credential.bearer)
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeout))
+    #expect(response.status == .ok)
+    var text = ""
+    var ready = false
+    for try await buffer in response.body {
+        text += String(buffer: buffer)
+        if !ready, text.contains("event: ready") {
+            ready = true
+            try await onReady()
+        }
+        if done(text) { break }
+    }
+    return text
 }
