@@ -10,8 +10,9 @@ public struct CompactionReport: Sendable, Equatable {
     /// Entries written in place of the stored ones at the same sequences.
     public var entriesReplaced = 0
     /// Entries asked for (purge or replacement) but kept as stored: above their zone's low-water
-    /// mark, in the active segment, or the entry that started an implicitly created zone (its
-    /// identity, never purged or replaced).
+    /// mark, or (asked by sequence, `compact(purging:)`) in the active segment. The entry that
+    /// started an implicitly created zone is purged like any other, its `zoneCreate` written in
+    /// its place (COMPACTION.md §6), and counted in `entriesPurged`.
     public var entriesKept = 0
     /// Sizes of the rewritten segments before and after.
     public var bytesBefore: Int64 = 0
@@ -356,8 +357,9 @@ extension JournalStore {
     ///
     /// `replacing` writes each entry at its sequence instead of the stored one (the list rules
     /// write `place` entries this way, COMPACTION.md §2), under the same rules as a purge: only at
-    /// or below the zone's mark, and never the entry that started an implicit zone; otherwise the
-    /// stored entry is kept and counted in `entriesKept`. A replacement must name a stored entry
+    /// or below the zone's mark (the entry that started an implicit zone is purged, its
+    /// `zoneCreate` written in its place, and never replaced); otherwise the stored entry is kept
+    /// and counted in `entriesKept`. A replacement must name a stored entry
     /// with its id and zone, and no sequence may be both purged and replaced: those are caller
     /// bugs, thrown as `invalidEntry` before anything changes.
     ///
@@ -645,6 +647,9 @@ extension ZoneCatalog {
     func deletedEntries(above sealed: SequenceNumber, deletedThrough: SequenceNumber) -> Bool {
         tracks.contains { t in
             guard let d = t.deletedAt, d <= deletedThrough, t.entryCount > 0 else { return false }
+            // A track loaded from an index checkpoint has no frames once deleted (INDEX.md):
+            // then any of its sequences above the sealed log may hold an entry.
+            guard !t.frameSequences.isEmpty else { return max(t.incarnation, sealed + 1) < d }
             return t.frameSequences.contains { $0 > sealed && $0 != d }
         }
     }

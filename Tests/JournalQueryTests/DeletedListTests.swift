@@ -41,6 +41,29 @@ import ListModel
         #expect(reopened.zone("Party")?.isDeleted == true)
         try reopened.close()
     }
+
+    /// As `jlog import --sync`, `jlog delete-zone` and `jlog compact` do, each in a process of
+    /// its own: one batch holds both lists, the store is reopened between the steps, and the
+    /// live list has nothing older than the cutoff. The deleted list's entries still go,
+    /// whatever their age (COMPACTION.md §1).
+    @Test func aDeletedListsEntriesGoAfterReopensWhenNoLiveListIsOld() throws {
+        let fs = MemoryFileSystem()
+        var s = try ListQueryTests.store(fs)
+        try s.append(batch: [C.e("p1", .add(item: CompactID("gift")!, text: "Birthday present for Bob", after: nil), 1, zone: "Party"),
+                             C.e("w1", .add(item: C.milk, text: "Milk", after: nil), 3),
+                             C.e("p2", .add(item: CompactID("cake")!, text: "Cake", after: nil), 2, zone: "Party")])
+        let options = s.options
+        try s.close()
+        s = try JournalStore.open(s.path, options: options)
+        try s.deleteZone("Party")
+        try s.close()
+        s = try JournalStore.open(s.path, options: options)
+        let report = try ListCompactor(query: ListQuery(store: s, fs: fs)).run(now: Int64(C.t0) + C.day)
+        #expect(report.storage.deletedZoneEntriesPurged == 2, "\(report.storage) \(report.skipped)")
+        #expect(!(try Self.storeBytes(fs, s.path).contains { Self.contains($0, "Birthday present") }))
+        #expect(try ListQuery(store: s, fs: fs).materialise(C.zone).state.items.map(\.text) == ["Milk"])
+        try s.close()
+    }
 }
 
 /// Issue 17.8: without `hlc`, the shipped example gave different lists in different orders.
