@@ -94,6 +94,40 @@ public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
         case baseSequenceMismatch(expected: SequenceNumber, found: SequenceNumber)
         case badSegmentName
 
+        /// The problem's name in FORMAT.md §9.1 (`jlog verify --json`'s `kind`).
+        public var kind: String {
+            switch self {
+            case .crcMismatch: "crcMismatch"
+            case .badLength: "badLength"
+            case .lengthPastEOF: "lengthPastEOF"
+            case .cutOffHeader: "cutOffHeader"
+            case .unknownType: "unknownType"
+            case .sequenceOutOfOrder: "sequenceOutOfOrder"
+            case .badPayload: "badPayload"
+            case .badSegmentHeader: "badSegmentHeader"
+            case .dataAfterZeroTail: "dataAfterZeroTail"
+            case .chainBreak: "chainBreak"
+            case .missingEarlierSegment: "missingEarlierSegment"
+            case .foreignSegment: "foreignSegment"
+            case .baseSequenceMismatch: "baseSequenceMismatch"
+            case .badSegmentName: "badSegmentName"
+            }
+        }
+
+        /// For `badSegmentHeader`, why (FORMAT.md §3.1): `truncated`, `badMagic`, `crcMismatch`,
+        /// `unsupportedMajor`, `badHeaderSize` or `nonZeroReserved`; nil for the others.
+        public var reason: String? {
+            guard case .badSegmentHeader(let e) = self else { return nil }
+            switch e {
+            case .truncated: return "truncated"
+            case .badMagic: return "badMagic"
+            case .unsupportedMajor: return "unsupportedMajor"
+            case .badHeaderSize: return "badHeaderSize"
+            case .crcMismatch: return "crcMismatch"
+            case .nonZeroReserved: return "nonZeroReserved"
+            }
+        }
+
         var summary: String {
             switch self {
             case .crcMismatch(let s, let c): "CRC mismatch (stored \(hex32(s)), computed \(hex32(c)))"

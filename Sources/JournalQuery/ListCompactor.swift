@@ -24,6 +24,10 @@ public enum CompactionSkip: Sendable, Equatable {
     /// Entries older than the cutoff lie above the mark unexpired consumers hold the zone at
     /// (`jlog consumers`): they go once those consumers advance or their leases expire.
     case heldByConsumers(at: SequenceNumber)
+    /// Entries older than the cutoff by their own time lie above `at`, the last position the
+    /// sync service had received by the cutoff (`ListCompactor.arrivedThrough`): they go once
+    /// they have been on the service for the retention too.
+    case arrivedRecently(at: SequenceNumber)
     /// Entries older than the cutoff lie below the mark, but none is a finished item or a
     /// superseded rename or recolour.
     case nothingFinished
@@ -87,6 +91,12 @@ public struct ListCompactor: Sendable {
     /// snapshot (a run stopped between its rewrite and its snapshot) gets it back whatever the
     /// filter says: that purges nothing and raises no mark.
     public var zoneFilter: @Sendable (ZoneInfo) -> Bool = { _ in true }
+
+    /// Set by a sync service: the last position it had received by the cutoff. Nothing above it
+    /// goes, so an entry goes only once both its own time and its arrival are older than the
+    /// retention (COMPACTION.md §1, SYNC.md §6.2 rule 9): a client's clock cannot make its
+    /// entries compactable early. Nil: no such bound (a store that does not sync).
+    public var arrivedThrough: SequenceNumber?
 
     /// Told the name of each zone about to be purged, before its snapshots go and its mark rises
     /// (COMPACTION.md §1, steps 4–5). A sync service answers no fetch of the zone from then until
@@ -260,12 +270,17 @@ public struct ListCompactor: Sendable {
         let unheld = min(sealed, info.lastChange)
         var limit = unheld
         if let floor = source.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
+        let consumersLimit = limit
+        if let arrivedThrough { limit = min(limit, arrivedThrough) }
         let mark = min(max(info.lowWaterMark, limit), sealed)
         let first = planner.decide(cutoff: cutoff, mark: mark)
         guard mark > 0, !first.isEmpty else {
             let why: CompactionSkip
             if planner.oldestTime >= cutoff {
                 why = .nothingOlderThanCutoff
+            } else if mark < unheld && !planner.decide(cutoff: cutoff, mark: min(max(info.lowWaterMark, consumersLimit), sealed)).isEmpty {
+                // Held back by arrivals only if, without that bound, something would go.
+                why = .arrivedRecently(at: mark)
             } else if mark < unheld && !planner.decide(cutoff: cutoff, mark: unheld).isEmpty {
                 // Held back by consumers only if, without them, something would go.
                 why = .heldByConsumers(at: mark)

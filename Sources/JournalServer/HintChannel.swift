@@ -15,7 +15,9 @@ extension SyncServer {
     /// before each event is written: a revoked or expired one ends the channel (a stolen device
     /// would otherwise go on learning the names of the zones its account sees). A reader that
     /// stops reading holds at most the newest `HintHub.buffered` events, of which one keep-alive.
-    func hintChannel(for caller: String, credential: String) throws(SyncError) -> Response {
+    /// A closed connection ends the channel at once and frees its place among the account's
+    /// `HintHub.maxPerAccount` (not at the next keep-alive, which alone would notice it).
+    func hintChannel(for caller: String, credential: String, connectionEnd: EventLoopFuture<Void>?) throws(SyncError) -> Response {
         guard let hints = backend.hints.subscribe(caller) else {
             throw .rateLimited(retryAfter: options.hintKeepAlive)
         }
@@ -37,6 +39,7 @@ extension SyncServer {
             forward.cancel()
             ticks.cancel()
         }
+        connectionEnd?.whenComplete { _ in continuation.finish() }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
         headers[.cacheControl] = "no-cache"
@@ -75,4 +78,38 @@ struct HintCloser: Service {
         try? await gracefulShutdown()
         hints.finishAll()
     }
+}
+
+/// Tells when a connection's client stopped sending (its half of the connection closed) or the
+/// connection ended. The server allows half-closed connections, so a hint channel whose client
+/// went away would otherwise be noticed only at its next keep-alive, holding its place among the
+/// account's channels until then.
+final class ConnectionEndWatcher: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    /// Reads pass through untouched: the type is never unwrapped.
+    typealias InboundIn = NIOAny
+    private let ended = NIOLockedValueBox<EventLoopPromise<Void>?>(nil)
+
+    /// Completes when the client's input closes or the connection ends (nil before the handler
+    /// is in a pipeline).
+    var end: EventLoopFuture<Void>? { ended.withLockedValue { $0?.futureResult } }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        ended.withLockedValue { $0 = context.eventLoop.makePromise() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { finish() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) { context.fireChannelRead(data) }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let e = event as? ChannelEvent, e == .inputClosed { finish() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish()
+        context.fireChannelInactive()
+    }
+
+    private func finish() { ended.withLockedValue { $0?.succeed() } }
 }

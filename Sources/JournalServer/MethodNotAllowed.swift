@@ -32,6 +32,16 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // NIO frames no body in an answer to CONNECT (RFC 9110 §9.3.6: a 2xx one switches to a
+        // tunnel), so a refusal's body would have no Content-Length on a kept-alive connection
+        // and the client would wait for a close to find its end: the answer closes it.
+        guard request.method != .connect else {
+            let allowed = Self.methods(at: request.uri.path)?.map(\.rawValue).joined(separator: ", ")
+            var r = SyncServer.json(allowed == nil ? 404 : 405, HTTPBinding.ErrorJSON(
+                error: "invalidRequest", message: allowed.map { "CONNECT is not a method of this path; it takes \($0)" } ?? "no such path"))
+            if let allowed { r.headers[.allow] = allowed }
+            return SyncServer.closingConnection(r, context.channel)
+        }
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {

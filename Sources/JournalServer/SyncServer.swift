@@ -62,6 +62,7 @@ public struct SyncServer: Sendable {
         if logger == nil { log.logLevel = .warning }
         let app = Application(
             router: makeRouter(),
+            server: .http1(additionalChannelHandlers: [ConnectionEndWatcher()]),
             configuration: .init(address: .hostname(options.host, port: options.port), serverName: "jlog",
                                  availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections)),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
@@ -176,8 +177,10 @@ public struct SyncServer: Sendable {
             }
         }
         router.get("/v1/hints") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                try hintChannel(for: caller, credential: Self.bearer(request) ?? "")
+            let watcher = try? await context.channel.pipeline.handler(type: ConnectionEndWatcher.self).get()
+            let end = watcher?.end ?? context.channel.closeFuture
+            return await handle(request, context) { caller throws(SyncError) in
+                try hintChannel(for: caller, credential: Self.bearer(request) ?? "", connectionEnd: end)
             }
         }
         return router
@@ -204,10 +207,20 @@ public struct SyncServer: Sendable {
         do throws(SyncError) { return try await body(caller) } catch { return Self.error(error) }
     }
 
-    /// The credential of an `Authorization: Bearer …` header.
+    /// The credential of an `Authorization: Bearer …` header. The scheme's name is matched
+    /// case-insensitively and one or more spaces may follow it (RFC 7235 §2.1, SYNC.md §9.2).
     static func bearer(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { return nil }
-        return String(header.dropFirst(7))
+        guard let header = request.headers[.authorization] else { return nil }
+        return credential(ofAuthorization: header)
+    }
+
+    /// The credential of an `Authorization` value whose scheme is `Bearer` in any case, or nil.
+    static func credential(ofAuthorization header: String) -> String? {
+        let scheme = header.prefix { $0 != " " }
+        guard scheme.lowercased() == "bearer" else { return nil }
+        let credential = header[scheme.endIndex...].drop { $0 == " " }
+        guard credential.startIndex > scheme.endIndex, !credential.isEmpty else { return nil }
+        return String(credential)
     }
 
     static func hasBody(_ request: Request) -> Bool {
@@ -247,18 +260,34 @@ public struct SyncServer: Sendable {
         return Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    /// The zone a path names; a name that no zone can have answers like a zone that does not exist.
+    /// The zone a path names. A name no zone can have is `invalidRequest` with the reason, never
+    /// `zoneNotFound`, which tells a client to remove its list (SYNC.md §4.1): the answer depends
+    /// on the name alone, so it says nothing about which zones exist.
     static func zone(_ context: ServerRequestContext) throws(SyncError) -> ZoneID {
-        guard let owner = context.parameters.get("owner"), let raw = context.parameters.get("name"),
-              let name = HTTPBinding.percentDecode(Substring(raw)), let zone = ZoneID(owner: owner, name: name) else { throw .zoneNotFound }
+        guard let owner = context.parameters.get("owner"), let raw = context.parameters.get("name") else {
+            throw .invalidRequest("a zone is addressed as /v1/zones/OWNER/NAME")
+        }
+        if let why = SyncNames.accountRefusal(owner) { throw .invalidRequest("not a zone owner: \(why)") }
+        guard let name = HTTPBinding.percentDecode(Substring(raw)) else {
+            throw .invalidRequest("the zone name is not validly percent-encoded UTF-8")
+        }
+        guard let zone = ZoneID(owner: owner, name: name) else {
+            throw .invalidRequest("not a zone name: \(ZoneID.refusal(owner: owner, name: name) ?? "invalid")")
+        }
         return zone
     }
 
+    /// The `token` and `limit` query parameters (SYNC.md §9). A token sent in a `JLog-Token`
+    /// request header is refused, not ignored: served as "from the start", such a client would
+    /// download the whole list on every fetch without knowing it.
     static func paging(_ request: Request) throws(SyncError) -> (ServiceToken?, Int) {
+        if request.headers[HTTPField.Name(HTTPBinding.tokenHeader)!] != nil {
+            throw .invalidRequest("a request's change token goes in the token query parameter; \(HTTPBinding.tokenHeader) is a response header")
+        }
         let q = request.uri.queryParameters
         var token: ServiceToken? = nil
         if let t = q["token"] {
-            guard !t.isEmpty, t.utf8.count <= 512 else { throw .invalidRequest("a token is 1–512 bytes") }
+            guard !t.isEmpty, t.utf8.count <= HTTPBinding.maxTokenBytes else { throw .invalidRequest("a token is 1–\(HTTPBinding.maxTokenBytes) bytes") }
             token = ServiceToken(String(t))
         }
         var limit = 500

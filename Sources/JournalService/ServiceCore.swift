@@ -67,6 +67,8 @@ public final class ServiceCore: @unchecked Sendable {
     static let compactionKind: UInt8 = 0x81
     private var clock = HybridClock()
     private let invitations: InvitationSigner
+    /// When the service received what it holds: retention counts from arrival too (rule 9).
+    private let arrivals: ArrivalLog
     /// Per zone: ids its history holds that its log no longer does (entries compaction purged):
     /// a late retry of one is acknowledged, never stored again (Spec/SYNC.md §6).
     private var purged: [String: Set<CompactID>] = [:]
@@ -98,8 +100,14 @@ public final class ServiceCore: @unchecked Sendable {
         self.now = now
         self.accountExists = accountExists
         invitations = InvitationSigner(key: try ServiceFiles.key(store: store.path, fs: store.fileSystem))
+        arrivals = try ArrivalLog(store: store)
         try rebuild()
+        // What the store holds had arrived by now, at the latest.
+        try arrivals.note(at: now, force: true, write: appendRecord)
     }
+
+    /// Appends one of the service's own records, durably.
+    private func appendRecord(_ e: JournalEntry) throws(JournalError) -> SequenceNumber { try store.append(e) }
 
     /// Membership from `_service/members`, and the marks a crash may have left behind a compaction.
     private func rebuild() throws(JournalError) {
@@ -228,6 +236,7 @@ public final class ServiceCore: @unchecked Sendable {
         try changing(zone.storeName) { () throws(SyncError) -> UploadResult in
             var (result, fresh) = try locked { () throws(SyncError) -> (UploadResult, [JournalEntry]) in
                 _ = try access(caller, zone)
+                guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
                 counters.uploads += 1
                 counters.entriesReceived += entries.count
                 guard entries.count <= limits.maxUploadEntries else { throw .limitExceeded }
@@ -285,6 +294,8 @@ public final class ServiceCore: @unchecked Sendable {
                     return audience(zone.storeName)
                 }
                 hints.changed(zone.storeName, for: told)
+                // The entries are saved; a checkpoint that cannot be written only makes a purge later.
+                try? arrivals.note(at: now, force: false, write: appendRecord)
             }
             if !result.failed.isEmpty { throw .partialFailure(result) }
             return result
@@ -305,24 +316,30 @@ public final class ServiceCore: @unchecked Sendable {
         return JournalStore.refusal(e)
     }
 
-    /// A database token that ends a page short of the horizon: `jdb1.P.` and a store database
-    /// token at or above `P` (which says whose store and epoch it is). The page covered every
-    /// change through `P` and nothing after it (Spec/SYNC.md §3.3).
-    static let cursorPrefix = "jdb1."
+    /// A database token: `jdb2.SCOPE.P.` and a store database token (which says whose store and
+    /// epoch it is). `SCOPE` binds it to the database it was issued for (SYNC.md §3.3, I2); `P`,
+    /// when present, ends a page short of the horizon: the page covered every change through `P`
+    /// and nothing after it, and the store token is at or above `P`.
+    static let tokenPrefix = "jdb2."
+
+    static func databaseToken(_ scope: DatabaseScope, cursor: SequenceNumber?, base: FeedToken) -> ServiceToken {
+        ServiceToken(tokenPrefix + scope.rawValue + "." + (cursor.map { String($0) } ?? "") + "." + base.text)
+    }
 
     /// The position a database token covers through, or nil for none; `tokenExpired` for a token
-    /// this store cannot honour (garbled, another store's, from before a restore).
-    private func databasePosition(_ token: ServiceToken?) throws(SyncError) -> SequenceNumber? {
+    /// this store cannot honour (garbled, another store's, from before a restore, another
+    /// database's: each sends the client back to a fetch with no token).
+    private func databasePosition(_ token: ServiceToken?, scope: DatabaseScope) throws(SyncError) -> SequenceNumber? {
         guard let token else { return nil }
-        var text = Substring(token.text)
+        guard token.text.hasPrefix(Self.tokenPrefix) else { throw .tokenExpired }
+        let fields = token.text.dropFirst(Self.tokenPrefix.count).split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
+        guard fields.count == 3, fields[0] == scope.rawValue else { throw .tokenExpired }
         var cursor: SequenceNumber? = nil
-        if text.hasPrefix(Self.cursorPrefix) {
-            text = text.dropFirst(Self.cursorPrefix.count)
-            guard let dot = text.firstIndex(of: "."), let p = SequenceNumber(text[..<dot]) else { throw .tokenExpired }
+        if !fields[1].isEmpty {
+            guard let p = SequenceNumber(fields[1]) else { throw .tokenExpired }
             cursor = p
-            text = text[text.index(after: dot)...]
         }
-        let inner = FeedToken(String(text))
+        let inner = FeedToken(String(fields[2]))
         // The store checks its own token (signature, epoch, not ahead of it).
         do { _ = try store.changedZones(since: inner) } catch { throw .tokenExpired }
         guard let base = store.databaseTokenPosition(inner) else { throw .tokenExpired }
@@ -344,7 +361,7 @@ public final class ServiceCore: @unchecked Sendable {
     /// each position is one record, about one zone.
     public func fetchDatabaseChanges(caller: String, scope: DatabaseScope, since token: ServiceToken?, limit: Int) throws(SyncError) -> DatabaseChangesPage {
         try locked { () throws(SyncError) -> DatabaseChangesPage in
-            let position = try databasePosition(token)
+            let position = try databasePosition(token, scope: scope)
             // Taken before anything is read: the last page's token covers no more than was read.
             let head = try headToken()
             var items: [String: (key: SequenceNumber, gone: ZoneGoneReason?)] = [:]
@@ -407,11 +424,11 @@ public final class ServiceCore: @unchecked Sendable {
             let page = max(1, limit)
             let listed = ordered.prefix(page)
             let moreComing = ordered.count > page
-            var next = ServiceToken(head.text)
+            var next = Self.databaseToken(scope, cursor: nil, base: head)
             if moreComing, let last = listed.last {
                 // A store token at or above the cursor names the store and epoch.
                 let base = last.key <= (store.databaseTokenPosition(head) ?? 0) ? head : try headToken()
-                next = ServiceToken(Self.cursorPrefix + String(last.key) + "." + base.text)
+                next = Self.databaseToken(scope, cursor: last.key, base: base)
             }
             return DatabaseChangesPage(changed: listed.filter { $0.gone == nil }.map(\.id).sorted(),
                                        deleted: listed.compactMap { i in i.gone.map { ZoneGone(zone: i.id, reason: $0) } }.sorted { $0.zone < $1.zone },
@@ -640,6 +657,12 @@ public final class ServiceCore: @unchecked Sendable {
             compactor.isTheSyncService = true
             compactor.zoneFilter = { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark }
             compactor.maxEntriesPerGroup = limits.compactionGroupEntries
+            // Nothing that arrived after the cutoff goes, whatever its own time says (rule 9).
+            // Stamped with the service's clock, not the run's `time`: a run dated in the past must
+            // not claim arrivals earlier than they were.
+            do { try arrivals.note(at: now, force: true, write: appendRecord) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
+            compactor.arrivedThrough = arrivals.arrived(by: time - limits.retentionMillis)
+            arrivals.forget(before: time - limits.retentionMillis)
             compactor.purgeWillBegin = { [self] zone in
                 lock.lock()
                 purging.insert(zone)

@@ -6,6 +6,8 @@ import JournalLog
 /// the HTTP client, so the two cannot disagree.
 public enum HTTPBinding {
     public static let tokenHeader = "JLog-Token"
+    /// The longest change token a request may carry: what a client keeps (SYNC.md §3.8 I2).
+    public static let maxTokenBytes = 1_024
     public static let moreComingHeader = "JLog-More-Coming"
     /// Largest JSON request body a server reads (invitations, accept).
     public static let maxJSONBody = 8 << 10

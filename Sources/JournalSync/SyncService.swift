@@ -10,10 +10,16 @@ public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Nil unless `owner` is an account name (`SyncNames.accountRefusal`) and `name` a zone name
     /// that, as `owner/name`, fits a store's zone (1–255 bytes, no control characters).
     public init?(owner: String, name: String) {
-        guard SyncNames.accountRefusal(owner) == nil, !name.isEmpty,
-              JournalStore.zoneNameRefusal(owner + "/" + name) == nil else { return nil }
+        guard Self.refusal(owner: owner, name: name) == nil else { return nil }
         self.owner = owner
         self.name = name
+    }
+
+    /// Why `owner` and `name` name no zone, or nil when they do.
+    public static func refusal(owner: String, name: String) -> String? {
+        if let why = SyncNames.accountRefusal(owner) { return why }
+        guard !name.isEmpty else { return "a zone name is not empty" }
+        return JournalStore.zoneNameRefusal(owner + "/" + name)
     }
 
     /// `owner/name` as a store names the zone; nil for a name no service zone has.

@@ -80,6 +80,7 @@ struct Compact: ParsableCommand {
                 ("skipped", .array(report.skipped.map { z in
                     var fields: [(String, JSON)] = [("zone", .string(z.zone)), ("reason", .string(z.reason.code))]
                     if case .heldByConsumers(let at) = z.reason { fields.append(("mark", .uint(at))) }
+                    if case .arrivedRecently(let at) = z.reason { fields.append(("mark", .uint(at))) }
                     return .object(fields)
                 })),
                 ("filesRemoved", .int(Int64(report.filesRemoved))),
@@ -119,7 +120,7 @@ struct Compact: ParsableCommand {
             return
         }
         print("segments        \(st.segmentsExamined) examined, \(st.segmentsRewritten) rewritten")
-        print("entries         \(st.entriesPurged) purged, \(st.entriesReplaced) replaced by placements, \(st.deletedZoneEntriesPurged) of deleted zones purged, \(st.entriesKept) kept (above a mark or in the active segment)")
+        print("entries         \(st.entriesPurged) purged, \(st.entriesReplaced) replaced by placements, \(st.deletedZoneEntriesPurged) of deleted zones purged, \(st.entriesKept) kept (above their zone's mark)")
         print("bytes           \(st.bytesBefore) → \(st.bytesAfter) in the rewritten segments")
         print("snapshot files  \(report.filesRemoved) removed (superseded, or of deleted zones)")
         if incomplete { throw ExitCode(1) }
@@ -148,6 +149,7 @@ extension CompactionSkip {
         switch self {
         case .nothingOlderThanCutoff: "nothingOlderThanCutoff"
         case .heldByConsumers: "heldByConsumers"
+        case .arrivedRecently: "arrivedRecently"
         case .nothingFinished: "nothingFinished"
         case .keptChanging: "keptChanging"
         }
@@ -162,6 +164,8 @@ extension CompactionSkip {
         case .nothingOlderThanCutoff: "every entry is newer than the cutoff"
         case .heldByConsumers(let at):
             "older entries lie above \(naming ? "sequence \(at)" : "the marks"), where unexpired consumers hold the zone; they go once the consumers advance or their leases expire (`jlog consumers`)"
+        case .arrivedRecently(let at):
+            "entries old by their own time lie above \(naming ? "sequence \(at)" : "the positions"), which the service received less than the retention ago; they go once they have been on the service that long"
         case .nothingFinished: "no item older than the cutoff is finished (marked off or deleted), and no rename or recolour is superseded"
         case .keptChanging:
             "it gained entries during every one of \(ListCompactor.maxAttempts) rewrites, so nothing of it was purged; run `jlog compact` again when it is quieter"

@@ -53,8 +53,18 @@ struct StoreStats {
             stats.add(event: event)
         }
         progress.finish()
+        // The log's end (FORMAT.md §12.1): seals and segment bases count, so a store whose last
+        // entries a compaction purged reports what its seal and segment table say.
+        stats.lastSequence = max(stats.lastSequence, report.lastSequence)
         return (stats, report)
     }
+}
+
+/// `1.M`, `M` the highest minor of the segment headers read (FORMAT.md §12.1), or "unknown".
+func formatVersion(_ report: ScanReport) -> String {
+    let headers = report.segments.compactMap(\.header)
+    guard let major = headers.first?.major, let minor = headers.map(\.minor).max() else { return "unknown" }
+    return "\(major).\(minor)"
 }
 
 func healthText(_ report: ScanReport) -> String {
@@ -89,7 +99,7 @@ struct Inspect: ParsableCommand {
             throw fail(error, path: path)
         }
         let header = report.segments.first?.header
-        let version = header.map { "\($0.major).\($0.minor)" } ?? "unknown"
+        let version = formatVersion(report)
         let storeID = header.map { hex64($0.storeID.0) + hex64($0.storeID.1) } ?? ""
         let logical = report.segments.reduce(Int64(0)) { $0 + $1.validEnd }
         let allocated = report.segments.reduce(Int64(0)) { $0 + $1.fileSize }

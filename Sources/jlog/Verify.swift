@@ -37,8 +37,9 @@ struct Verify: ParsableCommand {
         if let missing = epochs?.missing {
             if json {
                 print(JSON.object([("path", .string(path)), ("ok", .bool(false)),
-                                   ("problem", .object([("description", .string("acknowledged entries are missing: \(missing)"))])),
-                                   ("acknowledgedEntriesMissing", .bool(true))]).rendered)
+                                   ("problem", .object([("kind", .string("acknowledgedEntriesMissing")),
+                                                        ("description", .string("acknowledged entries are missing: \(missing)"))])),
+                                   ("acknowledgedEntriesMissing", .bool(true))] + epochsFields(epochs)).rendered)
             } else {
                 print("problem: acknowledged entries are missing: \(missing)")
                 print("  every recovery mode keeps only what is there (\(stats.entries) entries through sequence \(stats.lastSequence)); a writer refuses to open")
@@ -52,8 +53,8 @@ struct Verify: ParsableCommand {
         if let files, !files.problems.isEmpty {
             if json {
                 print(JSON.object([("path", .string(path)), ("ok", .bool(false)),
-                                   ("problem", .object([("description", .string(files.problems[0]))])),
-                                   ("historyProblems", .array(files.problems.map { .string($0) }))]).rendered)
+                                   ("problem", .object([("kind", .string("historyIncomplete")), ("description", .string(files.problems[0]))])),
+                                   ("historyProblems", .array(files.problems.map { .string($0) }))] + epochsFields(epochs)).rendered)
             } else {
                 for p in files.problems { print("problem: \(p)") }
                 print("  the log itself is whole: \(stats.entries) entries through sequence \(stats.lastSequence)")
@@ -70,7 +71,7 @@ struct Verify: ParsableCommand {
                                    ("entries", .int(Int64(stats.entries))), ("lastSequence", .uint(stats.lastSequence)),
                                    ("segments", .int(Int64(report.segments.count))),
                                    ("compactionCommitPending", .bool(report.compactionCommitPending)),
-                                   ("indexNote", indexNote.map { .string($0) } ?? .null)]).rendered)
+                                   ("indexNote", indexNote.map { .string($0) } ?? .null)] + epochsFields(epochs)).rendered)
             } else {
                 print("ok: \(report.segments.count) segments, \(stats.records) records, \(stats.entries) entries, last sequence \(stats.lastSequence)")
                 if report.compactionCommitPending { print("note: " + pendingNote) }
@@ -109,15 +110,16 @@ struct Verify: ParsableCommand {
         if json {
             print(JSON.object([
                 ("path", .string(path)), ("ok", .bool(false)),
-                ("problem", .object([("segment", .string(first.segment)), ("offset", .int(first.offset)),
-                                     ("lastGoodSequence", .uint(first.lastGoodSequence)), ("tornTail", .bool(first.isTornTail)),
-                                     ("description", .string(first.description))])),
+                ("problem", .object([("kind", .string(first.problem.kind))] + (first.problem.reason.map { [("reason", JSON.string($0))] } ?? [])
+                                    + [("segment", .string(first.segment)), ("offset", .int(first.offset)),
+                                       ("lastGoodSequence", .uint(first.lastGoodSequence)), ("tornTail", .bool(first.isTornTail)),
+                                       ("description", .string(first.description))])),
                 ("problems", .int(Int64(report.problems.count))),
                 ("modes", .object(outcomes.map { o in
                     (o.mode.rawValue, .object([("opens", .bool(o.opens)), ("entries", .int(Int64(o.entries))),
                                                ("lastSequence", .uint(o.lastSequence)), ("note", .string(o.note))]))
                 })),
-            ]).rendered)
+            ] + epochsFields(epochs)).rendered)
         } else {
             print("problem: \(first.description)")
             if report.compactionCommitPending { print("note: " + pendingNote) }
@@ -132,6 +134,19 @@ struct Verify: ParsableCommand {
             print("next: " + nextStep(first, path: path))
         }
         throw ExitCode(first.isTornTail ? Status.tornTail : Status.corruption)
+    }
+}
+
+extension Verify {
+    /// `epochs` (FORMAT.md §12.3): the facts of a usable `EPOCHS`, or null with `epochsNote`.
+    func epochsFields(_ epochs: EpochCheck?) -> [(String, JSON)] {
+        guard isDirectory(path) else { return [] }
+        guard let r = epochs?.record else {
+            return [("epochs", .null), ("epochsNote", .string(epochs?.note ?? "the store holds no segment, so its epochs were not checked"))]
+        }
+        return [("epochs", .object([("count", .int(Int64(r.epochs.count))), ("current", .string(hex64(r.current.id))),
+                                    ("since", .uint(r.current.start)), ("acknowledgedThrough", .uint(r.acknowledgedThrough)),
+                                    ("activeSegment", .uint(r.activeSegment)), ("closedCleanly", .bool(r.closedCleanly))]))]
     }
 }
 

@@ -121,6 +121,43 @@ import ListModel
         #expect(out.hasPrefix("ok: ") && out.contains("note: the zone index checkpoint (index/zones.idx) is not used: the checkpoint is damaged"), "\(out)")
     }
 
+    /// `lastSequence` is the log's end (FORMAT.md §12.1): verify and inspect say what the last
+    /// segment's own `lastSequence` says, seals and segment bases included, and `formatVersion`
+    /// is the highest minor of the segment headers.
+    @Test func verifyAndInspectReportTheLogsEnd() throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let s = try Self.store(in: dir)
+        try s.close()
+        let inspected = try #require(try JSONSerialization.jsonObject(with: Data(Self.run(["inspect", s.path, "--json"]).out)) as? [String: Any])
+        let segments = try #require(inspected["segments"] as? [[String: Any]])
+        let end = try #require(segments.last?["lastSequence"] as? Int)
+        #expect(inspected["lastSequence"] as? Int == end)
+        let verified = try #require(try JSONSerialization.jsonObject(with: Data(Self.run(["verify", s.path, "--json"]).out)) as? [String: Any])
+        #expect(verified["lastSequence"] as? Int == end)
+        let epochs = try #require(verified["epochs"] as? [String: Any])
+        #expect(epochs["closedCleanly"] as? Bool == true)
+        #expect(epochs["acknowledgedThrough"] as? Int != nil)
+        #expect((inspected["formatVersion"] as? String)?.hasPrefix("1.") == true)
+    }
+
+    /// `verify --json` names a problem by its kind in the spec (FORMAT.md §9.1, §12.3).
+    @Test func verifyNamesTheProblemsKind() throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let s = try Self.store(in: dir)
+        try s.close()
+        let first = s.path + "/" + (try FileManager.default.contentsOfDirectory(atPath: s.path).filter { $0.hasSuffix(".seg") }.sorted()[0])
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: first))
+        bytes[80] ^= 0xFF   // inside the first frame
+        try bytes.write(to: URL(fileURLWithPath: first))
+        let r = try Self.run(["verify", s.path, "--json"])
+        #expect(r.status == 2, "\(r.err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(r.out)) as? [String: Any])
+        let problem = try #require(object["problem"] as? [String: Any])
+        #expect(["crcMismatch", "badPayload", "badLength", "lengthPastEOF"].contains(problem["kind"] as? String ?? ""), "\(problem)")
+    }
+
     /// SYNC.md §6 and COMPACTION.md §5 rule 1: a device never compacts a list it syncs, so a
     /// store with sync state is refused, with the way out, and left as it was.
     @Test(arguments: [[], ["--dry-run"]])

@@ -90,6 +90,26 @@ import NIOHTTP1
         await server.stop()
     }
 
+    /// The scheme's name is case-insensitive and one or more spaces may follow it (RFC 7235,
+    /// SYNC.md §9.2): `bearer`, `BEARER` and `Bearer  ` authenticate like `Bearer `.
+    @Test(arguments: ["bearer ", "BEARER ", "BeArEr ", "Bearer  ", "bearer   "])
+    func theSchemeIsMatchedWhateverItsCase(_ scheme: String) async throws {
+        let (server, alice, _, _) = try await Self.setUp()
+        let r = try await server.send(.GET, "/v1/account", authorization: scheme + alice.text)
+        #expect(r.status == 200, "\(scheme.debugDescription): \(r)")
+        await server.stop()
+    }
+
+    /// A scheme that only starts like Bearer is not Bearer.
+    @Test func aSchemeThatOnlyBeginsLikeBearerIsRefused() async throws {
+        let (server, alice, _, _) = try await Self.setUp()
+        for authorization in ["Bearerx " + alice.text, "Bearer" + alice.text, "Bear " + alice.text] {
+            let r = try await server.send(.GET, "/v1/account", authorization: authorization)
+            #expect(r.status == 401, "\(authorization.prefix(12)): \(r)")
+        }
+        await server.stop()
+    }
+
     /// The accounts file keeps SHA-256 of the secret's text as 64 lowercase hex digits
     /// (SYNC.md §9.2): files written by earlier servers must keep authenticating.
     @Test func theStoredHashIsTheSecretsSHA256InLowercaseHex() {

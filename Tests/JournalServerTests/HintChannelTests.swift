@@ -29,6 +29,36 @@ struct HintChannelTests {
         await server.stop()
     }
 
+    /// A channel whose connection the client closes frees its place at once, not at the next
+    /// keep-alive (an hour here): a client that opens and closes channels quickly is never
+    /// locked out of its own hints.
+    @Test func aClosedChannelFreesItsPlace() async throws {
+        var options = ServerOptions()
+        options.hintKeepAlive = .seconds(3600)
+        let server = try await TestServer(options: options)
+        let alice = try server.credential("alice")
+        let port = server.port, bearer = alice.bearer
+        for round in 0..<(server.core.hints.maxPerAccount + 8) {
+            let head = try await onThread { () -> String in
+                let c = try RawConnection(port: port, receiveTimeoutSeconds: 10)
+                c.send("GET /v1/hints HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: \(bearer)\r\n\r\n")
+                var got: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 4096)
+                while !String(decoding: got, as: UTF8.self).contains("event: ready") {
+                    let n = chunk.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, 0) }
+                    if n <= 0 { break }
+                    got += chunk[0..<n]
+                }
+                return String(decoding: got, as: UTF8.self)
+            }
+            #expect(head.hasPrefix("HTTP/1.1 200"), "channel \(round): \(head.prefix(80))")
+            // The connection is closed here (RawConnection's deinit); the next round may find the
+            // server not done with it yet, which the bound above leaves room for.
+            for _ in 0..<500 where server.core.hints.subscriptions > 0 { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(server.core.hints.subscriptions == 0, "after channel \(round)")
+        }
+        await server.stop()
+    }
+
     /// An account holds at most `maxPerAccount` channels; the next is refused with 429, and
     /// another account is not affected.
     @Test func anAccountsChannelsAreCapped() {

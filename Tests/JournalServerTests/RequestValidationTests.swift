@@ -235,10 +235,10 @@ import NIOHTTP1
         await server.stop()
     }
 
-    /// Paging parameters out of their ranges (limit 1…10000, a token of 1…512 bytes) and an
+    /// Paging parameters out of their ranges (limit 1…10000, a token of 1…1,024 bytes) and an
     /// unknown database scope get 400, on database and zone changes alike.
     @Test(arguments: ["limit=0", "limit=abc", "limit=-1", "limit=10001", "limit=", "limit=1.5",
-                      "token=" + String(repeating: "a", count: 600), "token="])
+                      "token=" + String(repeating: "a", count: 1_100), "token="])
     func aBadPagingParameterIsRefused(_ query: String) async throws {
         let (server, alice, zone) = try await Self.setUp()
         for path in ["/v1/databases/private/changes", "/v1/databases/shared/changes", HTTPBinding.zonePath(zone) + "/changes"] {
@@ -267,14 +267,64 @@ import NIOHTTP1
     }
 
     /// Zone names no zone can have (bad percent-encoding, a NUL, over 255 bytes, an owner that
-    /// is no account) answer zoneNotFound.
-    @Test(arguments: ["alice/%ZZ", "alice/%00", "alice/" + String(repeating: "n", count: 300), "_service/members", "%61lice/groceries"])
-    func aZoneNameNoZoneCanHaveIsNotFound(_ zonePath: String) async throws {
+    /// is no account) are the client's mistake: 400 invalidRequest with the reason on every zone
+    /// route, never zoneNotFound, which tells a client to remove its list (SYNC.md §4.1).
+    @Test(arguments: ["alice/%00", "alice/" + String(repeating: "n", count: 300), "_service/members", "%61lice/groceries"])
+    func aZoneNameNoZoneCanHaveIsAnInvalidRequest(_ zonePath: String) async throws {
         let (server, alice, _) = try await Self.setUp()
-        for suffix in ["/changes", "/history"] {
-            let r = try await server.send(.GET, "/v1/zones/" + zonePath + suffix, as: alice)
-            #expect(r.status == 404 && r.error?.error == "zoneNotFound", "\(zonePath.prefix(40))\(suffix): \(r)")
+        for (method, suffix) in [(HTTPMethod.GET, "/changes"), (.GET, "/history"), (.PUT, ""), (.DELETE, ""), (.DELETE, "/participants")] {
+            let r = try await server.send(method, "/v1/zones/" + zonePath + suffix, as: alice)
+            #expect(r.status == 400 && r.error?.error == "invalidRequest", "\(method) \(zonePath.prefix(40))\(suffix): \(r)")
+            #expect(r.error?.message.isEmpty == false)
         }
+        await server.stop()
+    }
+
+    /// A bad percent-escape (which an HTTP client library would escape again) sent as it is.
+    @Test func aBadPercentEscapeIsAnInvalidRequest() async throws {
+        let (server, alice, _) = try await Self.setUp()
+        let port = server.port
+        let r = try await onThread { () -> RawResponse? in
+            let c = try RawConnection(port: port, receiveTimeoutSeconds: 10)
+            c.send(Self.head("GET", "/v1/zones/alice/%ZZ/changes", alice, []))
+            return c.readResponse()
+        }
+        #expect(r?.status == 400 && r?.error?.error == "invalidRequest", "\(String(describing: r))")
+        await server.stop()
+    }
+
+    /// A change token sent in a `JLog-Token` request header is refused with where it goes,
+    /// never served as "from the start" (the client would download the whole list every time).
+    @Test func aTokenInTheResponseHeaderIsRefused() async throws {
+        let (server, alice, zone) = try await Self.setUp()
+        for path in [HTTPBinding.zonePath(zone) + "/changes", "/v1/databases/private/changes"] {
+            let r = try await server.send(.GET, path, authorization: alice.bearer, headers: [(HTTPBinding.tokenHeader, "anything")])
+            #expect(r.status == 400 && r.error?.error == "invalidRequest", "\(path): \(r)")
+            #expect(r.error?.message.contains("token query parameter") == true, "\(r)")
+        }
+        await server.stop()
+    }
+
+    /// An answer to CONNECT (which HTTP frames with no body) ends with its connection, so the
+    /// client finds the end of the refusal without waiting for a timeout (RFC 9112 §6.3).
+    @Test(arguments: ["/v1/account", "/v1/nothing"])
+    func aConnectIsAnsweredAndTheConnectionClosed(_ path: String) async throws {
+        let (server, alice, _) = try await Self.setUp()
+        let port = server.port
+        let (text, closed) = try await onThread { () -> (String, Bool) in
+            let c = try RawConnection(port: port, receiveTimeoutSeconds: 10)
+            c.send(Self.head("CONNECT", path, alice, []))
+            var got: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, 0) }
+                if n == 0 { return (String(decoding: got, as: UTF8.self), true) }
+                if n < 0 { return (String(decoding: got, as: UTF8.self), false) }
+                got += chunk[0..<n]
+            }
+        }
+        #expect(text.hasPrefix("HTTP/1.1 40"), "\(text.prefix(200))")
+        #expect(text.lowercased().contains("connection: close"), "\(text.prefix(300))")
+        #expect(closed, "the server kept the connection open: \(text.prefix(200))")
         await server.stop()
     }
 

@@ -74,14 +74,29 @@ import JournalService
 
     /// A page token that was tampered with, or that claims more than its store token covers, is
     /// answered `tokenExpired` (the client lists the database again), never a silent skip.
-    @Test(arguments: ["jdb1.x.y", "jdb1.12.not-a-token", "jdb1.999999999.%"])
+    @Test(arguments: ["jdb2.private.x.y", "jdb2.private.12.not-a-token", "jdb2.private.999999999.%", "jdb2.x", "%"])
     func aDamagedPageTokenIsExpired(_ text: String) throws {
         let world = try World()
         try world.core.createZone(caller: "alice", zone: Self.zones(["a"])[0])
         let real = try world.core.fetchDatabaseChanges(caller: "alice", scope: .private, since: nil, limit: 10).token.text
-        let token = ServiceToken(text.replacingOccurrences(of: "%", with: real))
+        let inner = String(real.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)[3])
+        let token = ServiceToken(text == "%" ? inner : text.replacingOccurrences(of: "%", with: inner))
         #expect(throws: SyncError.tokenExpired) {
             try world.core.fetchDatabaseChanges(caller: "alice", scope: .private, since: token, limit: 10)
+        }
+    }
+
+    /// A database token serves its own database only (I2): one database's token handed to the
+    /// other's fetch is refused like any foreign token, never answered as a normal page.
+    @Test(arguments: DatabaseScope.allCases)
+    func aTokenOfTheOtherDatabaseIsExpired(_ issued: DatabaseScope) throws {
+        let world = try World()
+        try world.core.createZone(caller: "alice", zone: Self.zones(["a"])[0])
+        let token = try world.core.fetchDatabaseChanges(caller: "alice", scope: issued, since: nil, limit: 10).token
+        #expect(try world.core.fetchDatabaseChanges(caller: "alice", scope: issued, since: token, limit: 10).changed.isEmpty)
+        let other: DatabaseScope = issued == .private ? .shared : .private
+        #expect(throws: SyncError.tokenExpired) {
+            try world.core.fetchDatabaseChanges(caller: "alice", scope: other, since: token, limit: 10)
         }
     }
 

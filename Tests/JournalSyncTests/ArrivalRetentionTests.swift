@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import JournalLog
+import JournalQuery
+import JournalService
+import ListModel
+@testable import JournalSync
+
+/// Retention counts from when the service received an entry too, not from the client's clock
+/// alone (SYNC.md §6.2 rule 9, COMPACTION.md §1): a device dated a month back cannot make its
+/// entries compactable at once and so expire other devices' tokens early.
+@Suite struct ArrivalRetentionTests {
+    static let retention: Int64 = 14 * 86_400_000
+
+    /// An add and a mark-off dated a month back, uploaded now.
+    static func finishedItem(_ list: ZoneID, at wall: Int64) -> [JournalEntry] {
+        let item = CompactID("milk")!
+        func entry(_ op: JournalCodec.Operation, _ ms: Int64) -> JournalEntry {
+            JournalEntry(id: .random(), zone: list.storeName, author: "alice", wallTime: ms,
+                         clock: HybridTime(physicalMillis: UInt64(ms), counter: 0), operation: op)
+        }
+        return [entry(.add(item: item, text: "Milk", after: nil), wall), entry(.markOff(item: item), wall + 1)]
+    }
+
+    @Test func entriesDatedInThePastWaitForTheRetentionFromTheirArrival() throws {
+        let world = try World(retentionMillis: Self.retention)
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        let now = world.clock.now()
+        _ = try world.core.upload(caller: "alice", entries: Self.finishedItem(list, at: now - 30 * 86_400_000), to: list)
+        let early = try world.core.compact(now: now + 86_400_000)
+        #expect(early.storage.entriesPurged == 0)
+        #expect(early.skipped.contains { $0.zone == list.storeName && { if case .arrivedRecently = $0 { true } else { false } }($0.reason) },
+                "\(early.skipped)")
+        let late = try world.core.compact(now: now + Self.retention + 86_400_000)
+        #expect(late.storage.entriesPurged == 2, "\(late.skipped)")
+    }
+
+    /// Arrival times survive a restart: checkpoints are in the log, so a service restarted after
+    /// the upload still purges once the retention has passed since the arrival, and not before.
+    @Test func arrivalsSurviveARestart() throws {
+        let world = try World(retentionMillis: Self.retention)
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        let now = world.clock.now()
+        _ = try world.core.upload(caller: "alice", entries: Self.finishedItem(list, at: now - 30 * 86_400_000), to: list)
+        try world.restartService()
+        #expect(try world.core.compact(now: now + 86_400_000).storage.entriesPurged == 0)
+        try world.restartService()
+        #expect(try world.core.compact(now: now + Self.retention + 86_400_000).storage.entriesPurged == 2)
+    }
+
+    /// Entries whose own time is recent are kept however long ago they arrived: the later of
+    /// the two decides.
+    @Test func recentEntriesStayWhenTheyArrivedLongAgo() throws {
+        let world = try World(retentionMillis: Self.retention)
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        let now = world.clock.now()
+        let hour: Int64 = 3_600_000
+        // Dated 23 hours ahead (the most the service takes is a day), received now.
+        _ = try world.core.upload(caller: "alice", entries: Self.finishedItem(list, at: now + 23 * hour), to: list)
+        #expect(try world.core.compact(now: now + Self.retention + hour).storage.entriesPurged == 0)
+        #expect(try world.core.compact(now: now + Self.retention + 24 * hour).storage.entriesPurged == 2)
+    }
+}
