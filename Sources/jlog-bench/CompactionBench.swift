@@ -249,11 +249,13 @@ extension CompareBench {
                 ("mb_before", mb(sqBefore)), ("mb_after", mb(sqAfter)),
                 ("freelist_pages_after", .i(Int(freePages))), ("page_count_after", .i(Int(pageCount))),
                 ("note", .s("SQLite does not shrink the file without VACUUM: freed pages go to the freelist")),
-             ] + StepCost.fields(sqCost) + Self.bytesWritten(sqCost) + [("peak_rss_note", .s(Self.peakNote))])
+             ] + StepCost.fields(sqCost) + Self.bytesWritten(sqCost) + [("peak_rss_note", .s(Self.peakNote))],
+             goal: "whole job ≥ 1.0 × SQLite's DELETE + checkpoint", met: { ratio, _ in ratio >= 1.0 })
 
         pair("compaction_rewrite", unit: "ms", jl: jlRewrite, sq: sq, higherIsBetter: false, params: params,
              jlExtra: [("what", .s("JournalStore.compact(purging:) with the chosen entries, mark already raised: rewrite the sealed segments (.cleaned, fsync, .swap, rename), one atomic run"))],
-             sqExtra: [("what", .s("the same DELETEs + wal_checkpoint(TRUNCATE) runs as the compaction pair"))])
+             sqExtra: [("what", .s("the same DELETEs + wal_checkpoint(TRUNCATE) runs as the compaction pair"))],
+             goal: "storage step ≥ 1.5 × SQLite's DELETE + checkpoint", met: { ratio, _ in ratio >= 1.5 })
 
         // SQLite's way to give the space back, once (not part of the pair).
         if let db = keptDB {
