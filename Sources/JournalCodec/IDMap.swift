@@ -6,7 +6,7 @@ public let idMapSeed: UInt64 = UInt64.random(in: 1 ... .max)
 /// probing with backward-shift deletion (no tombstones). Other ids go to a Dictionary. Why: the
 /// store's idempotency check and the reducer both do a lookup per entry, and Dictionary's
 /// hasher seeding and rehashing dominated both profiles. Iteration order is never exposed.
-public struct IDMap<Value>: @unchecked Sendable {
+public struct IDMap<Value> {
     @usableFromInline struct Slot {
         @usableFromInline var high: UInt64
         @usableFromInline var low: UInt64
@@ -133,3 +133,7 @@ public struct IDMap<Value>: @unchecked Sendable {
         }
     }
 }
+
+/// Plain values all the way down: sendable exactly when its values are.
+extension IDMap: Sendable where Value: Sendable {}
+extension IDMap.Slot: Sendable where Value: Sendable {}

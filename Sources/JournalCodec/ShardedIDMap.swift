@@ -3,7 +3,7 @@
 /// lock, and rehashing one table of 700k ids there stalled every append for ~120 ms (issue 21's
 /// tail benchmark); a shard of it takes ~2 ms. Ids that are not UUIDs all go to the first shard
 /// (its Dictionary), as they are rare.
-public struct ShardedIDMap<Value>: @unchecked Sendable {
+public struct ShardedIDMap<Value> {
     @usableFromInline static var shardBits: Int { 6 }
     @usableFromInline var shards: [IDMap<Value>]
 
@@ -33,3 +33,6 @@ public struct ShardedIDMap<Value>: @unchecked Sendable {
         set { shards[Self.shard(id)][id] = newValue }
     }
 }
+
+/// Sendable exactly when its values are.
+extension ShardedIDMap: Sendable where Value: Sendable {}

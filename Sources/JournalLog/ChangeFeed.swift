@@ -70,6 +70,8 @@ public enum FeedError: Error, Sendable, CustomStringConvertible {
     /// Garbled, tampered, from another store or zone, of the wrong kind, or ahead of this store.
     case invalidToken(String)
     case zoneNotFound(String)
+    /// A page of fewer than one entry was asked for: paging could not make progress.
+    case invalidLimit(Int)
     case storage(JournalError)
 
     public var description: String {
@@ -81,6 +83,7 @@ public enum FeedError: Error, Sendable, CustomStringConvertible {
             "zone \(z) was \(reason == .purged ? "purged" : "deleted") at sequence \(at): delete the local copy"
         case .invalidToken(let why): "invalid change token: \(why); fetch again with no token"
         case .zoneNotFound(let z): "no zone named \(z) (list the zones with `jlog zones`)"
+        case .invalidLimit(let n): "a page holds at least one entry (limit \(n) asked for)"
         case .storage(let e): e.description
         }
     }

@@ -426,7 +426,7 @@ extension JournalStore {
                             beforeCommit: (SequenceNumber) throws(JournalError) -> Void) throws(JournalError) -> (report: CompactionReport, sealedLimit: SequenceNumber) {
         try locked { () throws(JournalError) in
             try checkWritable()
-            guard !compactionRunning else { throw JournalError.invalidEntry("a compaction is already running on this store") }
+            guard !compactionRunning else { throw JournalError.compactionRunning }
             // A checkpoint being written names today's offsets; let it land, then take no other
             // until the run is over (the one that fell due would name offsets about to change).
             while checkpointWriting { cond.wait() }

@@ -14,6 +14,10 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
     case notAStore(path: String, reason: String)
     case storeMissing(path: String)
     case invalidEntry(String)
+    /// A store option or an argument outside its range (what it is, and the range).
+    case invalidOption(String)
+    /// A compaction was asked for while one runs on the same store.
+    case compactionRunning
     case batchTooLarge(bytes: Int, limit: Int)
     /// An earlier I/O error stopped the writer; reopen the store to recover.
     case writerFailed(String)
@@ -47,6 +51,8 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
         case .notAStore(let path, let reason): return "\(path) is not a JournalLog store: \(reason)"
         case .storeMissing(let path): return "no store at \(path)"
         case .invalidEntry(let why): return "invalid entry: \(why)"
+        case .invalidOption(let why): return "invalid option: \(why)"
+        case .compactionRunning: return "a compaction is already running on this store; wait for it to finish"
         case .batchTooLarge(let b, let l): return "batch encodes to \(b) bytes; an atomic batch is at most \(l) bytes"
         case .writerFailed(let why): return "the writer stopped after an I/O error (\(why)); reopen the store to recover"
         case .closed: return "the store is closed"

@@ -224,9 +224,10 @@ public final class JournalStore: @unchecked Sendable {
         guard options.recovery != .salvage else {
             throw JournalError.readOnly("salvage mode only reads; use `jlog dump --mode salvage` to copy what is intact")
         }
-        precondition(options.segmentSize >= SegmentHeader.size + Frame.overhead, "segmentSize too small")
         // The zone index stores frame offsets in 32 bits (Spec/INDEX.md §1).
-        precondition(options.segmentSize <= 1 << 31, "segmentSize is at most 2 GiB")
+        guard options.segmentSize >= SegmentHeader.size + Frame.overhead, options.segmentSize <= 1 << 31 else {
+            throw JournalError.invalidOption("segmentSize is \(SegmentHeader.size + Frame.overhead) bytes … 2 GiB, not \(options.segmentSize)")
+        }
         switch fs.kind(of: path) {
         case .missing:
             guard options.createIfMissing else { throw JournalError.storeMissing(path: path) }

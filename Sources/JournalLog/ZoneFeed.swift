@@ -191,7 +191,8 @@ enum ZoneFeed {
     /// Pages until one holds an entry or reaches the end: frames that hold only zone records
     /// (repeated creates from another writer) can fill a window, so it widens.
     static func changes(limit: Int, _ page: (_ frameSlack: Int) throws(FeedError) -> ZoneChanges) throws(FeedError) -> ZoneChanges {
-        precondition(limit >= 1, "a page holds at least one entry, so paging always makes progress")
+        // A page holds at least one entry, so paging always makes progress.
+        guard limit >= 1 else { throw .invalidLimit(limit) }
         var slack = 9
         while true {
             let p = try page(slack)

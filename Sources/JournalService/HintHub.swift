@@ -17,9 +17,9 @@ public final class HintHub: @unchecked Sendable {
     /// not yet noticed dead): more would let one account hold every connection a server takes.
     public let maxPerAccount: Int
 
+    /// `maxPerAccount` below 1 counts as 1: an account needs at least one subscription.
     public init(maxPerAccount: Int = 32) {
-        precondition(maxPerAccount >= 1, "an account needs at least one subscription")
-        self.maxPerAccount = maxPerAccount
+        self.maxPerAccount = max(1, maxPerAccount)
     }
 
     /// The hints for `account`'s zones (store names, `owner/name`), until the stream is dropped;

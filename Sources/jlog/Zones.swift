@@ -140,6 +140,9 @@ func feedFailure(_ error: FeedError, json: Bool) -> ExitCode {
     case .zoneNotFound(let zone):
         code = Status.failure
         object = .object([("error", .string("zoneNotFound")), ("zone", .string(zone)), ("next", .string("list the zones with `jlog zones`"))])
+    case .invalidLimit:
+        code = Status.badInput
+        object = .object([("error", .string("invalidLimit")), ("reason", .string(error.description)), ("next", .string("ask for --limit 1 or more"))])
     case .storage(let e):
         return fail(e, path: "")
     }
