@@ -180,6 +180,14 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     }
     private var hook: (@Sendable (String) -> Void)?
 
+    /// Called with the path before every file's `sync`, outside the file system's lock: a test
+    /// holds a sync here to show what waits for it (a slow disk's fdatasync).
+    public var syncHook: (@Sendable (String) -> Void)? {
+        get { mutex.lock(); defer { mutex.unlock() }; return onSync }
+        set { mutex.lock(); defer { mutex.unlock() }; onSync = newValue }
+    }
+    private var onSync: (@Sendable (String) -> Void)?
+
     public func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile {
         openHook?(path)
         return try withLock { () throws(JournalError) -> any StorageFile in
@@ -368,6 +376,7 @@ private final class MemoryFile: StorageFile, @unchecked Sendable {
     }
 
     func sync() throws(JournalError) {
+        fs.syncHook?(path)
         try fs.locked { () throws(JournalError) in
             try fs.mutation("fdatasync", path)
             node.synced = node.data

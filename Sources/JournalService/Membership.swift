@@ -63,9 +63,13 @@ struct Membership: Sendable {
         current.compactMap { zone, byAccount in byAccount[account]?.member == true ? zone : nil }.sorted()
     }
 
+    /// Records of different zones may be applied out of their log order (each is applied once
+    /// durable): an account's history stays sorted by position.
     mutating func record(_ e: Event) {
         current[e.zone, default: [:]][e.account] = e
-        history[e.account, default: []].append(e)
+        var events = history.removeValue(forKey: e.account) ?? []
+        events.insert(e, at: events.partitionPoint { $0.sequence <= e.sequence })
+        history[e.account] = events
     }
 
     /// Applies a membership entry read from `_service/members`.

@@ -40,7 +40,13 @@ public struct ServiceLimits: Sendable {
 /// `JournalStore`, each list a zone named `owner/name`, the feed's tokens, compaction with the
 /// retention and snapshots for devices that re-fetch. Every call names its caller; transports
 /// (an in-process session, `jlog serve`'s HTTP) authenticate the caller and then call this.
-/// Thread-safe: calls are serialised.
+///
+/// Thread-safe. The locks, outermost first: `compaction` (changes read it, a compaction writes
+/// it), one zone's lock (`changing`: its uploads and membership changes one at a time, so counts
+/// and membership stay exact), `accountLocks` (one owner's zone creations), and `lock`, the
+/// service's memory, held briefly and **never across a durable write**: a fetch never waits for
+/// another call's fsync. Records the service writes itself are appended outside it and applied
+/// under it once durable (`PendingWrites` says what fetches do meanwhile).
 public final class ServiceCore: @unchecked Sendable {
     public let store: JournalStore
     public let limits: ServiceLimits
@@ -51,8 +57,12 @@ public final class ServiceCore: @unchecked Sendable {
     /// "Zone Z changed", for the accounts that see it (a transport's hint channel).
     public let hints = HintHub()
     /// Guards the service's own state (membership, announcements, the purged-id cache,
-    /// counters); held briefly, never across a write to the log.
+    /// counters, pending writes); held briefly, never across a write to the log.
     private let lock = NSLock()
+    /// One owner's zone creations at a time, so its zone quota is exact.
+    private let accountLocks = (0..<16).map { _ in NSLock() }
+    /// The service's own records being appended (under `lock`).
+    private var pending = PendingWrites()
     /// Uploads and sharing changes read, compaction writes: a late retry of a purged entry is
     /// recognised because no upload runs while compaction decides what is purged (Spec/SYNC.md §6).
     private let compaction = ReadWriteLock()
@@ -153,24 +163,46 @@ public final class ServiceCore: @unchecked Sendable {
                                                 fs: store.fileSystem).first?.sequence ?? 0
             if newest > z.lowWaterMark && newest <= z.lastChange { try store.setLowWaterMark(z.name, to: newest) }
             let mark = store.zone(z.name)?.lowWaterMark ?? 0
-            if mark > 0 && mark > (announced[z.name]?.mark ?? 0) { try announceCompaction(z.name, mark: mark) }
+            if mark > 0 && mark > lock.withLock({ announced[z.name]?.mark ?? 0 }) { try announceCompaction(z.name, mark: mark) }
         }
     }
 
     /// Records in `_service/compactions` that `zone` was compacted through `mark`: every device
     /// that sees the zone is told it changed, fetches it, gets `tokenExpired`, and re-fetches.
+    /// Appended outside `lock` and applied under it once durable, like a membership change.
     private func announceCompaction(_ zone: String, mark: SequenceNumber) throws(JournalError) {
-        let wall = now()
         var w = ByteWriter()
         w.u8(1)
         w.string(zone)
         w.varint(mark)
-        var record = JournalEntry(id: CompactID("-")!, zone: Self.compactionsZone, author: Membership.author, wallTime: wall,
-                                  clock: clock.tick(wallMillis: wall), operation: .opaque(kind: Self.compactionKind, body: w.bytes))
-        record.id = CompactID.derived(from: record)
-        let at = try store.append(record)
-        announced[zone] = (mark, at)
-        hints.changed(zone, for: audience(zone))
+        let told = try appendOwnRecord(Self.compactionsZone, kind: Self.compactionKind, body: w.bytes) { at in
+            announced[zone] = (mark, at)
+            return audience(zone)
+        }
+        hints.changed(zone, for: told)
+    }
+
+    /// Appends one of the service's own records (opaque `kind` in the system zone `zone`) outside
+    /// `lock`, and runs `apply` under it with the record's position once it is durable
+    /// (`PendingWrites` says what fetches do meanwhile).
+    private func appendOwnRecord<T>(_ zone: String, kind: UInt8, body: [UInt8], apply: (SequenceNumber) -> T) throws(JournalError) -> T {
+        let record: JournalEntry = lock.withLock {
+            let wall = now()
+            var record = JournalEntry(id: CompactID("-")!, zone: zone, author: Membership.author, wallTime: wall,
+                                      clock: clock.tick(wallMillis: wall), operation: .opaque(kind: kind, body: body))
+            record.id = CompactID.derived(from: record)
+            pending.begin(assigned: store.nextSequence - 1)
+            return record
+        }
+        let at: SequenceNumber
+        do { at = try store.append(record) } catch {
+            lock.withLock { pending.end() }
+            throw error
+        }
+        return lock.withLock {
+            defer { pending.end() }
+            return apply(at)
+        }
     }
 
     static func decodeAnnouncement(_ body: [UInt8]) -> (String, SequenceNumber)? {
@@ -226,6 +258,7 @@ public final class ServiceCore: @unchecked Sendable {
         }
         guard let event = membership.latest(caller, in: zone.storeName) else { throw .zoneNotFound }
         guard event.member else { throw .zoneDeleted(reason: event.reason ?? .removed) }
+        if let leaving = pending.leave(of: caller, in: zone.storeName) { throw .zoneDeleted(reason: leaving) }
         guard let info, !info.isDeleted else { throw .zoneDeleted(reason: .deleted) }
         return (.member, info)
     }
@@ -424,11 +457,16 @@ public final class ServiceCore: @unchecked Sendable {
             let page = max(1, limit)
             let listed = ordered.prefix(page)
             let moreComing = ordered.count > page
+            let headPosition = store.databaseTokenPosition(head) ?? 0
+            var cursor = moreComing ? listed.last?.key : nil
+            // The service's own records being written are not in memory yet: the page covers
+            // nothing from the first of them on, and the next page reads them (PendingWrites).
+            if let floor = pending.floor, floor < (cursor ?? headPosition) { cursor = floor }
             var next = Self.databaseToken(scope, cursor: nil, base: head)
-            if moreComing, let last = listed.last {
+            if let cursor {
                 // A store token at or above the cursor names the store and epoch.
-                let base = last.key <= (store.databaseTokenPosition(head) ?? 0) ? head : try headToken()
-                next = Self.databaseToken(scope, cursor: last.key, base: base)
+                let base = cursor <= headPosition ? head : try headToken()
+                next = Self.databaseToken(scope, cursor: cursor, base: base)
             }
             return DatabaseChangesPage(changed: listed.filter { $0.gone == nil }.map(\.id).sorted(),
                                        deleted: listed.compactMap { i in i.gone.map { ZoneGone(zone: i.id, reason: $0) } }.sorted { $0.zone < $1.zone },
@@ -474,6 +512,7 @@ public final class ServiceCore: @unchecked Sendable {
             if store.zone(zone.storeName)?.isDeleted == false { return .tokenExpired }
             return .zoneDeleted(reason: .deleted)
         case .zoneNotFound: return .zoneNotFound
+        case .invalidLimit(let n): return .invalidRequest("a page holds at least one entry (limit \(n))")
         case .storage: return .serviceBusy(retryAfter: .seconds(1))
         }
     }
@@ -536,29 +575,32 @@ public final class ServiceCore: @unchecked Sendable {
     }
 
     public func createZone(caller: String, zone: ZoneID) throws(SyncError) {
-        try changing(zone.storeName) { () throws(SyncError) in try locked { () throws(SyncError) in
-            guard zone.owner == caller else { throw .invalidRequest("an account creates zones it owns (\(caller)/…) only") }
+        guard zone.owner == caller else { throw .invalidRequest("an account creates zones it owns (\(caller)/…) only") }
+        try changing(zone.storeName) { () throws(SyncError) in
+            let l = accountLocks[Int(truncatingIfNeeded: SipHash24.hash(key: (0, 1), Array(caller.utf8)) % UInt64(accountLocks.count))]
+            l.lock()
+            defer { l.unlock() }
             if let info = store.zone(zone.storeName), !info.isDeleted { return }
             let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == caller }.count
             guard owned < limits.maxZonesPerAccount else { throw .quotaExceeded }
             do { try store.createZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
             hints.changed(zone.storeName, for: [caller])
-        } }
+        }
     }
 
     public func deleteZone(caller: String, zone: ZoneID) throws(SyncError) {
-        try changing(zone.storeName) { () throws(SyncError) in try locked { () throws(SyncError) in
-            let (kind, _) = try access(caller, zone)
-            guard kind == .owner else { throw .invalidRequest("only the owner deletes a zone; a participant leaves it (removeParticipant)") }
-            let told = audience(zone.storeName)
-            // Participants leave with it, so a list created again under the name is not shared.
-            for p in membership.members(of: zone.storeName) {
-                try recordMembership(p, zone: zone, member: false, reason: .deleted, by: caller)
+        try changing(zone.storeName) { () throws(SyncError) in
+            let (told, members) = try locked { () throws(SyncError) -> ([String], [String]) in
+                let (kind, _) = try access(caller, zone)
+                guard kind == .owner else { throw .invalidRequest("only the owner deletes a zone; a participant leaves it (removeParticipant)") }
+                return (audience(zone.storeName), membership.members(of: zone.storeName))
             }
+            // Participants leave with it, so a list created again under the name is not shared.
+            for p in members { try recordMembership(p, zone: zone, member: false, reason: .deleted, by: caller) }
             do { try store.deleteZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
-            purged[zone.storeName] = nil
+            lock.withLock { purged[zone.storeName] = nil }
             hints.changed(zone.storeName, for: told)
-        } }
+        }
     }
 
     public func shareZone(caller: String, zone: ZoneID, with participant: String) throws(SyncError) -> ShareInvitation {
@@ -574,73 +616,94 @@ public final class ServiceCore: @unchecked Sendable {
         guard let i = invitations.parse(invitation), let zone = ZoneID(storeName: i.zone) else {
             throw .invalidRequest("not an invitation of this service")
         }
-        return try changing(zone.storeName) { () throws(SyncError) -> ZoneID in try locked { () throws(SyncError) -> ZoneID in
-            guard i.participant == caller else { throw .zoneNotFound }
-            guard let info = store.zone(i.zone), !info.isDeleted, info.incarnation == i.incarnation else { throw .zoneNotFound }
-            if let last = membership.latest(caller, in: i.zone) {
-                if last.member { return zone }
-                guard i.issuedAt >= last.sequence else { throw .zoneNotFound }   // issued before its removal
+        // Membership changes of one zone run one at a time (`changing`): nothing of the zone's
+        // membership changes between the checks and the join.
+        return try changing(zone.storeName) { () throws(SyncError) -> ZoneID in
+            let joined = try locked { () throws(SyncError) -> Bool in
+                guard i.participant == caller else { throw .zoneNotFound }
+                guard let info = store.zone(i.zone), !info.isDeleted, info.incarnation == i.incarnation else { throw .zoneNotFound }
+                if let last = membership.latest(caller, in: i.zone) {
+                    if last.member { return true }
+                    guard i.issuedAt >= last.sequence else { throw .zoneNotFound }   // issued before its removal
+                }
+                guard !membership.isWithdrawn(caller, from: i.zone, issuedAt: i.issuedAt) else { throw .zoneNotFound }
+                return false
             }
-            guard !membership.isWithdrawn(caller, from: i.zone, issuedAt: i.issuedAt) else { throw .zoneNotFound }
-            try recordMembership(caller, zone: zone, member: true, reason: nil, by: caller)
+            if !joined { try recordMembership(caller, zone: zone, member: true, reason: nil, by: caller) }
             return zone
-        } }
+        }
     }
 
     public func removeParticipant(caller: String, participant: String, from zone: ZoneID) throws(SyncError) {
-        try changing(zone.storeName) { () throws(SyncError) in try locked { () throws(SyncError) in
-            let (kind, _) = try access(caller, zone)
-            guard kind == .owner || participant == caller else { throw .invalidRequest("only the owner removes another participant") }
-            guard membership.isMember(participant, of: zone.storeName) else {
+        try changing(zone.storeName) { () throws(SyncError) in
+            let (kind, isMember) = try locked { () throws(SyncError) -> (Access, Bool) in
+                let (kind, _) = try access(caller, zone)
+                guard kind == .owner || participant == caller else { throw .invalidRequest("only the owner removes another participant") }
+                return (kind, membership.isMember(participant, of: zone.storeName))
+            }
+            guard isMember else {
                 // Not a member (yet): the owner withdraws any invitation it holds.
                 if kind == .owner { try recordWithdrawal(of: participant, from: zone) }
                 return
             }
             try recordMembership(participant, zone: zone, member: false, reason: .removed, by: caller)
-        } }
+        }
     }
 
     public func stopSharing(caller: String, zone: ZoneID) throws(SyncError) {
-        try changing(zone.storeName) { () throws(SyncError) in try locked { () throws(SyncError) in
-            let (kind, _) = try access(caller, zone)
-            guard kind == .owner else { throw .invalidRequest("only the owner stops sharing a zone") }
-            for p in membership.members(of: zone.storeName) {
-                try recordMembership(p, zone: zone, member: false, reason: .sharingStopped, by: caller)
+        try changing(zone.storeName) { () throws(SyncError) in
+            let members = try locked { () throws(SyncError) -> [String] in
+                let (kind, _) = try access(caller, zone)
+                guard kind == .owner else { throw .invalidRequest("only the owner stops sharing a zone") }
+                return membership.members(of: zone.storeName)
             }
+            for p in members { try recordMembership(p, zone: zone, member: false, reason: .sharingStopped, by: caller) }
             try recordWithdrawal(of: nil, from: zone)
-        } }
+        }
     }
 
     /// One atomic batch: the `join`/`leave` entry in the shared zone (its history shows it) and
-    /// the membership record in `_service/members` (what the service answers from).
+    /// the membership record in `_service/members` (what the service answers from). Appended
+    /// outside `lock`, applied under it once durable; a leave takes the account's access away
+    /// before it is written.
     private func recordMembership(_ account: String, zone: ZoneID, member: Bool, reason: ZoneGoneReason?, by actor: String) throws(SyncError) {
-        let wall = now()
-        let t1 = clock.tick(wallMillis: wall), t2 = clock.tick(wallMillis: wall)
-        var visible = JournalEntry(id: CompactID("-")!, zone: zone.storeName, author: actor, wallTime: wall, clock: t1,
-                                   operation: member ? .join(participant: account) : .leave(participant: account))
-        visible.id = CompactID.derived(from: visible)
-        var record = JournalEntry(id: CompactID("-")!, zone: Membership.zone, author: Membership.author, wallTime: wall, clock: t2,
-                                  operation: .opaque(kind: Membership.kind, body: Membership.encode(account: account, zone: zone.storeName,
-                                                                                                     member: member, reason: reason)))
-        record.id = CompactID.derived(from: record)
+        let batch: [JournalEntry] = lock.withLock {
+            let wall = now()
+            let t1 = clock.tick(wallMillis: wall), t2 = clock.tick(wallMillis: wall)
+            var visible = JournalEntry(id: CompactID("-")!, zone: zone.storeName, author: actor, wallTime: wall, clock: t1,
+                                       operation: member ? .join(participant: account) : .leave(participant: account))
+            visible.id = CompactID.derived(from: visible)
+            var record = JournalEntry(id: CompactID("-")!, zone: Membership.zone, author: Membership.author, wallTime: wall, clock: t2,
+                                      operation: .opaque(kind: Membership.kind, body: Membership.encode(account: account, zone: zone.storeName,
+                                                                                                         member: member, reason: reason)))
+            record.id = CompactID.derived(from: record)
+            pending.begin(assigned: store.nextSequence - 1, leaving: member ? nil : account, zone: zone.storeName, reason: reason ?? .removed)
+            return [visible, record]
+        }
+        let leaving = member ? nil : account
         let range: ClosedRange<SequenceNumber>
-        do { range = try store.append(batch: [visible, record]) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
-        let told = audience(zone.storeName) + [account]
-        membership.record(.init(account: account, zone: zone.storeName, member: member, reason: member ? nil : reason, sequence: range.upperBound))
+        do { range = try store.append(batch: batch) } catch {
+            lock.withLock { pending.end(leaving: leaving, zone: zone.storeName) }
+            throw .serviceBusy(retryAfter: .seconds(1))
+        }
+        let told: [String] = lock.withLock {
+            let told = audience(zone.storeName) + [account]
+            membership.record(.init(account: account, zone: zone.storeName, member: member, reason: member ? nil : reason, sequence: range.upperBound))
+            pending.end(leaving: leaving, zone: zone.storeName)
+            return told
+        }
         hints.changed(zone.storeName, for: told)
     }
 
     /// Voids the invitations to `zone` issued so far, to `account` or to every account
     /// (SYNC.md §5.3): a record of `_service/members` alone, since nobody's membership changes.
     private func recordWithdrawal(of account: String?, from zone: ZoneID) throws(SyncError) {
-        let wall = now()
-        var record = JournalEntry(id: CompactID("-")!, zone: Membership.zone, author: Membership.author, wallTime: wall,
-                                  clock: clock.tick(wallMillis: wall),
-                                  operation: .opaque(kind: Membership.withdrawalKind, body: Membership.encodeWithdrawal(zone: zone.storeName, account: account)))
-        record.id = CompactID.derived(from: record)
-        let at: SequenceNumber
-        do { at = try store.append(record) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
-        membership.withdraw(account, from: zone.storeName, at: at)
+        do {
+            try appendOwnRecord(Membership.zone, kind: Membership.withdrawalKind,
+                                body: Membership.encodeWithdrawal(zone: zone.storeName, account: account)) { at in
+                membership.withdraw(account, from: zone.storeName, at: at)
+            }
+        } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
     }
 
     // MARK: Compaction
@@ -673,12 +736,10 @@ public final class ServiceCore: @unchecked Sendable {
             // their fetches are answered while later groups run. A raise that fails leaves the
             // zone refused; the end of the run tries again.
             compactor.groupDidFinish = { [self] zones in
-                lock.lock()
-                defer { lock.unlock() }
                 for z in zones {
                     do {
                         try finishPurge(z)
-                        purging.remove(z.zone)
+                        _ = lock.withLock { purging.remove(z.zone) }
                     } catch {}
                 }
             }
@@ -688,34 +749,31 @@ public final class ServiceCore: @unchecked Sendable {
             // or a restart succeeds.
             let report: ListCompactionReport
             do { report = try compactor.run(now: time) } catch {
-                lock.lock()
-                defer { lock.unlock() }
                 // Which zones it purged is not known: every cache of purged ids is read again.
-                purged.removeAll()
+                lock.withLock { purged.removeAll() }
                 do {
                     try raiseMarksOfCommittedPurges()
-                    purging.removeAll()
+                    lock.withLock { purging.removeAll() }
                 } catch {}
                 throw .serviceBusy(retryAfter: .seconds(60))
             }
-            return try locked { () throws(SyncError) -> ListCompactionReport in
-                for z in report.zones {
-                    do { try finishPurge(z) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
-                }
-                purging.removeAll()
-                return report
+            for z in report.zones {
+                do { try finishPurge(z) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
             }
+            lock.withLock { purging.removeAll() }
+            return report
         }
     }
 
-    /// Under `lock`, once a zone's purge is complete: forgets its cached purged ids, raises its
-    /// mark to the run's snapshot sequence (rule 4) and announces it (rule 5). Idempotent.
+    /// Once a zone's purge is complete (not under `lock`: it writes): forgets its cached purged
+    /// ids, raises its mark to the run's snapshot sequence (rule 4) and announces it (rule 5).
+    /// Idempotent.
     private func finishPurge(_ z: ZoneCompaction) throws(JournalError) {
-        purged[z.zone] = nil
+        lock.withLock { purged[z.zone] = nil }
         guard let info = store.zone(z.zone), !info.isDeleted else { return }
         if z.snapshotSequence > info.lowWaterMark { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) }
         let mark = store.zone(z.zone)?.lowWaterMark ?? 0
-        if mark > (announced[z.zone]?.mark ?? 0) { try announceCompaction(z.zone, mark: mark) }
+        if mark > lock.withLock({ announced[z.zone]?.mark ?? 0 }) { try announceCompaction(z.zone, mark: mark) }
     }
 
     /// A zone's history cannot be assembled (COMPACTION.md §4): not transient, an operator's to
