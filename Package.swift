@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "ListModel", targets: ["ListModel"]),
         .library(name: "JournalQuery", targets: ["JournalQuery"]),
         .library(name: "JournalSync", targets: ["JournalSync"]),
+        .library(name: "JournalSyncWire", targets: ["JournalSyncWire"]),
         .library(name: "JournalService", targets: ["JournalService"]),
         .library(name: "JournalServer", targets: ["JournalServer"]),
         .library(name: "JournalSyncHTTP", targets: ["JournalSyncHTTP"]),
@@ -58,16 +59,20 @@ let package = Package(
         // Layer 4: sync. The protocol a service offers (CloudKit-shaped) and the client engine;
         // no networking here: transports live in their own targets.
         .target(name: "JournalSync", dependencies: ["JournalLog", "JournalQuery", "ListModel"]),
+        // Layer 4: the HTTP binding's wire (JSON bodies, status codes, percent-encoding), device
+        // credentials and the server's accounts file: what a client and a server must agree on,
+        // with no networking of its own (Foundation only).
+        .target(name: "JournalSyncWire", dependencies: ["JournalSync", "JournalLog"]),
         // Layer 4: the reference sync service over a JournalStore (accounts' databases, sharing,
         // compaction), usable in process; `jlog serve` puts HTTP in front of it.
         .target(name: "JournalService", dependencies: [
-            "JournalSync", "JournalLog", "JournalQuery", "ListModel",
+            "JournalSync", "JournalSyncWire", "JournalLog", "JournalQuery", "ListModel",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Layer 4, transports: `jlog serve`'s HTTP server (Hummingbird) over the reference service,
         // with accounts and access control; and the engine's HTTP client (AsyncHTTPClient).
         .target(name: "JournalServer", dependencies: [
-            "JournalService", "JournalSync", "JournalQuery", "JournalLog",
+            "JournalService", "JournalSync", "JournalSyncWire", "JournalQuery", "JournalLog",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -77,7 +82,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "JournalSyncHTTP", dependencies: [
-            "JournalSync", "JournalLog",
+            "JournalSync", "JournalSyncWire", "JournalLog",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -95,13 +100,14 @@ let package = Package(
                 "JournalSimulation",
                 "JournalServer",
                 "JournalSyncHTTP",
+                "JournalSyncWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "JournalSync", "JournalService", "CSQLite"]),
+        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "JournalSync", "JournalSyncWire", "JournalService", "CSQLite"]),
         // The server's load test: devices over loopback against `jlog serve`, beside Hummingbird's ceiling.
         .executableTarget(name: "jlog-load", dependencies: [
-            "JournalLog", "JournalSync", "JournalService", "JournalSyncHTTP",
+            "JournalLog", "JournalSync", "JournalSyncWire", "JournalService", "JournalSyncHTTP",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
@@ -117,8 +123,8 @@ let package = Package(
         .executableTarget(name: "FuzzHistory", dependencies: ["ListModel"], path: "Fuzz/FuzzHistory"),
         .executableTarget(name: "FuzzConsumer", dependencies: ["JournalLog"], path: "Fuzz/FuzzConsumer"),
         .executableTarget(name: "FuzzWireBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzWireBatch"),
-        .executableTarget(name: "FuzzAccounts", dependencies: ["JournalSync"], path: "Fuzz/FuzzAccounts"),
-        .executableTarget(name: "FuzzHTTPText", dependencies: ["JournalSync"], path: "Fuzz/FuzzHTTPText"),
+        .executableTarget(name: "FuzzAccounts", dependencies: ["JournalSyncWire"], path: "Fuzz/FuzzAccounts"),
+        .executableTarget(name: "FuzzHTTPText", dependencies: ["JournalSyncWire"], path: "Fuzz/FuzzHTTPText"),
         .executableTarget(name: "FuzzSyncState", dependencies: ["JournalSync"], path: "Fuzz/FuzzSyncState"),
         .testTarget(
             name: "JournalLogTests",
@@ -131,11 +137,11 @@ let package = Package(
         ),
         .testTarget(
             name: "JournalSyncTests",
-            dependencies: ["JournalSync", "JournalService", "JournalSimulation", "JournalQuery", "ListModel"]
+            dependencies: ["JournalSync", "JournalSyncWire", "JournalService", "JournalSimulation", "JournalQuery", "ListModel"]
         ),
         .testTarget(
             name: "JournalServerTests",
-            dependencies: ["JournalServer", "JournalSyncHTTP", "JournalService", "JournalSync", "JournalQuery", "ListModel",
+            dependencies: ["JournalServer", "JournalSyncHTTP", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
                            .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
         .testTarget(

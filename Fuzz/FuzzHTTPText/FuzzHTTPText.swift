@@ -1,7 +1,7 @@
-import JournalSync
+import JournalSyncWire
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafeRawPointer?, _ size: Int) -> CInt {
-    SyncFuzzChecks.httpText(UnsafeRawBufferPointer(start: data, count: size))
+    WireFuzzChecks.httpText(UnsafeRawBufferPointer(start: data, count: size))
     return 0
 }

@@ -1,5 +1,6 @@
 import Hummingbird
 import JournalSync
+import JournalSyncWire
 
 /// 405 with `Allow` for a path the API has under other methods (RFC 9110 §15.5.6); the router
 /// alone answers 404, as if the path did not exist. Paths are matched by shape (`:x` is any one

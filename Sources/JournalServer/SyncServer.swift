@@ -5,6 +5,7 @@ import HummingbirdCore
 import JournalLog
 import JournalService
 import JournalSync
+import JournalSyncWire
 import Logging
 import ServiceLifecycle
 import NIOCore

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import JournalLog
 import JournalSync
+import JournalSyncWire
 
 /// The accounts of a server and their device credentials (Spec/SYNC.md §9.2), in
 /// `STORE/service/accounts`: for each credential its id, account, SHA-256 of its secret, when it

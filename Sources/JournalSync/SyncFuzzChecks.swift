@@ -1,58 +1,9 @@
 import Foundation
 import JournalCodec
 
-/// The properties the sync layer's fuzz targets check (`Fuzz/FuzzAccounts`, `FuzzHTTPText`,
-/// `FuzzSyncState`), shared with the test
+/// The property the sync engine's fuzz target checks (`Fuzz/FuzzSyncState`), shared with the test
 /// that replays their corpora: returns normally on any input unless a round trip breaks.
 public enum SyncFuzzChecks {
-    /// The accounts file never crashes its reader; what decodes encodes to the same bytes. The
-    /// input is tried as it is and with its CRC line made right, so that the fuzzer reaches the
-    /// credential lines.
-    public static func accounts(_ bytes: UnsafeRawBufferPointer) {
-        func roundTrip(_ b: [UInt8]) {
-            guard let list = AccountsFileCodec.decode(b) else { return }
-            guard AccountsFileCodec.encode(list) == b else { fatalError("accounts file round trip failed") }
-        }
-        let input = Array(bytes)
-        roundTrip(input)
-        // Everything before the last "crc32c " (or all of it), with a right CRC line after it.
-        let marker = Array("crc32c ".utf8)
-        var body = input
-        var at = input.count - marker.count
-        while at >= 0 {
-            if input[at..<at + marker.count].elementsEqual(marker) {
-                body = Array(input[..<at])
-                break
-            }
-            at -= 1
-        }
-        guard body.count <= 1 << 16 else { return }
-        roundTrip(body + Array("crc32c \(String(CRC32C.checksum(body), radix: 16))\n".utf8))
-    }
-
-    /// The HTTP binding's text parsers, which a server runs on every request and a client on
-    /// every answer (`Fuzz/FuzzHTTPText`), never crash and agree with their other halves: a
-    /// credential that parses prints back as its text; percent decoding is undone by encoding;
-    /// the common upload answer reads as the general JSON decoder reads it; base64url validity
-    /// is what decoding says.
-    public static func httpText(_ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count <= 1 << 16 else { return }
-        let input = Array(bytes)
-        let text = String(decoding: input, as: UTF8.self)
-        if let c = DeviceCredential(text), c.text != text { fatalError("credential text round trip failed") }
-        if let d = HTTPBinding.percentDecode(Substring(text)), HTTPBinding.percentDecode(Substring(HTTPBinding.percentEncode(d))) != d {
-            fatalError("percent decoding is not undone by encoding")
-        }
-        if let common = HTTPBinding.UploadJSON(commonAnswer: input) {
-            guard let full = try? JSONDecoder().decode(HTTPBinding.UploadJSON.self, from: Data(input)), full == common else {
-                fatalError("the common upload answer reads unlike the JSON decoder")
-            }
-        }
-        for n in [8, 32] where Base64URL.isEncoding(Substring(text).utf8, ofBytes: n) != (Base64URL.decode(text)?.count == n) {
-            fatalError("base64url validity disagrees with decoding")
-        }
-    }
-
     /// The sync state file (`sync/state`, Spec/SYNC.md §7.2) never crashes its reader; what
     /// decodes encodes to bytes that decode to the same state, and encoding that is canonical.
     /// The input is tried as it is and with its CRC made right, so that the fuzzer reaches the
@@ -74,6 +25,6 @@ public enum SyncFuzzChecks {
     }
 
     public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
-        "FuzzAccounts": accounts, "FuzzHTTPText": httpText, "FuzzSyncState": syncState,
+        "FuzzSyncState": syncState,
     ]
 }

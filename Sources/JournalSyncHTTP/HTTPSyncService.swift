@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import JournalLog
 import JournalSync
+import JournalSyncWire
 import NIOCore
 import NIOHTTP1
 

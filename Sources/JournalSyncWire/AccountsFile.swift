@@ -1,4 +1,5 @@
 import JournalCodec
+import JournalSync
 
 /// One device credential as a server keeps it: its id, account, SHA-256 of its secret (never the
 /// secret), when it was issued, when it expires and whether it was revoked (Spec/SYNC.md §9.2).

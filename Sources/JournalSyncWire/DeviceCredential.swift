@@ -1,4 +1,5 @@
 import JournalLog
+import JournalSync
 
 /// A device's credential for a sync server (Spec/SYNC.md §9.2): `jlc1.ACCOUNT.ID.SECRET`, where ID
 /// names the credential (8 random bytes) and SECRET proves it (32 random bytes), both unpadded

@@ -1,5 +1,6 @@
 import Foundation
 import JournalLog
+import JournalSync
 
 /// The HTTP binding of the protocol (Spec/SYNC.md §9 and Spec/openapi.yaml): the JSON bodies,
 /// the headers and how every `SyncError` travels as a status code. Shared by `jlog serve` and

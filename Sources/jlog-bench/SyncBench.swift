@@ -3,6 +3,7 @@ import JournalLog
 import JournalQuery
 import JournalService
 import JournalSync
+import JournalSyncWire
 import ListModel
 
 /// What a device's calls cost on the wire, measured where a transport would put them: entries

@@ -17,6 +17,7 @@ import Foundation
 import JournalLog
 import JournalService
 import JournalSync
+import JournalSyncWire
 import JournalSyncHTTP
 import NIOCore
 import NIOPosix

@@ -4,6 +4,7 @@ import JournalLog
 import JournalServer
 import JournalService
 import JournalSync
+import JournalSyncWire
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

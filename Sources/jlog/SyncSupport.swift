@@ -3,6 +3,7 @@ import Foundation
 import JournalLog
 import JournalService
 import JournalSync
+import JournalSyncWire
 import JournalSyncHTTP
 
 /// Where a device's service is: `jlog serve`'s HTTP API (`--server` and `--credential`), or the

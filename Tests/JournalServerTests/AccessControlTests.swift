@@ -4,6 +4,7 @@ import Testing
 import JournalLog
 import JournalService
 import JournalSync
+import JournalSyncWire
 import NIOCore
 import NIOHTTP1
 

@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 @testable import JournalService
 import JournalSync
+import JournalSyncWire
 import NIOHTTP1
 
 /// Credentials (Spec/SYNC.md §9.2): a request without a valid one gets 401 notAuthenticated with

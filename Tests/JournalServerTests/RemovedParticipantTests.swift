@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import JournalService
 import JournalSync
+import JournalSyncWire
 
 /// A participant the owner removes (Spec/SYNC.md §5.2, §5.5) is shut out on its very next
 /// request, and its devices let the list go.

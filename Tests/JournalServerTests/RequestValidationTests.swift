@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import JournalService
 import JournalSync
+import JournalSyncWire
 import NIOHTTP1
 
 /// Hostile and broken requests (Spec/SYNC.md §3.2, §9, Spec/openapi.yaml): bodies over the

@@ -5,6 +5,7 @@ import JournalQuery
 import JournalServer
 import JournalService
 import JournalSync
+import JournalSyncWire
 import JournalSyncHTTP
 import ListModel
 import NIOCore

@@ -3,6 +3,7 @@ import JournalLog
 import JournalServer
 import JournalService
 import JournalSync
+import JournalSyncWire
 import JournalSyncHTTP
 import Logging
 

@@ -1,5 +1,6 @@
 import Foundation
 import JournalSync
+import JournalSyncWire
 import Testing
 
 /// The accounts file (Spec/SYNC.md §9.2) as the fuzz target sees it.
@@ -9,9 +10,11 @@ import Testing
 
     /// Replays the sync layer's fuzz targets' seeds and past crashes (Fuzz/corpus/TARGET,
     /// Fuzz/regressions/TARGET) through their checks.
-    @Test(arguments: SyncFuzzChecks.targets.keys.sorted())
+    static let targets = SyncFuzzChecks.targets.merging(WireFuzzChecks.targets) { a, _ in a }
+
+    @Test(arguments: Self.targets.keys.sorted())
     func theFuzzCorpusReplaysCleanly(target: String) throws {
-        let check = try #require(SyncFuzzChecks.targets[target])
+        let check = try #require(Self.targets[target])
         var count = 0
         for dir in ["corpus", "regressions"] {
             let d = Self.corpus.appendingPathComponent(dir).appendingPathComponent(target)

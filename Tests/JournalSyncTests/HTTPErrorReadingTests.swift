@@ -1,4 +1,5 @@
 import JournalSync
+import JournalSyncWire
 import Testing
 
 /// How a client reads an error answer (SYNC.md §9.3): the service's own answers read back as the

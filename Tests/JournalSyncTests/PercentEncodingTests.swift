@@ -1,6 +1,7 @@
 import Foundation
 import JournalLog
 import JournalSync
+import JournalSyncWire
 import Testing
 
 /// The binding's own percent coding agrees with Foundation's, which it replaced on the hot path.

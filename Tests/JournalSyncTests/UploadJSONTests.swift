@@ -1,6 +1,7 @@
 import Foundation
 import JournalLog
 import JournalSync
+import JournalSyncWire
 import Testing
 
 /// The upload answer's hand-written JSON (`UploadJSON.encoded`) is the document a general
