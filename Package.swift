@@ -43,7 +43,8 @@ let package = Package(
         // Layer 1: pure codec and domain model. No I/O; every parser here is fuzzable.
         .target(name: "JournalCodec", dependencies: ["CCRC32C", "CLZ4"]),
         // Layer 1: the shopping-list model (reducer, merge rules, history, snapshot payloads).
-        // Pure like the codec; it plugs into the log, which knows nothing about lists.
+        // Pure like the codec (no I/O, no threads: a caller may lend it threads through
+        // `ReducerHelpers`); it plugs into the log, which knows nothing about lists.
         .target(name: "ListModel", dependencies: ["JournalCodec"]),
         // Layer 2: storage (segments, writer, recovery, readers).
         .target(
@@ -146,7 +147,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ListModelTests",
-            dependencies: ["ListModel", .product(name: "PropertyBased", package: "swift-property-based")]
+            // JournalQuery for its helper threads (`HelperThreads`), which the reducer tests use.
+            dependencies: ["ListModel", "JournalQuery", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
     ],
     swiftLanguageModes: [.v6]

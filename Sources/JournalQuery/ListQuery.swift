@@ -221,7 +221,7 @@ public struct ListQuery: Sendable {
                     continue
                 }
                 var r = reducer
-                r.helperThreads = helperThreads
+                r.helpers = helperThreads ? HelperThreads() : nil
                 var n = 0
                 let (inc, last) = try replayPages(zone, after: header.sequence, until: until) { page in
                     r.apply(contentsOf: page, entry: \.entry)
@@ -236,7 +236,7 @@ public struct ListQuery: Sendable {
             }
         }
         var r = ListReducer(zone: zone)
-        r.helperThreads = helperThreads
+        r.helpers = helperThreads ? HelperThreads() : nil
         // The catalog's count of the zone's entries: room for a full replay, reserved once.
         r.reserveCapacity(info.entryCount)
         var n = 0

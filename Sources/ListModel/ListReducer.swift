@@ -70,7 +70,7 @@ struct Placement: Sendable, Equatable {
 
 /// Folds the entries of one zone, in any order and with duplicates, into a `ListState` that
 /// depends only on the set of distinct entries (Spec/MERGE.md). Pure: no I/O, no Foundation, and
-/// no thread unless the caller asks (`helperThreads`).
+/// no thread unless the caller gives it some (`helpers`).
 ///
 /// Items live in one array of plain records indexed by a dense record number; ids are plain
 /// 128-bit values (`RID`) found through an 8-byte-slot hash index (`ReducerIndex`), authors
@@ -89,12 +89,12 @@ public struct ListReducer: Sendable {
     var folded = 0
     /// Entries applied since this value was created or decoded.
     var applied = 0
-    /// Whether a large bulk apply may prefault the room reserved for it on a helper thread
-    /// (`PageWarmer`), and `state()` build a large list's items in two halves on two threads
-    /// (`TwoThreads`). Off by default: a library call takes no thread unless its caller asks, and
-    /// only replays of hundreds of thousands of entries gain (a list of 1M entries: ~20% faster
-    /// to materialise on two cores). Not part of the value (`==` ignores it).
-    public var helperThreads = false
+    /// Threads a large bulk apply may prefault the room reserved for it on, and `state()` build a
+    /// large list's items in two halves on (`ReducerHelpers`; the query layer has them). None by
+    /// default: a library call takes no thread unless its caller asks, and only replays of
+    /// hundreds of thousands of entries gain (a list of 1M entries: ~20% faster to materialise on
+    /// two cores). Not part of the value (`==` ignores it).
+    public var helpers: (any ReducerHelpers)? = nil
     /// Ids of applied entries that the state does not hold as winners (in memory only).
     var seen = ReducerSeenSet()
     /// Text ids (item and entry) interned to numbers.
@@ -211,7 +211,7 @@ public struct ListReducer: Sendable {
     /// one retains its strings); a chunk's item slots are loaded in one tight loop before the
     /// chunk is applied, so that their cache misses overlap instead of stalling each entry; and
     /// when room has been reserved (`reserveCapacity`), as much of it as these entries can fill
-    /// is backed by the kernel on another core meanwhile, with `helperThreads` (`PageWarmer`).
+    /// is backed by the kernel on another core meanwhile, with `helpers` (`ReducerHelpers.warm`).
     @discardableResult
     public mutating func apply(contentsOf entries: [JournalEntry]) -> Int {
         entries.withUnsafeBufferPointer { buf in
@@ -248,10 +248,12 @@ public struct ListReducer: Sendable {
         // room to be worth a thread: no warmer, and no array made unique for one.
         let room = Self.spareBytes(records, upTo: 2 * count) + Self.spareBytes(texts, upTo: 2 * count)
             + Self.spareBytes(seen.ids, upTo: count)
-        let warmer = !helperThreads || room < PageWarmer.minimumBytes ? nil
-            : PageWarmer.start([Self.spareCapacity(&records, upTo: 2 * count),
-                                Self.spareCapacity(&texts, upTo: 2 * count),
-                                Self.spareCapacity(&seen.ids, upTo: count)])
+        let warmer = helpers.flatMap { h in
+            room < h.minimumWarmBytes ? nil
+                : h.warm([Self.spareCapacity(&records, upTo: 2 * count),
+                          Self.spareCapacity(&texts, upTo: 2 * count),
+                          Self.spareCapacity(&seen.ids, upTo: count)])
+        }
         defer { warmer?.finish() }
         withUnsafeTemporaryAllocation(of: UInt64.self, capacity: chunk) { hashes in
             var k = 0
@@ -285,7 +287,7 @@ public struct ListReducer: Sendable {
     }
 
     /// The unused capacity of `a`, where its next elements (at most `limit`) will go: only for
-    /// `PageWarmer`, which never reads or writes it, and is finished before `a` can move. `a` is
+    /// the page warmer (`ReducerHelpers.warm`), which never reads or writes it, and is finished before `a` can move. `a` is
     /// made unique first (as its next append would), so the buffer is this reducer's alone: one
     /// shared with a copy could be freed by that copy meanwhile.
     private static func spareCapacity<T>(_ a: inout [T], upTo limit: Int) -> UnsafeMutableRawBufferPointer {
@@ -503,10 +505,11 @@ public struct ListReducer: Sendable {
     // MARK: Materialising
 
     /// The list as it stands: a pure function of the set of entries applied.
-    public func state() -> ListState { state(twoThreadsFrom: helperThreads ? TwoThreads.minimumWork : Int.max) }
+    public func state() -> ListState { state(helpers: helpers) }
 
-    /// `state()`, its items built on two threads when at least `minimum` are visible.
-    func state(twoThreadsFrom minimum: Int) -> ListState {
+    /// `state()`, its items built on two threads when `helpers` has them and enough are visible.
+    func state(helpers: (any ReducerHelpers)?) -> ListState {
+        let minimum = helpers?.minimumParallelWork ?? Int.max
         let (order, visible, shown) = countedLinearOrder()
         // Each visible record's place in the list, then the items built in record order and
         // stored at their places: list order is not memory order, and reading the records and
@@ -538,7 +541,7 @@ public struct ListReducer: Sendable {
                             }
                             if visible >= minimum {
                                 let half = rec.count / 2
-                                TwoThreads.run({ build(half..<rec.count) }, { build(0..<half) })
+                                helpers!.run({ build(half..<rec.count) }, { build(0..<half) })
                             } else {
                                 build(rec.indices)
                             }

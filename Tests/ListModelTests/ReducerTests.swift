@@ -1,4 +1,5 @@
 import JournalCodec
+import JournalQuery
 import PropertyBased
 import Testing
 @testable import ListModel
@@ -64,14 +65,14 @@ import Testing
         }
     }
 
-    /// With room reserved for a large replay and `helperThreads` on, `apply(contentsOf:)` has that
-    /// room backed on another thread (`PageWarmer`) while it fills it: the result is the same.
+    /// With room reserved for a large replay and the query layer's helpers, `apply(contentsOf:)`
+    /// has that room backed on another thread (`PageWarmer`) while it fills it: the result is the same.
     @Test func aReplayIntoReservedRoomEqualsOneEntryAtATime() {
         let entries = shuffledWithDuplicates(withSomeUUIDs(randomEntries(seed: 5, count: 3_000)), seed: 5)
         var one = ListReducer(zone: zone)
         for e in entries { one.apply(e) }
         var all = ListReducer(zone: zone)
-        all.helperThreads = true
+        all.helpers = HelperThreads()
         all.reserveCapacity(400_000)
         #expect(all.apply(contentsOf: entries) == one.entryCount)
         #expect(all == one)
@@ -83,7 +84,7 @@ import Testing
     @Test func aReplayIntoACopyLeavesTheOriginalAsItWas() {
         let entries = withSomeUUIDs(randomEntries(seed: 11, count: 3_000))
         var original = ListReducer(zone: zone)
-        original.helperThreads = true
+        original.helpers = HelperThreads()
         original.reserveCapacity(400_000)
         original.apply(contentsOf: Array(entries[..<1_000]))
         let before = original.state()
@@ -106,7 +107,7 @@ import Testing
         var one = ListReducer(zone: zone)
         for e in entries { one.apply(e) }
         var all = ListReducer(zone: zone)
-        all.helperThreads = true
+        all.helpers = HelperThreads()
         all.reserveCapacity(170_000)  // room for 85,000 records: over PageWarmer.minimumBytes, under 100,000
         #expect(all.apply(contentsOf: entries) == entries.count)
         #expect(all == one)
@@ -382,46 +383,21 @@ func siblingOrderSpelledOut(_ entries: [JournalEntry], authors: [String]) -> [St
     }
 }
 
-@Suite struct PageWarmerTests {
-    /// The helper only asks the kernel to back the pages: what the memory holds is unchanged,
-    /// and it stays writable.
-    @Test func warmingLeavesTheMemoryAsItWas() {
-        let bytes = PageWarmer.minimumBytes * 2
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes, alignment: 64)
-        defer { buffer.deallocate() }
-        for i in stride(from: 0, to: bytes / 2, by: 4096) { buffer[i] = UInt8(truncatingIfNeeded: i / 4096) }
-        let warmer = PageWarmer.start([buffer])
-        warmer?.finish()
-        for i in stride(from: 0, to: bytes / 2, by: 4096) { #expect(buffer[i] == UInt8(truncatingIfNeeded: i / 4096)) }
-        for i in stride(from: bytes / 2, to: bytes, by: 4096) { buffer[i] = 7 }
-        #expect(buffer[bytes - 4096] == 7)
-    }
-
-    @Test func aSmallRangeStartsNoThread() {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
-        defer { buffer.deallocate() }
-        #expect(PageWarmer.start([buffer]) == nil)
-        #expect(PageWarmer.start([]) == nil)
-    }
+/// The query layer's helpers with no threshold: every list here is built on two threads.
+struct AlwaysTwoThreads: ReducerHelpers {
+    var minimumWarmBytes: Int { 0 }
+    var minimumParallelWork: Int { 0 }
+    func warm(_ ranges: [UnsafeMutableRawBufferPointer]) -> (any PageWarming)? { HelperThreads().warm(ranges) }
+    func run(_ other: () -> Void, _ here: () -> Void) { HelperThreads().run(other, here) }
 }
 
 @Suite struct TwoThreadsTests {
-    /// Both halves run exactly once and are done when `run` returns.
-    @Test func bothHalvesRunOnceBeforeRunReturns() {
-        let n = 10_000
-        let out = UnsafeMutableBufferPointer<Int>.allocate(capacity: n)
-        defer { out.deallocate() }
-        out.initialize(repeating: 0)
-        TwoThreads.run({ for i in (n / 2)..<n { out[i] += i } }, { for i in 0..<(n / 2) { out[i] += i } })
-        #expect(Array(out) == Array(0..<n))
-    }
-
     /// Items built on two threads (every list here is large enough) are the items built on one,
     /// in the same order, on hostile input too.
     @Test func aStateBuiltOnTwoThreadsIsTheStateBuiltOnOne() {
         for seed in 0..<60 as Range<UInt64> {
             let r = replay(hostileEntries(seed: seed, count: Int(seed % 4 == 0 ? 600 : seed % 150 + 1)))
-            #expect(r.state(twoThreadsFrom: 0) == r.state(twoThreadsFrom: .max), "seed \(seed)")
+            #expect(r.state(helpers: AlwaysTwoThreads()) == r.state(helpers: nil), "seed \(seed)")
         }
     }
 }

@@ -1,3 +1,4 @@
+import ListModel
 #if os(Linux) && canImport(Glibc)
 import Glibc
 import Synchronization
@@ -16,7 +17,7 @@ import Synchronization
 /// The caller must `finish()` before any range is freed or moved (an array growing past its
 /// capacity): the kernel would otherwise populate whatever is mapped there next. Linux with more
 /// than one processor only; elsewhere, and for less than `minimumBytes`, `start` returns nil.
-final class PageWarmer: @unchecked Sendable {
+final class PageWarmer: PageWarming, @unchecked Sendable {
     /// Below this, a thread costs more than the faults it saves.
     static let minimumBytes = 8 << 20
 

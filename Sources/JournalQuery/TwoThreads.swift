@@ -1,3 +1,5 @@
+import ListModel
+
 /// Two halves of one loop on two cores: `run` calls `other` on a helper thread and `here` on this
 /// one, and returns only when both have returned, so neither closure escapes the call.
 /// The closures must touch disjoint memory (or only read shared memory).
@@ -19,4 +21,14 @@ enum TwoThreads {
             helper.join()
         }
     }
+}
+
+/// The query layer's threads for a reducer (`ListReducer.helpers`): a page warmer and a second
+/// core for `state()`. What `ListQuery.helperThreads` turns on.
+public struct HelperThreads: ReducerHelpers {
+    public init() {}
+    public var minimumWarmBytes: Int { PageWarmer.minimumBytes }
+    public var minimumParallelWork: Int { TwoThreads.minimumWork }
+    public func warm(_ ranges: [UnsafeMutableRawBufferPointer]) -> (any PageWarming)? { PageWarmer.start(ranges) }
+    public func run(_ other: () -> Void, _ here: () -> Void) { TwoThreads.run(other, here) }
 }
