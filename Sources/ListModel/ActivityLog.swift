@@ -304,7 +304,7 @@ public enum ActivityLogCodec {
                 let clock = p[i].clock
                 w.varint(clock - previous)
                 previous = clock
-                w.zigzag(p[i].wallTime &- Int64(bitPattern: clock >> 16))
+                w.zigzag(p[i].wallTime &- Int64(bitPattern: HybridTime(rawValue: clock).physicalMillis))
                 if p[i].item >= 0 { w.varint(UInt64(itemRank[Int(p[i].item)])) } else { w.string(p[i].text ?? "") }
             }
         }
@@ -384,9 +384,9 @@ public enum ActivityLogCodec {
             let deltaAt = r.offset
             let delta = try r.varint()
             let (raw, overflow) = previous.addingReportingOverflow(delta)
-            guard !overflow, raw >> 16 < 1 << 48 else { throw CodecError(.invalidValue(field: "clock"), at: deltaAt) }
+            guard !overflow, HybridTime(rawValue: raw).physicalMillis < 1 << 48 else { throw CodecError(.invalidValue(field: "clock"), at: deltaAt) }
             let wallAt = r.offset
-            let (wall, wallOverflow) = Int64(bitPattern: raw >> 16).addingReportingOverflow(try r.zigzag())
+            let (wall, wallOverflow) = Int64(bitPattern: HybridTime(rawValue: raw).physicalMillis).addingReportingOverflow(try r.zigzag())
             guard !wallOverflow else { throw CodecError(.invalidValue(field: "wallTime"), at: wallAt) }
             var slot: Int32 = -1, text: String? = nil
             if kind.isItemEvent {
@@ -426,7 +426,7 @@ public enum ActivityLogCodec {
     static func clockValue(_ r: inout ByteReader) throws(CodecError) -> HybridTime {
         let at = r.offset
         let v = try r.varint()
-        guard v >> 16 < 1 << 48 else { throw CodecError(.invalidValue(field: "clock"), at: at) }
+        guard HybridTime(rawValue: v).physicalMillis < 1 << 48 else { throw CodecError(.invalidValue(field: "clock"), at: at) }
         return HybridTime(rawValue: v)
     }
 

@@ -131,7 +131,7 @@ public struct HistoryPieceEncoder: Sendable {
         }
         pending.zigzag(Int64(bitPattern: clock &- previousClock))
         previousClock = clock
-        pending.zigzag(wall &- Int64(bitPattern: clock >> 16))
+        pending.zigzag(wall &- Int64(bitPattern: HybridTime(rawValue: clock).physicalMillis))
         if kind.isItemEvent {
             item!.encoded(into: &pending)
             if kind == .added {
@@ -289,7 +289,7 @@ public enum HistoryPieceCodec {
             let clock = previous &+ UInt64(bitPattern: try r.zigzag())
             previous = clock
             let wallAt = r.offset
-            let (wall, wallOverflow) = Int64(bitPattern: clock >> 16).addingReportingOverflow(try r.zigzag())
+            let (wall, wallOverflow) = Int64(bitPattern: HybridTime(rawValue: clock).physicalMillis).addingReportingOverflow(try r.zigzag())
             guard !wallOverflow else { throw CodecError(.invalidValue(field: "wallTime"), at: wallAt) }
             var item: CompactID? = nil, text: String? = nil, addText: String? = nil
             if kind.isItemEvent {

@@ -628,8 +628,8 @@ public struct ListReducer: Sendable {
     }
 
     /// Two replicas' consecutive same-author siblings at most this far apart (physical ms) form
-    /// one run, kept together (MERGE.md §3.2).
-    public static let runWindowMillis: UInt64 = 300_000
+    /// one run, kept together (MERGE.md §3.2; the rule is `SiblingRun`'s).
+    public static var runWindowMillis: UInt64 { SiblingRun.windowMillis }
 
     /// Record numbers of every record in the tree (added or placed, tombstones included) in list
     /// order (MERGE.md §3).
@@ -815,7 +815,7 @@ final class ReducerOrder {
         var start = 0
         for k in 0..<keys.count {
             let ends = k == keys.count - 1 || keys[k].rank != keys[k + 1].rank
-                || (keys[k + 1].clock >> 16) - (keys[k].clock >> 16) > ListReducer.runWindowMillis
+                || SiblingRun.breaks(after: keys[k].clock, before: keys[k + 1].clock)
             if ends {
                 runs.append((keys[k], start, k))
                 start = k + 1
@@ -864,7 +864,7 @@ final class ReducerOrder {
             var count = 0, start = 0
             for k in 0..<n {
                 let ends = k == n - 1 || keys[k].rank != keys[k + 1].rank
-                    || (keys[k + 1].clock >> 16) - (keys[k].clock >> 16) > ListReducer.runWindowMillis
+                    || SiblingRun.breaks(after: keys[k].clock, before: keys[k + 1].clock)
                 if ends {
                     // Runs newest first, by their newest member.
                     let run = (top: keys[k], start: start, end: k)

@@ -628,7 +628,7 @@ extension RetentionPlanner {
         for (k, m) in members.enumerated() {
             if k > 0 {
                 let p = members[k - 1]
-                if p.anchor != m.anchor || p.author != m.author || (m.clock >> 16) - (p.clock >> 16) > ListReducer.runWindowMillis {
+                if p.anchor != m.anchor || p.author != m.author || SiblingRun.breaks(after: p.clock, before: m.clock) {
                     runStart.append(Int32(k))
                 }
             }
