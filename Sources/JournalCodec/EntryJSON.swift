@@ -167,9 +167,9 @@ public struct ParsedEntryLine: Equatable, Sendable {
     public var author: String
     public var wallTime: Int64
     public var clock: HybridTime?
-    public var operation: Operation
+    public var operation: EntryOperation
 
-    public init(id: CompactID?, zone: String, author: String, wallTime: Int64, clock: HybridTime?, operation: Operation) {
+    public init(id: CompactID?, zone: String, author: String, wallTime: Int64, clock: HybridTime?, operation: EntryOperation) {
         self.id = id
         self.zone = zone
         self.author = author
@@ -837,15 +837,15 @@ extension EntryJSON {
         // A known name gives its kind byte; `op0xNN` gives 0x100 + NN; anything else -1.
         let match: Int = withBytes(opValue) { u in
             switch packed(u) {
-            case (3, 0x64_6461): return Int(Operation.Kind.add.rawValue)
-            case (7, 0x66_664F_6B72_616D): return Int(Operation.Kind.markOff.rawValue)
-            case (6, 0x6B72_616D_6E75): return Int(Operation.Kind.unmark.rawValue)
-            case (6, 0x6574_656C_6564): return Int(Operation.Kind.delete.rawValue)
-            case (6, 0x656D_616E_6572): return Int(Operation.Kind.rename.rawValue)
-            case (8, 0x7275_6F6C_6F63_6572): return Int(Operation.Kind.recolour.rawValue)
-            case (4, 0x6E69_6F6A): return Int(Operation.Kind.join.rawValue)
-            case (5, 0x65_7661_656C): return Int(Operation.Kind.leave.rawValue)
-            case (5, 0x65_6361_6C70): return Int(Operation.Kind.place.rawValue)
+            case (3, 0x64_6461): return Int(EntryOperation.Kind.add.rawValue)
+            case (7, 0x66_664F_6B72_616D): return Int(EntryOperation.Kind.markOff.rawValue)
+            case (6, 0x6B72_616D_6E75): return Int(EntryOperation.Kind.unmark.rawValue)
+            case (6, 0x6574_656C_6564): return Int(EntryOperation.Kind.delete.rawValue)
+            case (6, 0x656D_616E_6572): return Int(EntryOperation.Kind.rename.rawValue)
+            case (8, 0x7275_6F6C_6F63_6572): return Int(EntryOperation.Kind.recolour.rawValue)
+            case (4, 0x6E69_6F6A): return Int(EntryOperation.Kind.join.rawValue)
+            case (5, 0x65_7661_656C): return Int(EntryOperation.Kind.leave.rawValue)
+            case (5, 0x65_6361_6C70): return Int(EntryOperation.Kind.place.rawValue)
             default: break
             }
             guard u.count == 6, u[0] == 0x6F, u[1] == 0x70, u[2] == 0x30, u[3] == 0x78,
@@ -860,7 +860,7 @@ extension EntryJSON {
         if match >= 0x100 && kindByte < 0x80 {
             throw EntryJSONError(message: "op \(quoted(string(opValue))) is not an opaque kind (those are op0x80…op0xff)", column: f.op.column)
         }
-        let kind = Operation.Kind(rawValue: kindByte)
+        let kind = EntryOperation.Kind(rawValue: kindByte)
         let opName = string(opValue)
         let takesItem: Bool, takesText: Bool
         switch kind {
@@ -903,7 +903,7 @@ extension EntryJSON {
                 throw EntryJSONError(message: "\"after\" must be an item id or null, not \(f.after.value.typeName)", column: f.after.column)
             }
         }
-        let operation: Operation
+        let operation: EntryOperation
         switch kind {
         case .add:
             let item = try compactID(.item, try requireString(.item, " (required for op \"add\")"))

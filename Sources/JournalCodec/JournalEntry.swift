@@ -10,9 +10,9 @@ public struct JournalEntry: Hashable, Sendable {
     public var wallTime: Int64
     /// Orders concurrent changes consistently on every replica, whatever the device clocks say.
     public var clock: HybridTime
-    public var operation: Operation
+    public var operation: EntryOperation
 
-    public init(id: CompactID, zone: String, author: String, wallTime: Int64, clock: HybridTime, operation: Operation) {
+    public init(id: CompactID, zone: String, author: String, wallTime: Int64, clock: HybridTime, operation: EntryOperation) {
         self.id = id
         self.zone = zone
         self.author = author
@@ -23,8 +23,9 @@ public struct JournalEntry: Hashable, Sendable {
 }
 
 /// What an entry does. Kinds with the high bit set are preserved but not interpreted,
-/// so a newer minor version can add operations that older readers carry through.
-public enum Operation: Hashable, Sendable {
+/// so a newer minor version can add operations that older readers carry through. (Not
+/// `Operation`: that name is Foundation's, and an app importing both could name neither.)
+public enum EntryOperation: Hashable, Sendable {
     /// Adds an item placed after `after`, or at the top when `after` is nil.
     case add(item: CompactID, text: String, after: CompactID?)
     case markOff(item: CompactID)
@@ -247,8 +248,8 @@ public enum EntryCodec {
         guard !overflow else { throw CodecError(.invalidValue(field: "wallTime"), at: wallAt) }
         let kindAt = r.offset
         let kind = try r.u8()
-        let op: Operation
-        switch Operation.Kind(rawValue: kind) {
+        let op: EntryOperation
+        switch EntryOperation.Kind(rawValue: kind) {
         case .add:
             let item = try CompactID.decode(&r, field: "item")
             let after = try decodeAfter(&r)

@@ -7,8 +7,11 @@ import Foundation
 public protocol ChangeNotifying: StoreReading {
     /// Grows whenever the feed may have more to say.
     var changeGeneration: UInt64 { get }
-    /// Returns once `changeGeneration` passed `generation`, or when the task is cancelled.
+    /// Returns once `changeGeneration` passed `generation`, when the task is cancelled, or when
+    /// the store is closed.
     func waitForChange(after generation: UInt64) async
+    /// Whether the store was closed: its change streams end.
+    var changesEnded: Bool { get }
 }
 
 /// Wakes the tasks waiting for a change; the writer bumps it under its lock after each write.
@@ -17,8 +20,16 @@ final class ChangeSignal: @unchecked Sendable {
     private var generation: UInt64 = 0
     private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     private var nextWaiter: UInt64 = 0
+    private var closed = false
 
     var current: UInt64 { lock.withLock { generation } }
+    var isClosed: Bool { lock.withLock { closed } }
+
+    /// The store closed: every waiter wakes, and no wait parks again.
+    func close() {
+        lock.withLock { closed = true }
+        bump()
+    }
 
     func bump() {
         let woken = lock.withLock { () -> [UInt64: CheckedContinuation<Void, Never>] in
@@ -32,7 +43,7 @@ final class ChangeSignal: @unchecked Sendable {
     /// A waiter's number, or nil when the generation already moved past `seen`.
     private func ticket(after seen: UInt64) -> UInt64? {
         lock.withLock {
-            guard generation == seen else { return nil }
+            guard generation == seen, !closed else { return nil }
             nextWaiter &+= 1
             return nextWaiter
         }
@@ -41,7 +52,7 @@ final class ChangeSignal: @unchecked Sendable {
     /// Parks `c` unless the generation moved or the task was cancelled meanwhile.
     private func park(_ c: CheckedContinuation<Void, Never>, id: UInt64, after seen: UInt64) {
         let resumeNow = lock.withLock { () -> Bool in
-            if generation != seen || Task.isCancelled { return true }
+            if generation != seen || closed || Task.isCancelled { return true }
             waiters[id] = c
             return false
         }
@@ -64,15 +75,17 @@ final class ChangeSignal: @unchecked Sendable {
 
 extension JournalStore: ChangeNotifying {
     public var changeGeneration: UInt64 { changeSignal.current }
+    public var changesEnded: Bool { changeSignal.isClosed }
     public func waitForChange(after generation: UInt64) async { await changeSignal.wait(after: generation) }
 }
 
 extension StoreReader: ChangeNotifying {
     public var changeGeneration: UInt64 { changeSignal.current }
+    public var changesEnded: Bool { changeSignal.isClosed }
 
     /// Refreshes every `pollInterval` until something new is there (or the task is cancelled).
     public func waitForChange(after generation: UInt64) async {
-        while changeSignal.current == generation && !Task.isCancelled {
+        while changeSignal.current == generation && !changeSignal.isClosed && !Task.isCancelled {
             try? await Task.sleep(for: pollInterval)
             if (try? refresh()) == true { changeSignal.bump() }
         }
@@ -82,7 +95,7 @@ extension StoreReader: ChangeNotifying {
 /// The live tail of one zone: pages of committed entries, in order, each entry exactly once,
 /// starting after a token; when nothing is new it waits for the store to signal a change.
 /// `for try await page in store.changeStream(in: "List-1", since: token)`. It ends when its task
-/// is cancelled; a feed error (`tokenExpired`, `zoneDeleted`, …) ends it by being thrown, and the
+/// is cancelled or its store is closed (`close()`); a feed error (`tokenExpired`, `zoneDeleted`, …) ends it by being thrown, and the
 /// caller re-fetches as for any feed call. To see every entry however long it lags, a subscriber
 /// registers a consumer and advances it: compaction then never purges what it has not read.
 public struct ZoneChangeStream: AsyncSequence, Sendable {
@@ -99,7 +112,7 @@ public struct ZoneChangeStream: AsyncSequence, Sendable {
         let limit: Int
 
         public mutating func next() async throws -> ZoneChanges? {
-            while !Task.isCancelled {
+            while !Task.isCancelled && !store.changesEnded {
                 let seen = store.changeGeneration
                 let page = try store.changes(in: zone, since: token, limit: limit)
                 token = page.token
@@ -125,7 +138,7 @@ public struct DatabaseChangeStream: AsyncSequence, Sendable {
         var token: FeedToken?
 
         public mutating func next() async throws -> DatabaseChanges? {
-            while !Task.isCancelled {
+            while !Task.isCancelled && !store.changesEnded {
                 let seen = store.changeGeneration
                 let changes = try store.changedZones(since: token)
                 let first = token == nil

@@ -130,7 +130,10 @@ public final class JournalStore: @unchecked Sendable {
     public let path: String
     public let options: StoreOptions
     public let recovery: RecoveryReport
-    public let storeID: (UInt64, UInt64)
+    /// This store's identity (`StoreID`).
+    public var storeID: StoreID { StoreID(idPair) }
+    /// The identity as segment headers and tokens hold it.
+    let idPair: (UInt64, UInt64)
     /// Signs change tokens (Spec/TOKENS.md); kept in `KEY`, never inside a token.
     let storeKey: (UInt64, UInt64)
 
@@ -342,7 +345,7 @@ public final class JournalStore: @unchecked Sendable {
                 report.created = true
                 report.segments = 1
             }
-            storeID = id
+            idPair = id
             report.lastSequence = lastAssigned
             // What recovery read may sit only in the page cache (the last writer's process died,
             // not the machine): make it durable before serving it as durable.
@@ -460,11 +463,28 @@ public final class JournalStore: @unchecked Sendable {
         return nil
     }
 
-    /// Appends one entry and returns its sequence once it is acknowledged under `durability`.
-    /// An entry whose id its zone already holds is not stored again: the append returns the
-    /// sequence it was stored at, once that is acknowledged (an upload retry is normal).
+    /// Appends one entry and returns its sequence once it is acknowledged under the store's
+    /// durability (`StoreOptions.durability`). An entry whose id its zone already holds is not
+    /// stored again: the append returns the sequence it was stored at, once that is acknowledged
+    /// (an upload retry is normal).
     @discardableResult
-    public func append(_ entry: JournalEntry, durability: Durability? = nil, replicated: Bool = false) throws(JournalError) -> SequenceNumber {
+    public func append(_ entry: JournalEntry, replicated: Bool = false) throws(JournalError) -> SequenceNumber {
+        try append(entry, durabilityOrDefault: nil, replicated: replicated)
+    }
+
+    /// `append(_:)` acknowledged under `durability` instead of the store's. The parameter is not
+    /// optional, so `.none` is `Durability.none`, never "the store's default".
+    ///
+    /// The feed (`changes`, change streams) serves what is durable, or, in a store of durability
+    /// `none`, what is written. So an entry appended with a weaker durability than the store's
+    /// becomes visible when it becomes durable: at the next synced append, `sync()` or `close()`;
+    /// change streams wake then, as for any change.
+    @discardableResult
+    public func append(_ entry: JournalEntry, durability: Durability, replicated: Bool = false) throws(JournalError) -> SequenceNumber {
+        try append(entry, durabilityOrDefault: durability, replicated: replicated)
+    }
+
+    private func append(_ entry: JournalEntry, durabilityOrDefault durability: Durability?, replicated: Bool) throws(JournalError) -> SequenceNumber {
         if let why = Self.refusal(entry, replicated: replicated) { throw JournalError.invalidEntry(why) }
         let payload = EntryCodec.encode(entry)
         let fingerprint = entry.operation.isPlace ? EntryFingerprint.any : EntryFingerprint.of(payload)
@@ -513,10 +533,21 @@ public final class JournalStore: @unchecked Sendable {
         return try body()
     }
 
-    /// Appends entries atomically: after a crash either all of them are recovered or none.
+    /// Appends entries atomically: after a crash either all of them are recovered or none;
+    /// acknowledged under the store's durability. `replicated`: entries another store wrote,
+    /// copied as they are (see `refusal`).
     @discardableResult
-    /// `replicated`: entries another store wrote, copied as they are (see `refusal`).
-    public func append(batch: [JournalEntry], durability: Durability? = nil, replicated: Bool = false) throws(JournalError) -> ClosedRange<SequenceNumber> {
+    public func append(batch: [JournalEntry], replicated: Bool = false) throws(JournalError) -> ClosedRange<SequenceNumber> {
+        try append(batch: batch, durabilityOrDefault: nil, replicated: replicated)
+    }
+
+    /// `append(batch:)` acknowledged under `durability` (not optional: `.none` is `Durability.none`).
+    @discardableResult
+    public func append(batch: [JournalEntry], durability: Durability, replicated: Bool = false) throws(JournalError) -> ClosedRange<SequenceNumber> {
+        try append(batch: batch, durabilityOrDefault: durability, replicated: replicated)
+    }
+
+    private func append(batch: [JournalEntry], durabilityOrDefault durability: Durability?, replicated: Bool) throws(JournalError) -> ClosedRange<SequenceNumber> {
         guard !batch.isEmpty else { throw JournalError.invalidEntry("an empty batch") }
         let mode = durability ?? options.durability
         if batch.count == 1 {
@@ -867,7 +898,7 @@ public final class JournalStore: @unchecked Sendable {
         guard !compactionRunning else { return }
         bytesSinceCheckpoint = 0
         guard let covered = lastWritten, covered.offset != checkpointed?.offset || covered.segment != checkpointed?.segment else { return }
-        let taken = catalog.takeCheckpoint(storeID: storeID, covered: covered)
+        let taken = catalog.takeCheckpoint(storeID: idPair, covered: covered)
         // One not yet claimed is replaced; what it counted as changed still counts.
         checkpointDue = checkpointDue.map { taken.including($0) } ?? taken
     }
@@ -1031,6 +1062,8 @@ public final class JournalStore: @unchecked Sendable {
         }
         writer.closeFile()
         lock.release()
+        // Change streams end: nothing more will come through this writer.
+        changeSignal.close()
         if let syncError, failure == nil { throw syncError }
     }
 }

@@ -93,7 +93,12 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
     public var horizon: SequenceNumber { current.horizon }
 
     /// The store's id (nil for a store with no segment yet).
-    public var storeID: (UInt64, UInt64)? { current.storeID }
+    /// The store's identity, from its first segment's header (nil before it has one).
+    /// Ends the reader's change streams (they finish rather than wait for another change).
+    /// Reads still work; a reader holds no lock to release.
+    public func close() { changeSignal.close() }
+
+    public var storeID: StoreID? { current.storeID.map(StoreID.init) }
 
     /// How the zone index was got when the store was last read from its files (at open, or anew
     /// after a compaction rewrote the log): from the checkpoint files, or the whole log, and why.

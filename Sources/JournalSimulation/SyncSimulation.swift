@@ -234,7 +234,7 @@ public enum SyncSimulation {
                 // A local edit.
                 guard let zone = pick(await node.engine.lists) else { continue }
                 let known = items[zone.storeName] ?? []
-                let op: JournalCodec.Operation
+                let op: JournalCodec.EntryOperation
                 switch rng.next() % 10 {
                 case 0..<4:
                     itemCounter += 1

@@ -163,7 +163,7 @@ public actor SyncEngine {
 
     /// Appends a local change to the list, durably (the UI may show it once this returns).
     @discardableResult
-    public func record(_ operation: Operation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
+    public func record(_ operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
         guard state.account != nil else { throw .notSignedIn }
         guard state.zones[zone.storeName] != nil, let info = store.zone(zone.storeName), !info.isDeleted else { throw .noSuchList(zone.storeName) }
         let now = clock.now()

@@ -39,7 +39,7 @@ public enum ListFuzzChecks {
     /// The base the first form applies to: three items, one marked off, in zone "fuzz".
     public static let fuzzBaseBody: [UInt8] = {
         var r = ListReducer(zone: "fuzz")
-        func entry(_ n: UInt64, _ op: Operation) -> JournalEntry {
+        func entry(_ n: UInt64, _ op: EntryOperation) -> JournalEntry {
             JournalEntry(id: CompactID("f\(n)")!, zone: "fuzz", author: "alice", wallTime: Int64(n),
                          clock: HybridTime(physicalMillis: 1_000 + n, counter: 0), operation: op)
         }

@@ -117,5 +117,5 @@ public enum EntryVerdict: Equatable, Sendable {
     case purge
     /// Written over by this operation (a `place`), keeping the entry's id, author, clocks and
     /// sequence (COMPACTION.md §2). Boxed: a verdict is given for every entry a rewrite reads.
-    indirect case replace(Operation)
+    indirect case replace(EntryOperation)
 }

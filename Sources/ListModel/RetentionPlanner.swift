@@ -389,7 +389,7 @@ public struct RetentionDecision: Sendable {
     @inline(__always)
     private func verdict(_ seq: SequenceNumber, _ e: JournalEntry, item i: Int, target t: Int?) -> EntryVerdict {
         if let t, Int(targets[t].owner) == i {
-            let op = Operation.place(item: textIDs.compact(ids[Int(targets[t].item)]),
+            let op = EntryOperation.place(item: textIDs.compact(ids[Int(targets[t].item)]),
                                      after: targets[t].after < 0 ? nil : textIDs.compact(ids[Int(targets[t].after)]))
             return e.operation == op ? .keep : .replace(op)
         }

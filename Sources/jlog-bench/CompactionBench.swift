@@ -381,7 +381,7 @@ struct LifecycleWorkload {
         for i in 0..<n {
             wall += Int64(g.next() % 120_000)
             let roll = g.next() % 100
-            let op: JournalCodec.Operation
+            let op: JournalCodec.EntryOperation
             if open.count < 20 || (roll < 47 && open.count < 400) {
                 let item = uuid()
                 let after = open.isEmpty || g.next() % 10 < 6 ? nil : open[Int(g.next() % UInt64(open.count))]

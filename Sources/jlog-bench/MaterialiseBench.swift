@@ -31,7 +31,7 @@ struct ListWorkload {
             let id = uuid()
             var item = (UInt64(0), UInt64(0))
             var after: (UInt64, UInt64)? = nil
-            let op: JournalCodec.Operation
+            let op: JournalCodec.EntryOperation
             switch g.next() % 20 {
             case 0..<9:
                 item = uuid()
@@ -115,7 +115,7 @@ struct ListWorkload {
 func rowFullEntry(_ st: OpaquePointer) -> JournalEntry {
     let id = blobID(st, 2) ?? CompactID(uuidHigh: 0, low: 0)
     let item = blobID(st, 7) ?? CompactID(uuidHigh: 0, low: 0)
-    let op: JournalCodec.Operation
+    let op: JournalCodec.EntryOperation
     switch sqlite3_column_int64(st, 6) {
     case 1: op = .add(item: item, text: columnText(st, 8), after: blobID(st, 9))
     case 2: op = .markOff(item: item)

@@ -156,6 +156,6 @@ func rowEntry(_ st: OpaquePointer) -> (Int64, JournalEntry) {
     let item = columnUUID(st, 7) ?? CompactID(uuidHigh: 0, low: 0)
     let text = columnString(st, 8)
     let after = columnUUID(st, 9)
-    let operation: Operation = op == 1 ? .add(item: item, text: text, after: after) : .delete(item: item)
+    let operation: EntryOperation = op == 1 ? .add(item: item, text: text, after: after) : .delete(item: item)
     return (seq, JournalEntry(id: id, zone: zone, author: author, wallTime: ts, clock: hlc, operation: operation))
 }

@@ -38,7 +38,7 @@ func resolveItem(_ text: String, in zone: ZoneID, store: JournalStore) throws ->
 }
 
 /// Records one change; prints what was recorded.
-func record(_ op: @escaping (ZoneID, JournalStore) throws -> JournalCodec.Operation, editing: ListEditing) async throws {
+func record(_ op: @escaping (ZoneID, JournalStore) throws -> JournalCodec.EntryOperation, editing: ListEditing) async throws {
     try await withOfflineEngine(editing.store) { engine in
         let zone = try await resolveList(editing.zone, engine: engine)
         let operation = try op(zone, engine.store)

@@ -9,7 +9,7 @@ import Testing
     static let milk = CompactID("milk")!
     static let nineAM: Int64 = 1_795_338_000_000 // 2026-11-22T09:00:00Z
 
-    static func entry(_ op: Operation, id: CompactID = uuid, zone: String = "List-1", author: String = "alice",
+    static func entry(_ op: EntryOperation, id: CompactID = uuid, zone: String = "List-1", author: String = "alice",
                       wallTime: Int64 = nineAM, clock: HybridTime = HybridTime(physicalMillis: 1_795_424_400_000, counter: 3)) -> JournalEntry {
         JournalEntry(id: id, zone: zone, author: author, wallTime: wallTime, clock: clock, operation: op)
     }
@@ -53,7 +53,7 @@ import Testing
 
     // MARK: Round trips
 
-    static let everyOperation: [Operation] = [
+    static let everyOperation: [EntryOperation] = [
         .add(item: milk, text: "Milk", after: nil),
         .add(item: uuid, text: "Eggs – free range", after: milk),
         .markOff(item: milk),
@@ -66,7 +66,7 @@ import Testing
     ]
 
     @Test(arguments: everyOperation)
-    func everyOperationKindRoundTripsThroughFormatAndParse(op: Operation) throws {
+    func everyOperationKindRoundTripsThroughFormatAndParse(op: EntryOperation) throws {
         let e = Self.entry(op)
         #expect(try EntryJSON.parse(line: EntryJSON.format(e)) == Self.parsed(e))
     }
@@ -425,8 +425,8 @@ import Testing
         #expect(error.message.hasPrefix(#""hlc" must be"#))
     }
 
-    @Test(arguments: [Operation.join(participant: "dörte"), .leave(participant: "bob")])
-    func participantOperationsRoundTripThroughFormatAndParse(op: Operation) throws {
+    @Test(arguments: [EntryOperation.join(participant: "dörte"), .leave(participant: "bob")])
+    func participantOperationsRoundTripThroughFormatAndParse(op: EntryOperation) throws {
         let e = Self.entry(op)
         let line = EntryJSON.format(e)
         #expect(line.contains(#""text":""#))
@@ -504,7 +504,7 @@ import Testing
         return CompactID(randomString(&rng, maxBytes: Limits.maxIDBytes, minBytes: 1))!
     }
 
-    static func randomOperation<G: RandomNumberGenerator>(_ rng: inout G) -> Operation {
+    static func randomOperation<G: RandomNumberGenerator>(_ rng: inout G) -> EntryOperation {
         switch Int.random(in: 0..<7, using: &rng) {
         case 0: .add(item: randomID(&rng), text: randomString(&rng, maxBytes: 200), after: Bool.random(using: &rng) ? nil : randomID(&rng))
         case 1: .markOff(item: randomID(&rng))

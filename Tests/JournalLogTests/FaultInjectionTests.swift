@@ -14,7 +14,7 @@ import Testing
     }
 
     static func entry(_ rng: inout SplitMix64, _ n: Int) -> JournalEntry {
-        let ops: [JournalCodec.Operation] = [
+        let ops: [JournalCodec.EntryOperation] = [
             .add(item: CompactID("item-\(n)")!, text: "thing \(n) " + String(repeating: "x", count: Int(rng.next() % 40)), after: n > 0 ? CompactID("item-\(n - 1)") : nil),
             .markOff(item: CompactID("item-\(max(0, n - 2))")!),
             .rename(name: "List \(n)"),

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import JournalLog
 
-/// `Operation` alone is ambiguous beside Foundation's NSOperation.
-typealias EntryOp = JournalCodec.Operation
+/// `EntryOperation` alone is ambiguous beside Foundation's NSOperation.
+typealias EntryOp = JournalCodec.EntryOperation
 
 // MARK: Temporary directories
 
@@ -255,7 +255,7 @@ func appendBatchGuarded(_ store: JournalStore, _ batch: [JournalEntry], durabili
     let call = BatchCall()
     let thread = Thread {
         do throws(JournalError) {
-            call.result = .success(try store.append(batch: batch, durability: durability))
+            call.result = .success(try store.append(batch: batch, durability: durability ?? store.options.durability))
         } catch { call.result = .failure(error) }
         call.done.signal()
     }

@@ -158,7 +158,7 @@ import Testing
     @Test func aTokenAheadOfTheStoreIsRejected() throws {
         let (store, _) = try Self.memoryStore()
         try store.append(Self.entry(1))
-        let token = ChangeToken(kind: .zone, storeID: store.storeID, incarnation: 1,
+        let token = ChangeToken(kind: .zone, storeID: store.idPair, incarnation: 1,
                                 zoneHash: ChangeToken.zoneHash("List-a", key: store.storeKey), position: 99, epoch: store.recovery.epoch)
         Self.expectFeedError({ _ = try store.changes(in: "List-a", since: FeedToken(token.text(key: store.storeKey))) }) {
             if case .invalidToken(let why) = $0 { return why.contains("ahead") }

@@ -11,7 +11,7 @@ import ListModel
     /// Long after every entry: everything is older than the 14-day cutoff.
     static let later = Int64(t0) + 30 * day
 
-    static func e(_ id: String, _ op: JournalCodec.Operation, _ i: UInt64, author: String = "alice", zone: String = zone) -> JournalEntry {
+    static func e(_ id: String, _ op: JournalCodec.EntryOperation, _ i: UInt64, author: String = "alice", zone: String = zone) -> JournalEntry {
         JournalEntry(id: CompactID(id)!, zone: zone, author: author, wallTime: Int64(t0 + i * 1_000),
                      clock: HybridTime(physicalMillis: t0 + i * 1_000, counter: 0), operation: op)
     }

@@ -13,7 +13,7 @@ import ListModel
     typealias H = HistoryChainTests
 
     /// An entry of the zone at `days` after t0.
-    static func at(_ id: String, _ op: JournalCodec.Operation, days: Int64) -> JournalEntry {
+    static func at(_ id: String, _ op: JournalCodec.EntryOperation, days: Int64) -> JournalEntry {
         let ms = Int64(C.t0) + days * C.day
         return JournalEntry(id: CompactID(id)!, zone: C.zone, author: "alice", wallTime: ms,
                             clock: HybridTime(physicalMillis: UInt64(ms), counter: 0), operation: op)

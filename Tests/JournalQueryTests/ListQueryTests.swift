@@ -14,7 +14,7 @@ import ListModel
         var items: [CompactID] = []
         var out: [JournalEntry] = []
         for i in 0..<n {
-            let op: JournalCodec.Operation
+            let op: JournalCodec.EntryOperation
             switch rng.next() % 10 {
             case 0...4:
                 let item = CompactID("item-\(seed)-\(i)")!
@@ -56,7 +56,7 @@ import ListModel
     @Test func theSevenEntryExampleMaterialisesAsTheSpecSays() throws {
         let fs = MemoryFileSystem()
         let s = try Self.store(fs)
-        func e(_ id: String, _ op: JournalCodec.Operation, _ i: UInt64) -> JournalEntry {
+        func e(_ id: String, _ op: JournalCodec.EntryOperation, _ i: UInt64) -> JournalEntry {
             JournalEntry(id: CompactID(id)!, zone: Self.zone, author: "alice", wallTime: Int64(Self.t0 + i * 1_000),
                          clock: HybridTime(physicalMillis: Self.t0 + i * 1_000, counter: 0), operation: op)
         }

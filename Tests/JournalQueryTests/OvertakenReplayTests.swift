@@ -48,7 +48,7 @@ import ListModel
     static func store() throws -> (JournalStore, MemoryFileSystem, [SequenceNumber]) {
         let fs = MemoryFileSystem()
         let s = try ListQueryTests.store(fs)
-        func entry(_ i: Int, _ op: JournalCodec.Operation) -> JournalEntry {
+        func entry(_ i: Int, _ op: JournalCodec.EntryOperation) -> JournalEntry {
             JournalEntry(id: CompactID("e\(i)")!, zone: zone, author: "alice", wallTime: Int64(ListQueryTests.t0) + Int64(i),
                          clock: HybridTime(physicalMillis: ListQueryTests.t0 + UInt64(i), counter: 0), operation: op)
         }

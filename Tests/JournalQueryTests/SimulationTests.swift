@@ -88,7 +88,7 @@ import ListModel
         var placed = Set<SequenceNumber>()
         func entry(_ zone: String) -> JournalEntry {
             n += 1
-            let ops: [JournalCodec.Operation] = [
+            let ops: [JournalCodec.EntryOperation] = [
                 .add(item: CompactID("item-\(n)")!, text: "thing \(n)", after: n > 1 && rng.next() % 2 == 0 ? CompactID("item-\(n - 1)") : nil),
                 .markOff(item: CompactID("item-\(max(1, n - 2))")!),
                 .delete(item: CompactID("item-\(max(1, n - 3))")!),

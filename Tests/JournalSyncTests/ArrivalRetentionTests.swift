@@ -15,7 +15,7 @@ import ListModel
     /// An add and a mark-off dated a month back, uploaded now.
     static func finishedItem(_ list: ZoneID, at wall: Int64) -> [JournalEntry] {
         let item = CompactID("milk")!
-        func entry(_ op: JournalCodec.Operation, _ ms: Int64) -> JournalEntry {
+        func entry(_ op: JournalCodec.EntryOperation, _ ms: Int64) -> JournalEntry {
             JournalEntry(id: .random(), zone: list.storeName, author: "alice", wallTime: ms,
                          clock: HybridTime(physicalMillis: UInt64(ms), counter: 0), operation: op)
         }

@@ -42,7 +42,7 @@ import Testing
             return it
         }
         var n = 0
-        func emit(_ op: JournalCodec.Operation, by: String? = nil, dt: UInt64? = nil) {
+        func emit(_ op: JournalCodec.EntryOperation, by: String? = nil, dt: UInt64? = nil) {
             ms = chance(20) ? r(UInt64(spread)) : ms + (dt ?? r(UInt64(spread / 20 + 1)))
             let eid = id("e\(n)")
             n += 1

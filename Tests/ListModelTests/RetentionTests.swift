@@ -18,8 +18,8 @@ import Testing
     }
 
     /// Entry id → the operation written over it.
-    static func rewritten(_ entries: [JournalEntry], _ r: ListRetention = all) -> [String: JournalCodec.Operation] {
-        var out: [String: JournalCodec.Operation] = [:]
+    static func rewritten(_ entries: [JournalEntry], _ r: ListRetention = all) -> [String: JournalCodec.EntryOperation] {
+        var out: [String: JournalCodec.EntryOperation] = [:]
         for w in r.plan(numbered(entries)).rewrite { out[w.entry.id.description] = w.entry.operation }
         return out
     }

@@ -213,7 +213,7 @@ import Testing
 
     /// The fuzz base with "b" gone, "c" marked off and "d" added: a delta body against it.
     static func deltaSeedBody() -> [UInt8] {
-        func entry(_ n: UInt64, _ op: JournalCodec.Operation) -> JournalEntry {
+        func entry(_ n: UInt64, _ op: JournalCodec.EntryOperation) -> JournalEntry {
             JournalEntry(id: CompactID("f\(n)")!, zone: "fuzz", author: "alice", wallTime: Int64(n),
                          clock: HybridTime(physicalMillis: 1_000 + n, counter: 0), operation: op)
         }

@@ -9,7 +9,7 @@ let t0: UInt64 = 1_795_338_000_000
 func id(_ s: String) -> CompactID { CompactID(s)! }
 
 /// An entry at `t0 + ms` (wall time equal to the clock's physical part).
-func change(_ entryID: String, _ op: JournalCodec.Operation, by author: String = "alice", at ms: UInt64, counter: UInt16 = 0,
+func change(_ entryID: String, _ op: JournalCodec.EntryOperation, by author: String = "alice", at ms: UInt64, counter: UInt16 = 0,
            zone z: String = zone) -> JournalEntry {
     let clock = HybridTime(physicalMillis: t0 + ms, counter: counter)
     return JournalEntry(id: id(entryID), zone: z, author: author, wallTime: Int64(t0 + ms), clock: clock, operation: op)
@@ -54,7 +54,7 @@ func randomEntries(seed: UInt64, count: Int) -> [JournalEntry] {
             if items.isEmpty || g.next() % 8 == 0 { return id("ghost\(g.next() % 4)") }
             return id(items[Int(g.next() % UInt64(items.count))])
         }
-        let op: JournalCodec.Operation
+        let op: JournalCodec.EntryOperation
         switch g.next() % 12 {
         case 0, 1, 2, 3:
             let item = g.next() % 10 == 0 && !items.isEmpty ? items[Int(g.next() % UInt64(items.count))] : "i\(n)"
@@ -144,7 +144,7 @@ func hostileEntries(seed: UInt64, count: Int) -> [JournalEntry] {
     var out: [JournalEntry] = []
     for n in 0..<count {
         let ms = g.next() % 1_000
-        let op: JournalCodec.Operation
+        let op: JournalCodec.EntryOperation
         switch g.next() % 11 {
         case 0, 1, 2:
             let it = item()
