@@ -40,6 +40,9 @@ public struct SyncReport: Sendable {
     public var errors: [String] = []
     public var offline = false
     public var quotaExceeded = false
+    /// The service refused the credential (`notAuthenticated`), or the device is signed out
+    /// (`signOut()`): nothing more was synced. After a refusal the lists stay on the device and
+    /// local changes stay queued; `signIn` with a good credential goes on where it stopped.
     public var signedOut = false
     /// The service said to wait (rate limited, busy, retries exhausted): the rest of this sync
     /// was skipped; everything stays queued.
@@ -226,7 +229,10 @@ public actor SyncEngine {
             report.offline = true
             return true
         case .notAuthenticated:
-            signOut(&report)
+            // The credential was refused (expired, revoked, a proxy's hiccup): syncing stops and
+            // says why; the lists and their queued changes stay until the app signs out.
+            report.signedOut = true
+            note("the service refused this device's credential: sign in again (the lists stay on the device)", zone: nil, &report)
             return true
         case .quotaExceeded:
             report.quotaExceeded = true
@@ -297,8 +303,14 @@ public actor SyncEngine {
 
     // MARK: Sign-out and sign-in
 
-    /// The service says the account is signed out: lists hosted there leave the device, and local
-    /// changes not yet uploaded are kept for when the same account signs in again.
+    /// Signs the device out, as an app does when its user signs out: lists hosted on the service
+    /// leave the device, and local changes not yet uploaded are kept for when the same account
+    /// signs in again (Spec/SYNC.md §7.6). A refused credential alone does not do this.
+    public func signOut() {
+        var report = SyncReport()
+        signOut(&report)
+    }
+
     func signOut(_ report: inout SyncReport) {
         report.signedOut = true
         var kept: [JournalEntry] = []
@@ -319,8 +331,9 @@ public actor SyncEngine {
         }
     }
 
-    /// Signs in with `service` (after `notAuthenticated`; the same account only): the next sync
-    /// fetches every list anew, and the kept changes of the same account go back on top.
+    /// Signs in with `service` (the same account only): after a refused credential, syncing goes
+    /// on where it stopped, nothing fetched again; after `signOut()`, the next sync fetches every
+    /// list anew, and the kept changes of the same account go back on top.
     public func signIn(_ service: any SyncService) throws(SyncEngineError) {
         guard SyncNames.account(ofAuthor: replica) == service.account else {
             throw .invalid("the replica \(replica) is not a device of account \(service.account)")

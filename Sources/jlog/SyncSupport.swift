@@ -141,7 +141,7 @@ func reportLines(_ r: SyncReport) -> [String] {
     for (id, why) in r.rejected { lines.append("rejected: \(id) (\(why))") }
     if r.offline { lines.append("offline: everything stays queued") }
     if r.quotaExceeded { lines.append("the account's quota is exceeded: changes stay queued") }
-    if r.signedOut { lines.append("signed out: lists left this device; local changes are kept for the next sign-in") }
+    if r.signedOut { lines.append("not signed in: nothing was synced; the lists and their queued changes stay on this device until a credential the service takes is given") }
     for e in r.errors { lines.append("error: \(e)") }
     return lines
 }

@@ -6,9 +6,39 @@ import JournalService
 import ListModel
 @testable import JournalSync
 
-/// `notAuthenticated` (Spec/SYNC.md §7): lists leave the device, local changes not yet uploaded
-/// are kept, and signing in again with the same account brings both back.
+/// Signing out (Spec/SYNC.md §7.6): a refused credential stops syncing and keeps everything;
+/// `signOut()` makes lists leave the device, local changes not yet uploaded are kept, and signing
+/// in again with the same account brings both back.
 @Suite struct SignOutTests {
+    /// A 401 (an expired credential, a proxy's hiccup) stops syncing and says why; the lists stay,
+    /// changes made meanwhile queue, and signing in again with the same account fetches nothing
+    /// anew: zones go on from their tokens and the queued change goes up once.
+    @Test func aRefusedCredentialKeepsTheListsAndSigningInGoesOn() async throws {
+        let world = try World()
+        let script = Script()
+        let phone = try world.device("alice:phone", script: script)
+        let list = try await phone.engine.createList("weekly")
+        try await phone.add("Milk", list)
+        await phone.sync()
+        script.signedOut = true
+        let r = await phone.sync()
+        #expect(r.signedOut && !r.isComplete)
+        #expect(r.errors.contains { $0.contains("refused this device's credential") }, "\(r.errors)")
+        #expect(phone.holds(list), "the list stayed")
+        #expect(await phone.engine.lists == [list])
+        #expect(await phone.status().account == "alice")
+        try await phone.add("Tea", list)
+        #expect(await phone.status(list)?.queued == 1)
+        script.signedOut = false
+        try await phone.engine.signIn(phone.connection())
+        script.forgetLog()
+        let again = await phone.sync()
+        #expect(again.isComplete, "\(again.errors)")
+        #expect(again.refetched.isEmpty, "nothing fetched anew")
+        #expect(await phone.status(list)?.queued == 0)
+        #expect(try world.serviceList(list).items.map(\.text).sorted() == ["Milk", "Tea"])
+    }
+
     /// Signed out, the lists go and the unuploaded changes are kept; signed in again, the lists
     /// come back and the kept changes are delivered, once.
     @Test func signingOutKeepsUnuploadedChangesAndSigningInDeliversThem() async throws {
@@ -24,6 +54,7 @@ import ListModel
         script.signedOut = true
         let r = await phone.sync()
         #expect(r.signedOut && !r.isComplete)
+        await phone.engine.signOut()
         #expect(!phone.holds(list), "the list left the device")
         #expect(await phone.engine.lists.isEmpty)
         let status = await phone.status()
@@ -53,6 +84,7 @@ import ListModel
 
         script.signedOut = true
         #expect(await phone.sync().signedOut)
+        await phone.engine.signOut()
         #expect(await phone.status().keptAcrossSignOut == 1)
         await ipad.sync()
         try await ipad.engine.record(.markOff(item: CompactID("bread")!), in: list)
@@ -84,6 +116,7 @@ import ListModel
         script.offline = false
         script.signedOut = true
         #expect(await phone.sync().signedOut)
+        await phone.engine.signOut()
         script.signedOut = false
         try await phone.engine.signIn(phone.connection())
         await settle([phone], rounds: 3)
@@ -107,6 +140,7 @@ import ListModel
         script.offline = false
         script.signedOut = true
         #expect(await phone.sync().signedOut)
+        await phone.engine.signOut()
         script.signedOut = false
         try await phone.engine.signIn(phone.connection())
         await settle([phone], rounds: 2)
