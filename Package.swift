@@ -112,6 +112,10 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
+        // An app-shaped example: an @Observable model over ListStore's observation, syncing through
+        // `jlog serve` (examples/ShoppingApp; CI builds and runs it).
+        .executableTarget(name: "shopping-app", dependencies: ["JournalLog", "JournalQuery", "JournalSync", "JournalSyncHTTP", "JournalSyncWire", "ListModel"],
+                          path: "examples/ShoppingApp"),
         // libFuzzer targets (Fuzz/run-all builds them with -sanitize=fuzzer,address).
         .executableTarget(name: "FuzzEntry", dependencies: ["JournalLog"], path: "Fuzz/FuzzEntry"),
         .executableTarget(name: "FuzzBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzBatch"),

@@ -9,7 +9,9 @@ bash scripts/setup.sh
 # A debug build: the test command builds the same, and a release build of the server's
 # dependencies (SwiftNIO, Hummingbird, BoringSSL) takes over 20 minutes on two cores.
 swift build --product jlog
+swift build --product shopping-app
 JLOG="$(pwd)/.build/debug/jlog"
+APP="$(pwd)/.build/debug/shopping-app"
 work="$(mktemp -d)"
 server_pid=""
 # The server is stopped and waited for before its store is removed: stopping, it still writes.
@@ -177,3 +179,8 @@ assert state("alice.wal") == state("bob.wal"), "the two devices should show the 
 print("both devices show the same list")
 PY
 "$JLOG" sync-status bob.wal
+echo "-- alice's app (examples/ShoppingApp: an @Observable model over ListStore.observe, edits through the"
+echo "   sync engine on the store's own thread) adds to a list of its own and syncs through the same server"
+"$APP" alice-app.wal --server "$url" --credential "$(tr -d '\n' < alice.cred)"
+"$JLOG" sync alice.wal --server "$url" --credential alice.cred
+"$JLOG" show alice.wal --zone alice/Weekly

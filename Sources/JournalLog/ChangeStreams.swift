@@ -87,8 +87,13 @@ extension StoreReader: ChangeNotifying {
     public func waitForChange(after generation: UInt64) async {
         while changeSignal.current == generation && !changeSignal.isClosed && !Task.isCancelled {
             try? await Task.sleep(for: pollInterval)
-            if (try? refresh()) == true { changeSignal.bump() }
+            refreshAndSignal()
         }
+    }
+
+    /// Refreshes, and wakes the reader's waiters when the writer committed more.
+    package func refreshAndSignal() {
+        if (try? refresh()) == true { changeSignal.bump() }
     }
 }
 

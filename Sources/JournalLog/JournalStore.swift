@@ -203,6 +203,27 @@ public final class JournalStore: @unchecked Sendable {
     let signer: TokenSigner
     /// Wakes change streams (ChangeStreams.swift) when the horizon moves.
     let changeSignal = ChangeSignal()
+    /// Made on first use (`executor`), under `cond`.
+    private var madeExecutor: StoreExecutor?
+
+    /// The store's own executor: the thread its async calls (`ListStore`) run on, and the
+    /// executor of actors that do its blocking I/O (`SyncEngine`). Made on first use; a tool
+    /// that only calls the synchronous core never starts it.
+    public var executor: StoreExecutor {
+        cond.lock()
+        defer { cond.unlock() }
+        if let e = madeExecutor { return e }
+        let e = StoreExecutor(name: "JournalLog " + (path.split(separator: "/").last.map(String.init) ?? path))
+        madeExecutor = e
+        return e
+    }
+
+    /// Adopts `executor` as the store's own (the one its open ran on), unless it has one.
+    package func adopt(_ executor: StoreExecutor) {
+        cond.lock()
+        defer { cond.unlock() }
+        if madeExecutor == nil { madeExecutor = executor }
+    }
 
     // The writer's positions, read and written under `cond`.
     var lastAssigned: SequenceNumber { writer.lastAssigned }

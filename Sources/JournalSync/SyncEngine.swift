@@ -97,6 +97,13 @@ public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
 ///   local copy, and puts pending local changes back on top.
 public actor SyncEngine {
     public nonisolated let store: JournalStore
+    /// The store's own executor (`JournalStore.executor`): the engine runs there, so its
+    /// appends, fsyncs and reads block that thread, never the cooperative pool every task of the
+    /// app shares, and never the caller's actor.
+    nonisolated let executor: StoreExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    /// Whether the engine's code runs on the store's thread (it always does; for tests).
+    var runsOnTheStoresThread: Bool { executor.isCurrent }
     public private(set) var service: any SyncService
     public nonisolated let replica: String
     public var options: SyncEngineOptions
@@ -118,6 +125,7 @@ public actor SyncEngine {
             throw .invalid("the replica \(replica) is not a device of account \(service.account) (use \(service.account) or \(service.account):device)")
         }
         self.store = store
+        executor = store.executor
         self.service = service
         self.replica = replica
         self.clock = clock
