@@ -133,6 +133,9 @@ enum Group: String, CaseIterable, Sendable {
     /// Append latency (p50/p99/p999) alone and beside a compaction, a snapshot and an index
     /// checkpoint; SQLite's beside its DELETE + checkpoint (issue 21).
     case tail = "tail"
+    /// Append → observed list state, in process and through a reader; what an append holds its
+    /// caller for (issue 36).
+    case observe = "observe_list"
 
     static func parse(_ s: String) -> Group? {
         switch s {
@@ -148,6 +151,7 @@ enum Group: String, CaseIterable, Sendable {
         case "reducer", "reducer_apply": .reducer
         case "compaction", "compact", "compactor", "delete": .compaction
         case "lifecycle_open", "lifecycle": .lifecycleOpen
+        case "observe_list", "observe", "caller_blocked": .observe
         case "tail", "append_tail": .tail
         default: nil
         }
