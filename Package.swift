@@ -116,6 +116,9 @@ let package = Package(
         // `jlog serve` (examples/ShoppingApp; CI builds and runs it).
         .executableTarget(name: "shopping-app", dependencies: ["JournalLog", "JournalQuery", "JournalSync", "JournalSyncHTTP", "JournalSyncWire", "ListModel"],
                           path: "examples/ShoppingApp"),
+        // The README's sync example in Swift (examples/SyncTwoDevices; scripts/sync-example.sh runs it).
+        .executableTarget(name: "sync-two-devices", dependencies: ["JournalLog", "JournalQuery", "JournalService", "JournalSync", "ListModel"],
+                          path: "examples/SyncTwoDevices"),
         // libFuzzer targets (Fuzz/run-all builds them with -sanitize=fuzzer,address).
         .executableTarget(name: "FuzzEntry", dependencies: ["JournalLog"], path: "Fuzz/FuzzEntry"),
         .executableTarget(name: "FuzzBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzBatch"),

@@ -35,3 +35,7 @@ PY
 )
 [ "$same" = yes ] || { echo "the two devices show different lists" >&2; exit 1; }
 echo "both devices show the same list"
+# The same story in Swift (README, "Syncing in Swift"): examples/SyncTwoDevices.
+cd "$OLDPWD"
+swift build --product sync-two-devices >/dev/null
+"$(swift build --show-bin-path)/sync-two-devices"
