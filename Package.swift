@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "JournalService", targets: ["JournalService"]),
         .library(name: "JournalServer", targets: ["JournalServer"]),
         .library(name: "JournalSyncHTTP", targets: ["JournalSyncHTTP"]),
+        .library(name: "JournalSyncHTTPNIO", targets: ["JournalSyncHTTPNIO"]),
         .executable(name: "jlog", targets: ["jlog"]),
         .executable(name: "jlog-bench", targets: ["jlog-bench"]),
         .executable(name: "jlog-load", targets: ["jlog-load"]),
@@ -82,8 +83,12 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        .target(name: "JournalSyncHTTP", dependencies: [
-            "JournalSync", "JournalSyncWire", "JournalLog",
+        // The HTTP client over a transport of the app's: URLSession by default (Foundation only,
+        // so an app builds neither SwiftNIO nor BoringSSL).
+        .target(name: "JournalSyncHTTP", dependencies: ["JournalSync", "JournalSyncWire", "JournalLog"]),
+        // The client's AsyncHTTPClient transport, for servers, tools and load tests.
+        .target(name: "JournalSyncHTTPNIO", dependencies: [
+            "JournalSyncHTTP",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -101,6 +106,7 @@ let package = Package(
                 "JournalSimulation",
                 "JournalServer",
                 "JournalSyncHTTP",
+                "JournalSyncHTTPNIO",
                 "JournalSyncWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -108,7 +114,7 @@ let package = Package(
         .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "JournalSync", "JournalSyncWire", "JournalService", "CSQLite"]),
         // The server's load test: devices over loopback against `jlog serve`, beside Hummingbird's ceiling.
         .executableTarget(name: "jlog-load", dependencies: [
-            "JournalLog", "JournalSync", "JournalSyncWire", "JournalService", "JournalSyncHTTP",
+            "JournalLog", "JournalSync", "JournalSyncWire", "JournalService", "JournalSyncHTTP", "JournalSyncHTTPNIO",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
@@ -149,7 +155,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JournalServerTests",
-            dependencies: ["JournalServer", "JournalSyncHTTP", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
+            dependencies: ["JournalServer", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
                            .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
         .testTarget(

@@ -1,14 +1,11 @@
-import AsyncHTTPClient
 import Foundation
 import JournalLog
 import JournalSync
 import JournalSyncWire
-import NIOCore
-import NIOHTTP1
 
 /// The protocol over HTTP (Spec/SYNC.md §9, Spec/openapi.yaml): a `SyncService` that talks to
-/// `jlog serve`. Connections are pooled and reused by the `HTTPClient`; every request has a
-/// deadline; anything that is not an answer from the server (refused, reset, timed out) is
+/// `jlog serve` through an `HTTPTransport` (`URLSessionTransport` by default). Every request has
+/// a deadline; anything that is not an answer from the server (refused, reset, timed out) is
 /// `networkUnavailable`, so the engine keeps everything queued and tries again later.
 public struct HTTPSyncService: SyncService {
     public let account: String
@@ -16,53 +13,39 @@ public struct HTTPSyncService: SyncService {
     let credential: DeviceCredential
     /// `Bearer` and the credential's text, made once: every request sends it.
     let authorization: String
-    let client: HTTPClient
+    let transport: any HTTPTransport
     /// The longest a request may take, connection included.
-    public var timeout: TimeAmount = .seconds(30)
+    public var timeout: Duration = .seconds(30)
     /// The largest response body read (a zone page or a history); more is a broken server.
     public static let maxResponseBytes = 64 << 20
 
-    /// `server` is the base URL (`http://host:port`); `client` is shared (connections are reused).
-    public init(server: String, credential: DeviceCredential, client: HTTPClient = .shared) {
+    /// `server` is the base URL (`http://host:port`).
+    public init(server: String, credential: DeviceCredential, transport: any HTTPTransport = URLSessionTransport()) {
         self.server = server.hasSuffix("/") ? String(server.dropLast()) : server
         self.credential = credential
         authorization = "Bearer " + credential.text
         self.account = credential.account
-        self.client = client
+        self.transport = transport
     }
 
-    struct Answer {
-        var status: Int
-        var headers: HTTPHeaders
-        var body: [UInt8]
-    }
+    typealias Answer = HTTPTransportResponse
 
     /// One request; any status outside 2xx becomes the binding's `SyncError`.
-    func call(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
+    func call(_ method: String, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
               contentType: String? = nil) async throws(SyncError) -> Answer {
         var url = server + path
         if !query.isEmpty {
             url += "?" + query.map { "\($0.0)=\(HTTPBinding.percentEncode($0.1))" }.joined(separator: "&")
         }
-        var request = HTTPClientRequest(url: url)
-        request.method = method
-        request.headers.add(name: "Authorization", value: authorization)
-        if let body {
-            request.body = .bytes(ByteBuffer(bytes: body))
-            if let contentType { request.headers.add(name: "Content-Type", value: contentType) }
-        }
+        var request = HTTPTransportRequest(method: method, url: url, headers: [("Authorization", authorization)], body: body, timeout: timeout)
+        if body != nil, let contentType { request.headers.append(("Content-Type", contentType)) }
         let answer: Answer
-        do {
-            let response = try await client.execute(request, timeout: timeout)
-            var buffer = try await response.body.collect(upTo: Self.maxResponseBytes)
-            answer = Answer(status: Int(response.status.code), headers: response.headers,
-                            body: buffer.readBytes(length: buffer.readableBytes) ?? [])
-        } catch {
+        do { answer = try await transport.send(request, maxBody: Self.maxResponseBytes) } catch {
             throw .networkUnavailable
         }
         guard (200..<300).contains(answer.status) else {
             let body = try? JSONDecoder().decode(HTTPBinding.ErrorJSON.self, from: Data(answer.body))
-            throw HTTPBinding.error(status: answer.status, body: body, retryAfter: answer.headers.first(name: "Retry-After").flatMap { Int($0) })
+            throw HTTPBinding.error(status: answer.status, body: body, retryAfter: answer.header("Retry-After").flatMap { Int($0) })
         }
         return answer
     }
@@ -76,7 +59,7 @@ public struct HTTPSyncService: SyncService {
     static func encode(_ value: some Encodable) -> [UInt8] { Array((try? JSONEncoder().encode(value)) ?? Data()) }
 
     public func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
-        let a = try await call(.POST, HTTPBinding.zonePath(zone) + "/entries", body: WireBatch.encode(entries), contentType: WireBatch.mediaType)
+        let a = try await call("POST", HTTPBinding.zonePath(zone) + "/entries", body: WireBatch.encode(entries), contentType: WireBatch.mediaType)
         let answer: HTTPBinding.UploadJSON
         if let common = HTTPBinding.UploadJSON(commonAnswer: a.body) { answer = common } else { answer = try json(HTTPBinding.UploadJSON.self, a) }
         guard let result = answer.result else { throw .serviceBusy(retryAfter: nil) }
@@ -85,14 +68,14 @@ public struct HTTPSyncService: SyncService {
     }
 
     public func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
-        let a = try await call(.GET, "/v1/databases/\(scope.rawValue)/changes", query: Self.paging(token, limit))
+        let a = try await call("GET", "/v1/databases/\(scope.rawValue)/changes", query: Self.paging(token, limit))
         guard let page = try json(HTTPBinding.DatabaseChangesJSON.self, a).page else { throw .serviceBusy(retryAfter: nil) }
         return page
     }
 
     public func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
-        let a = try await call(.GET, HTTPBinding.zonePath(zone) + "/changes", query: Self.paging(token, limit))
-        guard let next = a.headers.first(name: HTTPBinding.tokenHeader), let more = a.headers.first(name: HTTPBinding.moreComingHeader) else {
+        let a = try await call("GET", HTTPBinding.zonePath(zone) + "/changes", query: Self.paging(token, limit))
+        guard let next = a.header(HTTPBinding.tokenHeader), let more = a.header(HTTPBinding.moreComingHeader) else {
             throw .serviceBusy(retryAfter: nil)
         }
         let entries: [JournalEntry]
@@ -103,37 +86,37 @@ public struct HTTPSyncService: SyncService {
     }
 
     public func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
-        try await call(.GET, HTTPBinding.zonePath(zone) + "/history").body
+        try await call("GET", HTTPBinding.zonePath(zone) + "/history").body
     }
 
-    public func createZone(_ zone: ZoneID) async throws(SyncError) { _ = try await call(.PUT, HTTPBinding.zonePath(zone)) }
+    public func createZone(_ zone: ZoneID) async throws(SyncError) { _ = try await call("PUT", HTTPBinding.zonePath(zone)) }
 
-    public func deleteZone(_ zone: ZoneID) async throws(SyncError) { _ = try await call(.DELETE, HTTPBinding.zonePath(zone)) }
+    public func deleteZone(_ zone: ZoneID) async throws(SyncError) { _ = try await call("DELETE", HTTPBinding.zonePath(zone)) }
 
     public func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
-        let a = try await call(.POST, HTTPBinding.zonePath(zone) + "/invitations",
+        let a = try await call("POST", HTTPBinding.zonePath(zone) + "/invitations",
                                body: Self.encode(HTTPBinding.ParticipantJSON(participant: participant)), contentType: "application/json")
         return ShareInvitation(try json(HTTPBinding.InvitationJSON.self, a).invitation)
     }
 
     public func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
-        let a = try await call(.POST, "/v1/invitations/accept", body: Self.encode(HTTPBinding.InvitationJSON(invitation: invitation.text)),
+        let a = try await call("POST", "/v1/invitations/accept", body: Self.encode(HTTPBinding.InvitationJSON(invitation: invitation.text)),
                                contentType: "application/json")
         guard let zone = try json(HTTPBinding.ZoneJSON.self, a).zone else { throw .serviceBusy(retryAfter: nil) }
         return zone
     }
 
     public func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) {
-        _ = try await call(.DELETE, HTTPBinding.zonePath(zone) + "/participants/" + HTTPBinding.percentEncode(participant))
+        _ = try await call("DELETE", HTTPBinding.zonePath(zone) + "/participants/" + HTTPBinding.percentEncode(participant))
     }
 
     public func stopSharing(_ zone: ZoneID) async throws(SyncError) {
-        _ = try await call(.DELETE, HTTPBinding.zonePath(zone) + "/participants")
+        _ = try await call("DELETE", HTTPBinding.zonePath(zone) + "/participants")
     }
 
     /// Who the server says this credential is (a check before the first sync).
     public func whoAmI() async throws(SyncError) -> String {
-        try json(HTTPBinding.AccountJSON.self, try await call(.GET, "/v1/account")).account
+        try json(HTTPBinding.AccountJSON.self, try await call("GET", "/v1/account")).account
     }
 
     static func paging(_ token: ServiceToken?, _ limit: Int) -> [(String, String)] {

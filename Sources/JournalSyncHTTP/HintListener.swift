@@ -1,6 +1,4 @@
-import AsyncHTTPClient
 import JournalSync
-import NIOCore
 
 extension HTTPSyncService {
     /// Listens on the server's hint channel (`GET /v1/hints`, server-sent events) and turns every
@@ -10,22 +8,18 @@ extension HTTPSyncService {
     public func listenForHints(_ hints: SyncHints) async {
         var backoff: Int64 = 1
         while !Task.isCancelled {
-            var request = HTTPClientRequest(url: server + "/v1/hints")
-            request.headers.add(name: "Authorization", value: "Bearer " + credential.text)
-            request.headers.add(name: "Accept", value: "text/event-stream")
+            let request = HTTPTransportRequest(method: "GET", url: server + "/v1/hints",
+                                               headers: [("Authorization", authorization), ("Accept", "text/event-stream")])
             do {
-                let response = try await client.execute(request, timeout: .hours(24 * 365))
-                if response.status == .ok {
+                var line: [UInt8] = []
+                for try await chunk in transport.stream(request) {
                     backoff = 1
-                    var line: [UInt8] = []
-                    for try await buffer in response.body {
-                        for byte in buffer.readableBytesView {
-                            guard byte == 0x0A else { line.append(byte); continue }
-                            if line.starts(with: Array("event:".utf8)) { hints.hint() }
-                            line.removeAll(keepingCapacity: true)
-                        }
-                        if line.count > 4_096 { line.removeAll() }
+                    for byte in chunk {
+                        guard byte == 0x0A else { line.append(byte); continue }
+                        if line.starts(with: Array("event:".utf8)) { hints.hint() }
+                        line.removeAll(keepingCapacity: true)
                     }
+                    if line.count > 4_096 { line.removeAll() }
                 }
             } catch {}
             if Task.isCancelled { return }

@@ -19,6 +19,7 @@ import JournalService
 import JournalSync
 import JournalSyncWire
 import JournalSyncHTTP
+import JournalSyncHTTPNIO
 import NIOCore
 import NIOPosix
 
@@ -162,7 +163,7 @@ struct Load {
         defer { _ = client.shutdown() as EventLoopFuture<Void> }
 
         let devices = credentials.enumerated().map { d, c in
-            Device(service: HTTPSyncService(server: url, credential: c, client: client),
+            Device(service: HTTPSyncService(server: url, credential: c, transport: AsyncHTTPClientTransport(client: client)),
                    zone: ZoneID(owner: c.account, name: "list")!, replica: "\(c.account):d\(d)")
         }
         for f in 0..<options.families { try await devices[f].service.createZone(devices[f].zone) }

@@ -5,6 +5,7 @@ import JournalService
 import JournalSync
 import JournalSyncWire
 import JournalSyncHTTP
+import JournalSyncHTTPNIO
 
 /// Where a device's service is: `jlog serve`'s HTTP API (`--server` and `--credential`), or the
 /// reference service over a store this process opens itself (`--service-store`, no network).
@@ -56,7 +57,7 @@ extension ServiceConnection {
                 printError("this store syncs as account \(recorded); \(file) is a credential of \(c.account)")
                 throw ExitCode(Status.badInput)
             }
-            let http = HTTPSyncService(server: server, credential: c)
+            let http = HTTPSyncService(server: server, credential: c, transport: AsyncHTTPClientTransport())
             return OpenService(service: http, close: {}, listen: { await http.listenForHints($0) })
         }
         guard let dir = serviceStore else { throw ValidationError("give --service-store DIR") }

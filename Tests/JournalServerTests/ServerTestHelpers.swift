@@ -211,13 +211,13 @@ final class HTTPDevice: @unchecked Sendable {
     let service: HTTPSyncService
     let engine: SyncEngine
 
-    init(_ server: TestServer, replica: String, credential: DeviceCredential) throws {
+    init(_ server: TestServer, replica: String, credential: DeviceCredential, overURLSession: Bool = false) throws {
         self.replica = replica
         try fs.createDirectory("/device")
         var o = StoreOptions(durability: .always, segmentSize: 64 << 10, preallocate: false)
         o.fileSystem = fs
         store = try JournalStore.open("/device/local.wal", options: o)
-        service = server.client(credential)
+        service = overURLSession ? server.urlSessionClient(credential) : server.client(credential)
         engine = try SyncEngine(store: store, service: service, replica: replica)
     }
 

@@ -5,6 +5,7 @@ import JournalService
 import JournalSync
 import JournalSyncWire
 import JournalSyncHTTP
+import JournalSyncHTTPNIO
 import Logging
 
 /// A `jlog serve` in this process, on a loopback port of its own, over a store in a temporary
@@ -45,7 +46,14 @@ final class TestServer: @unchecked Sendable {
         try accounts.issue(account: account, now: Int64(Date().timeIntervalSince1970 * 1000), expiresAt: expiresAt)
     }
 
-    func client(_ credential: DeviceCredential) -> HTTPSyncService { HTTPSyncService(server: url, credential: credential) }
+    func client(_ credential: DeviceCredential) -> HTTPSyncService {
+        HTTPSyncService(server: url, credential: credential, transport: AsyncHTTPClientTransport())
+    }
+
+    /// A client over URLSession, as an app has it.
+    func urlSessionClient(_ credential: DeviceCredential) -> HTTPSyncService {
+        HTTPSyncService(server: url, credential: credential, transport: URLSessionTransport())
+    }
 
     func stop() async {
         task.cancel()
