@@ -37,7 +37,10 @@ public struct SyncReport: Sendable {
     public var gone: [ZoneGone] = []
     /// Local entries the service refused for good, and why.
     public var rejected: [(id: CompactID, why: String)] = []
+    /// What went wrong, as text (one line each; `problems` says the same, typed).
     public var errors: [String] = []
+    /// What went wrong, typed, with the list each concerns.
+    public var problems: [SyncProblem] = []
     public var offline = false
     public var quotaExceeded = false
     /// The service refused the credential (`notAuthenticated`), or the device is signed out
@@ -232,32 +235,35 @@ public actor SyncEngine {
 
     /// Handles a service error common to every call; returns true when the sync must stop.
     func stop(on error: SyncError, _ report: inout SyncReport, zone: String? = nil) -> Bool {
+        let reason = SyncProblem.reason(for: error)
         switch error {
         case .networkUnavailable:
             report.offline = true
+            report.problems.append(SyncProblem(reason: reason, zone: nil, message: error.description))
             return true
         case .notAuthenticated:
             // The credential was refused (expired, revoked, a proxy's hiccup): syncing stops and
             // says why; the lists and their queued changes stay until the app signs out.
             report.signedOut = true
-            note("the service refused this device's credential: sign in again (the lists stay on the device)", zone: nil, &report)
+            note("the service refused this device's credential: sign in again (the lists stay on the device)", zone: nil, reason: reason, &report)
             return true
         case .quotaExceeded:
             report.quotaExceeded = true
-            note("the account's quota is exceeded: changes stay queued", zone: zone, &report)
+            note("the account's quota is exceeded: changes stay queued", zone: zone, reason: reason, &report)
             return false
         case .rateLimited, .serviceBusy:
             report.throttled = true
-            note("the service is busy: \(error)", zone: zone, &report)
+            note("the service is busy: \(error)", zone: zone, reason: reason, &report)
             return true
         default:
-            note(error.description, zone: zone, &report)
+            note(error.description, zone: zone, reason: reason, &report)
             return false
         }
     }
 
-    func note(_ message: String, zone: String?, _ report: inout SyncReport) {
+    func note(_ message: String, zone: String?, reason: SyncProblem.Reason = .local, _ report: inout SyncReport) {
         report.errors.append(zone.map { "\($0): \(message)" } ?? message)
+        report.problems.append(SyncProblem(reason: reason, zone: zone.flatMap(ZoneID.init(storeName:)), message: message))
         // Bounded: the state file keeps it (SyncStateCodec reads at most 4,096 bytes).
         if let zone, state.zones[zone] != nil { state.zones[zone]!.lastError = Self.bounded(message) }
     }

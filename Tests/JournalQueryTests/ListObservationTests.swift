@@ -94,6 +94,23 @@ import ListModel
         #expect(try await observing.value == 1)
     }
 
+    /// Cancelling the task that reads an observation ends it (its work on the store stops).
+    @Test func cancellingEndsTheObservation() async throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let lists = try await ListStore.open(dir + "/s.wal")
+        try await lists.append(Self.add("milk", "Milk", at: 1))
+        let observing = Task { () -> Int in
+            var n = 0
+            do { for try await _ in lists.observe(Self.zone) { n += 1 } } catch {}
+            return n
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        observing.cancel()
+        #expect(await observing.value == 1)
+        try await lists.close()
+    }
+
     /// The set of lists: names and counts, updated when any list changes.
     @Test func theListsAreObservedWithTheirCounts() async throws {
         let dir = try Self.directory()

@@ -1,0 +1,45 @@
+/// One thing that stopped a sync, or part of one, with the list it concerns (`SyncReport.problems`):
+/// what an app shows ("offline", "sign in again", "storage full") without parsing messages.
+public struct SyncProblem: Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: Sendable, Equatable {
+        /// No answer from the service (`networkUnavailable`): everything stays queued.
+        case unreachable
+        /// The service refused the device's credential (`notAuthenticated`): the lists stay;
+        /// sign in again.
+        case notAuthenticated
+        /// The account's quota is full (`quotaExceeded`): the list's changes stay queued.
+        case quotaExceeded
+        /// Too many requests, or the service is busy: the sync stopped; try after `retryAfter`.
+        case rateLimited(retryAfter: Duration?)
+        case serviceBusy(retryAfter: Duration?)
+        /// The service refused a request for good (`invalidRequest` and the like): its words.
+        case refused(SyncError)
+        /// Something on this device (its store) failed.
+        case local
+    }
+
+    public var reason: Reason
+    /// The list it concerns, or nil for the whole sync.
+    public var zone: ZoneID?
+    public var message: String
+
+    public init(reason: Reason, zone: ZoneID?, message: String) {
+        self.reason = reason
+        self.zone = zone
+        self.message = message
+    }
+
+    /// The reason an error from the service gives.
+    public static func reason(for error: SyncError) -> Reason {
+        switch error {
+        case .networkUnavailable: .unreachable
+        case .notAuthenticated: .notAuthenticated
+        case .quotaExceeded: .quotaExceeded
+        case .rateLimited(let after): .rateLimited(retryAfter: after)
+        case .serviceBusy(let after): .serviceBusy(retryAfter: after)
+        default: .refused(error)
+        }
+    }
+
+    public var description: String { zone.map { "\($0): \(message)" } ?? message }
+}
