@@ -310,10 +310,16 @@ public enum AtomicFile {
     }
 }
 
-/// The 128-bit key that signs change tokens: `KEY` holds 16 random bytes and their CRC32C.
-enum StoreKey {
+/// The 128-bit key that signs change tokens: `KEY` holds 16 random bytes and their CRC32C. The
+/// same format keeps the sync service's invitation key (`service/invite.key`).
+package enum StoreKey {
     static func loadOrCreate(store: String, fs: any FileSystem) throws(JournalError) -> (UInt64, UInt64) {
-        let path = store + "/" + StoreLayout.keyFile
+        try loadOrCreate(file: store + "/" + StoreLayout.keyFile, fs: fs)
+    }
+
+    /// The key in the file at `path`, made (and written atomically, its directory too) when there
+    /// is none; `storeKeyDamaged` for a file that is not one.
+    package static func loadOrCreate(file path: String, fs: any FileSystem) throws(JournalError) -> (UInt64, UInt64) {
         if fs.kind(of: path) == .file {
             let b = try AtomicFile.read(path, fs: fs, limit: 64)
             guard b.count == 20, CRC32C.extend(0, Array(b[0..<16])) == UInt32(b[16]) | UInt32(b[17]) << 8 | UInt32(b[18]) << 16 | UInt32(b[19]) << 24 else {

@@ -838,41 +838,9 @@ public enum ServiceCoreError: Error, Sendable, CustomStringConvertible {
 
 /// The service's own files beside its store: `service/invite.key`, which signs invitations.
 enum ServiceFiles {
+    /// The invitation key: `service/invite.key`, in the store key's format (16 random bytes and
+    /// their CRC32C, written atomically).
     static func key(store: String, fs: any FileSystem) throws(JournalError) -> (UInt64, UInt64) {
-        let dir = store + "/service"
-        let path = dir + "/invite.key"
-        if fs.kind(of: path) == .file {
-            let file = try fs.openForReading(path)
-            defer { file.close() }
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 20, alignment: 8)
-            defer { buffer.deallocate() }
-            guard try file.read(into: buffer, at: 0) == 20,
-                  CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: buffer[0..<16])) == buffer.loadUnaligned(fromByteOffset: 16, as: UInt32.self).littleEndian else {
-                throw JournalError.storeKeyDamaged(path: path)
-            }
-            return (buffer.loadUnaligned(fromByteOffset: 0, as: UInt64.self).littleEndian, buffer.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian)
-        }
-        if fs.kind(of: dir) == .missing {
-            try fs.createDirectory(dir)
-            try fs.syncDirectory(store)
-        }
-        let key = (UInt64.random(in: 0 ... .max), UInt64.random(in: 0 ... .max))
-        var w = ByteWriter(capacity: 20)
-        w.u64(key.0)
-        w.u64(key.1)
-        w.u32(CRC32C.checksum(w.bytes))
-        let temp = path + ".tmp"
-        let file = try fs.openFile(temp, create: true, truncate: true)
-        do throws(JournalError) {
-            try file.write(w.bytes, at: 0)
-            try file.sync()
-            file.close()
-        } catch {
-            file.close()
-            throw error
-        }
-        try fs.rename(temp, path)
-        try fs.syncDirectory(dir)
-        return key
+        try StoreKey.loadOrCreate(file: store + "/service/invite.key", fs: fs)
     }
 }
