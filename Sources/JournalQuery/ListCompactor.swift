@@ -297,22 +297,19 @@ public struct ListCompactor: Sendable {
         return plan
     }
 
-    /// The files that say a store syncs: a device's engine state (`SyncEngine.stateFile`), and a
-    /// server's accounts and keys (`jlog serve`).
-    public static let deviceStateFile = "sync/state"
-    public static let serverDirectory = "service"
-
     /// Why this caller may not compact the store at `path` (Spec/SYNC.md §6.2 rule 1), or nil: a
-    /// device's store never, a server's only by its service. Decided by the files alone, so a
-    /// damaged one refuses too. `jlog compact` asks it too, before a dry run as well.
+    /// device's store never, a server's only by its service. Decided by the store's role (its
+    /// files, `StoreRole`), so a damaged one refuses too. `jlog compact` asks it too, before a
+    /// dry run as well.
     public static func syncedStoreRefusal(store path: String, fs: any FileSystem, isTheSyncService: Bool) -> QueryError? {
-        if fs.kind(of: path + "/" + deviceStateFile) != .missing {
-            return .syncedStore(path: path, reason: "it syncs (it has \(deviceStateFile)), and a device never compacts a list it syncs; the service compacts, and the next sync adopts its copy")
+        switch StoreRole.of(store: path, fs: fs) {
+        case .device:
+            return .syncedStore(path: path, reason: "it syncs (it has \(StoreLayout.deviceStateFile)), and a device never compacts a list it syncs; the service compacts, and the next sync adopts its copy")
+        case .service where !isTheSyncService:
+            return .syncedStore(path: path, reason: "it is a sync server's store (it has \(StoreLayout.serviceDirectory)/), which only its service compacts, announcing each compaction to the devices")
+        default:
+            return nil
         }
-        if !isTheSyncService && fs.kind(of: path + "/" + serverDirectory) == .directory {
-            return .syncedStore(path: path, reason: "it is a sync server's store (it has \(serverDirectory)/), which only its service compacts, announcing each compaction to the devices")
-        }
-        return nil
     }
 
     /// An entry's time is the later of its wall time and its hybrid clock (COMPACTION.md §2).

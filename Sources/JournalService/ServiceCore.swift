@@ -841,6 +841,6 @@ enum ServiceFiles {
     /// The invitation key: `service/invite.key`, in the store key's format (16 random bytes and
     /// their CRC32C, written atomically).
     static func key(store: String, fs: any FileSystem) throws(JournalError) -> (UInt64, UInt64) {
-        try StoreKey.loadOrCreate(file: store + "/service/invite.key", fs: fs)
+        try StoreKey.loadOrCreate(file: store + "/" + StoreLayout.serviceDirectory + "/invite.key", fs: fs)
     }
 }

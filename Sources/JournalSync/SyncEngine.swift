@@ -118,7 +118,7 @@ public actor SyncEngine {
 
     static let consumer = "uploaded"
     /// What says a store syncs: `ListCompactor` refuses a store that has it (SYNC.md §6.2 rule 1).
-    static let stateFile = ListCompactor.deviceStateFile
+    static let stateFile = StoreLayout.deviceStateFile
 
     /// Opens the engine's state beside `store` (creating it), as `replica`: the author of every
     /// local change, `account` or `account:device`.

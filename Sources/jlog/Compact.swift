@@ -135,7 +135,7 @@ extension Compact {
     /// is the library's (`ListCompactor.syncedStoreRefusal`); this adds what to do next.
     func refuseIfSynced() throws {
         guard let refusal = ListCompactor.syncedStoreRefusal(store: store, fs: PosixFileSystem(), isTheSyncService: false) else { return }
-        let next = PosixFileSystem().kind(of: store + "/" + ListCompactor.deviceStateFile) != .missing
+        let next = StoreRole.of(store: store, fs: PosixFileSystem()) == .device
             ? "The service compacts (`jlog serve --compact-every`); the next `jlog sync \(store)` then re-fetches each compacted list from it."
             : "The server compacts it itself (`jlog serve --compact-every`, Spec/SYNC.md §6.2)."
         printError("\(refusal.description) \(next)")
