@@ -7,7 +7,8 @@ import Foundation
 ///
 /// It knows no zones: each frame carries an opaque `FrameNote` back to its owner, who learns
 /// where the frame went (and whether it is durable) through `didWrite`, called under the lock.
-/// Like LevelDB's `log::Writer`, it is apart from the database that uses it.
+/// Like LevelDB's `log::Writer`, it is apart from the database that uses it; unlike it, it also
+/// owns group commit, rolling to a new segment and the segment's zero fill.
 ///
 /// Locking: every `var` is guarded by `cond`, the owner's condition variable, except `active`,
 /// which belongs to the leader (the thread that set `leaderActive`).
