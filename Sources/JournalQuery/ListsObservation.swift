@@ -69,12 +69,13 @@ final class ObservedLists: @unchecked Sendable {
         for z in changes.deleted where lists.removeValue(forKey: z.name) != nil { changed = true }
         for z in changes.changed where !z.isDeleted {
             do {
-                if let known = lists[z.name] {
-                    guard let state = try known.list.advance() else { continue }
+                if let known = lists[z.name], let state = try Self.advance(known.list) {
                     lists[z.name] = (known.list, ListSummary(zone: z.name, state: state))
-                } else {
+                } else if lists[z.name] == nil {
                     let list = ObservedList(query: query, zone: z.name)
                     lists[z.name] = (list, ListSummary(zone: z.name, state: try list.load()))
+                } else {
+                    continue
                 }
                 changed = true
             } catch {
@@ -85,6 +86,18 @@ final class ObservedLists: @unchecked Sendable {
             }
         }
         guard changed else { return nil }
-        return lists.values.map(\.summary).sorted { $0.zone.utf8.lexicographicallyPrecedes($1.zone.utf8) }
+        return summaries
+    }
+
+    var summaries: [ListSummary] {
+        lists.values.map(\.summary).sorted { $0.zone.utf8.lexicographicallyPrecedes($1.zone.utf8) }
+    }
+
+    /// A known list's new state; a list deleted and made again since its token starts over.
+    static func advance(_ list: ObservedList) throws(QueryError) -> ListState? {
+        do { return try list.advance() } catch {
+            guard case .feed(.zoneDeleted) = error else { throw error }
+            return try list.load()
+        }
     }
 }

@@ -144,6 +144,46 @@ import ListModel
         try await lists.close()
     }
 
+    /// A list deleted and made again under its name shows its new incarnation; a list deleted
+    /// for good leaves the summaries.
+    @Test func aListMadeAgainAndAListDeletedShowAsTheyAre() async throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let lists = try await ListStore.open(dir + "/s.wal")
+        try await lists.append(Self.add("milk", "Milk", at: 1))
+        try await lists.append(Self.add("nails", "Nails", at: 2, zone: "Hardware"))
+        let store = lists.store
+        let changer = Task {
+            try await Task.sleep(for: .milliseconds(50))
+            try await lists.executor.run { () throws(JournalError) in
+                try store.deleteZone(Self.zone)
+                try store.deleteZone("Hardware")
+                try store.createZone(Self.zone)
+            }
+            try await lists.append(Self.add("tea", "Tea", at: 3))
+            try await lists.append(Self.add("jam", "Jam", at: 4))
+        }
+        let seen: [[ListSummary]] = try await withThrowingTaskGroup(of: [[ListSummary]]?.self) { group in
+            group.addTask {
+                var seen: [[ListSummary]] = []
+                for try await s in lists.observeLists() {
+                    seen.append(s)
+                    if s.map(\.zone) == [Self.zone], s.first?.items == 2 { return seen }
+                }
+                return seen
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(10))
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try #require(try await group.next() ?? nil, "the lists never showed the list made again alone")
+        }
+        #expect(seen.first?.count == 2)
+        try await changer.value
+        try await lists.close()
+    }
+
     /// The async calls run on the store's own thread, not the caller's.
     @Test func anAppendRunsOnTheStoresThread() async throws {
         let dir = try Self.directory()
