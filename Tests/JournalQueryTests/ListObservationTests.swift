@@ -21,11 +21,11 @@ import ListModel
         return d
     }
 
-    /// Reads states from `observation` until one satisfies `done` (or fails after 10 s).
-    static func states<S: AsyncSequence & Sendable>(_ observation: S, until done: @escaping @Sendable ([ListState]) -> Bool) async throws -> [ListState] where S.Element == ListState {
-        try await withThrowingTaskGroup(of: [ListState]?.self) { group in
+    /// Reads values from `observation` until they satisfy `done` (or fails after 10 s).
+    static func states<S: AsyncSequence & Sendable>(_ observation: S, until done: @escaping @Sendable ([S.Element]) -> Bool) async throws -> [S.Element] where S.Element: Sendable {
+        try await withThrowingTaskGroup(of: [S.Element]?.self) { group in
             group.addTask {
-                var seen: [ListState] = []
+                var seen: [S.Element] = []
                 for try await s in observation {
                     seen.append(s)
                     if done(seen) { return seen }
@@ -121,22 +121,7 @@ import ListModel
             try await Task.sleep(for: .milliseconds(50))
             try await lists.append(Self.add("nails", "Nails", at: 2, zone: "Hardware"))
         }
-        let seen: [[ListSummary]] = try await withThrowingTaskGroup(of: [[ListSummary]]?.self) { group in
-            group.addTask {
-                var seen: [[ListSummary]] = []
-                for try await s in lists.observeLists() {
-                    seen.append(s)
-                    if s.count == 2 { return seen }
-                }
-                return seen
-            }
-            group.addTask {
-                try await Task.sleep(for: .seconds(10))
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try #require(try await group.next() ?? nil)
-        }
+        let seen = try await Self.states(lists.observeLists()) { $0.last!.count == 2 }
         #expect(seen.first?.map(\.zone) == [Self.zone])
         #expect(seen.last?.map(\.zone) == ["Hardware", Self.zone])
         #expect(seen.last?.first?.items == 1)
@@ -163,22 +148,7 @@ import ListModel
             try await lists.append(Self.add("tea", "Tea", at: 3))
             try await lists.append(Self.add("jam", "Jam", at: 4))
         }
-        let seen: [[ListSummary]] = try await withThrowingTaskGroup(of: [[ListSummary]]?.self) { group in
-            group.addTask {
-                var seen: [[ListSummary]] = []
-                for try await s in lists.observeLists() {
-                    seen.append(s)
-                    if s.map(\.zone) == [Self.zone], s.first?.items == 2 { return seen }
-                }
-                return seen
-            }
-            group.addTask {
-                try await Task.sleep(for: .seconds(10))
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try #require(try await group.next() ?? nil, "the lists never showed the list made again alone")
-        }
+        let seen = try await Self.states(lists.observeLists()) { $0.last!.map(\.zone) == [Self.zone] && $0.last!.first?.items == 2 }
         #expect(seen.first?.count == 2)
         try await changer.value
         try await lists.close()

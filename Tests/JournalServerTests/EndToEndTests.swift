@@ -38,47 +38,14 @@ import ListModel
         await server.stop()
     }
 
-    /// The same over URLSession (as an app has it, no SwiftNIO on the client's side): a list
-    /// made on one device reaches the other, and the hint channel streams through a data task.
-    @Test func twoDevicesSyncOverURLSessionAndHearHints() async throws {
-        let server = try await TestServer()
-        let phone = try HTTPDevice(server, replica: "alice:phone", credential: try server.credential("alice"), overURLSession: true)
-        let ipad = try HTTPDevice(server, replica: "alice:ipad", credential: try server.credential("alice"), overURLSession: true)
-        let list = try await phone.engine.createList("weekly")
-        try await phone.add("Milk", to: list)
-        let r = await phone.sync()
-        #expect(r.isComplete, "\(r.errors)")
-        let hints = SyncHints()
-        let (reports, reported) = AsyncStream.makeStream(of: SyncReport.self)
-        let listener = Task { await ipad.service.listenForHints(hints) }
-        let runner = Task { await ipad.engine.run(hints: hints) { reported.yield($0) } }
-        defer {
-            hints.finish()
-            listener.cancel()
-            runner.cancel()
-        }
-        let ipadHolds: @Sendable () throws -> [String] = { try ipad.list(list).items.map(\.text) }
-        try await withTimeout(20, "the iPad's syncs over URLSession") {
-            var it = reports.makeAsyncIterator()
-            guard let first = await it.next() else { throw TestTimeout(what: "no first sync") }
-            #expect(first.isComplete, "\(first.errors)")
-            try await phone.add("Bread", to: list)
-            #expect(await phone.sync().isComplete)
-            while try !ipadHolds().contains("Bread") {
-                guard await it.next() != nil else { throw TestTimeout(what: "the iPad stopped syncing") }
-            }
-        }
-        #expect(await ipad.sync().isComplete)
-        #expect(Set(try ipad.list(list).items.map(\.text)) == ["Milk", "Bread"])
-        await server.stop()
-    }
-
     /// A device listening on the hint channel syncs when another device changes the list: no
-    /// timer, no polling, only the server's hint.
-    @Test func aListeningDevicePicksUpAChangeFromTheHint() async throws {
+    /// timer, no polling, only the server's hint. Over AsyncHTTPClient, and over URLSession as an
+    /// app has it (its hint channel streams through a data task's delegate).
+    @Test(arguments: [false, true])
+    func aListeningDevicePicksUpAChangeFromTheHint(overURLSession: Bool) async throws {
         let server = try await TestServer()
-        let phone = try HTTPDevice(server, replica: "alice:phone", credential: try server.credential("alice"))
-        let ipad = try HTTPDevice(server, replica: "alice:ipad", credential: try server.credential("alice"))
+        let phone = try HTTPDevice(server, replica: "alice:phone", credential: try server.credential("alice"), overURLSession: overURLSession)
+        let ipad = try HTTPDevice(server, replica: "alice:ipad", credential: try server.credential("alice"), overURLSession: overURLSession)
         let list = try await phone.engine.createList("weekly")
         try await phone.add("Milk", to: list)
         #expect(await phone.sync().isComplete)
