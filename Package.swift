@@ -95,8 +95,12 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
+        // The project's test rigs (an in-memory file system that loses unsynced bytes, a service
+        // that injects faults, the fuzz targets' checks): for tests, fuzzers and the simulation,
+        // never linked by a library an app uses.
+        .target(name: "JournalTesting", dependencies: ["JournalLog", "ListModel", "JournalSync", "JournalSyncWire"]),
         // The seeded multi-device simulation (`jlog simulate`, the sync tests).
-        .target(name: "JournalSimulation", dependencies: ["JournalService", "JournalSync", "JournalQuery", "ListModel", "JournalLog"]),
+        .target(name: "JournalSimulation", dependencies: ["JournalService", "JournalSync", "JournalQuery", "ListModel", "JournalLog", "JournalTesting"]),
         // Outermost: the operator's CLI.
         .executableTarget(
             name: "jlog",
@@ -128,42 +132,42 @@ let package = Package(
         .executableTarget(name: "sync-two-devices", dependencies: ["JournalLog", "JournalQuery", "JournalService", "JournalSync", "ListModel"],
                           path: "examples/SyncTwoDevices"),
         // libFuzzer targets (Fuzz/run-all builds them with -sanitize=fuzzer,address).
-        .executableTarget(name: "FuzzEntry", dependencies: ["JournalLog"], path: "Fuzz/FuzzEntry"),
-        .executableTarget(name: "FuzzBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzBatch"),
-        .executableTarget(name: "FuzzSegmentHeader", dependencies: ["JournalLog"], path: "Fuzz/FuzzSegmentHeader"),
-        .executableTarget(name: "FuzzSegment", dependencies: ["JournalLog"], path: "Fuzz/FuzzSegment"),
-        .executableTarget(name: "FuzzJSONLine", dependencies: ["JournalLog"], path: "Fuzz/FuzzJSONLine"),
-        .executableTarget(name: "FuzzChangeToken", dependencies: ["JournalLog"], path: "Fuzz/FuzzChangeToken"),
-        .executableTarget(name: "FuzzZoneIndex", dependencies: ["JournalLog"], path: "Fuzz/FuzzZoneIndex"),
-        .executableTarget(name: "FuzzSnapshot", dependencies: ["ListModel"], path: "Fuzz/FuzzSnapshot"),
-        .executableTarget(name: "FuzzHistory", dependencies: ["ListModel"], path: "Fuzz/FuzzHistory"),
-        .executableTarget(name: "FuzzConsumer", dependencies: ["JournalLog"], path: "Fuzz/FuzzConsumer"),
-        .executableTarget(name: "FuzzWireBatch", dependencies: ["JournalLog"], path: "Fuzz/FuzzWireBatch"),
-        .executableTarget(name: "FuzzAccounts", dependencies: ["JournalSyncWire"], path: "Fuzz/FuzzAccounts"),
-        .executableTarget(name: "FuzzHTTPText", dependencies: ["JournalSyncWire"], path: "Fuzz/FuzzHTTPText"),
-        .executableTarget(name: "FuzzSyncState", dependencies: ["JournalSync"], path: "Fuzz/FuzzSyncState"),
+        .executableTarget(name: "FuzzEntry", dependencies: ["JournalLog", "JournalTesting"], path: "Fuzz/FuzzEntry"),
+        .executableTarget(name: "FuzzBatch", dependencies: ["JournalLog", "JournalTesting"], path: "Fuzz/FuzzBatch"),
+        .executableTarget(name: "FuzzSegmentHeader", dependencies: ["JournalLog", "JournalTesting"], path: "Fuzz/FuzzSegmentHeader"),
+        .executableTarget(name: "FuzzSegment", dependencies: ["JournalLog", "JournalTesting"], path: "Fuzz/FuzzSegment"),
+        .executableTarget(name: "FuzzJSONLine", dependencies: ["JournalLog", "JournalTesting"], path: "Fuzz/FuzzJSONLine"),
+        .executableTarget(name: "FuzzChangeToken", dependencies: ["JournalLog", "JournalTesting"], path: "Fuzz/FuzzChangeToken"),
+        .executableTarget(name: "FuzzZoneIndex", dependencies: ["JournalLog", "JournalTesting"], path: "Fuzz/FuzzZoneIndex"),
+        .executableTarget(name: "FuzzSnapshot", dependencies: ["ListModel", "JournalTesting"], path: "Fuzz/FuzzSnapshot"),
+        .executableTarget(name: "FuzzHistory", dependencies: ["ListModel", "JournalTesting"], path: "Fuzz/FuzzHistory"),
+        .executableTarget(name: "FuzzConsumer", dependencies: ["JournalLog", "JournalTesting"], path: "Fuzz/FuzzConsumer"),
+        .executableTarget(name: "FuzzWireBatch", dependencies: ["JournalLog", "JournalTesting"], path: "Fuzz/FuzzWireBatch"),
+        .executableTarget(name: "FuzzAccounts", dependencies: ["JournalSyncWire", "JournalTesting"], path: "Fuzz/FuzzAccounts"),
+        .executableTarget(name: "FuzzHTTPText", dependencies: ["JournalSyncWire", "JournalTesting"], path: "Fuzz/FuzzHTTPText"),
+        .executableTarget(name: "FuzzSyncState", dependencies: ["JournalSync", "JournalTesting"], path: "Fuzz/FuzzSyncState"),
         .testTarget(
             name: "JournalLogTests",
-            dependencies: ["JournalLog", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["JournalLog", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based")],
             resources: []
         ),
         .testTarget(
             name: "JournalQueryTests",
-            dependencies: ["JournalQuery", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: ["JournalQuery", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         .testTarget(
             name: "JournalSyncTests",
-            dependencies: ["JournalSync", "JournalSyncWire", "JournalService", "JournalSimulation", "JournalQuery", "ListModel"]
+            dependencies: ["JournalSync", "JournalSyncWire", "JournalService", "JournalSimulation", "JournalTesting", "JournalQuery", "ListModel"]
         ),
         .testTarget(
             name: "JournalServerTests",
-            dependencies: ["JournalServer", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
+            dependencies: ["JournalServer", "JournalTesting", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
                            .product(name: "AsyncHTTPClient", package: "async-http-client")]
         ),
         .testTarget(
             name: "ListModelTests",
             // JournalQuery for its helper threads (`HelperThreads`), which the reducer tests use.
-            dependencies: ["ListModel", "JournalQuery", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: ["ListModel", "JournalQuery", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
     ],
     swiftLanguageModes: [.v6]

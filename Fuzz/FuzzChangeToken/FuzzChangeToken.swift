@@ -1,4 +1,5 @@
 import JournalLog
+import JournalTesting
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafeRawPointer?, _ size: Int) -> CInt {

@@ -1,4 +1,5 @@
 import ListModel
+import JournalTesting
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafeRawPointer?, _ size: Int) -> CInt {

@@ -1,33 +1,33 @@
 /// Appends little-endian integers, LEB128 varints and length-prefixed strings.
-public struct ByteWriter: Sendable {
-    public var bytes: [UInt8]
+@usableFromInline package struct ByteWriter: Sendable {
+    @usableFromInline package var bytes: [UInt8]
 
-    public init(capacity: Int = 64) {
+    @usableFromInline package init(capacity: Int = 64) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
-    @inlinable public mutating func u8(_ v: UInt8) { bytes.append(v) }
+    @inlinable package mutating func u8(_ v: UInt8) { bytes.append(v) }
 
-    @inlinable public mutating func u16(_ v: UInt16) {
+    @inlinable package mutating func u16(_ v: UInt16) {
         bytes.append(UInt8(truncatingIfNeeded: v))
         bytes.append(UInt8(truncatingIfNeeded: v >> 8))
     }
 
-    @inlinable public mutating func u32(_ v: UInt32) {
+    @inlinable package mutating func u32(_ v: UInt32) {
         for i in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(i)))) }
     }
 
-    @inlinable public mutating func u64(_ v: UInt64) {
+    @inlinable package mutating func u64(_ v: UInt64) {
         for i in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) }
     }
 
     /// Network byte order, for UUIDs: one bulk append instead of eight.
-    @inlinable public mutating func u64BigEndian(_ v: UInt64) {
+    @inlinable package mutating func u64BigEndian(_ v: UInt64) {
         withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) }
     }
 
-    @inlinable public mutating func varint(_ v: UInt64) {
+    @inlinable package mutating func varint(_ v: UInt64) {
         var v = v
         while v >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -37,7 +37,7 @@ public struct ByteWriter: Sendable {
     }
 
 
-    public mutating func append<C: Collection>(contentsOf c: C) where C.Element == UInt8 {
+    @usableFromInline package mutating func append<C: Collection>(contentsOf c: C) where C.Element == UInt8 {
         bytes.append(contentsOf: c)
     }
 }
@@ -45,7 +45,7 @@ public struct ByteWriter: Sendable {
 /// Where encoders write: a growing `ByteWriter`, a `ByteCounter` that only measures, or a
 /// `RawByteWriter` filling memory of exactly the measured size. One encoder, generic over the
 /// sink, serves all three, so the measured size and the written bytes cannot disagree.
-public protocol ByteSink {
+@usableFromInline package protocol ByteSink {
     mutating func u8(_ v: UInt8)
     mutating func varint(_ v: UInt64)
     mutating func u64BigEndian(_ v: UInt64)
@@ -55,17 +55,17 @@ public protocol ByteSink {
 }
 
 extension ByteWriter: ByteSink {
-    @inlinable public mutating func raw(_ p: UnsafeRawBufferPointer) { bytes.append(contentsOf: p) }
+    @inlinable package mutating func raw(_ p: UnsafeRawBufferPointer) { bytes.append(contentsOf: p) }
 }
 
 extension ByteSink {
-    @inlinable public mutating func zigzag(_ v: Int64) {
+    @inlinable package mutating func zigzag(_ v: Int64) {
         varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
     }
 
     /// The default `string`: the length, then the bytes through `raw`. Native strings lend
     /// their UTF-8 in place; only bridged ones need `withUTF8`'s copy.
-    @inlinable @inline(__always) public mutating func string(_ s: String) {
+    @inlinable @inline(__always) package mutating func string(_ s: String) {
         if let done: Void = s.utf8.withContiguousStorageIfAvailable({ utf8 in
             varint(UInt64(utf8.count))
             raw(UnsafeRawBufferPointer(utf8))
@@ -79,33 +79,33 @@ extension ByteSink {
 }
 
 /// The bytes of a varint.
-@inlinable public func varintLength(_ v: UInt64) -> Int {
+@inlinable package func varintLength(_ v: UInt64) -> Int {
     // 1 + (significant bits - 1) / 7, with 0 taking one byte.
     1 + (63 - (v | 1).leadingZeroBitCount) / 7
 }
 
 /// Counts the bytes an encoder would write.
-public struct ByteCounter: ByteSink {
-    public private(set) var count = 0
-    public init() {}
-    public mutating func u8(_ v: UInt8) { count += 1 }
-    public mutating func varint(_ v: UInt64) { count += varintLength(v) }
-    public mutating func u64BigEndian(_ v: UInt64) { count += 8 }
-    public mutating func string(_ s: String) {
+@usableFromInline package struct ByteCounter: ByteSink {
+    @usableFromInline package private(set) var count = 0
+    @usableFromInline package init() {}
+    @usableFromInline package mutating func u8(_ v: UInt8) { count += 1 }
+    @usableFromInline package mutating func varint(_ v: UInt64) { count += varintLength(v) }
+    @usableFromInline package mutating func u64BigEndian(_ v: UInt64) { count += 8 }
+    @usableFromInline package mutating func string(_ s: String) {
         let n = s.utf8.count
         count += varintLength(UInt64(n)) + n
     }
-    public mutating func raw(_ p: UnsafeRawBufferPointer) { count += p.count }
+    @usableFromInline package mutating func raw(_ p: UnsafeRawBufferPointer) { count += p.count }
 }
 
 /// Writes into memory measured beforehand (by `ByteCounter`): each write is a store, with no
 /// growth and no uniqueness check, which is what makes encoding a batch cheap. Writing past the
 /// end traps: the measure and the writes come from one encoder, so it means a bug, not bad input.
-public struct RawByteWriter: ByteSink {
-    public let base: UnsafeMutableRawBufferPointer
-    public private(set) var offset = 0
+@usableFromInline package struct RawByteWriter: ByteSink {
+    @usableFromInline package let base: UnsafeMutableRawBufferPointer
+    @usableFromInline package private(set) var offset = 0
 
-    public init(_ base: UnsafeMutableRawBufferPointer) { self.base = base }
+    @usableFromInline package init(_ base: UnsafeMutableRawBufferPointer) { self.base = base }
 
     @inline(__always) mutating func room(_ n: Int) -> UnsafeMutableRawPointer {
         precondition(n <= base.count - offset, "RawByteWriter: more bytes than measured")
@@ -113,9 +113,9 @@ public struct RawByteWriter: ByteSink {
         return base.baseAddress! + offset
     }
 
-    @inline(__always) public mutating func u8(_ v: UInt8) { room(1).storeBytes(of: v, as: UInt8.self) }
+    @inline(__always) @usableFromInline package mutating func u8(_ v: UInt8) { room(1).storeBytes(of: v, as: UInt8.self) }
 
-    @inline(__always) public mutating func varint(_ v: UInt64) {
+    @inline(__always) @usableFromInline package mutating func varint(_ v: UInt64) {
         let p = room(varintLength(v))
         var v = v, k = 0
         while v >= 0x80 {
@@ -126,9 +126,9 @@ public struct RawByteWriter: ByteSink {
         p.storeBytes(of: UInt8(v), toByteOffset: k, as: UInt8.self)
     }
 
-    @inline(__always) public mutating func u64BigEndian(_ v: UInt64) { room(8).storeBytes(of: v.bigEndian, as: UInt64.self) }
+    @inline(__always) @usableFromInline package mutating func u64BigEndian(_ v: UInt64) { room(8).storeBytes(of: v.bigEndian, as: UInt64.self) }
 
-    @inline(__always) public mutating func raw(_ p: UnsafeRawBufferPointer) {
+    @inline(__always) @usableFromInline package mutating func raw(_ p: UnsafeRawBufferPointer) {
         guard p.count > 0 else { return }
         room(p.count).copyMemory(from: p.baseAddress!, byteCount: p.count)
     }
@@ -136,40 +136,40 @@ public struct RawByteWriter: ByteSink {
 
 /// Bounds-checked reads over borrowed bytes. Every read either succeeds or throws
 /// `CodecError` naming the offset; nothing reads past `end`.
-public struct ByteReader {
-    public let base: UnsafeRawBufferPointer
-    public var offset: Int
-    public let end: Int
+@usableFromInline package struct ByteReader {
+    @usableFromInline package let base: UnsafeRawBufferPointer
+    @usableFromInline package var offset: Int
+    @usableFromInline package let end: Int
 
-    public init(_ base: UnsafeRawBufferPointer, offset: Int = 0, end: Int? = nil) {
+    @usableFromInline package init(_ base: UnsafeRawBufferPointer, offset: Int = 0, end: Int? = nil) {
         self.base = base
         self.offset = offset
         self.end = end ?? base.count
         precondition(self.offset >= 0 && self.offset <= self.end && self.end <= base.count)
     }
 
-    @inlinable public var remaining: Int { end - offset }
-    @inlinable public var isAtEnd: Bool { offset == end }
+    @inlinable package var remaining: Int { end - offset }
+    @inlinable package var isAtEnd: Bool { offset == end }
 
-    @inlinable public mutating func u8() throws(CodecError) -> UInt8 {
+    @inlinable package mutating func u8() throws(CodecError) -> UInt8 {
         guard offset < end else { throw CodecError(.truncated, at: offset) }
         defer { offset += 1 }
         return base[offset]
     }
 
-    @inlinable public mutating func u32() throws(CodecError) -> UInt32 {
+    @inlinable package mutating func u32() throws(CodecError) -> UInt32 {
         guard remaining >= 4 else { throw CodecError(.truncated, at: offset) }
         defer { offset += 4 }
         return base.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian
     }
 
-    @inlinable public mutating func u64() throws(CodecError) -> UInt64 {
+    @inlinable package mutating func u64() throws(CodecError) -> UInt64 {
         guard remaining >= 8 else { throw CodecError(.truncated, at: offset) }
         defer { offset += 8 }
         return base.loadUnaligned(fromByteOffset: offset, as: UInt64.self).littleEndian
     }
 
-    @inlinable public mutating func varint() throws(CodecError) -> UInt64 {
+    @inlinable package mutating func varint() throws(CodecError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         let start = offset
@@ -185,13 +185,13 @@ public struct ByteReader {
         }
     }
 
-    @inlinable public mutating func zigzag() throws(CodecError) -> Int64 {
+    @inlinable package mutating func zigzag() throws(CodecError) -> Int64 {
         let v = try varint()
         return Int64(bitPattern: (v >> 1) ^ (0 &- (v & 1)))
     }
 
     /// A varint length checked against `limit` before anything is allocated.
-    @inlinable public mutating func length(_ field: String, limit: Int) throws(CodecError) -> Int {
+    @inlinable package mutating func length(_ field: String, limit: Int) throws(CodecError) -> Int {
         let at = offset
         let v = try varint()
         guard v <= UInt64(limit) else {
@@ -202,20 +202,20 @@ public struct ByteReader {
         return n
     }
 
-    @inlinable public mutating func bytes(_ n: Int) throws(CodecError) -> UnsafeRawBufferPointer {
+    @inlinable package mutating func bytes(_ n: Int) throws(CodecError) -> UnsafeRawBufferPointer {
         guard n >= 0, n <= remaining else { throw CodecError(.truncated, at: offset) }
         defer { offset += n }
         return UnsafeRawBufferPointer(rebasing: base[offset..<offset + n])
     }
 
-    public mutating func string(_ field: String, limit: Int, allowEmpty: Bool = false) throws(CodecError) -> String {
+    @usableFromInline package mutating func string(_ field: String, limit: Int, allowEmpty: Bool = false) throws(CodecError) -> String {
         var fresh = FreshStrings()
         return try string(field, limit: limit, allowEmpty: allowEmpty, &fresh)
     }
 
     /// `string`, through `strings`, which may hand back a string it built before from the same bytes.
     @inline(__always)
-    public mutating func string<S: StringSource>(_ field: String, limit: Int, allowEmpty: Bool = false,
+    @usableFromInline package mutating func string<S: StringSource>(_ field: String, limit: Int, allowEmpty: Bool = false,
                                                  _ strings: inout S) throws(CodecError) -> String {
         let at = offset
         let n = try length(field, limit: limit)
@@ -231,32 +231,32 @@ public struct ByteReader {
 }
 
 /// Where a decoder gets its strings from bytes (nil: not UTF-8).
-public protocol StringSource {
+@usableFromInline package protocol StringSource {
     mutating func string(_ raw: UnsafeRawBufferPointer) -> String?
 }
 
 /// Every string validated and built anew.
-public struct FreshStrings: StringSource {
-    public init() {}
+@usableFromInline package struct FreshStrings: StringSource {
+    @usableFromInline package init() {}
     @inline(__always)
-    public func string(_ raw: UnsafeRawBufferPointer) -> String? { validUTF8String(raw) }
+    @usableFromInline package func string(_ raw: UnsafeRawBufferPointer) -> String? { validUTF8String(raw) }
 }
 
 /// The last few distinct strings decoded, reused when the same bytes come again: a batch repeats
 /// its zone and a few authors in every entry, and comparing bytes costs less than validating
 /// them and building a string.
-public struct RepeatedStrings: StringSource {
+@usableFromInline package struct RepeatedStrings: StringSource {
     private var kept: [(bytes: [UInt8], string: String)] = []
     private var next = 0
     /// Longer strings are not kept: the zones (at most 255 bytes) and authors (at most 64) that
     /// come here always fit.
-    public static let maxBytes = Limits.maxZoneBytes
-    public static let capacity = 8
+    @usableFromInline package static let maxBytes = Limits.maxZoneBytes
+    @usableFromInline package static let capacity = 8
 
-    public init() {}
+    @usableFromInline package init() {}
 
     @inline(__always)
-    public mutating func string(_ raw: UnsafeRawBufferPointer) -> String? {
+    @usableFromInline package mutating func string(_ raw: UnsafeRawBufferPointer) -> String? {
         for k in kept.indices where kept[k].bytes.withUnsafeBytes({ sameBytes($0, raw) }) { return kept[k].string }
         guard let s = validUTF8String(raw) else { return nil }
         if raw.count <= Self.maxBytes {
@@ -283,7 +283,7 @@ extension UnsafeRawBufferPointer {
 /// generic path. Two copies of one string (a zone name decoded once for a batch, then passed
 /// along entry by entry) are the same two words, and answer at once.
 @inlinable @inline(__always)
-public func sameBytes(_ a: String, _ b: String) -> Bool {
+@usableFromInline package func sameBytes(_ a: String, _ b: String) -> Bool {
     if MemoryLayout<String>.size == 16 && unsafeBitCast(a, to: (UInt64, UInt64).self) == unsafeBitCast(b, to: (UInt64, UInt64).self) { return true }
     guard a.utf8.count == b.utf8.count else { return false }
     let fast = a.utf8.withContiguousStorageIfAvailable { x in
@@ -296,7 +296,7 @@ public func sameBytes(_ a: String, _ b: String) -> Bool {
 /// Whether `a` and `b` hold the same bytes: eight at a time (the generic `elementsEqual` goes
 /// byte by byte, and the feed asks this of every entry in a batch).
 @inlinable @inline(__always)
-public func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+@usableFromInline package func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
     guard a.count == b.count else { return false }
     guard let x = a.baseAddress, let y = b.baseAddress else { return true }
     var i = 0
@@ -312,7 +312,7 @@ public func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) 
 }
 
 /// Strict UTF-8 decoding: nil for any ill-formed sequence (never a replacement character).
-public func validUTF8String(_ raw: UnsafeRawBufferPointer) -> String? {
+@usableFromInline package func validUTF8String(_ raw: UnsafeRawBufferPointer) -> String? {
     let bytes = raw.bindMemory(to: UInt8.self)
     // ASCII is always valid: skip the generic validating initialiser (a hot spot in reads).
     var ascii = true
@@ -329,7 +329,7 @@ public func validUTF8String(_ raw: UnsafeRawBufferPointer) -> String? {
 }
 
 /// `0x0000abcd`: how checksums are shown in errors and `jlog` output.
-public func hex32(_ v: UInt32) -> String {
+@usableFromInline package func hex32(_ v: UInt32) -> String {
     let s = String(v, radix: 16)
     return "0x" + String(repeating: "0", count: 8 - s.count) + s
 }

@@ -1,11 +1,11 @@
 /// SipHash-2-4 (Aumasson & Bernstein): a keyed 64-bit MAC, so a client cannot forge or alter
 /// a change token without the store's key.
-public struct SipHash24 {
+package struct SipHash24 {
     /// The four-word state, for callers that feed words incrementally (the state digest).
-    public struct State {
-        public var v0, v1, v2, v3: UInt64
+    package struct State {
+        package var v0, v1, v2, v3: UInt64
 
-        @inlinable public init(key: (UInt64, UInt64)) {
+        @inlinable package init(key: (UInt64, UInt64)) {
             v0 = 0x736f_6d65_7073_6575 ^ key.0
             v1 = 0x646f_7261_6e64_6f6d ^ key.1
             v2 = 0x6c79_6765_6e65_7261 ^ key.0
@@ -20,14 +20,14 @@ public struct SipHash24 {
         }
 
         /// One 8-byte message word (little-endian), two compression rounds.
-        @inlinable @inline(__always) public mutating func absorb(_ m: UInt64) {
+        @inlinable @inline(__always) package mutating func absorb(_ m: UInt64) {
             v3 ^= m
             round(); round()
             v0 ^= m
         }
 
         /// The last word: the remaining `tail` bytes (fewer than 8) and the total length `n`.
-        @inlinable public mutating func finish(tail: UnsafeRawBufferPointer, length n: Int) -> UInt64 {
+        @inlinable package mutating func finish(tail: UnsafeRawBufferPointer, length n: Int) -> UInt64 {
             var last = UInt64(n & 0xFF) << 56
             for (i, b) in tail.enumerated() { last |= UInt64(b) << (8 * UInt64(i)) }
             absorb(last)
@@ -37,7 +37,7 @@ public struct SipHash24 {
         }
     }
 
-    public static func hash(key: (UInt64, UInt64), _ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    package static func hash(key: (UInt64, UInt64), _ bytes: UnsafeRawBufferPointer) -> UInt64 {
         var state = State(key: key)
         let n = bytes.count
         var i = 0
@@ -48,7 +48,7 @@ public struct SipHash24 {
         return state.finish(tail: UnsafeRawBufferPointer(rebasing: bytes[i...]), length: n)
     }
 
-    public static func hash(key: (UInt64, UInt64), _ bytes: [UInt8]) -> UInt64 {
+    package static func hash(key: (UInt64, UInt64), _ bytes: [UInt8]) -> UInt64 {
         bytes.withUnsafeBytes { hash(key: key, $0) }
     }
 }
@@ -59,8 +59,8 @@ extension UInt64 {
 
 /// An opaque position in a store's change feed, bound to the store and (for zone tokens) to one
 /// incarnation of one zone. Versioned and MAC'd with the store's key (Spec/TOKENS.md).
-public struct ChangeToken: Hashable, Sendable {
-    public enum Kind: UInt8, Sendable {
+package struct ChangeToken: Hashable, Sendable {
+    package enum Kind: UInt8, Sendable {
         /// For `changedZones(since:)`.
         case database = 0x44
         /// For `changes(in:since:)`.
@@ -68,28 +68,28 @@ public struct ChangeToken: Hashable, Sendable {
     }
 
     /// Version 2 added `floor`, version 3 `epoch`; older tokens are refused (`unsupportedVersion`).
-    public static let version: UInt8 = 3
+    package static let version: UInt8 = 3
     static let encodedSize = 1 + 1 + 16 + 8 + 8 + 8 + 8 + 8 + 8
     /// Text form prefix: it makes a token recognisable in logs and bug reports.
-    public static let prefix = "jlt3."
+    package static let prefix = "jlt3."
 
-    public var kind: Kind
-    public var storeID: (UInt64, UInt64)
+    package var kind: Kind
+    package var storeID: (UInt64, UInt64)
     /// The sequence of the zone's `zoneCreate` record (0 for database tokens).
-    public var incarnation: SequenceNumber
+    package var incarnation: SequenceNumber
     /// SipHash of the zone's name under the store key (0 for database tokens).
-    public var zoneHash: UInt64
+    package var zoneHash: UInt64
     /// The last sequence the holder has seen.
-    public var position: SequenceNumber
+    package var position: SequenceNumber
     /// The zone's low-water mark when the token was issued (0 for database tokens). A token is
     /// expired only when the mark has since risen past its position: a reader paging through a
     /// compacted zone from the start holds positions below the mark, and stays valid.
-    public var floor: SequenceNumber
+    package var floor: SequenceNumber
     /// The store's epoch when the token was issued (Spec/TOKENS.md §7): a token is good only
     /// for positions the store still holds exactly as they were when it was issued.
-    public var epoch: UInt64
+    package var epoch: UInt64
 
-    public init(kind: Kind, storeID: (UInt64, UInt64), incarnation: SequenceNumber, zoneHash: UInt64, position: SequenceNumber,
+    package init(kind: Kind, storeID: (UInt64, UInt64), incarnation: SequenceNumber, zoneHash: UInt64, position: SequenceNumber,
                 floor: SequenceNumber = 0, epoch: UInt64 = 0) {
         self.kind = kind
         self.storeID = storeID
@@ -100,25 +100,25 @@ public struct ChangeToken: Hashable, Sendable {
         self.epoch = epoch
     }
 
-    public static func == (a: ChangeToken, b: ChangeToken) -> Bool {
+    package static func == (a: ChangeToken, b: ChangeToken) -> Bool {
         a.kind == b.kind && a.storeID == b.storeID && a.incarnation == b.incarnation && a.zoneHash == b.zoneHash && a.position == b.position
             && a.floor == b.floor && a.epoch == b.epoch
     }
 
-    public func hash(into h: inout Hasher) {
+    package func hash(into h: inout Hasher) {
         h.combine(kind.rawValue); h.combine(storeID.0); h.combine(storeID.1)
         h.combine(incarnation); h.combine(zoneHash); h.combine(position); h.combine(floor); h.combine(epoch)
     }
 
-    public static func zoneHash(_ zone: String, key: (UInt64, UInt64)) -> UInt64 {
+    package static func zoneHash(_ zone: String, key: (UInt64, UInt64)) -> UInt64 {
         SipHash24.hash(key: key, Array(zone.utf8))
     }
 
-    public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
         case malformed
         case unsupportedVersion(UInt8)
         case badMAC
-        public var description: String {
+        package var description: String {
             switch self {
             case .malformed: "not a change token (garbled or truncated)"
             case .unsupportedVersion(let v): "change token version \(v) is not supported"
@@ -127,7 +127,7 @@ public struct ChangeToken: Hashable, Sendable {
         }
     }
 
-    public func encoded(key: (UInt64, UInt64)) -> [UInt8] {
+    package func encoded(key: (UInt64, UInt64)) -> [UInt8] {
         var w = ByteWriter(capacity: ChangeToken.encodedSize)
         w.u8(ChangeToken.version)
         w.u8(kind.rawValue)
@@ -142,7 +142,7 @@ public struct ChangeToken: Hashable, Sendable {
         return w.bytes
     }
 
-    public static func decode(_ b: UnsafeRawBufferPointer, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
+    package static func decode(_ b: UnsafeRawBufferPointer, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
         // The version byte first: an older token has another length.
         guard b.count >= 1, b[0] == version else { throw b.count >= 1 && b[0] >= 1 && b[0] < version ? .unsupportedVersion(b[0]) : .malformed }
         guard b.count == encodedSize else { throw .malformed }
@@ -154,9 +154,9 @@ public struct ChangeToken: Hashable, Sendable {
     }
 
     /// `jlt3.` + unpadded base64url of the encoded bytes.
-    public func text(key: (UInt64, UInt64)) -> String { ChangeToken.prefix + Base64URL.encode(encoded(key: key)) }
+    package func text(key: (UInt64, UInt64)) -> String { ChangeToken.prefix + Base64URL.encode(encoded(key: key)) }
 
-    public static func parse(_ text: String, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
+    package static func parse(_ text: String, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
         for v in 1..<version where text.hasPrefix("jlt\(v).") { throw .unsupportedVersion(v) }
         guard text.utf8.count <= 128, text.hasPrefix(prefix), let bytes = Base64URL.decode(String(text.dropFirst(prefix.count))) else {
             throw .malformed
@@ -169,10 +169,10 @@ public struct ChangeToken: Hashable, Sendable {
 }
 
 /// Unpadded base64url (RFC 4648 §5).
-public enum Base64URL {
+package enum Base64URL {
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    public static func encode(_ b: [UInt8]) -> String {
+    package static func encode(_ b: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((b.count * 4 + 2) / 3)
         var i = 0
@@ -194,7 +194,7 @@ public enum Base64URL {
 
     /// Whether `s` is what `encode` makes of some `count` bytes: exactly `decode(s)?.count ==
     /// count`, without building the bytes (a server checks every request's credential).
-    public static func isEncoding(_ s: Substring.UTF8View, ofBytes count: Int) -> Bool {
+    package static func isEncoding(_ s: Substring.UTF8View, ofBytes count: Int) -> Bool {
         guard s.count == (count * 4 + 2) / 3 else { return false }
         var last: UInt8 = 0
         for c in s {
@@ -213,7 +213,7 @@ public enum Base64URL {
     }
 
     /// Nil for any character outside the alphabet, a length of 1 mod 4, or non-zero padding bits.
-    public static func decode(_ s: String) -> [UInt8]? {
+    package static func decode(_ s: String) -> [UInt8]? {
         let u = Array(s.utf8)
         guard u.count % 4 != 1 else { return nil }
         func v(_ c: UInt8) -> UInt32? {

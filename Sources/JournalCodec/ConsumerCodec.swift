@@ -1,45 +1,45 @@
 /// One consumer's marks (Spec/COMPACTION.md §3): how far it has processed each zone incarnation,
 /// and until when its lease holds them. The compactor never purges above an unexpired mark.
-public struct ConsumerState: Equatable, Sendable {
-    public struct Mark: Equatable, Sendable {
-        public var zone: String
-        public var incarnation: SequenceNumber
+package struct ConsumerState: Equatable, Sendable {
+    package struct Mark: Equatable, Sendable {
+        package var zone: String
+        package var incarnation: SequenceNumber
         /// Everything at or below this the consumer has processed (uploaded, applied, …).
-        public var position: SequenceNumber
+        package var position: SequenceNumber
 
-        public init(zone: String, incarnation: SequenceNumber, position: SequenceNumber) {
+        package init(zone: String, incarnation: SequenceNumber, position: SequenceNumber) {
             self.zone = zone
             self.incarnation = incarnation
             self.position = position
         }
     }
 
-    public var name: String
+    package var name: String
     /// Milliseconds since the epoch after which the consumer holds nothing back; nil: never expires.
-    public var leaseUntil: Int64?
-    public var marks: [Mark]
+    package var leaseUntil: Int64?
+    package var marks: [Mark]
 
-    public init(name: String, leaseUntil: Int64?, marks: [Mark] = []) {
+    package init(name: String, leaseUntil: Int64?, marks: [Mark] = []) {
         self.name = name
         self.leaseUntil = leaseUntil
         self.marks = marks
     }
 
-    public func isExpired(now: Int64) -> Bool { leaseUntil.map { now > $0 } ?? false }
+    package func isExpired(now: Int64) -> Bool { leaseUntil.map { now > $0 } ?? false }
 }
 
 /// `consumers/<key>.consumer`: `magic "JLCM" | version u8 (1) | name string | leaseUntil zigzag
 /// (−1: none) | count varint | count × (zone string | incarnation varint | position varint) |
 /// crc32c u32` of everything before it.
-public enum ConsumerCodec {
-    public static let magic: [UInt8] = [0x4A, 0x4C, 0x43, 0x4D]  // "JLCM"
-    public static let version: UInt8 = 1
-    public static let maxMarks = 1 << 20
-    public static let maxNameBytes = 255
+package enum ConsumerCodec {
+    package static let magic: [UInt8] = [0x4A, 0x4C, 0x43, 0x4D]  // "JLCM"
+    package static let version: UInt8 = 1
+    package static let maxMarks = 1 << 20
+    package static let maxNameBytes = 255
     /// Refused before reading: bounds what a damaged or hostile file can make us allocate.
-    public static let maxFileBytes = 64 << 20
+    package static let maxFileBytes = 64 << 20
 
-    public static func encode(_ c: ConsumerState) -> [UInt8] {
+    package static func encode(_ c: ConsumerState) -> [UInt8] {
         var w = ByteWriter(capacity: 32 + c.marks.count * 24)
         w.append(contentsOf: magic)
         w.u8(version)
@@ -55,7 +55,7 @@ public enum ConsumerCodec {
         return w.bytes
     }
 
-    public static func decode(_ b: UnsafeRawBufferPointer) throws(CodecError) -> ConsumerState {
+    package static func decode(_ b: UnsafeRawBufferPointer) throws(CodecError) -> ConsumerState {
         guard b.count >= magic.count + 1 + 4 else { throw CodecError(.truncated, at: b.count) }
         guard b.prefix(4).elementsEqual(magic) else { throw CodecError(.invalidValue(field: "consumer magic"), at: 0) }
         let body = UnsafeRawBufferPointer(rebasing: b[0..<(b.count - 4)])
@@ -83,5 +83,5 @@ public enum ConsumerCodec {
         return ConsumerState(name: name, leaseUntil: lease == -1 ? nil : lease, marks: marks)
     }
 
-    public typealias Mark = ConsumerState.Mark
+    package typealias Mark = ConsumerState.Mark
 }

@@ -5,11 +5,11 @@
 // MARK: - ISO-8601
 
 /// ISO-8601 / RFC 3339 timestamps with millisecond precision, using only integer arithmetic.
-public enum ISO8601Time {
+package enum ISO8601Time {
     /// `0001-01-01T00:00:00.000Z`, the earliest instant `parse` returns and `format` writes.
-    public static let minMillis: Int64 = -62_135_596_800_000
+    package static let minMillis: Int64 = -62_135_596_800_000
     /// `9999-12-31T23:59:59.999Z`, the latest instant `parse` returns and `format` writes.
-    public static let maxMillis: Int64 = 253_402_300_799_999
+    package static let maxMillis: Int64 = 253_402_300_799_999
 
     /// Milliseconds since 1970-01-01T00:00:00Z for exactly
     /// `YYYY-MM-DDTHH:MM:SS[.d{1,9}](Z|z|±HH:MM)`, or nil.
@@ -17,13 +17,13 @@ public enum ISO8601Time {
     /// Fraction digits past the third are truncated. Leap seconds (`:60`) are rejected, as is any
     /// instant that, once the offset is applied, falls outside years 0001–9999 (UTC), so that
     /// `format(parse(s)!)` always succeeds.
-    public static func parse(_ s: String) -> Int64? {
+    package static func parse(_ s: String) -> Int64? {
         var s = s
         return s.withUTF8 { parse(bytes: $0) }
     }
 
     /// `parse(_:)` over UTF-8 bytes.
-    public static func parse(utf8 b: UnsafeRawBufferPointer) -> Int64? {
+    package static func parse(utf8 b: UnsafeRawBufferPointer) -> Int64? {
         parse(bytes: b.assumingMemoryBound(to: UInt8.self))
     }
 
@@ -82,7 +82,7 @@ public enum ISO8601Time {
 
     /// `YYYY-MM-DDTHH:MM:SS.sssZ` in UTC. Instants outside years 0001–9999 cannot be written in
     /// this form and are clamped to `minMillis...maxMillis`.
-    public static func format(_ millis: Int64) -> String {
+    package static func format(_ millis: Int64) -> String {
         String(unsafeUninitializedCapacity: 24) { buf in
             write(millis, to: buf.baseAddress!)
             return 24
@@ -161,15 +161,15 @@ public enum ISO8601Time {
 // MARK: - Parsed line and errors
 
 /// What one JSON line says; `entry()` derives a missing id (from the content) or clock (from `at`).
-public struct ParsedEntryLine: Equatable, Sendable {
-    public var id: CompactID?
-    public var zone: String
-    public var author: String
-    public var wallTime: Int64
-    public var clock: HybridTime?
-    public var operation: EntryOperation
+package struct ParsedEntryLine: Equatable, Sendable {
+    package var id: CompactID?
+    package var zone: String
+    package var author: String
+    package var wallTime: Int64
+    package var clock: HybridTime?
+    package var operation: EntryOperation
 
-    public init(id: CompactID?, zone: String, author: String, wallTime: Int64, clock: HybridTime?, operation: EntryOperation) {
+    package init(id: CompactID?, zone: String, author: String, wallTime: Int64, clock: HybridTime?, operation: EntryOperation) {
         self.id = id
         self.zone = zone
         self.author = author
@@ -182,7 +182,7 @@ public struct ParsedEntryLine: Equatable, Sendable {
     /// (`HybridTime(derivedFromWallTime:)`), and a missing `id` from the entry's content
     /// (`CompactID.derived`): both are functions of the line, never of the lines before it, so
     /// the same lines in any order, sent any number of times, give the same entries.
-    public func entry() -> JournalEntry {
+    package func entry() -> JournalEntry {
         var e = JournalEntry(id: CompactID("-")!, zone: zone, author: author, wallTime: wallTime,
                              clock: clock ?? HybridTime(derivedFromWallTime: wallTime), operation: operation)
         e.id = id ?? CompactID.derived(from: e)
@@ -191,28 +191,28 @@ public struct ParsedEntryLine: Equatable, Sendable {
 }
 
 /// Why a JSON line was rejected, and where.
-public struct EntryJSONError: Error, Equatable, Sendable, CustomStringConvertible {
-    public var message: String
+package struct EntryJSONError: Error, Equatable, Sendable, CustomStringConvertible {
+    package var message: String
     /// 1-based byte (not character) column in the line.
-    public var column: Int
+    package var column: Int
 
-    public init(message: String, column: Int) {
+    package init(message: String, column: Int) {
         self.message = message
         self.column = column
     }
 
-    public var description: String { "column \(column): \(message)" }
+    package var description: String { "column \(column): \(message)" }
 }
 
 // MARK: - JSON lines
 
 /// The JSON Lines form of an entry (Spec/FORMAT.md §7): a strict parser for one flat object,
 /// and the writer `jlog dump --json` uses.
-public enum EntryJSON {
-    public static let maxLineBytes = 65_536
+package enum EntryJSON {
+    package static let maxLineBytes = 65_536
 
     /// Parses one line (without or with a trailing newline, which is whitespace).
-    public static func parse(line: String) throws(EntryJSONError) -> ParsedEntryLine {
+    package static func parse(line: String) throws(EntryJSONError) -> ParsedEntryLine {
         var line = line
         let result: Result<ParsedEntryLine, EntryJSONError> = line.withUTF8 { u in
             do throws(EntryJSONError) { return .success(try parse(bytes: u)) } catch { return .failure(error) }
@@ -221,7 +221,7 @@ public enum EntryJSON {
     }
 
     /// Parses one line given as UTF-8 bytes, which are checked to be well-formed.
-    public static func parse(utf8 b: UnsafeRawBufferPointer) throws(EntryJSONError) -> ParsedEntryLine {
+    package static func parse(utf8 b: UnsafeRawBufferPointer) throws(EntryJSONError) -> ParsedEntryLine {
         try parse(bytes: b.assumingMemoryBound(to: UInt8.self))
     }
 
@@ -237,14 +237,14 @@ public enum EntryJSON {
     // MARK: Writing
 
     /// One line, no trailing newline, keys in the order of FORMAT.md §7.
-    public static func format(_ e: JournalEntry) -> String {
+    package static func format(_ e: JournalEntry) -> String {
         var out: [UInt8] = []
         format(e, into: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
     /// Appends `format(e)` as UTF-8 (no newline), for writers that batch many lines.
-    public static func format(_ e: JournalEntry, into out: inout [UInt8]) {
+    package static func format(_ e: JournalEntry, into out: inout [UInt8]) {
         var extra = 0
         switch e.operation {
         case .add(_, let t, _), .rename(let t), .recolour(let t), .join(let t), .leave(let t): extra = t.utf8.count
@@ -354,7 +354,7 @@ public enum EntryJSON {
 
     /// `s` as a JSON string literal, quotes included: the one JSON escaper that `jlog` and the
     /// benchmark share with the entry writer.
-    public static func jsonLiteral(_ s: String) -> String {
+    package static func jsonLiteral(_ s: String) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count + 2)
         appendString(s, to: &out)
@@ -363,7 +363,7 @@ public enum EntryJSON {
 
     /// A quoted JSON string: `"` and `\` escaped, control characters as `\n` `\r` `\t` or `\u00XX`,
     /// everything else (including non-ASCII) copied as UTF-8.
-    public static func appendString(_ s: String, to out: inout [UInt8]) {
+    package static func appendString(_ s: String, to out: inout [UInt8]) {
         out.append(0x22)
         var s = s
         s.withUTF8 { u in

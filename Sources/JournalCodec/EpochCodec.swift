@@ -2,31 +2,31 @@
 /// token epochs, and how far it acknowledged appends, so that a log whose end moved back (a
 /// removed segment, a cut that was not a torn write, an older copy restored) is refused or made
 /// safe instead of reusing sequences that old tokens point past.
-public struct EpochRecord: Equatable, Sendable {
-    public struct Epoch: Equatable, Sendable {
+package struct EpochRecord: Equatable, Sendable {
+    package struct Epoch: Equatable, Sendable {
         /// Random, never 0 except for the epoch of a store from before epochs were kept.
-        public var id: UInt64
+        package var id: UInt64
         /// The first sequence of the epoch: the log held exactly what it holds below this when
         /// the epoch began. A token of an earlier epoch is good only for positions below it.
-        public var start: SequenceNumber
+        package var start: SequenceNumber
 
-        public init(id: UInt64, start: SequenceNumber) {
+        package init(id: UInt64, start: SequenceNumber) {
             self.id = id
             self.start = start
         }
     }
 
-    public var storeID: (UInt64, UInt64)
+    package var storeID: (UInt64, UInt64)
     /// Every sequence through this was acknowledged (written at a roll, and at a close).
-    public var acknowledgedThrough: SequenceNumber
+    package var acknowledgedThrough: SequenceNumber
     /// The base of the segment the writer was appending to (0: none recorded): it must exist.
-    public var activeSegment: SequenceNumber
+    package var activeSegment: SequenceNumber
     /// Whether the last writer closed the store (then `acknowledgedThrough` is its exact end).
-    public var closedCleanly: Bool
+    package var closedCleanly: Bool
     /// Oldest first; the last is the current epoch.
-    public var epochs: [Epoch]
+    package var epochs: [Epoch]
 
-    public init(storeID: (UInt64, UInt64), acknowledgedThrough: SequenceNumber, activeSegment: SequenceNumber,
+    package init(storeID: (UInt64, UInt64), acknowledgedThrough: SequenceNumber, activeSegment: SequenceNumber,
                 closedCleanly: Bool, epochs: [Epoch]) {
         self.storeID = storeID
         self.acknowledgedThrough = acknowledgedThrough
@@ -35,16 +35,16 @@ public struct EpochRecord: Equatable, Sendable {
         self.epochs = epochs
     }
 
-    public static func == (a: EpochRecord, b: EpochRecord) -> Bool {
+    package static func == (a: EpochRecord, b: EpochRecord) -> Bool {
         a.storeID == b.storeID && a.acknowledgedThrough == b.acknowledgedThrough && a.activeSegment == b.activeSegment
             && a.closedCleanly == b.closedCleanly && a.epochs == b.epochs
     }
 
-    public var current: Epoch { epochs[epochs.count - 1] }
+    package var current: Epoch { epochs[epochs.count - 1] }
 
     /// Why a token of `epoch` at `position` may not be answered, or nil when it may (TOKENS.md
     /// §7): its epoch must be known, and no later epoch may have begun at or below its position.
-    public func refusal(epoch: UInt64, position: SequenceNumber) -> String? {
+    package func refusal(epoch: UInt64, position: SequenceNumber) -> String? {
         guard let i = epochs.lastIndex(where: { $0.id == epoch }) else {
             return "it was issued under an epoch this store does not know (the store was restored from an older copy, "
                 + "or its EPOCHS file was lost or rewritten)"
@@ -60,14 +60,14 @@ public struct EpochRecord: Equatable, Sendable {
 /// The `EPOCHS` file: `magic "JLEP" | version u8 (1) | storeID 16 | acknowledgedThrough u64 |
 /// activeSegment u64 | flags u8 (bit 0: closed cleanly) | count varint (1 … 4,096) | count ×
 /// (id u64 | start u64) | crc32c u32` of everything before it. Integers little-endian.
-public enum EpochCodec {
-    public static let magic: [UInt8] = [0x4A, 0x4C, 0x45, 0x50]  // "JLEP"
-    public static let version: UInt8 = 1
+package enum EpochCodec {
+    package static let magic: [UInt8] = [0x4A, 0x4C, 0x45, 0x50]  // "JLEP"
+    package static let version: UInt8 = 1
     /// The oldest epochs are dropped past this: their tokens are then refused (safe).
-    public static let maxEpochs = 4_096
-    public static let maxFileBytes = 4 + 1 + 16 + 8 + 8 + 1 + 3 + maxEpochs * 16 + 4
+    package static let maxEpochs = 4_096
+    package static let maxFileBytes = 4 + 1 + 16 + 8 + 8 + 1 + 3 + maxEpochs * 16 + 4
 
-    public static func encode(_ r: EpochRecord) -> [UInt8] {
+    package static func encode(_ r: EpochRecord) -> [UInt8] {
         precondition(!r.epochs.isEmpty && r.epochs.count <= maxEpochs)
         var w = ByteWriter(capacity: 48 + r.epochs.count * 16)
         w.append(contentsOf: magic)
@@ -86,7 +86,7 @@ public enum EpochCodec {
         return w.bytes
     }
 
-    public static func decode(_ b: UnsafeRawBufferPointer) throws(CodecError) -> EpochRecord {
+    package static func decode(_ b: UnsafeRawBufferPointer) throws(CodecError) -> EpochRecord {
         guard b.count <= maxFileBytes else { throw CodecError(.lengthOutOfRange(field: "epochs file", length: b.count, limit: maxFileBytes), at: 0) }
         guard b.count >= 4 + 1 + 4 else { throw CodecError(.truncated, at: b.count) }
         guard b.prefix(4).elementsEqual(magic) else { throw CodecError(.invalidValue(field: "epochs magic"), at: 0) }
@@ -124,7 +124,7 @@ public enum EpochCodec {
         return EpochRecord(storeID: id, acknowledgedThrough: acknowledged, activeSegment: active, closedCleanly: flags & 1 == 1, epochs: epochs)
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> EpochRecord {
+    package static func decode(_ bytes: [UInt8]) throws(CodecError) -> EpochRecord {
         let result: Result<EpochRecord, CodecError> = bytes.withUnsafeBytes { b in
             do throws(CodecError) { return .success(try decode(b)) } catch { return .failure(error) }
         }

@@ -1,6 +1,6 @@
 /// Record types (Spec/FORMAT.md §4). A type with the high bit set that a reader does
 /// not know is skipped; any other unknown type is corruption.
-public enum RecordType: UInt8, Sendable, CaseIterable {
+package enum RecordType: UInt8, Sendable, CaseIterable {
     /// One entry; consumes one sequence.
     case entry = 0x01
     /// An atomic batch of entries; consumes the sequences it lists.
@@ -12,12 +12,12 @@ public enum RecordType: UInt8, Sendable, CaseIterable {
     /// Ends a rewritten (compacted) segment and carries the chain value the next segment continues from.
     case seal = 0x05
 
-    public static func isSkippable(_ raw: UInt8) -> Bool { raw & 0x80 != 0 }
+    package static func isSkippable(_ raw: UInt8) -> Bool { raw & 0x80 != 0 }
 
     /// Whether records of this type take sequence numbers. Skippable records never do.
-    public var consumesSequence: Bool { self != .seal }
+    package var consumesSequence: Bool { self != .seal }
 
-    public var name: String {
+    package var name: String {
         switch self {
         case .entry: "entry"
         case .batch: "batch"
@@ -31,28 +31,28 @@ public enum RecordType: UInt8, Sendable, CaseIterable {
 /// Frame layout: `length u32 | type u8 | sequence u64 | payload | crc u32`, little-endian.
 /// `crc = crc32c_extend(previousCRC, length..payload)`: it covers the length and chains
 /// every record to the one before it, so a stale or reordered record cannot validate.
-public enum Frame {
-    public static let headerSize = 13
-    public static let trailerSize = 4
-    public static let overhead = headerSize + trailerSize
+package enum Frame {
+    package static let headerSize = 13
+    package static let trailerSize = 4
+    package static let overhead = headerSize + trailerSize
 
-    public struct Header: Equatable, Sendable {
-        public var length: UInt32
-        public var type: UInt8
-        public var sequence: SequenceNumber
-        public init(length: UInt32, type: UInt8, sequence: SequenceNumber) {
+    package struct Header: Equatable, Sendable {
+        package var length: UInt32
+        package var type: UInt8
+        package var sequence: SequenceNumber
+        package init(length: UInt32, type: UInt8, sequence: SequenceNumber) {
             self.length = length
             self.type = type
             self.sequence = sequence
         }
         /// All-zero header bytes: the end of written data in a pre-zeroed segment.
-        public var isZero: Bool { length == 0 && type == 0 && sequence == 0 }
-        public var frameSize: Int { Frame.overhead + Int(length) }
+        package var isZero: Bool { length == 0 && type == 0 && sequence == 0 }
+        package var frameSize: Int { Frame.overhead + Int(length) }
     }
 
     /// Appends one frame and returns its CRC, the chain value for the next frame.
     @discardableResult
-    public static func append(type: UInt8, sequence: SequenceNumber, payload: UnsafeRawBufferPointer,
+    package static func append(type: UInt8, sequence: SequenceNumber, payload: UnsafeRawBufferPointer,
                               chain: UInt32, to out: inout [UInt8]) -> UInt32 {
         precondition(payload.count <= Limits.maxPayloadBytes, "payload exceeds Limits.maxPayloadBytes")
         let start = out.count
@@ -68,17 +68,17 @@ public enum Frame {
         return crc
     }
 
-    public static func append(type: UInt8, sequence: SequenceNumber, payload: [UInt8],
+    package static func append(type: UInt8, sequence: SequenceNumber, payload: [UInt8],
                               chain: UInt32, to out: inout [UInt8]) -> UInt32 {
         payload.withUnsafeBytes { append(type: type, sequence: sequence, payload: $0, chain: chain, to: &out) }
     }
 
-    public static func parseHeader(_ b: UnsafeRawBufferPointer, at i: Int) -> Header {
+    package static func parseHeader(_ b: UnsafeRawBufferPointer, at i: Int) -> Header {
         Header(length: b.u32(at: i), type: b[i + 4], sequence: b.u64(at: i + 5))
     }
 
     /// What the bytes at an offset hold.
-    public enum Scan: Equatable, Sendable {
+    package enum Scan: Equatable, Sendable {
         /// A valid frame. `payload` is the range of its payload within the buffer.
         case frame(Header, payload: Range<Int>, crc: UInt32)
         /// Fewer bytes than a header, or than the header's length says, remain.
@@ -93,7 +93,7 @@ public enum Frame {
 
     /// Examines the frame that starts at `offset`, chained from `chain`. Never reads
     /// past `buffer.count` and never allocates.
-    public static func scan(_ buffer: UnsafeRawBufferPointer, at offset: Int, chain: UInt32) -> Scan {
+    package static func scan(_ buffer: UnsafeRawBufferPointer, at offset: Int, chain: UInt32) -> Scan {
         let available = buffer.count - offset
         guard available >= headerSize else { return .truncated(needed: headerSize) }
         let h = parseHeader(buffer, at: offset)
@@ -110,35 +110,35 @@ public enum Frame {
 }
 
 /// The fixed 64-byte header at the start of every segment (Spec/FORMAT.md §3).
-public struct SegmentHeader: Equatable, Sendable {
-    public static let size = 64
-    public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]  // \x89 J L G \r \n \x1a \n
-    public static let currentMajor: UInt16 = 1
+package struct SegmentHeader: Equatable, Sendable {
+    package static let size = 64
+    package static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]  // \x89 J L G \r \n \x1a \n
+    package static let currentMajor: UInt16 = 1
     /// 3: a `lowWaterMark` record may carry `history` (FORMAT.md §1, §5.6), which a 1.2 reader
     /// rejects; the header tells it why.
-    public static let currentMinor: UInt16 = 3
+    package static let currentMinor: UInt16 = 3
 
-    public struct Flags: OptionSet, Sendable, Equatable {
-        public let rawValue: UInt16
-        public init(rawValue: UInt16) { self.rawValue = rawValue }
+    package struct Flags: OptionSet, Sendable, Equatable {
+        package let rawValue: UInt16
+        package init(rawValue: UInt16) { self.rawValue = rawValue }
         /// Rewritten by the compactor; sequences in it may have gaps.
-        public static let compacted = Flags(rawValue: 1)
+        package static let compacted = Flags(rawValue: 1)
     }
 
-    public var major: UInt16
-    public var minor: UInt16
-    public var flags: Flags
+    package var major: UInt16
+    package var minor: UInt16
+    package var flags: Flags
     /// Identifies the store; every segment of a store carries the same value.
-    public var storeID: (UInt64, UInt64)
+    package var storeID: (UInt64, UInt64)
     /// The first sequence this segment may hold; also its file name.
-    public var baseSequence: SequenceNumber
+    package var baseSequence: SequenceNumber
     /// The chain value the first frame continues from: the previous segment's final CRC,
     /// or, for a store's first segment, `firstChain(storeID)`.
-    public var previousChain: UInt32
+    package var previousChain: UInt32
     /// Milliseconds since the epoch when the segment was created (informational).
-    public var createdAt: UInt64
+    package var createdAt: UInt64
 
-    public init(storeID: (UInt64, UInt64), baseSequence: SequenceNumber, previousChain: UInt32,
+    package init(storeID: (UInt64, UInt64), baseSequence: SequenceNumber, previousChain: UInt32,
                 createdAt: UInt64, flags: Flags = [], major: UInt16 = currentMajor, minor: UInt16 = currentMinor) {
         self.major = major
         self.minor = minor
@@ -149,20 +149,20 @@ public struct SegmentHeader: Equatable, Sendable {
         self.createdAt = createdAt
     }
 
-    public static func == (a: SegmentHeader, b: SegmentHeader) -> Bool {
+    package static func == (a: SegmentHeader, b: SegmentHeader) -> Bool {
         a.major == b.major && a.minor == b.minor && a.flags == b.flags && a.storeID == b.storeID
             && a.baseSequence == b.baseSequence && a.previousChain == b.previousChain && a.createdAt == b.createdAt
     }
 
     /// The chain seed of a store's first segment, so a segment from another store cannot validate.
-    public static func firstChain(storeID: (UInt64, UInt64)) -> UInt32 {
+    package static func firstChain(storeID: (UInt64, UInt64)) -> UInt32 {
         var w = ByteWriter(capacity: 16)
         w.u64(storeID.0)
         w.u64(storeID.1)
         return CRC32C.checksum(w.bytes)
     }
 
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var w = ByteWriter(capacity: SegmentHeader.size)
         w.append(contentsOf: SegmentHeader.magic)
         w.u16(major)
@@ -181,29 +181,11 @@ public struct SegmentHeader: Equatable, Sendable {
         return w.bytes
     }
 
-    public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
-        case truncated(Int)
-        case badMagic
-        case unsupportedMajor(UInt16)
-        case badHeaderSize(UInt16)
-        case crcMismatch(expected: UInt32, actual: UInt32)
-        case nonZeroReserved
-
-        public var description: String {
-            switch self {
-            case .truncated(let n): "segment header cut off: \(n) of \(SegmentHeader.size) bytes"
-            case .badMagic: "not a JournalLog segment (bad magic)"
-            case .unsupportedMajor(let v): "format major version \(v) is not supported by this reader (it reads 1)"
-            case .badHeaderSize(let n): "segment header size \(n) is invalid"
-            case .crcMismatch(let e, let a): "segment header CRC mismatch: stored \(hex32(e)), computed \(hex32(a))"
-            case .nonZeroReserved: "segment header reserved fields are not zero"
-            }
-        }
-    }
+    package typealias DecodeError = SegmentHeaderError
 
     /// Parses and checks the header at the start of `b`. Minor versions above the
     /// current one are accepted: they only add what older readers may skip.
-    public static func decode(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> SegmentHeader {
+    package static func decode(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> SegmentHeader {
         guard b.count >= size else { throw .truncated(b.count) }
         guard b.prefix(8).elementsEqual(magic) else { throw .badMagic }
         let stored = b.u32(at: 60)
@@ -217,5 +199,26 @@ public struct SegmentHeader: Equatable, Sendable {
         return SegmentHeader(
             storeID: (b.u64(at: 16), b.u64(at: 24)), baseSequence: b.u64(at: 32), previousChain: b.u32(at: 40),
             createdAt: b.u64(at: 48), flags: Flags(rawValue: b.u16(at: 14)), major: major, minor: b.u16(at: 10))
+    }
+}
+
+/// Why a segment's header was refused (FORMAT.md §3.1).
+public enum SegmentHeaderError: Error, Equatable, Sendable, CustomStringConvertible {
+    case truncated(Int)
+    case badMagic
+    case unsupportedMajor(UInt16)
+    case badHeaderSize(UInt16)
+    case crcMismatch(expected: UInt32, actual: UInt32)
+    case nonZeroReserved
+
+    public var description: String {
+        switch self {
+        case .truncated(let n): "segment header cut off: \(n) of \(SegmentHeader.size) bytes"
+        case .badMagic: "not a JournalLog segment (bad magic)"
+        case .unsupportedMajor(let v): "format major version \(v) is not supported by this reader (it reads 1)"
+        case .badHeaderSize(let n): "segment header size \(n) is invalid"
+        case .crcMismatch(let e, let a): "segment header CRC mismatch: stored \(hex32(e)), computed \(hex32(a))"
+        case .nonZeroReserved: "segment header reserved fields are not zero"
+        }
     }
 }

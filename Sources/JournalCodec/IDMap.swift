@@ -1,12 +1,12 @@
 /// Per-process seed for `IDMap`'s hash, so ids crafted to collide cannot be precomputed.
-public let idMapSeed: UInt64 = UInt64.random(in: 1 ... .max)
+@usableFromInline package let idMapSeed: UInt64 = UInt64.random(in: 1 ... .max)
 
 /// A map from entry or item ids to values. UUID ids (the usual case) live in an open-addressing
 /// table keyed on their 128 bits: a seeded multiply-xorshift hash, one slot per probe, linear
 /// probing with backward-shift deletion (no tombstones). Other ids go to a Dictionary. Why: the
 /// store's idempotency check and the reducer both do a lookup per entry, and Dictionary's
 /// hasher seeding and rehashing dominated both profiles. Iteration order is never exposed.
-public struct IDMap<Value> {
+@usableFromInline package struct IDMap<Value> {
     @usableFromInline struct Slot {
         @usableFromInline var high: UInt64
         @usableFromInline var low: UInt64
@@ -22,13 +22,13 @@ public struct IDMap<Value> {
     @usableFromInline var uuidCount = 0
     @usableFromInline var text: [CompactID: Value] = [:]
 
-    @inlinable public init() {}
+    @inlinable package init() {}
 
     /// Number of ids stored.
-    @inlinable public var count: Int { uuidCount + text.count }
+    @inlinable package var count: Int { uuidCount + text.count }
 
     /// Makes room for `n` ids in total without rehashing.
-    @inlinable public mutating func reserveCapacity(_ n: Int) {
+    @inlinable package mutating func reserveCapacity(_ n: Int) {
         var capacity = max(16, slots.count)
         while capacity * 7 / 10 < n { capacity *= 2 }
         if capacity > slots.count { rehash(capacity) }
@@ -70,7 +70,7 @@ public struct IDMap<Value> {
     }
 
     /// The value stored for `id`, or nil. Setting nil removes the id.
-    @inlinable public subscript(id: CompactID) -> Value? {
+    @inlinable package subscript(id: CompactID) -> Value? {
         get {
             guard let (high, low) = id.uuidHalves else { return text[id] }
             guard !slots.isEmpty else { return nil }
@@ -88,7 +88,7 @@ public struct IDMap<Value> {
 
     /// The value stored for `id`; when absent, stores `value` and returns it.
     @inlinable @inline(__always)
-    public mutating func findOrInsert(_ id: CompactID, _ value: Value) -> Value {
+    @usableFromInline package mutating func findOrInsert(_ id: CompactID, _ value: Value) -> Value {
         guard let (high, low) = id.uuidHalves else {
             if let v = text[id] { return v }
             text[id] = value
@@ -104,7 +104,7 @@ public struct IDMap<Value> {
 
     /// Stores `value` for `id` unless present; true when it was inserted.
     @inlinable @inline(__always)
-    public mutating func insert(_ id: CompactID, _ value: Value) -> Bool {
+    @usableFromInline package mutating func insert(_ id: CompactID, _ value: Value) -> Bool {
         let before = count
         _ = findOrInsert(id, value)
         return count != before

@@ -103,10 +103,10 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
     /// Writes the id's encoding (FORMAT.md §6): tag, then 16 bytes or a string.
     /// Inlinable, so that an encoder in another module (the history's, the snapshot's) writes
     /// its 17 bytes without a protocol call per field.
-    @inlinable public func encoded<W: ByteSink>(into w: inout W) { encode(into: &w) }
+    @inlinable package func encoded<W: ByteSink>(into w: inout W) { encode(into: &w) }
 
     /// Reads one id encoding, as inside an entry.
-    public static func decoded(_ r: inout ByteReader, field: String = "id") throws(CodecError) -> CompactID {
+    package static func decoded(_ r: inout ByteReader, field: String = "id") throws(CodecError) -> CompactID {
         try decode(&r, field: field)
     }
 

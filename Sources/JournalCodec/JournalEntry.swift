@@ -72,7 +72,7 @@ public enum EntryOperation: Hashable, Sendable {
         return false
     }
 
-    public var kindByte: UInt8 {
+    package var kindByte: UInt8 {
         switch self {
         case .add: Kind.add.rawValue
         case .markOff: Kind.markOff.rawValue
@@ -105,7 +105,7 @@ extension CompactID {
     /// A UUID (version 8, RFC 9562) derived from everything in the entry but its id: SipHash-2-4
     /// of its encoding (with the id field set to the text id "-") under two fixed keys. An entry
     /// imported without an id gets this one, so importing the same file twice stores it once.
-    public static func derived(from e: JournalEntry) -> CompactID {
+    package static func derived(from e: JournalEntry) -> CompactID {
         var probe = e
         probe.id = CompactID("-")!
         let bytes = EntryCodec.encode(probe)
@@ -116,16 +116,16 @@ extension CompactID {
 }
 
 /// The binary form of a JournalEntry (Spec/FORMAT.md §6).
-public enum EntryCodec {
-    public static let encodingVersion: UInt8 = 1
+package enum EntryCodec {
+    package static let encodingVersion: UInt8 = 1
 
-    public static func encode<W: ByteSink>(_ e: JournalEntry, into w: inout W) {
+    package static func encode<W: ByteSink>(_ e: JournalEntry, into w: inout W) {
         withUnsafePointer(to: e) { encode($0, into: &w) }
     }
 
     /// `encode(_:into:)` for an entry read where it lies (an element of a batch): passed by
     /// value from there, an entry is copied whole first, through its value witness.
-    public static func encode<W: ByteSink>(_ e: UnsafePointer<JournalEntry>, into w: inout W) {
+    package static func encode<W: ByteSink>(_ e: UnsafePointer<JournalEntry>, into w: inout W) {
         w.u8(encodingVersion)
         e.pointee.id.encode(into: &w)
         w.string(e.pointee.zone)
@@ -168,17 +168,17 @@ public enum EntryCodec {
         }
     }
 
-    public static func encode(_ e: JournalEntry) -> [UInt8] {
+    package static func encode(_ e: JournalEntry) -> [UInt8] {
         var w = ByteWriter(capacity: 96)
         encode(e, into: &w)
         return w.bytes
     }
 
     /// Checks that an entry can be encoded within the limits; nil when it can.
-    public static func validate(_ e: JournalEntry) -> String? { withUnsafePointer(to: e) { validate($0) } }
+    package static func validate(_ e: JournalEntry) -> String? { withUnsafePointer(to: e) { validate($0) } }
 
     /// `validate(_:)` for an entry read where it lies (see `encode(_:into:)`).
-    public static func validate(_ e: UnsafePointer<JournalEntry>) -> String? {
+    package static func validate(_ e: UnsafePointer<JournalEntry>) -> String? {
         if e.pointee.zone.isEmpty || e.pointee.zone.utf8.count > Limits.maxZoneBytes { return "zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes" }
         if e.pointee.author.isEmpty || e.pointee.author.utf8.count > Limits.maxAuthorBytes { return "author must be 1...\(Limits.maxAuthorBytes) UTF-8 bytes" }
         if e.pointee.clock.physicalMillis >= 1 << 48 { return "clock's physical time exceeds 48 bits" }
@@ -199,12 +199,12 @@ public enum EntryCodec {
     }
 
     /// Decodes exactly one entry spanning all of `bytes`.
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> JournalEntry {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws(CodecError) -> JournalEntry {
         var r = ByteReader(bytes)
         return try decode(&r)
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> JournalEntry {
+    package static func decode(_ bytes: [UInt8]) throws(CodecError) -> JournalEntry {
         let result: Result<JournalEntry, CodecError> = bytes.withUnsafeBytes { p in
             do throws(CodecError) { return .success(try decode(p)) } catch { return .failure(error) }
         }
@@ -214,7 +214,7 @@ public enum EntryCodec {
     /// False only when the encoded entry in `range` is certainly not in `zone` (its UTF-8 bytes):
     /// reads just the version, id and zone. Anything unexpected answers true, so a full decode
     /// reports it.
-    public static func entry(_ b: UnsafeRawBufferPointer, _ range: Range<Int>, mayBeIn zone: [UInt8]) -> Bool {
+    package static func entry(_ b: UnsafeRawBufferPointer, _ range: Range<Int>, mayBeIn zone: [UInt8]) -> Bool {
         var r = ByteReader(b, offset: range.lowerBound, end: range.upperBound)
         guard (try? r.u8()) == encodingVersion, let tag = try? r.u8() else { return true }
         switch tag {
@@ -227,13 +227,13 @@ public enum EntryCodec {
     }
 
     /// Decodes one entry that runs from `r.offset` to `r.end`.
-    public static func decode(_ r: inout ByteReader) throws(CodecError) -> JournalEntry {
+    package static func decode(_ r: inout ByteReader) throws(CodecError) -> JournalEntry {
         var fresh = FreshStrings()
         return try decode(&r, &fresh)
     }
 
     /// `decode`, its zone and author strings from `strings` (a batch's entries repeat them).
-    public static func decode<S: StringSource>(_ r: inout ByteReader, _ strings: inout S) throws(CodecError) -> JournalEntry {
+    package static func decode<S: StringSource>(_ r: inout ByteReader, _ strings: inout S) throws(CodecError) -> JournalEntry {
         let versionAt = r.offset
         let version = try r.u8()
         guard version == encodingVersion else { throw CodecError(.unsupportedEncodingVersion(version), at: versionAt) }

@@ -1,8 +1,8 @@
 import CLZ4
 
 /// LZ4 block compression. LZ4 detects no corruption by itself: callers checksum what they compress.
-public enum LZ4 {
-    public static func compress(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+package enum LZ4 {
+    package static func compress(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         guard input.count > 0 else { return [] }
         let bound = Int(LZ4_compressBound(Int32(input.count)))
         var out = [UInt8](repeating: 0, count: bound)
@@ -17,7 +17,7 @@ public enum LZ4 {
 
     /// Decompresses exactly `rawLength` bytes, or returns nil. `rawLength` must already
     /// be checked against a limit: it is allocated up front.
-    public static func decompress(_ input: UnsafeRawBufferPointer, rawLength: Int) -> [UInt8]? {
+    package static func decompress(_ input: UnsafeRawBufferPointer, rawLength: Int) -> [UInt8]? {
         guard rawLength > 0 else { return input.isEmpty ? [] : nil }
         guard input.count > 0 else { return nil }
         var out = [UInt8](repeating: 0, count: rawLength)

@@ -1,22 +1,22 @@
 /// Payload codecs for the record types (Spec/FORMAT.md §5).
-public enum BatchCodec {
-    public struct Flags: OptionSet, Sendable {
-        public let rawValue: UInt8
-        public init(rawValue: UInt8) { self.rawValue = rawValue }
-        public static let lz4 = Flags(rawValue: 1)
+package enum BatchCodec {
+    package struct Flags: OptionSet, Sendable {
+        package let rawValue: UInt8
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
+        package static let lz4 = Flags(rawValue: 1)
     }
 
     /// `flags u8 | count varint | lastDelta varint | [rawLength varint] | body`, where the
     /// body is `count × (seqDelta varint | length varint | entry)`, LZ4-compressed when
     /// flagged. `lastDelta` lets recovery learn the last sequence without decoding the body.
     /// Encodes entries straight into the batch body: one scratch buffer, no array per entry.
-    public static func encode(journalEntries entries: [JournalEntry], compress: Bool = true) -> [UInt8] {
+    package static func encode(journalEntries entries: [JournalEntry], compress: Bool = true) -> [UInt8] {
         encode(journalEntries: entries, compress: compress, fingerprints: nil)
     }
 
     /// `encode`, also filling `fingerprints[i]` with `EntryFingerprint.of` entry i's encoding,
     /// taken from the body as it is written (no second encode).
-    public static func encode(journalEntries entries: [JournalEntry], compress: Bool,
+    package static func encode(journalEntries entries: [JournalEntry], compress: Bool,
                               fingerprints: UnsafeMutableBufferPointer<UInt64>?) -> [UInt8] {
         precondition(!entries.isEmpty && entries.count <= Limits.maxBatchEntries)
         precondition(fingerprints.map { $0.count >= entries.count } ?? true)
@@ -51,7 +51,7 @@ public enum BatchCodec {
         return wrap(body: body, count: entries.count, lastDelta: UInt64(entries.count - 1), compress: compress)
     }
 
-    public static func encode(entries: [[UInt8]], sequenceDeltas: [UInt64]? = nil, compress: Bool = true) -> [UInt8] {
+    package static func encode(entries: [[UInt8]], sequenceDeltas: [UInt64]? = nil, compress: Bool = true) -> [UInt8] {
         precondition(!entries.isEmpty && entries.count <= Limits.maxBatchEntries)
         let deltas = sequenceDeltas ?? [0] + Array(repeating: 1, count: entries.count - 1)
         precondition(deltas.count == entries.count && deltas[0] == 0 && deltas.dropFirst().allSatisfy { $0 >= 1 })
@@ -85,17 +85,17 @@ public enum BatchCodec {
         return w.bytes
     }
 
-    public struct Summary: Equatable, Sendable {
-        public var flags: Flags
-        public var count: Int
+    package struct Summary: Equatable, Sendable {
+        package var flags: Flags
+        package var count: Int
         /// Last sequence minus first sequence.
-        public var lastDelta: UInt64
-        public var bodyOffset: Int
-        public var rawLength: Int?
+        package var lastDelta: UInt64
+        package var bodyOffset: Int
+        package var rawLength: Int?
     }
 
     /// Reads only the batch's fixed fields: enough for recovery to continue the numbering.
-    public static func summary(_ p: UnsafeRawBufferPointer) throws(CodecError) -> Summary {
+    package static func summary(_ p: UnsafeRawBufferPointer) throws(CodecError) -> Summary {
         var r = ByteReader(p)
         let flagsAt = r.offset
         let flags = Flags(rawValue: try r.u8())
@@ -123,7 +123,7 @@ public enum BatchCodec {
     /// Decodes every entry with its sequence, given the frame's (first) sequence. With `after`
     /// and `zone`, only entries past `after` in that zone are decoded (the rest are skipped by
     /// their length): the change feed reads a few entries out of large batches.
-    public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0,
+    package static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0,
                               zone: [UInt8]? = nil) throws(CodecError) -> [(SequenceNumber, JournalEntry)] {
         var out: [(SequenceNumber, JournalEntry)] = []
         out.reserveCapacity(try summary(p).count)
@@ -137,14 +137,14 @@ public enum BatchCodec {
     /// `decode`, handing each entry to `body` as it is decoded rather than collecting them (a
     /// feed page would otherwise copy each entry once more). Stops, without reading the rest of
     /// the batch, when `body` returns false.
-    public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0,
+    package static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0,
                               zone: [UInt8]? = nil, each body: (SequenceNumber, consuming JournalEntry) -> Bool) throws(CodecError) {
         try decode(p, firstSequence: firstSequence, after: after, zone: zone, withEncoding: { s, e, _ in body(s, e) })
     }
 
     /// `decode`, handing each entry over with its encoding (FORMAT.md §6) as stored in the body:
     /// what an entry's fingerprint is taken over. The bytes are valid only during the call.
-    public static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0, zone: [UInt8]? = nil,
+    package static func decode(_ p: UnsafeRawBufferPointer, firstSequence: SequenceNumber, after: SequenceNumber = 0, zone: [UInt8]? = nil,
                               withEncoding body: (SequenceNumber, consuming JournalEntry, UnsafeRawBufferPointer) -> Bool) throws(CodecError) {
         let s = try summary(p)
         if let raw = s.rawLength {
@@ -197,18 +197,18 @@ public enum BatchCodec {
 
 /// Builds a batch from entries' encodings as they are stored, in ascending sequences (gaps
 /// allowed): what a compaction keeps of a batch is copied, not decoded and encoded again.
-public struct BatchBuilder: Sendable {
+package struct BatchBuilder: Sendable {
     private var body = ByteWriter(capacity: 1 << 12)
     private var last: SequenceNumber = 0
     private var first: SequenceNumber = 0
-    public private(set) var count = 0
+    package private(set) var count = 0
 
-    public init() {}
+    package init() {}
 
     /// The body's length before compression.
-    public var bodyBytes: Int { body.bytes.count }
+    package var bodyBytes: Int { body.bytes.count }
 
-    public mutating func append(sequence: SequenceNumber, encoding: UnsafeRawBufferPointer) {
+    package mutating func append(sequence: SequenceNumber, encoding: UnsafeRawBufferPointer) {
         precondition(count == 0 || sequence > last, "batch entries in ascending sequences")
         body.varint(count == 0 ? 0 : sequence - last)
         body.varint(UInt64(encoding.count))
@@ -219,7 +219,7 @@ public struct BatchBuilder: Sendable {
     }
 
     /// The batch payload (FORMAT.md §5.2).
-    public func encoded(compress: Bool) -> [UInt8] {
+    package func encoded(compress: Bool) -> [UInt8] {
         precondition(count >= 1 && count <= Limits.maxBatchEntries)
         return BatchCodec.wrap(body: body.bytes, count: count, lastDelta: last - first, compress: compress)
     }
@@ -232,28 +232,28 @@ public enum ZoneDeletionReason: UInt8, Sendable, CaseIterable {
 }
 
 /// `zoneCreate`: `zone string`. `zoneDelete`: `zone string | reason u8`.
-public enum ZoneRecordCodec {
-    public static func encodeCreate(zone: String) -> [UInt8] {
+package enum ZoneRecordCodec {
+    package static func encodeCreate(zone: String) -> [UInt8] {
         var w = ByteWriter()
         w.string(zone)
         return w.bytes
     }
 
-    public static func encodeDelete(zone: String, reason: ZoneDeletionReason) -> [UInt8] {
+    package static func encodeDelete(zone: String, reason: ZoneDeletionReason) -> [UInt8] {
         var w = ByteWriter()
         w.string(zone)
         w.u8(reason.rawValue)
         return w.bytes
     }
 
-    public static func decodeCreate(_ p: UnsafeRawBufferPointer) throws(CodecError) -> String {
+    package static func decodeCreate(_ p: UnsafeRawBufferPointer) throws(CodecError) -> String {
         var r = ByteReader(p)
         let z = try r.string("zone", limit: Limits.maxZoneBytes)
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
         return z
     }
 
-    public static func decodeDelete(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (String, ZoneDeletionReason) {
+    package static func decodeDelete(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (String, ZoneDeletionReason) {
         var r = ByteReader(p)
         let z = try r.string("zone", limit: Limits.maxZoneBytes)
         let at = r.offset
@@ -265,15 +265,15 @@ public enum ZoneRecordCodec {
 
 /// `seal`: `endChain u32 | lastSequence u64`. Written at the end of a compacted segment so
 /// the next segment's `previousChain` still links to it after the rewrite.
-public enum SealCodec {
-    public static func encode(endChain: UInt32, lastSequence: SequenceNumber) -> [UInt8] {
+package enum SealCodec {
+    package static func encode(endChain: UInt32, lastSequence: SequenceNumber) -> [UInt8] {
         var w = ByteWriter(capacity: 12)
         w.u32(endChain)
         w.u64(lastSequence)
         return w.bytes
     }
 
-    public static func decode(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (endChain: UInt32, lastSequence: SequenceNumber) {
+    package static func decode(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (endChain: UInt32, lastSequence: SequenceNumber) {
         var r = ByteReader(p)
         let c = try r.u32()
         let s = try r.u64()
@@ -283,9 +283,9 @@ public enum SealCodec {
 }
 
 /// Skippable record types (high bit set, FORMAT.md §4.1): an older reader skips them safely.
-public enum SkippableRecordType {
+package enum SkippableRecordType {
     /// `lowWaterMark`: tokens below the mark get `tokenExpired`. Consumes no sequence.
-    public static let lowWaterMark: UInt8 = 0x81
+    package static let lowWaterMark: UInt8 = 0x81
 }
 
 /// `lowWaterMark`: `zone string | incarnation u64 | mark u64 [| history u64]`. Set by the
@@ -295,8 +295,8 @@ public enum SkippableRecordType {
 /// that can say a newer piece is missing (FORMAT.md §5.6, COMPACTION.md §4). A record without it
 /// (written before the field existed) reads as 0, and a record with 0 is written without it, so
 /// a mark alone keeps its old bytes.
-public enum LowWaterCodec {
-    public static func encode(zone: String, incarnation: SequenceNumber, mark: SequenceNumber, history: SequenceNumber = 0) -> [UInt8] {
+package enum LowWaterCodec {
+    package static func encode(zone: String, incarnation: SequenceNumber, mark: SequenceNumber, history: SequenceNumber = 0) -> [UInt8] {
         var w = ByteWriter()
         w.string(zone)
         w.u64(incarnation)
@@ -305,7 +305,7 @@ public enum LowWaterCodec {
         return w.bytes
     }
 
-    public static func decode(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (zone: String, incarnation: SequenceNumber, mark: SequenceNumber, history: SequenceNumber) {
+    package static func decode(_ p: UnsafeRawBufferPointer) throws(CodecError) -> (zone: String, incarnation: SequenceNumber, mark: SequenceNumber, history: SequenceNumber) {
         var r = ByteReader(p)
         let z = try r.string("zone", limit: Limits.maxZoneBytes)
         let inc = try r.u64()

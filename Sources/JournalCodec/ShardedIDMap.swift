@@ -3,19 +3,19 @@
 /// lock, and rehashing one table of 700k ids there stalled every append for ~120 ms (issue 21's
 /// tail benchmark); a shard of it takes ~2 ms. Ids that are not UUIDs all go to the first shard
 /// (its Dictionary), as they are rare.
-public struct ShardedIDMap<Value> {
+@usableFromInline package struct ShardedIDMap<Value> {
     @usableFromInline static var shardBits: Int { 6 }
     @usableFromInline var shards: [IDMap<Value>]
 
-    @inlinable public init() {
+    @inlinable package init() {
         shards = Array(repeating: IDMap<Value>(), count: 1 << Self.shardBits)
     }
 
     /// Number of ids stored.
-    @inlinable public var count: Int { shards.reduce(0) { $0 + $1.count } }
+    @inlinable package var count: Int { shards.reduce(0) { $0 + $1.count } }
 
     /// Makes room for `n` ids in total (spread evenly, as the hash spreads them).
-    @inlinable public mutating func reserveCapacity(_ n: Int) {
+    @inlinable package mutating func reserveCapacity(_ n: Int) {
         let each = n / shards.count + n / (4 * shards.count) + 16
         for k in shards.indices { shards[k].reserveCapacity(each) }
     }
@@ -28,7 +28,7 @@ public struct ShardedIDMap<Value> {
     }
 
     /// The value stored for `id`, or nil. Setting nil removes the id.
-    @inlinable public subscript(id: CompactID) -> Value? {
+    @inlinable package subscript(id: CompactID) -> Value? {
         get { shards[Self.shard(id)][id] }
         set { shards[Self.shard(id)][id] = newValue }
     }

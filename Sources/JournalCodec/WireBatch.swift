@@ -9,20 +9,20 @@
 /// crc     u32 LE        CRC32C(length ‖ payload), unchained
 /// ```
 /// No entries is no bytes at all (an empty page, an empty body).
-public enum WireBatch {
-    public static let mediaType = "application/vnd.jlog.batch"
+package enum WireBatch {
+    package static let mediaType = "application/vnd.jlog.batch"
     static let magic: [UInt8] = [0x4A, 0x4C, 0x42, 0x31]  // "JLB1"
     /// Bytes around the payload: magic, length, crc.
-    public static let overhead = 12
+    package static let overhead = 12
 
     /// The entries' wire form; compressed as the log compresses batches.
-    public static func encode(_ entries: [JournalEntry], compress: Bool = true) -> [UInt8] {
+    package static func encode(_ entries: [JournalEntry], compress: Bool = true) -> [UInt8] {
         guard !entries.isEmpty else { return [] }
         return frame(BatchCodec.encode(journalEntries: entries, compress: compress))
     }
 
     /// A batch payload in its wire frame: magic, length, the payload, CRC32C of length and payload.
-    public static func frame(_ payload: [UInt8]) -> [UInt8] {
+    package static func frame(_ payload: [UInt8]) -> [UInt8] {
         var w = ByteWriter(capacity: payload.count + overhead)
         w.append(contentsOf: magic)
         w.u32(UInt32(payload.count))
@@ -36,7 +36,7 @@ public enum WireBatch {
     /// The entries of a wire batch, checked in this order: magic, length (against the bytes
     /// there and the limit, before anything is read on its strength), CRC, the batch's fixed
     /// fields with `count ≤ maxEntries`, contiguous deltas, then every entry (FORMAT.md §6).
-    public static func decode(_ bytes: UnsafeRawBufferPointer, maxEntries: Int = Limits.maxBatchEntries) throws(CodecError) -> [JournalEntry] {
+    package static func decode(_ bytes: UnsafeRawBufferPointer, maxEntries: Int = Limits.maxBatchEntries) throws(CodecError) -> [JournalEntry] {
         if bytes.isEmpty { return [] }
         guard bytes.count >= overhead + 1 else { throw CodecError(.truncated, at: bytes.count) }
         guard bytes.prefix(4).elementsEqual(magic) else { throw CodecError(.invalidValue(field: "magic (not a jlog wire batch)"), at: 0) }
@@ -65,7 +65,7 @@ public enum WireBatch {
         } catch { throw CodecError(error.kind, at: 8 + error.offset) }
     }
 
-    public static func decode(_ bytes: [UInt8], maxEntries: Int = Limits.maxBatchEntries) throws(CodecError) -> [JournalEntry] {
+    package static func decode(_ bytes: [UInt8], maxEntries: Int = Limits.maxBatchEntries) throws(CodecError) -> [JournalEntry] {
         let result = bytes.withUnsafeBytes { b -> Result<[JournalEntry], CodecError> in
             do throws(CodecError) { return .success(try decode(b, maxEntries: maxEntries)) } catch { return .failure(error) }
         }

@@ -1,28 +1,28 @@
 /// One incarnation of a zone as the index sees it: where its records are, and what happened to it.
 /// The in-memory index and the checkpoint file (Spec/INDEX.md) hold exactly this.
-public struct ZoneTrack: Equatable, Sendable {
-    public var name: String
+package struct ZoneTrack: Equatable, Sendable {
+    package var name: String
     /// The sequence of the record that started this incarnation: its `zoneCreate`, or the first
     /// entry of a zone that was never created explicitly.
-    public var incarnation: SequenceNumber
-    public var isImplicit: Bool
-    public var deletedAt: SequenceNumber?
-    public var deletionReason: ZoneDeletionReason
+    package var incarnation: SequenceNumber
+    package var isImplicit: Bool
+    package var deletedAt: SequenceNumber?
+    package var deletionReason: ZoneDeletionReason
     /// Tokens whose position is below this get `tokenExpired` (0: none).
-    public var lowWaterMark: SequenceNumber
+    package var lowWaterMark: SequenceNumber
     /// How far the incarnation's history pieces reach, as its `lowWaterMark` records say (the
     /// highest; 0: none says): a newest piece below it is missing (COMPACTION.md §4).
-    public var historyThrough: SequenceNumber
-    public var entryCount: Int
+    package var historyThrough: SequenceNumber
+    package var entryCount: Int
     /// The last sequence of a record of this incarnation (its incarnation when it has none yet).
-    public var lastSequence: SequenceNumber
+    package var lastSequence: SequenceNumber
     /// The first sequence of this zone's records in each frame that holds any (its `zoneCreate`,
     /// entries, `zoneDelete`), ascending.
-    public var frameSequences: [SequenceNumber]
+    package var frameSequences: [SequenceNumber]
     /// Parallel to `frameSequences`: `segmentOrdinal << 32 | frameOffset`.
-    public var frameLocations: [UInt64]
+    package var frameLocations: [UInt64]
 
-    public init(name: String, incarnation: SequenceNumber, isImplicit: Bool) {
+    package init(name: String, incarnation: SequenceNumber, isImplicit: Bool) {
         self.name = name
         self.incarnation = incarnation
         self.isImplicit = isImplicit
@@ -36,7 +36,7 @@ public struct ZoneTrack: Equatable, Sendable {
         frameLocations = []
     }
 
-    public static func location(segmentOrdinal: Int, offset: Int64) -> UInt64 {
+    package static func location(segmentOrdinal: Int, offset: Int64) -> UInt64 {
         precondition(segmentOrdinal >= 0 && segmentOrdinal < 1 << 32 && offset >= 0 && offset < 1 << 32)
         return UInt64(segmentOrdinal) << 32 | UInt64(offset)
     }
@@ -44,20 +44,20 @@ public struct ZoneTrack: Equatable, Sendable {
 
 /// The zone index as of one frame of the log: a checkpoint that spares open from decoding the
 /// whole log. It is only a cache: a missing, stale or damaged checkpoint is rebuilt from the log.
-public struct ZoneIndexCheckpoint: Equatable, Sendable {
-    public var storeID0: UInt64
-    public var storeID1: UInt64
+package struct ZoneIndexCheckpoint: Equatable, Sendable {
+    package var storeID0: UInt64
+    package var storeID1: UInt64
     /// The last frame the checkpoint covers: its segment's base, offset and CRC, and the last
     /// sequence consumed through it. Open trusts the checkpoint only if that exact frame is there.
-    public var coveredSegment: SequenceNumber
-    public var coveredOffset: Int64
-    public var coveredCRC: UInt32
-    public var coveredSequence: SequenceNumber
+    package var coveredSegment: SequenceNumber
+    package var coveredOffset: Int64
+    package var coveredCRC: UInt32
+    package var coveredSequence: SequenceNumber
     /// Segment bases by ordinal (frame locations refer to ordinals), ascending.
-    public var segments: [SequenceNumber]
-    public var zones: [ZoneTrack]
+    package var segments: [SequenceNumber]
+    package var zones: [ZoneTrack]
 
-    public init(storeID: (UInt64, UInt64), coveredSegment: SequenceNumber, coveredOffset: Int64, coveredCRC: UInt32,
+    package init(storeID: (UInt64, UInt64), coveredSegment: SequenceNumber, coveredOffset: Int64, coveredCRC: UInt32,
                 coveredSequence: SequenceNumber, segments: [SequenceNumber], zones: [ZoneTrack]) {
         storeID0 = storeID.0
         storeID1 = storeID.1
@@ -69,12 +69,12 @@ public struct ZoneIndexCheckpoint: Equatable, Sendable {
         self.zones = zones
     }
 
-    public var storeID: (UInt64, UInt64) { (storeID0, storeID1) }
+    package var storeID: (UInt64, UInt64) { (storeID0, storeID1) }
 
     /// Why the checkpoint cannot describe a log (nil when it can): the decoder checks syntax; this
     /// checks what a writer always guarantees, so a checkpoint that passes its CRC but was built
     /// wrong (or crafted) means "rebuild from the log", never a crash later.
-    public func inconsistency() -> String? {
+    package func inconsistency() -> String? {
         if let first = segments.first, first < 1 { return "segment base 0" }
         if let last = segments.last, last > coveredSegment { return "a segment after the covered frame's" }
         var latestByName: [String: (incarnation: SequenceNumber, deleted: Bool)] = [:]
@@ -101,21 +101,21 @@ public struct ZoneIndexCheckpoint: Equatable, Sendable {
 
 /// The checkpoint file `index/zones.idx` (Spec/INDEX.md): magic, version, fixed fields, then
 /// delta-varint tables, and a CRC32C over everything before it.
-public enum ZoneIndexCodec {
-    public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x49, 0x0D, 0x0A, 0x1A, 0x0A]
+package enum ZoneIndexCodec {
+    package static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x49, 0x0D, 0x0A, 0x1A, 0x0A]
     /// 2: each zone carries `historyThrough`. A file of another major is no checkpoint, so one
     /// an older writer left is rebuilt from the log (INDEX.md §3), which knows every fact.
-    public static let major: UInt16 = 2
-    public static let minor: UInt16 = 0
+    package static let major: UInt16 = 2
+    package static let minor: UInt16 = 0
     /// A checkpoint larger than this is refused before it is read (1 GiB).
-    public static let maxFileBytes = 1 << 30
+    package static let maxFileBytes = 1 << 30
 
-    public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
         case badMagic
         case unsupportedMajor(UInt16)
         case crcMismatch(stored: UInt32, computed: UInt32)
         case malformed(CodecError)
-        public var description: String {
+        package var description: String {
             switch self {
             case .badMagic: "not a zone index (bad magic)"
             case .unsupportedMajor(let m): "zone index major version \(m) is not supported"
@@ -125,7 +125,7 @@ public enum ZoneIndexCodec {
         }
     }
 
-    public static func encode(_ c: ZoneIndexCheckpoint) -> [UInt8] {
+    package static func encode(_ c: ZoneIndexCheckpoint) -> [UInt8] {
         var w = ByteWriter(capacity: 256 + c.zones.reduce(0) { $0 + 32 + $1.frameSequences.count * 4 })
         w.append(contentsOf: magic)
         w.u16(major)
@@ -152,7 +152,7 @@ public enum ZoneIndexCodec {
         return w.bytes
     }
 
-    public static func decode(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> ZoneIndexCheckpoint {
+    package static func decode(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> ZoneIndexCheckpoint {
         guard b.count >= magic.count + 4 + 4, b.prefix(magic.count).elementsEqual(magic) else { throw .badMagic }
         let stored = b.u32(at: b.count - 4)
         let computed = CRC32C.extend(0, UnsafeRawBufferPointer(rebasing: b[0..<b.count - 4]))

@@ -6,20 +6,20 @@
 ///
 /// Pure: `record(from:to:)` is the writer's diff, `apply(_:to:baseCRC:)` the reader's replay.
 /// Like the checkpoint, the journal is a cache: a record that does not read whole ends it.
-public enum ZoneIndexJournalCodec {
-    public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
+package enum ZoneIndexJournalCodec {
+    package static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
     /// 2: with the checkpoint file's major 2 (zone entries carry `historyThrough`); an older
     /// journal applies nothing, and open replays the log after the file.
-    public static let major: UInt16 = 2
-    public static let minor: UInt16 = 0
+    package static let major: UInt16 = 2
+    package static let minor: UInt16 = 0
     /// magic, major, minor, storeID, baseCRC, baseSequence, headerCRC.
-    public static let headerSize = 8 + 2 + 2 + 16 + 4 + 8 + 4
+    package static let headerSize = 8 + 2 + 2 + 16 + 4 + 8 + 4
     /// A record longer than this ends the journal (a length read from damage is not allocated for).
-    public static let maxRecordBytes = 1 << 30
+    package static let maxRecordBytes = 1 << 30
 
     /// The journal's first bytes: which checkpoint file it extends (its store, its trailing CRC
     /// and its covered sequence). A journal whose header does not name the base is ignored.
-    public static func header(extending base: ZoneIndexCheckpoint, baseCRC: UInt32) -> [UInt8] {
+    package static func header(extending base: ZoneIndexCheckpoint, baseCRC: UInt32) -> [UInt8] {
         var w = ByteWriter(capacity: headerSize)
         w.append(contentsOf: magic)
         w.u16(major)
@@ -33,18 +33,18 @@ public enum ZoneIndexJournalCodec {
     }
 
     /// A checkpoint file's own CRC (its last four bytes), which a journal's header names.
-    public static func fileCRC(_ file: [UInt8]) -> UInt32 {
+    package static func fileCRC(_ file: [UInt8]) -> UInt32 {
         precondition(file.count >= 4)
         return file.withUnsafeBytes { $0.u32(at: $0.count - 4) }
     }
 
     /// One changed zone of a record: its position in the zone table (one past the end appends an
     /// incarnation), what it is now, and how many of its previous frames it starts with.
-    public struct Change: Sendable {
-        public var index: Int
-        public var track: ZoneTrack
-        public var keep: Int
-        public init(index: Int, track: ZoneTrack, keep: Int) {
+    package struct Change: Sendable {
+        package var index: Int
+        package var track: ZoneTrack
+        package var keep: Int
+        package init(index: Int, track: ZoneTrack, keep: Int) {
             self.index = index
             self.track = track
             self.keep = keep
@@ -54,7 +54,7 @@ public enum ZoneIndexJournalCodec {
     /// The record that turns `old` into `new`, framed (length, body, CRC); nil when `new` does
     /// not extend `old` (another store, a segment table that is not a prefix, fewer zones, a
     /// covered position that went back): the writer then writes a whole checkpoint.
-    public static func record(from old: ZoneIndexCheckpoint, to new: ZoneIndexCheckpoint) -> [UInt8]? {
+    package static func record(from old: ZoneIndexCheckpoint, to new: ZoneIndexCheckpoint) -> [UInt8]? {
         guard extends(old: old, new: new) else { return nil }
         var changes: [Change] = []
         for i in new.zones.indices where i >= old.zones.count || !sameTrack(old.zones[i], new.zones[i]) {
@@ -65,7 +65,7 @@ public enum ZoneIndexJournalCodec {
 
     /// Whether a record can take `old` to `new`'s position and tables: the same store, a later
     /// covered frame, a segment table that starts with the old one, no fewer zones.
-    public static func extends(old: ZoneIndexCheckpoint, new: ZoneIndexCheckpoint) -> Bool {
+    package static func extends(old: ZoneIndexCheckpoint, new: ZoneIndexCheckpoint) -> Bool {
         old.storeID0 == new.storeID0 && old.storeID1 == new.storeID1 && new.coveredSequence >= old.coveredSequence
             && isLater(segment: new.coveredSegment, offset: new.coveredOffset, than: old)
             && new.zones.count >= old.zones.count && new.segments.starts(with: old.segments)
@@ -78,7 +78,7 @@ public enum ZoneIndexJournalCodec {
 
     /// A record from its parts: the covered frame and segment table of `new` (whose zones are
     /// not read), the segments the previous state had, and the changed zones in ascending order.
-    public static func record(covering new: ZoneIndexCheckpoint, segmentsBefore: Int, changes: [Change]) -> [UInt8] {
+    package static func record(covering new: ZoneIndexCheckpoint, segmentsBefore: Int, changes: [Change]) -> [UInt8] {
         precondition(segmentsBefore <= new.segments.count)
         var w = ByteWriter(capacity: 256)
         w.u32(0)  // the length, filled in below
@@ -124,20 +124,20 @@ public enum ZoneIndexJournalCodec {
     }
 
     /// What replaying a journal gave.
-    public struct Applied: Sendable {
+    package struct Applied: Sendable {
         /// The base with every record that read whole applied.
-        public var checkpoint: ZoneIndexCheckpoint
-        public var records: Int
+        package var checkpoint: ZoneIndexCheckpoint
+        package var records: Int
         /// Bytes of the journal those records end at (the header's end when none).
-        public var validBytes: Int
+        package var validBytes: Int
         /// Why the replay stopped before the end of the bytes (nil: it read them all).
-        public var stop: String?
+        package var stop: String?
     }
 
     /// Applies every record of the journal `b` that reads whole, in order, to `base`, stopping at
     /// the first that does not (a torn or damaged tail: what it held is replayed from the log).
     /// A header that does not name `base` applies nothing.
-    public static func apply(_ b: UnsafeRawBufferPointer, to base: ZoneIndexCheckpoint, baseCRC: UInt32) -> Applied {
+    package static func apply(_ b: UnsafeRawBufferPointer, to base: ZoneIndexCheckpoint, baseCRC: UInt32) -> Applied {
         var out = Applied(checkpoint: base, records: 0, validBytes: 0, stop: nil)
         guard b.count >= headerSize, b.prefix(magic.count).elementsEqual(magic) else {
             out.stop = "not an index journal (bad magic or short header)"

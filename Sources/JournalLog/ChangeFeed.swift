@@ -90,7 +90,7 @@ public enum FeedError: Error, Sendable, CustomStringConvertible {
 }
 
 /// When a zone token expires (TOKENS.md §6, rule 3).
-public enum TokenExpiry: Sendable {
+package enum TokenExpiry: Sendable {
     /// Below the zone's low-water mark and issued under a lower one: entries it has not seen
     /// may have been purged. A store's own readers use this.
     case belowMark
@@ -101,11 +101,14 @@ public enum TokenExpiry: Sendable {
 
 /// What reads a store's change feed, list state and history: the writer itself (`JournalStore`),
 /// or a reader that never takes its lock (`StoreReader`), in this process or another one.
+/// A reader whose files live on a `FileSystem` of the project's (a store, a store reader).
+package protocol FileSystemBacked {
+    var fileSystem: any FileSystem { get }
+}
+
 public protocol StoreReading: AnyObject, Sendable {
     /// The store directory.
     var path: String { get }
-    /// The file system the store lives on (snapshot and history files are read through it).
-    var fileSystem: any FileSystem { get }
     /// The highest sequence the feed serves (TOKENS.md §3).
     var horizon: SequenceNumber { get }
     /// Every zone's newest incarnation, by name.
@@ -124,6 +127,12 @@ public protocol StoreReading: AnyObject, Sendable {
 }
 
 extension StoreReading {
+    /// The file system the store's snapshot and history files are read through: the store's own
+    /// for the project's readers (which may live in memory), the real one for any other reader.
+    package var storeFileSystem: any FileSystem {
+        (self as? any FileSystemBacked)?.fileSystem ?? PosixFileSystem()
+    }
+
     public func changes(in zone: String, since token: FeedToken?) throws(FeedError) -> ZoneChanges {
         try changes(in: zone, since: token, limit: 1_000)
     }
@@ -131,8 +140,8 @@ extension StoreReading {
     public func zoneToken(_ zone: String) throws(FeedError) -> FeedToken { try zoneToken(zone, position: nil) }
 }
 
-extension JournalStore: StoreReading {
-    public var fileSystem: any FileSystem { fs }
+extension JournalStore: StoreReading, FileSystemBacked {
+    package var fileSystem: any FileSystem { fs }
 
     /// The highest sequence the feed serves: the durable point (the written point for a store
     /// whose durability is `none`, where nothing is ever synced). A token never passes it.
@@ -169,7 +178,7 @@ extension JournalStore: StoreReading {
     }
 
     /// `changes(in:since:limit:)` with a choice of when a token expires.
-    public func changes(in zone: String, since token: FeedToken?, limit: Int, expiry: TokenExpiry) throws(FeedError) -> ZoneChanges {
+    package func changes(in zone: String, since token: FeedToken?, limit: Int, expiry: TokenExpiry) throws(FeedError) -> ZoneChanges {
         try ZoneFeed.changes(limit: limit) { slack throws(FeedError) in
             try changes(in: zone, since: token, limit: limit, frameSlack: slack, expiry: expiry)
         }
@@ -203,7 +212,7 @@ extension JournalStore: StoreReading {
     }
 
     /// The position a database token of this store stands at, or nil when it is not one.
-    public func databaseTokenPosition(_ token: FeedToken) -> SequenceNumber? {
+    package func databaseTokenPosition(_ token: FeedToken) -> SequenceNumber? {
         try? signer.parse(token, kind: .database, horizon: .max).position
     }
 

@@ -1,28 +1,28 @@
 /// What one `compact` call did.
-public struct CompactionReport: Sendable, Equatable {
+package struct CompactionReport: Sendable, Equatable {
     /// Sealed segments read, and the ones rewritten (those that held something to purge or replace).
-    public var segmentsExamined = 0
-    public var segmentsRewritten = 0
+    package var segmentsExamined = 0
+    package var segmentsRewritten = 0
     /// Entries removed because they were asked for and lay at or below their zone's low-water mark.
-    public var entriesPurged = 0
+    package var entriesPurged = 0
     /// Entries removed because their zone incarnation was deleted.
-    public var deletedZoneEntriesPurged = 0
+    package var deletedZoneEntriesPurged = 0
     /// Entries written in place of the stored ones at the same sequences.
-    public var entriesReplaced = 0
+    package var entriesReplaced = 0
     /// Entries asked for (purge or replacement) but kept as stored: above their zone's low-water
     /// mark, or (asked by sequence, `compact(purging:)`) in the active segment. The entry that
     /// started an implicitly created zone is purged like any other, its `zoneCreate` written in
     /// its place (COMPACTION.md §6), and counted in `entriesPurged`.
-    public var entriesKept = 0
+    package var entriesKept = 0
     /// Sizes of the rewritten segments before and after.
-    public var bytesBefore: Int64 = 0
-    public var bytesAfter: Int64 = 0
+    package var bytesBefore: Int64 = 0
+    package var bytesAfter: Int64 = 0
 
-    public init() {}
+    package init() {}
 
     /// Adds another run's counts (a compactor that rewrites in several runs reports their sum;
     /// a segment rewritten by two runs then counts twice).
-    public mutating func add(_ other: CompactionReport) {
+    package mutating func add(_ other: CompactionReport) {
         segmentsExamined += other.segmentsExamined
         segmentsRewritten += other.segmentsRewritten
         entriesPurged += other.entriesPurged
@@ -35,7 +35,7 @@ public struct CompactionReport: Sendable, Equatable {
 }
 
 /// What a compaction does with one entry, as its caller decides (`JournalStore.compact(within:choosing:)`).
-public enum CompactionChoice: Sendable {
+package enum CompactionChoice: Sendable {
     case keep
     case purge
     /// Written over by this entry (same id and zone) at the same sequence. Boxed: the choice is
@@ -333,7 +333,7 @@ struct SegmentRewriter {
 extension JournalStore {
     /// Every sequence below this lies in a sealed segment, which the compactor may rewrite; the
     /// active segment is never rewritten.
-    public var sealedThrough: SequenceNumber {
+    package var sealedThrough: SequenceNumber {
         cond.lock()
         defer { cond.unlock() }
         return activeBase - 1
@@ -342,7 +342,7 @@ extension JournalStore {
     /// Whether a durably deleted zone incarnation may still hold entries in the active segment,
     /// which no compaction rewrites: a compaction seals it first, so that a deleted list's
     /// contents leave the disk (COMPACTION.md §1).
-    public var deletedZoneEntriesInActiveSegment: Bool {
+    package var deletedZoneEntriesInActiveSegment: Bool {
         cond.lock()
         defer { cond.unlock() }
         return catalog.deletedEntries(above: activeBase - 1, deletedThrough: durableThrough)
@@ -372,7 +372,7 @@ extension JournalStore {
     /// the zone started after it, the run throws `compactionConflict` at its commit point, under
     /// the lock appends take, and changes nothing. Zone records alone (a repeated create, a
     /// delete) are not a change.
-    public func compact(purging: some Sequence<SequenceNumber>, replacing: [SequenceNumber: JournalEntry] = [:],
+    package func compact(purging: some Sequence<SequenceNumber>, replacing: [SequenceNumber: JournalEntry] = [:],
                         purgeDeletedZones: Bool = true,
                         unchangedAfter: [String: SequenceNumber] = [:]) throws(JournalError) -> CompactionReport {
         let purge = Set(purging)
@@ -414,7 +414,7 @@ extension JournalStore {
     /// deleted zones go. `beforeCommit` runs once every rewrite is written and synced, before the
     /// commit point (the list compactor puts the history piece of what goes in place there); if it
     /// throws, nothing changes. Then the run commits as `compact(purging:replacing:)` does.
-    public func compact(within ranges: [ClosedRange<SequenceNumber>]?, choosing choose: (SequenceNumber, JournalEntry) -> CompactionChoice,
+    package func compact(within ranges: [ClosedRange<SequenceNumber>]?, choosing choose: (SequenceNumber, JournalEntry) -> CompactionChoice,
                         purgeDeletedZones: Bool = true, unchangedAfter: [String: SequenceNumber] = [:],
                         beforeCommit: () throws(JournalError) -> Void = {}) throws(JournalError) -> CompactionReport {
         try compactRun(within: ranges, choosing: choose, purgeDeletedZones: purgeDeletedZones, unchangedAfter: unchangedAfter,

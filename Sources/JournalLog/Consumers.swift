@@ -14,13 +14,13 @@ extension JournalStore {
     }
 
     /// Every consumer, and the files that could not be read (each holds everything back).
-    public func consumers() -> (consumers: [ConsumerState], problems: [String]) {
+    package func consumers() -> (consumers: [ConsumerState], problems: [String]) {
         JournalStore.consumers(store: path, fs: fs)
     }
 
     /// The same without opening the store (no lock): for `jlog inspect` and `jlog consumers`.
     /// A path that is not a directory, or has no `consumers/`, has none.
-    public static func consumers(store path: String, fs: any FileSystem = PosixFileSystem()) -> (consumers: [ConsumerState], problems: [String]) {
+    package static func consumers(store path: String, fs: any FileSystem = PosixFileSystem()) -> (consumers: [ConsumerState], problems: [String]) {
         let (files, problems) = consumerFiles(store: path, fs: fs)
         return (files.map(\.state), problems)
     }
@@ -64,7 +64,7 @@ extension JournalStore {
 
     /// The consumer named `name`, read from its own file; nil when it has none or the file
     /// cannot be read (`consumers()` reports why).
-    public func consumer(_ name: String) -> ConsumerState? {
+    package func consumer(_ name: String) -> ConsumerState? {
         let file = JournalStore.consumerPath(store: path, name: name)
         guard fs.kind(of: file) == .file, let bytes = try? AtomicFile.read(file, fs: fs, limit: ConsumerCodec.maxFileBytes),
               let state = try? bytes.withUnsafeBytes({ b throws(CodecError) in try ConsumerCodec.decode(b) }), state.name == name else { return nil }
@@ -72,7 +72,7 @@ extension JournalStore {
     }
 
     /// Registers (or replaces) a consumer. `leaseUntil` nil: the lease never expires.
-    public func registerConsumer(_ name: String, leaseUntil: Int64?) throws(JournalError) {
+    package func registerConsumer(_ name: String, leaseUntil: Int64?) throws(JournalError) {
         guard !name.isEmpty, name.utf8.count <= ConsumerCodec.maxNameBytes else {
             throw JournalError.invalidEntry("a consumer name is 1...\(ConsumerCodec.maxNameBytes) UTF-8 bytes")
         }
@@ -85,7 +85,7 @@ extension JournalStore {
 
     /// Moves the consumer's mark for the zone's live incarnation up to `position` (marks never
     /// go down) and renews its lease when `leaseUntil` is given. Durable when it returns.
-    public func advanceConsumer(_ name: String, zone: String, to position: SequenceNumber, leaseUntil: Int64? = nil) throws(JournalError) {
+    package func advanceConsumer(_ name: String, zone: String, to position: SequenceNumber, leaseUntil: Int64? = nil) throws(JournalError) {
         consumerLock.lock()
         defer { consumerLock.unlock() }
         guard var state = consumer(name) else { throw JournalError.invalidEntry("no consumer named \(name): register it first") }
@@ -106,7 +106,7 @@ extension JournalStore {
 
     /// Removes the consumer named `name`; or, when no consumer has that name and it is the file
     /// name of a consumer file (`<key>.consumer`, as `problems` lists a damaged one), that file.
-    public func removeConsumer(_ name: String) throws(JournalError) {
+    package func removeConsumer(_ name: String) throws(JournalError) {
         consumerLock.lock()
         defer { consumerLock.unlock() }
         var file = JournalStore.consumerPath(store: path, name: name)
@@ -121,14 +121,14 @@ extension JournalStore {
 
     /// The highest sequence of the zone incarnation every unexpired consumer has processed; nil
     /// when no consumer holds it. A consumer with no mark for the zone holds it at 0.
-    public func consumerFloor(zone: String, incarnation: SequenceNumber, now: Int64) -> SequenceNumber? {
+    package func consumerFloor(zone: String, incarnation: SequenceNumber, now: Int64) -> SequenceNumber? {
         let (all, problems) = consumers()
         return Self.consumerFloor(all, problems: problems, zone: zone, incarnation: incarnation, now: now)
     }
 
     /// The floor of these consumers (read by a writer, or from the files by a reader); any
     /// consumer file that cannot be read holds every zone at 0.
-    public static func consumerFloor(_ all: [ConsumerState], problems: [some Any], zone: String, incarnation: SequenceNumber,
+    package static func consumerFloor(_ all: [ConsumerState], problems: [some Any], zone: String, incarnation: SequenceNumber,
                                      now: Int64) -> SequenceNumber? {
         if !problems.isEmpty { return 0 }
         var floor: SequenceNumber?

@@ -7,7 +7,7 @@ import Darwin
 
 /// The store's only door to the disk. Tests swap in a simulated disk that loses
 /// unsynced writes, tears writes and fails calls (issue 5); production uses `PosixFileSystem`.
-public protocol FileSystem: Sendable {
+package protocol FileSystem: Sendable {
     func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile
     /// Opens an existing file only to read it: works on read-only media and never creates.
     func openForReading(_ path: String) throws(JournalError) -> any StorageFile
@@ -31,19 +31,19 @@ public protocol FileSystem: Sendable {
     func lockDirectory(_ path: String) throws(JournalError) -> any FileLock
 }
 
-public enum FileKind: Sendable { case missing, file, directory, other }
+package enum FileKind: Sendable { case missing, file, directory, other }
 
 /// Which file (inode) a path or an open file is: device and inode number on POSIX.
-public struct FileIdentity: Hashable, Sendable {
-    public var device: UInt64
-    public var inode: UInt64
-    public init(device: UInt64, inode: UInt64) {
+package struct FileIdentity: Hashable, Sendable {
+    package var device: UInt64
+    package var inode: UInt64
+    package init(device: UInt64, inode: UInt64) {
         self.device = device
         self.inode = inode
     }
 }
 
-public protocol StorageFile: AnyObject, Sendable {
+package protocol StorageFile: AnyObject, Sendable {
     /// Reads up to `buffer.count` bytes at `offset`; returns fewer only at end of file.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(JournalError) -> Int
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(JournalError)
@@ -56,15 +56,15 @@ public protocol StorageFile: AnyObject, Sendable {
     func close()
 }
 
-public protocol FileLock: AnyObject, Sendable {
+package protocol FileLock: AnyObject, Sendable {
     func unlock()
 }
 
 /// POSIX files through swift-system descriptors.
-public struct PosixFileSystem: FileSystem {
-    public init() {}
+package struct PosixFileSystem: FileSystem {
+    package init() {}
 
-    public func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile {
+    package func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile {
         var options: FileDescriptor.OpenOptions = [.closeOnExec]
         if create { options.insert(.create) }
         if truncate { options.insert(.truncate) }
@@ -83,7 +83,7 @@ public struct PosixFileSystem: FileSystem {
         }
     }
 
-    public func openForReading(_ path: String) throws(JournalError) -> any StorageFile {
+    package func openForReading(_ path: String) throws(JournalError) -> any StorageFile {
         do {
             let fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
             return PosixFile(fd: fd, path: path)
@@ -94,13 +94,13 @@ public struct PosixFileSystem: FileSystem {
         }
     }
 
-    public func identity(of path: String) -> FileIdentity? {
+    package func identity(of path: String) -> FileIdentity? {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
         return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
-    public func listDirectory(_ path: String) throws(JournalError) -> [String] {
+    package func listDirectory(_ path: String) throws(JournalError) -> [String] {
         guard let dir = opendir(path) else { throw JournalError.io(operation: "opendir", path: path, errno: errno) }
         defer { closedir(dir) }
         var names: [String] = []
@@ -113,32 +113,32 @@ public struct PosixFileSystem: FileSystem {
         return names.sorted()
     }
 
-    public func createDirectory(_ path: String) throws(JournalError) {
+    package func createDirectory(_ path: String) throws(JournalError) {
         if mkdir(path, 0o755) != 0 && errno != EEXIST {
             throw JournalError.io(operation: "mkdir", path: path, errno: errno)
         }
     }
 
-    public func rename(_ from: String, _ to: String) throws(JournalError) {
+    package func rename(_ from: String, _ to: String) throws(JournalError) {
         if Glibc_rename(from, to) != 0 { throw JournalError.io(operation: "rename", path: from, errno: errno) }
     }
 
-    public func remove(_ path: String) throws(JournalError) {
+    package func remove(_ path: String) throws(JournalError) {
         if unlink(path) != 0 && errno != ENOENT { throw JournalError.io(operation: "unlink", path: path, errno: errno) }
     }
 
-    public func removeDirectory(_ path: String) throws(JournalError) {
+    package func removeDirectory(_ path: String) throws(JournalError) {
         if rmdir(path) != 0 && errno != ENOENT { throw JournalError.io(operation: "rmdir", path: path, errno: errno) }
     }
 
-    public func syncDirectory(_ path: String) throws(JournalError) {
+    package func syncDirectory(_ path: String) throws(JournalError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw JournalError.io(operation: "open directory", path: path, errno: errno) }
         defer { _ = Glibc_close(fd) }
         if fsync(fd) != 0 { throw JournalError.io(operation: "fsync directory", path: path, errno: errno) }
     }
 
-    public func kind(of path: String) -> FileKind {
+    package func kind(of path: String) -> FileKind {
         var st = stat()
         guard stat(path, &st) == 0 else { return .missing }
         switch st.st_mode & S_IFMT {
@@ -148,7 +148,7 @@ public struct PosixFileSystem: FileSystem {
         }
     }
 
-    public func lockDirectory(_ path: String) throws(JournalError) -> any FileLock {
+    package func lockDirectory(_ path: String) throws(JournalError) -> any FileLock {
         // flock(2) on a directory descriptor: open(2) of a directory needs only read access, so
         // this works wherever the store can be read, and the lock dies with the process.
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -252,7 +252,7 @@ final class PosixFile: StorageFile, @unchecked Sendable {
 
 extension StorageFile {
     /// Writes an array (or part of one) without a rethrowing closure, keeping the error typed.
-    public func write(_ bytes: [UInt8], range: Range<Int>? = nil, at offset: Int64) throws(JournalError) {
+    package func write(_ bytes: [UInt8], range: Range<Int>? = nil, at offset: Int64) throws(JournalError) {
         let r = range ?? 0..<bytes.count
         let result: Result<Void, JournalError> = bytes.withUnsafeBytes { b in
             do throws(JournalError) {

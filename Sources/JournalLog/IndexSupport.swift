@@ -270,8 +270,8 @@ final class FrameFetcher {
 
 /// Small files replaced atomically: written under a temporary name, synced, renamed into place,
 /// and the directory synced, so a crash leaves the old file or the new one, never a mix.
-public enum AtomicFile {
-    public static func write(_ bytes: [UInt8], to path: String, fs: any FileSystem) throws(JournalError) {
+package enum AtomicFile {
+    package static func write(_ bytes: [UInt8], to path: String, fs: any FileSystem) throws(JournalError) {
         let dir = parentDirectory(path)
         if fs.kind(of: dir) == .missing {
             try fs.createDirectory(dir)
@@ -292,14 +292,14 @@ public enum AtomicFile {
     }
 
     /// The whole file, refusing one larger than `limit` before allocating for it.
-    public static func read(_ path: String, fs: any FileSystem, limit: Int) throws(JournalError) -> [UInt8] {
+    package static func read(_ path: String, fs: any FileSystem, limit: Int) throws(JournalError) -> [UInt8] {
         let file = try fs.openForReading(path)
         defer { file.close() }
         return try read(file, path: path, limit: limit)
     }
 
     /// The whole of an open file (`path` names it in errors), refusing one larger than `limit`.
-    public static func read(_ file: any StorageFile, path: String, limit: Int) throws(JournalError) -> [UInt8] {
+    package static func read(_ file: any StorageFile, path: String, limit: Int) throws(JournalError) -> [UInt8] {
         let size = try file.size()
         guard size <= Int64(limit) else { throw JournalError.notAStore(path: path, reason: "\(size) bytes is larger than the \(limit)-byte limit") }
         var bytes = [UInt8](repeating: 0, count: Int(size))

@@ -87,7 +87,7 @@ public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
         case unknownType(UInt8)
         case sequenceOutOfOrder(previous: SequenceNumber, found: SequenceNumber)
         case badPayload(CodecError)
-        case badSegmentHeader(SegmentHeader.DecodeError)
+        case badSegmentHeader(SegmentHeaderError)
         /// Non-zero bytes after the all-zero end marker.
         case dataAfterZeroTail
         /// The segment does not continue the chain of the one before it (a missing or foreign segment).

@@ -22,7 +22,7 @@ public struct StoreOptions: Sendable {
     public var createIfMissing: Bool = true
     /// LZ4-compress batch bodies of at least `Limits.compressionThreshold` bytes.
     public var compressBatches: Bool = true
-    public var fileSystem: any FileSystem = PosixFileSystem()
+    package var fileSystem: any FileSystem = PosixFileSystem()
     /// The zone index is checkpointed after this many bytes of log (and on close), so open replays
     /// at most this much. The checkpoint is a cache: losing it costs a rebuild, never data.
     public var indexCheckpointBytes: Int = 16 << 20
@@ -57,19 +57,19 @@ public struct RecoveryReport: Sendable {
     public var removedBytes: Int64 = 0
     public var created: Bool = false
     /// How open got the zone index.
-    public var index = IndexOpenReport()
+    package var index = IndexOpenReport()
     /// `index.source`.
-    public var indexSource: IndexSource {
+    package var indexSource: IndexSource {
         get { index.source }
         set { index.source = newValue }
     }
     /// `index.recordsReplayed`.
-    public var indexRecordsReplayed: Int {
+    package var indexRecordsReplayed: Int {
         get { index.recordsReplayed }
         set { index.recordsReplayed = newValue }
     }
     /// `index.journalRecords`.
-    public var indexJournalRecords: Int {
+    package var indexJournalRecords: Int {
         get { index.journalRecords }
         set { index.journalRecords = newValue }
     }
@@ -85,10 +85,10 @@ public struct RecoveryReport: Sendable {
     public var snapshotsSetAside: [String] = []
     /// Consumer marks that stood past the log's end as recovered, lowered to it
     /// (Spec/COMPACTION.md §3).
-    public var consumerMarksLowered: [LoweredConsumerMark] = []
+    package var consumerMarksLowered: [LoweredConsumerMark] = []
 }
 
-public enum IndexSource: Sendable, Equatable {
+package enum IndexSource: Sendable, Equatable {
     case checkpoint
     case rebuilt(reason: String)
 }
@@ -96,31 +96,31 @@ public enum IndexSource: Sendable, Equatable {
 /// How an open (a writer's or a `StoreReader`'s) got the zone index (Spec/INDEX.md §4, §5): from
 /// the checkpoint files plus a replay of the records after them, or rebuilt from the whole log.
 /// The index is a cache, so a rebuild loses nothing; this says why an open read the whole log.
-public struct IndexOpenReport: Sendable, Equatable {
-    public var source: IndexSource = .rebuilt(reason: "new store")
+package struct IndexOpenReport: Sendable, Equatable {
+    package var source: IndexSource = .rebuilt(reason: "new store")
     /// Records decoded to bring the zone index up to date.
-    public var recordsReplayed = 0
+    package var recordsReplayed = 0
     /// Records of the index journal applied to the checkpoint file (Spec/INDEX.md §5).
-    public var journalRecords = 0
+    package var journalRecords = 0
     /// The last sequence the checkpoint covered, its journal applied; nil when rebuilt.
-    public var checkpointSequence: SequenceNumber?
+    package var checkpointSequence: SequenceNumber?
 
-    public init() {}
+    package init() {}
 }
 
 /// The store's files (Spec/FORMAT.md §2).
-public enum StoreLayout {
+package enum StoreLayout {
     /// Names the writer that holds the store (WriterLock); the lock itself is on the directory.
-    public static let lockFile = "LOCK"
-    public static let tornDirectory = "torn"
-    public static let keyFile = "KEY"
-    public static let indexDirectory = "index"
-    public static let indexFile = "index/zones.idx"
+    package static let lockFile = "LOCK"
+    package static let tornDirectory = "torn"
+    package static let keyFile = "KEY"
+    package static let indexDirectory = "index"
+    package static let indexFile = "index/zones.idx"
     /// What changed since `indexFile` was written (INDEX.md §5).
-    public static let indexJournalFile = "index/zones.idj"
+    package static let indexJournalFile = "index/zones.idj"
 
     /// Segment paths in base order.
-    public static func segmentPaths(_ store: String, fs: any FileSystem) throws(JournalError) -> [String] {
+    package static func segmentPaths(_ store: String, fs: any FileSystem) throws(JournalError) -> [String] {
         try fs.listDirectory(store).compactMap { SegmentName(fileName: $0) }.sorted().map { store + "/" + $0.fileName }
     }
 }
@@ -457,7 +457,7 @@ public final class JournalStore: @unchecked Sendable {
 
     /// Why an application may not append `e`, or nil. A `place` is the compactor's (FORMAT.md
     /// §6): appended, it would land in a minor-1 segment that a 1.1 reader calls corrupt.
-    public static func refusal(_ e: JournalEntry, replicated: Bool = false) -> String? {
+    package static func refusal(_ e: JournalEntry, replicated: Bool = false) -> String? {
         withUnsafePointer(to: e) { refusal($0, replicated: replicated) }
     }
 
@@ -476,7 +476,7 @@ public final class JournalStore: @unchecked Sendable {
     /// Why a writer may not name a zone `zone` (FORMAT.md §5.3), or nil: 1–255 bytes of UTF-8
     /// without control characters, which would print as anything at all in a terminal or a log.
     /// Readers accept what older writers stored, and print it escaped.
-    public static func zoneNameRefusal(_ zone: String) -> String? {
+    package static func zoneNameRefusal(_ zone: String) -> String? {
         if zone.isEmpty || zone.utf8.count > Limits.maxZoneBytes { return "zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes" }
         if zone.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
             return "zone names may not contain control characters (U+0000–U+001F, U+007F)"
@@ -812,7 +812,7 @@ public final class JournalStore: @unchecked Sendable {
     /// Appends a raw record: for tests, tools and the zone layer. `count` sequences are consumed
     /// (0 for records that take none: seal and skippable types).
     @discardableResult
-    public func appendRecord(type: UInt8, payload: [UInt8], consuming count: Int, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
+    package func appendRecord(type: UInt8, payload: [UInt8], consuming count: Int, durability: Durability? = nil) throws(JournalError) -> SequenceNumber {
         guard payload.count <= Limits.maxPayloadBytes else { throw JournalError.batchTooLarge(bytes: payload.count, limit: Limits.maxPayloadBytes) }
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             // A tool's path: it waits for any compaction swap to end.
@@ -853,7 +853,7 @@ public final class JournalStore: @unchecked Sendable {
     /// entries in a large, slowly filling segment would wait for it to fill. Does nothing when the
     /// active segment holds no sequence. Returns `sealedThrough`.
     @discardableResult
-    public func sealActiveSegment() throws(JournalError) -> SequenceNumber {
+    package func sealActiveSegment() throws(JournalError) -> SequenceNumber {
         // Appends may race the roll: write out what is queued, then roll only with nothing queued.
         for _ in 0..<8 {
             try sync()
@@ -966,7 +966,7 @@ public final class JournalStore: @unchecked Sendable {
     /// Writes the zone index checkpoint now, covering everything durable, so that the next open
     /// replays nothing: for a caller's background step (after a burst of appends, before the
     /// app is suspended). Appends go on while it writes. A failure is in `indexCheckpointError`.
-    public func checkpointIndex() throws(JournalError) {
+    package func checkpointIndex() throws(JournalError) {
         try sync()
         cond.lock()
         writer.waitForLeaderLocked()
@@ -1100,7 +1100,7 @@ func uniquePath(_ stem: String, suffix: String, fs: any FileSystem) -> String {
     return candidate
 }
 
-func parentDirectory(_ path: String) -> String {
+package func parentDirectory(_ path: String) -> String {
     guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
     let p = String(path[..<slash])
     return p.isEmpty ? "/" : p

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What a record means, decoded. Entries of a batch come out one by one.
-public enum LogEvent: Sendable, Equatable {
+package enum LogEvent: Sendable, Equatable {
     case entry(SequenceNumber, JournalEntry)
     case zoneCreated(SequenceNumber, zone: String)
     case zoneDeleted(SequenceNumber, zone: String, reason: ZoneDeletionReason)
@@ -12,7 +12,7 @@ public enum LogEvent: Sendable, Equatable {
     /// A skippable record this version does not interpret.
     case skipped(type: UInt8, sequence: SequenceNumber)
 
-    public var sequence: SequenceNumber {
+    package var sequence: SequenceNumber {
         switch self {
         case .entry(let s, _), .zoneCreated(let s, _), .zoneDeleted(let s, _, _): s
         case .seal(let s): s
@@ -23,26 +23,26 @@ public enum LogEvent: Sendable, Equatable {
 }
 
 /// What a read-only scan found.
-public struct ScanReport: Sendable {
-    public var mode: RecoveryMode
-    public var segments: [SegmentSummary]
+package struct ScanReport: Sendable {
+    package var mode: RecoveryMode
+    package var segments: [SegmentSummary]
     /// Damage found, in order; the scan kept going past it only in salvage mode.
-    public var problems: [Corruption]
-    public var lastSequence: SequenceNumber
-    public var isClean: Bool { problems.isEmpty }
+    package var problems: [Corruption]
+    package var lastSequence: SequenceNumber
+    package var isClean: Bool { problems.isEmpty }
     /// A compaction run was committed but not finished by a writer's open: its rewritten segments
     /// (`.swap`, `.cleaned`) were read in place of the old ones (FORMAT.md §9.4).
-    public var compactionCommitPending = false
+    package var compactionCommitPending = false
     /// Frames a live writer was appending at the end of the log while it was read: the scan ended
     /// before them, as it would have a moment earlier.
-    public var liveTailBytesSkipped: Int64 = 0
+    package var liveTailBytesSkipped: Int64 = 0
 }
 
 /// Read-only access to a store directory or to a single segment file. Needs no lock,
 /// so it runs beside a writer; memory stays bounded by the largest record.
-public enum LogReader {
+package enum LogReader {
     /// Segment paths for `path`, and whether it is one standalone segment file.
-    public static func segments(of path: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> (paths: [String], standalone: Bool) {
+    package static func segments(of path: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> (paths: [String], standalone: Bool) {
         switch fs.kind(of: path) {
         case .missing: throw JournalError.storeMissing(path: path)
         case .directory:
@@ -60,7 +60,7 @@ public enum LogReader {
     /// consistent set of segments (`SegmentSet`: a pending compaction commit whole), and damage
     /// at the very end of it while a writer is live is first given `settle` to turn out to be a
     /// frame being written (then it is read, or the scan ends before it) before it is reported.
-    public static func scanRecords(_ path: String, mode: RecoveryMode = .tolerateTail, fs: any FileSystem = PosixFileSystem(),
+    package static func scanRecords(_ path: String, mode: RecoveryMode = .tolerateTail, fs: any FileSystem = PosixFileSystem(),
                                    settle: Duration = .milliseconds(200),
                                    visit: (RecordView) throws -> Void) throws -> ScanReport {
         let (paths, standalone) = try segments(of: path, fs: fs)
@@ -108,7 +108,7 @@ public enum LogReader {
 
     /// Visits every event with a sequence of at least `from`. A record whose checksum holds but
     /// whose payload does not decode is corruption: skipped in salvage mode, thrown otherwise.
-    public static func read(_ path: String, mode: RecoveryMode = .tolerateTail, from: SequenceNumber = 0,
+    package static func read(_ path: String, mode: RecoveryMode = .tolerateTail, from: SequenceNumber = 0,
                             fs: any FileSystem = PosixFileSystem(), settle: Duration = .milliseconds(200),
                             visit: (LogEvent, RecordView) throws -> Void) throws -> ScanReport {
         try scanRecords(path, mode: mode, fs: fs, settle: settle) { record in
@@ -122,7 +122,7 @@ public enum LogReader {
     }
 
     /// Decodes one record's payload.
-    public static func decode(_ r: RecordView) throws(CodecError) -> [LogEvent] {
+    package static func decode(_ r: RecordView) throws(CodecError) -> [LogEvent] {
         switch RecordType(rawValue: r.header.type) {
         case .entry: return [.entry(r.header.sequence, try EntryCodec.decode(r.payload))]
         case .batch: return try BatchCodec.decode(r.payload, firstSequence: r.header.sequence).map { .entry($0.0, $0.1) }
@@ -141,7 +141,7 @@ public enum LogReader {
     }
 
     /// Every entry, in order: for tests and small tools. Large logs should use `read`.
-    public static func entries(_ path: String, mode: RecoveryMode = .tolerateTail,
+    package static func entries(_ path: String, mode: RecoveryMode = .tolerateTail,
                                fs: any FileSystem = PosixFileSystem()) throws -> [(SequenceNumber, JournalEntry)] {
         var out: [(SequenceNumber, JournalEntry)] = []
         _ = try read(path, mode: mode, fs: fs) { event, _ in

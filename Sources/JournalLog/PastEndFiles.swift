@@ -1,13 +1,13 @@
 /// A consumer mark that stood past the end of the log as a writer's open recovered it, and was
 /// lowered to that end (Spec/COMPACTION.md §3).
-public struct LoweredConsumerMark: Sendable, Equatable {
-    public var consumer: String
-    public var zone: String
-    public var incarnation: SequenceNumber
+package struct LoweredConsumerMark: Sendable, Equatable {
+    package var consumer: String
+    package var zone: String
+    package var incarnation: SequenceNumber
     /// The mark as the file held it.
-    public var from: SequenceNumber
+    package var from: SequenceNumber
     /// The log's last sequence: what the consumer can have processed of this log.
-    public var to: SequenceNumber
+    package var to: SequenceNumber
 }
 
 /// Files beside the log that speak of sequences past its end: left by a future the log lost. An
@@ -65,7 +65,7 @@ enum PastEndFiles {
 extension RecoveryReport {
     /// One line for each file a writer's open found past the log's end and put right, for an
     /// operator (`jlog recover`, and every command that opens a store to write).
-    public var pastEndNotes: [String] {
+    package var pastEndNotes: [String] {
         snapshotsSetAside.map { "snapshot past the log's end (\(lastSequence)) set aside: \($0)" }
             + consumerMarksLowered.map { m in
                 "consumer \(m.consumer): mark for zone \(m.zone) (incarnation \(m.incarnation)) lowered from \(m.from) "

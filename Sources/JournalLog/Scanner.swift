@@ -14,52 +14,52 @@ public enum RecoveryMode: String, Sendable, CaseIterable {
 }
 
 /// A record handed to a scan visitor. `payload` is borrowed: valid only during the call.
-public struct RecordView {
-    public let segment: String
-    public let offset: Int64
-    public let header: Frame.Header
-    public let payload: UnsafeRawBufferPointer
-    public let crc: UInt32
+package struct RecordView {
+    package let segment: String
+    package let offset: Int64
+    package let header: Frame.Header
+    package let payload: UnsafeRawBufferPointer
+    package let crc: UInt32
     /// The last sequence the record consumes (equal to `header.sequence` except for batches).
-    public let lastSequence: SequenceNumber
+    package let lastSequence: SequenceNumber
 }
 
 /// A segment file in a store directory: `<20-digit base sequence>.seg`.
-public struct SegmentName: Sendable, Hashable, Comparable {
-    public static let suffix = ".seg"
-    public let base: SequenceNumber
+package struct SegmentName: Sendable, Hashable, Comparable {
+    package static let suffix = ".seg"
+    package let base: SequenceNumber
 
-    public init(base: SequenceNumber) { self.base = base }
+    package init(base: SequenceNumber) { self.base = base }
 
-    public init?(fileName: String) {
+    package init?(fileName: String) {
         guard fileName.hasSuffix(SegmentName.suffix) else { return nil }
         let digits = fileName.dropLast(SegmentName.suffix.count)
         guard digits.count == 20, digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let v = UInt64(digits) else { return nil }
         base = v
     }
 
-    public var fileName: String {
+    package var fileName: String {
         let d = String(base)
         return String(repeating: "0", count: 20 - d.count) + d + SegmentName.suffix
     }
 
-    public static func < (a: SegmentName, b: SegmentName) -> Bool { a.base < b.base }
+    package static func < (a: SegmentName, b: SegmentName) -> Bool { a.base < b.base }
 }
 
 /// What scanning one segment found.
-public struct SegmentSummary: Sendable {
-    public var name: String
-    public var header: SegmentHeader?
-    public var fileSize: Int64
+package struct SegmentSummary: Sendable {
+    package var name: String
+    package var header: SegmentHeader?
+    package var fileSize: Int64
     /// Offset just past the last intact record: where an appender continues.
-    public var validEnd: Int64
-    public var firstSequence: SequenceNumber?
-    public var lastSequence: SequenceNumber
+    package var validEnd: Int64
+    package var firstSequence: SequenceNumber?
+    package var lastSequence: SequenceNumber
     /// The chain value the next record (or the next segment's header) continues from.
-    public var endChain: UInt32
-    public var records: Int = 0
-    public var skippedBytes: Int64 = 0
-    public var sealed = false
+    package var endChain: UInt32
+    package var records: Int = 0
+    package var skippedBytes: Int64 = 0
+    package var sealed = false
 }
 
 /// Streams a segment through a bounded buffer; memory never grows with the file.
@@ -461,6 +461,6 @@ extension UnsafeRawBufferPointer {
 }
 
 /// Sequences stay below 2^62 (FORMAT.md §4.2), so arithmetic on them can never overflow.
-public enum SequenceLimit {
-    public static let max: SequenceNumber = 1 << 62
+package enum SequenceLimit {
+    package static let max: SequenceNumber = 1 << 62
 }

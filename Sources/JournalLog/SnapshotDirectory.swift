@@ -3,8 +3,8 @@
 /// history up to the same sequence (`.hist`).
 /// Storage knows only the files' names and atomic writing; their contents belong to the list
 /// model above it.
-public struct SnapshotFile: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct SnapshotFile: Sendable, Equatable {
+    package enum Kind: String, Sendable, CaseIterable {
         case state = "snap", history = "hist"
         /// The state as a delta against the zone's `.base` (SNAPSHOT.md §6): used like a `.snap`.
         case delta = "delta"
@@ -13,25 +13,25 @@ public struct SnapshotFile: Sendable, Equatable {
         case base = "base"
 
         /// The kinds a reader takes the zone's state from.
-        public static let states: [Kind] = [.state, .delta]
+        package static let states: [Kind] = [.state, .delta]
     }
-    public var path: String
-    public var name: String
-    public var kind: Kind
+    package var path: String
+    package var name: String
+    package var kind: Kind
     /// `SnapshotDirectory.zoneKey(zone)`: the zone's name is in the file, not in its name.
-    public var zoneKey: String
-    public var incarnation: SequenceNumber
-    public var sequence: SequenceNumber
+    package var zoneKey: String
+    package var incarnation: SequenceNumber
+    package var sequence: SequenceNumber
 }
 
 /// The `snapshots/` directory: `<zoneKey>-<incarnation>-<sequence>.snap`, `.delta`, `.base` and `.hist`, each written
 /// atomically (temporary file, fsync, rename, fsync of the directory).
-public enum SnapshotDirectory {
-    public static let name = "snapshots"
+package enum SnapshotDirectory {
+    package static let name = "snapshots"
 
     /// 16 hex digits of SipHash-2-4 (key 0) of the zone's UTF-8: a file-name-safe key for any
     /// zone name (which may hold `/` or be 255 bytes long). The file header names the zone.
-    public static func zoneKey(_ zone: String) -> String {
+    package static func zoneKey(_ zone: String) -> String {
         let h = SipHash24.hash(key: (0, 0), Array(zone.utf8))
         let s = String(h, radix: 16)
         return String(repeating: "0", count: 16 - s.count) + s
@@ -43,12 +43,12 @@ public enum SnapshotDirectory {
     }
 
     /// The file's name; `keyed`: `zone` is already its `zoneKey`.
-    public static func fileName(zone: String, incarnation: SequenceNumber, sequence: SequenceNumber, kind: SnapshotFile.Kind,
+    package static func fileName(zone: String, incarnation: SequenceNumber, sequence: SequenceNumber, kind: SnapshotFile.Kind,
                                 keyed: Bool = false) -> String {
         "\(keyed ? zone : zoneKey(zone))-\(digits(incarnation))-\(digits(sequence)).\(kind.rawValue)"
     }
 
-    public static func parse(_ name: String, in dir: String) -> SnapshotFile? {
+    package static func parse(_ name: String, in dir: String) -> SnapshotFile? {
         guard let dot = name.lastIndex(of: "."), let kind = SnapshotFile.Kind(rawValue: String(name[name.index(after: dot)...])) else {
             return nil
         }
@@ -59,20 +59,20 @@ public enum SnapshotDirectory {
     }
 
     /// Every snapshot file of the store (none when there is no `snapshots/`), newest sequence first.
-    public static func list(store: String, fs: any FileSystem = PosixFileSystem()) -> [SnapshotFile] {
+    package static func list(store: String, fs: any FileSystem = PosixFileSystem()) -> [SnapshotFile] {
         let dir = store + "/" + name
         guard fs.kind(of: dir) == .directory, let names = try? fs.listDirectory(dir) else { return [] }
         return names.compactMap { SnapshotDirectory.parse($0, in: dir) }.sorted { ($0.sequence, $0.name) > ($1.sequence, $1.name) }
     }
 
     /// The files of one zone incarnation of one kind, newest first.
-    public static func list(store: String, zone: String, incarnation: SequenceNumber, kind: SnapshotFile.Kind,
+    package static func list(store: String, zone: String, incarnation: SequenceNumber, kind: SnapshotFile.Kind,
                             fs: any FileSystem = PosixFileSystem()) -> [SnapshotFile] {
         list(store: store, zone: zone, incarnation: incarnation, kinds: [kind], fs: fs)
     }
 
     /// The files of one zone incarnation of the given kinds, newest first.
-    public static func list(store: String, zone: String, incarnation: SequenceNumber, kinds: [SnapshotFile.Kind],
+    package static func list(store: String, zone: String, incarnation: SequenceNumber, kinds: [SnapshotFile.Kind],
                             fs: any FileSystem = PosixFileSystem()) -> [SnapshotFile] {
         // Only this incarnation's names are parsed: a service's directory holds thousands.
         let dir = store + "/" + name
@@ -84,7 +84,7 @@ public enum SnapshotDirectory {
     }
 
     /// Where `file` would be as another kind (a whole snapshot kept as a base is renamed so).
-    public static func path(of file: SnapshotFile, as kind: SnapshotFile.Kind) -> String {
+    package static func path(of file: SnapshotFile, as kind: SnapshotFile.Kind) -> String {
         parentPath(file.path) + "/" + fileName(zone: file.zoneKey, incarnation: file.incarnation, sequence: file.sequence, kind: kind, keyed: true)
     }
 
@@ -94,14 +94,14 @@ public enum SnapshotDirectory {
     }
 
     /// Writes `bytes` atomically under its final name; a crash leaves the whole file or none.
-    public static func write(_ bytes: [UInt8], store: String, name fileName: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> String {
+    package static func write(_ bytes: [UInt8], store: String, name fileName: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> String {
         let path = store + "/" + name + "/" + fileName
         try AtomicFile.write(bytes, to: path, fs: fs)
         return path
     }
 
     /// The whole file, refusing one above `limit` bytes before reading it.
-    public static func read(_ path: String, limit: Int, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> [UInt8] {
+    package static func read(_ path: String, limit: Int, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> [UInt8] {
         try AtomicFile.read(path, fs: fs, limit: limit)
     }
 }

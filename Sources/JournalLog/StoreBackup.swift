@@ -1,15 +1,15 @@
 import Foundation
 
 /// What a backup copied.
-public struct BackupReport: Sendable {
-    public var segments = 0
+package struct BackupReport: Sendable {
+    package var segments = 0
     /// The copy holds the log through this sequence.
-    public var lastSequence: SequenceNumber = 0
+    package var lastSequence: SequenceNumber = 0
     /// Snapshot, history, consumer, key and epoch files copied.
-    public var files = 0
-    public var bytes: Int64 = 0
+    package var files = 0
+    package var bytes: Int64 = 0
     /// Tries it took: a copy that overlapped a compaction or a snapshot is taken again.
-    public var attempts = 0
+    package var attempts = 0
 }
 
 /// A physical copy of a store that restores to exactly the same store: the log (compacted
@@ -22,7 +22,7 @@ public struct BackupReport: Sendable {
 /// `jlog dump --json | jlog import` copies the entries an application wrote, not a store: it
 /// cannot carry `place` entries (only the compactor writes them), deletions, marks, histories or
 /// consumers. This is the backup.
-public enum StoreBackup {
+package enum StoreBackup {
     /// Files beside the log that a backup carries (the index is a cache, `torn/` forensics, `LOCK`
     /// a name): relative paths.
     static func sideFiles(_ store: String, fs: any FileSystem) throws(JournalError) -> [String: FileIdentity?] {
@@ -51,7 +51,7 @@ public enum StoreBackup {
     /// Copies the store at `source` to `destination`, which must not exist yet. The copy is made
     /// under `destination.partial` and renamed into place once whole and synced.
     @discardableResult
-    public static func copy(from source: String, to destination: String, fs: any FileSystem = PosixFileSystem(),
+    package static func copy(from source: String, to destination: String, fs: any FileSystem = PosixFileSystem(),
                             attempts: Int = 20) throws(JournalError) -> BackupReport {
         guard fs.kind(of: source) == .directory else {
             throw fs.kind(of: source) == .missing ? JournalError.storeMissing(path: source)
@@ -128,7 +128,7 @@ public enum StoreBackup {
     /// Restores a backup (or any closed store) to a new path, then opens it once as its writer,
     /// which begins a new token epoch (TOKENS.md §7): tokens issued by the store after the backup
     /// was taken are refused, never answered from the older log.
-    public static func restore(from backup: String, to store: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> (BackupReport, RecoveryReport) {
+    package static func restore(from backup: String, to store: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) -> (BackupReport, RecoveryReport) {
         let copied = try copy(from: backup, to: store, fs: fs)
         var options = StoreOptions()
         options.fileSystem = fs

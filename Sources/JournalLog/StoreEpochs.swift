@@ -44,35 +44,35 @@ enum StoreEpochs {
 }
 
 /// What `EPOCHS` says about a scanned log, for `jlog verify` and `inspect` (TOKENS.md §7).
-public struct EpochCheck: Sendable {
+package struct EpochCheck: Sendable {
     /// The record, when there is a readable one of this store.
-    public var record: EpochRecord?
+    package var record: EpochRecord?
     /// Why there is none (missing, damaged, another store's).
-    public var note: String?
+    package var note: String?
     /// Acknowledged entries the log lacks: a writer refuses to open until an operator decides.
-    public var missing: String?
+    package var missing: String?
 
     /// `EPOCHS` as read at one moment: read it **before** scanning a store a writer may be
     /// appending to, and check the scan against it. A writer only moves `EPOCHS` forward after
     /// the log got there (a segment exists before `EPOCHS` names it, entries are durable before
     /// they are acknowledged), so an earlier `EPOCHS` never claims more than a later scan finds;
     /// one read after the scan can, and a live store would look as if it had lost entries.
-    public struct Reading: Sendable {
+    package struct Reading: Sendable {
         let load: StoreEpochs.Loaded
     }
 
-    public static func read(store path: String, fs: any FileSystem = PosixFileSystem()) -> Reading {
+    package static func read(store path: String, fs: any FileSystem = PosixFileSystem()) -> Reading {
         Reading(load: StoreEpochs.load(store: path, fs: fs))
     }
 
     /// Checks the store at `path` against the log a scan found (its segments as read), reading
     /// `EPOCHS` now: for a store no writer holds.
-    public static func check(store path: String, report: ScanReport, fs: any FileSystem = PosixFileSystem()) -> EpochCheck {
+    package static func check(store path: String, report: ScanReport, fs: any FileSystem = PosixFileSystem()) -> EpochCheck {
         check(read(store: path, fs: fs), report: report)
     }
 
     /// Checks a scan against `EPOCHS` as read before it.
-    public static func check(_ reading: Reading, report: ScanReport) -> EpochCheck {
+    package static func check(_ reading: Reading, report: ScanReport) -> EpochCheck {
         var c = EpochCheck()
         switch reading.load {
         case .missing: c.note = "no EPOCHS file (a store no writer of this version has opened): earlier change tokens will be refused"

@@ -10,9 +10,9 @@ import Foundation
 ///
 /// It never writes, repairs or deletes anything. It shares nothing mutable with a writer in the
 /// same process: everything it knows it read from the files (like LevelDB's `log::Reader`).
-public final class StoreReader: StoreReading, @unchecked Sendable {
+public final class StoreReader: StoreReading, FileSystemBacked, @unchecked Sendable {
     public let path: String
-    public let fileSystem: any FileSystem
+    package let fileSystem: any FileSystem
     /// tolerateTail (damage anywhere but at the live end is an error) or pointInTime (the prefix
     /// before the first damage).
     public let mode: RecoveryMode
@@ -28,8 +28,13 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
     private var rewriteCount: UInt64 = 0
 
     /// Opens the store at `path` for reading. A store with no segment yet reads as empty.
-    public static func open(_ path: String, fileSystem: any FileSystem = PosixFileSystem(),
-                            mode: RecoveryMode = .tolerateTail) throws(JournalError) -> StoreReader {
+    public static func open(_ path: String, mode: RecoveryMode = .tolerateTail) throws(JournalError) -> StoreReader {
+        try open(path, fileSystem: PosixFileSystem(), mode: mode)
+    }
+
+    /// Opens the store at `path` on `fileSystem` (the tests' in-memory one, say) for reading.
+    package static func open(_ path: String, fileSystem: any FileSystem,
+                             mode: RecoveryMode = .tolerateTail) throws(JournalError) -> StoreReader {
         switch fileSystem.kind(of: path) {
         case .missing: throw JournalError.storeMissing(path: path)
         case .directory: break
@@ -102,7 +107,7 @@ public final class StoreReader: StoreReading, @unchecked Sendable {
 
     /// How the zone index was got when the store was last read from its files (at open, or anew
     /// after a compaction rewrote the log): from the checkpoint files, or the whole log, and why.
-    public var index: IndexOpenReport { current.index }
+    package var index: IndexOpenReport { current.index }
 
     /// Damage at the end of the last segment, taken as the live end of the log (a frame being
     /// written, or a torn tail a writer's next open will cut).

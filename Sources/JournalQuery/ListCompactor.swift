@@ -42,17 +42,17 @@ public struct ListCompactionReport: Sendable {
     /// Live zones with nothing to compact, and why, in name order.
     public var skipped: [(zone: String, reason: CompactionSkip)] = []
     /// The sequences the list rules chose to remove, ascending (what a dry run would purge).
-    public var chosen: [SequenceNumber] = []
+    package var chosen: [SequenceNumber] = []
     /// The sequences the list rules chose to replace by a `place`, ascending.
-    public var rewritten: [SequenceNumber] = []
-    public var storage = CompactionReport()
+    package var rewritten: [SequenceNumber] = []
+    package var storage = CompactionReport()
     /// Snapshot and history files removed: superseded ones, and those of deleted zones.
-    public var filesRemoved = 0
+    package var filesRemoved = 0
     /// Where the run's time went, in milliseconds: `read` (the zones read through the planner
     /// and decided), `prepare` (history chain checked, snapshots removed, marks raised, late
     /// entries re-read), `rewrite` (the store's rewrite, with the history pieces written during
     /// it), `snapshot` (the state that stays, read and written).
-    public var phaseMillis: [String: Double] = [:]
+    package var phaseMillis: [String: Double] = [:]
 }
 
 /// Milliseconds since `start`, on the monotonic clock.
@@ -70,51 +70,51 @@ func millis(since start: ContinuousClock.Instant) -> Double {
 /// before the rewrite commits; then it writes a snapshot of what stays. A crash between any two
 /// steps leaves a store whose every view agrees with its log; running again finishes the job.
 public struct ListCompactor: Sendable {
-    public let query: ListQuery
+    package let query: ListQuery
     public var retentionMillis: Int64 = ListRetention.defaultRetentionMillis
 
     /// Rewrites tried before a zone that keeps changing under the run is left out of it
     /// (`CompactionSkip.keptChanging`; the next run finishes the job).
-    public static let maxAttempts = 4
+    package static let maxAttempts = 4
 
     /// Entries read at once: zones are planned and compacted in groups of about this many
     /// entries, each group one atomic rewrite. (A zone is never split: one larger than this is a
     /// group of its own.)
-    public var maxEntriesPerGroup = 1_000_000
+    package var maxEntriesPerGroup = 1_000_000
 
     /// Set by a sync service compacting its own store (Spec/SYNC.md §6.2 rule 2). Any other caller
     /// is refused a store that syncs: replicas that purge on their own diverge for ever.
-    public var isTheSyncService = false
+    package var isTheSyncService = false
 
     /// Which live zones a run considers (all by default). A sync service compacts only zones it
     /// can expire every older token of (Spec/SYNC.md §6). A compacted zone left without its
     /// snapshot (a run stopped between its rewrite and its snapshot) gets it back whatever the
     /// filter says: that purges nothing and raises no mark.
-    public var zoneFilter: @Sendable (ZoneInfo) -> Bool = { _ in true }
+    package var zoneFilter: @Sendable (ZoneInfo) -> Bool = { _ in true }
 
     /// Set by a sync service: the last position it had received by the cutoff. Nothing above it
     /// goes, so an entry goes only once both its own time and its arrival are older than the
     /// retention (COMPACTION.md §1, SYNC.md §6.2 rule 9): a client's clock cannot make its
     /// entries compactable early. Nil: no such bound (a store that does not sync).
-    public var arrivedThrough: SequenceNumber?
+    package var arrivedThrough: SequenceNumber?
 
     /// Told the name of each zone about to be purged, before its snapshots go and its mark rises
     /// (COMPACTION.md §1, steps 4–5). A sync service answers no fetch of the zone from then until
     /// its last raise of the mark (Spec/SYNC.md §6.2 rule 3): a token issued meanwhile would rest
     /// on a log about to change under it, with a floor that may equal the final mark.
-    public var purgeWillBegin: (@Sendable (String) -> Void)?
+    package var purgeWillBegin: (@Sendable (String) -> Void)?
 
     /// Told, after each group's rewrite committed and its zones' snapshots were written (not in a
     /// dry run), the zones of the group: their purge is complete, so a sync service raises their
     /// marks and answers their fetches again while the run goes on with the next group.
-    public var groupDidFinish: (@Sendable ([ZoneCompaction]) -> Void)?
+    package var groupDidFinish: (@Sendable ([ZoneCompaction]) -> Void)?
 
     public init(query: ListQuery, retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
         self.query = query
         self.retentionMillis = retentionMillis
     }
 
-    public init(store: JournalStore, fs: any FileSystem = PosixFileSystem(), retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
+    package init(store: JournalStore, fs: any FileSystem = PosixFileSystem(), retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
         self.init(query: ListQuery(store: store, fs: fs), retentionMillis: retentionMillis)
     }
 
@@ -140,7 +140,7 @@ public struct ListCompactor: Sendable {
         init(_ query: ListQuery, dryRun: Bool) throws(QueryError) {
             writer = query.writer
             path = query.store.path
-            fs = query.store.fileSystem
+            fs = query.store.storeFileSystem
             if let w = query.writer {
                 sealedThrough = w.sealedThrough
                 deletedZoneEntriesInActiveSegment = w.deletedZoneEntriesInActiveSegment
@@ -301,7 +301,7 @@ public struct ListCompactor: Sendable {
     /// device's store never, a server's only by its service. Decided by the store's role (its
     /// files, `StoreRole`), so a damaged one refuses too. `jlog compact` asks it too, before a
     /// dry run as well.
-    public static func syncedStoreRefusal(store path: String, fs: any FileSystem, isTheSyncService: Bool) -> QueryError? {
+    package static func syncedStoreRefusal(store path: String, fs: any FileSystem, isTheSyncService: Bool) -> QueryError? {
         switch StoreRole.of(store: path, fs: fs) {
         case .device:
             return .syncedStore(path: path, reason: "it syncs (it has \(StoreLayout.deviceStateFile)), and a device never compacts a list it syncs; the service compacts, and the next sync adopts its copy")

@@ -38,10 +38,10 @@ public struct MaterialisedList: Sendable {
     public var incarnation: SequenceNumber
     /// The last sequence applied (the feed's horizon, or the `at` point).
     public var sequence: SequenceNumber
-    public var reducer: ListReducer
+    package var reducer: ListReducer
     public var state: ListState
     /// The snapshot started from, if any.
-    public var snapshot: SnapshotFile?
+    package var snapshot: SnapshotFile?
     /// Entries replayed on top of the snapshot (all of them without one).
     public var replayed: Int
     /// Damaged or unusable snapshots passed over, one line each.
@@ -49,7 +49,7 @@ public struct MaterialisedList: Sendable {
 }
 
 public struct SnapshotReport: Sendable {
-    public var file: SnapshotFile
+    package var file: SnapshotFile
     public var entries: Int
     public var fileBytes: Int
     public var rawBytes: Int
@@ -60,15 +60,15 @@ public struct SnapshotReport: Sendable {
 /// the list model; the store below it does not.
 public struct ListQuery: Sendable {
     /// What the lists are read from: the writer, or a reader beside it (`StoreReader`).
-    public let store: any StoreReading
+    package let store: any StoreReading
     /// The store's writer when this query was made over it: what writes snapshots of its own
     /// horizon and what a compactor needs.
-    public let writer: JournalStore?
-    public let fs: any FileSystem
+    package let writer: JournalStore?
+    package let fs: any FileSystem
     /// Entries read per feed page while replaying. A replay holds up to four pages at once (two
     /// read ahead, one being read, one being applied): at 65,536 that was ~50 MB of decoded
     /// entries for a large list, and replays ran slower than at 8,192 (pages that stay in cache).
-    public var pageSize = 8_192
+    package var pageSize = 8_192
     /// Whether a replay may use a second core: a replay of many pages decodes the next ones on a
     /// helper thread (at most two ahead of the one being applied), and its reducer prefaults its
     /// room and builds a large list's items on one too (`ListReducer.helperThreads`): on two cores
@@ -79,7 +79,12 @@ public struct ListQuery: Sendable {
     /// only reads a list; a compactor follows its query.
     public var helperThreads = false
 
-    public init(store: JournalStore, fs: any FileSystem = PosixFileSystem()) {
+    /// Lists read through the store's writer (which also writes snapshots of its own horizon).
+    public init(store: JournalStore) {
+        self.init(store: store, fs: store.fileSystem)
+    }
+
+    package init(store: JournalStore, fs: any FileSystem) {
         self.store = store
         writer = store
         self.fs = fs
@@ -87,10 +92,14 @@ public struct ListQuery: Sendable {
 
     /// Lists read through a reader that never takes the writer's lock (another process may be
     /// appending); snapshots and histories written through it are as safe as any (atomic files).
-    public init(reader: any StoreReading, fs: (any FileSystem)? = nil) {
+    public init(reader: any StoreReading) {
+        self.init(reader: reader, fs: reader.storeFileSystem)
+    }
+
+    package init(reader: any StoreReading, fs: any FileSystem) {
         store = reader
         writer = nil
-        self.fs = fs ?? reader.fileSystem
+        self.fs = fs
     }
 
     /// Feeds the zone's entries after `position` (through `until`, when given) to `body`, page
@@ -183,7 +192,7 @@ public struct ListQuery: Sendable {
 
     /// `materialise` without the visible state (the reducer is what a snapshot needs; building
     /// the state too would cost the compactor time and memory for nothing). `state` is empty.
-    public func materialisedReducer(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
+    package func materialisedReducer(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
         try unbroken { () throws(QueryError) in try replayed(zone, at: point) }
     }
 
@@ -268,18 +277,18 @@ public struct ListQuery: Sendable {
     /// compacted (its low-water mark is above 0) the pieces must chain back whole from the newest,
     /// and the newest must reach the mark, or the history would lack purged events:
     /// `historyIncomplete`, never a shorter answer.
-    public func storedHistory(_ zone: String) throws(QueryError) -> (log: ActivityLog, through: SequenceNumber?, warnings: [String]) {
+    package func storedHistory(_ zone: String) throws(QueryError) -> (log: ActivityLog, through: SequenceNumber?, warnings: [String]) {
         try readHistoryPieces(zone)
     }
 
     /// The sequence the zone's history pieces cover (the newest piece's; nil when it has none):
     /// every entry at or below it that the log no longer holds is in them.
-    public func historyCoverage(_ zone: String) throws(QueryError) -> SequenceNumber? {
+    package func historyCoverage(_ zone: String) throws(QueryError) -> SequenceNumber? {
         try historyFiles(zone).files.first?.sequence
     }
 
     /// Every entry of the zone now, in order, and the position read to.
-    public func entries(_ zone: String) throws(QueryError) -> (entries: [(SequenceNumber, JournalEntry)], sequence: SequenceNumber) {
+    package func entries(_ zone: String) throws(QueryError) -> (entries: [(SequenceNumber, JournalEntry)], sequence: SequenceNumber) {
         try unbroken { () throws(QueryError) in
             var all: [(SequenceNumber, JournalEntry)] = []
             let (_, last) = try replay(zone, after: nil) { all.append(($0.sequence, $0.entry)) }
@@ -296,7 +305,7 @@ public struct ListQuery: Sendable {
 
     /// Writes `reducer` as the zone's snapshot at `sequence`.
     @discardableResult
-    public func writeSnapshot(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber,
+    package func writeSnapshot(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber,
                               sequence: SequenceNumber) throws(QueryError) -> SnapshotReport {
         let (file, bytes, raw) = try writeState(zone, reducer: reducer, incarnation: incarnation, sequence: sequence)
         return SnapshotReport(file: file, entries: reducer.entryCount, fileBytes: bytes, rawBytes: raw, digest: reducer.stateDigest())
@@ -306,7 +315,7 @@ public struct ListQuery: Sendable {
     /// piece, SNAPSHOT.md §5): what a device does with the history its service sends after a
     /// re-fetch. A piece past `sequence` already there is refused (it would be newer than this).
     @discardableResult
-    public func writeHistory(_ zone: String, history: ActivityLog, incarnation: SequenceNumber,
+    package func writeHistory(_ zone: String, history: ActivityLog, incarnation: SequenceNumber,
                              sequence: SequenceNumber) throws(QueryError) -> (SnapshotFile, Int) {
         let newer = SnapshotDirectory.list(store: store.path, zone: zone, incarnation: incarnation, kind: .history, fs: fs)
             .first { $0.sequence > sequence }
@@ -328,12 +337,12 @@ public struct ListQuery: Sendable {
     /// The state a `.snap` or `.base` file holds (each a whole snapshot), or a `.delta` file with
     /// the `.base` it names (SNAPSHOT.md §6). Only `materialise` decides which kinds a list may be
     /// read from: a base alone never.
-    public func readState(_ file: SnapshotFile) throws -> (header: SnapshotHeader, reducer: ListReducer) {
+    package func readState(_ file: SnapshotFile) throws -> (header: SnapshotHeader, reducer: ListReducer) {
         try Self.readState(file, fs: fs)
     }
 
     /// `readState` without a store (`jlog inspect`).
-    public static func readState(_ file: SnapshotFile, fs: any FileSystem = PosixFileSystem()) throws -> (header: SnapshotHeader, reducer: ListReducer) {
+    package static func readState(_ file: SnapshotFile, fs: any FileSystem = PosixFileSystem()) throws -> (header: SnapshotHeader, reducer: ListReducer) {
         let bytes = try SnapshotDirectory.read(file.path, limit: SnapshotCodec.maxStoredBytes, fs: fs)
         guard file.kind == .delta else { return try SnapshotCodec.decode(bytes) }
         return try SnapshotDelta.decode(bytes) { sequence in
@@ -345,7 +354,7 @@ public struct ListQuery: Sendable {
     /// Writes the zone's state at `sequence` as a delta against `base` (a `.base` file, SNAPSHOT.md
     /// §6), atomically; nil (nothing written) when the base cannot serve or the delta would not be
     /// small. Returns its file, size and raw size.
-    public func writeDelta(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber, sequence: SequenceNumber,
+    package func writeDelta(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber, sequence: SequenceNumber,
                            base: SnapshotFile) throws(QueryError) -> (SnapshotFile, Int, Int)? {
         guard let baseBytes = try? SnapshotDirectory.read(base.path, limit: SnapshotCodec.maxStoredBytes, fs: fs),
               let bytes = SnapshotDelta.encode(reducer: reducer, incarnation: incarnation, sequence: sequence, base: baseBytes) else {
@@ -356,7 +365,7 @@ public struct ListQuery: Sendable {
 
     /// Writes the zone's state at `sequence` (`.snap`, atomically); returns its file, size and raw size.
     @discardableResult
-    public func writeState(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber,
+    package func writeState(_ zone: String, reducer: ListReducer, incarnation: SequenceNumber,
                            sequence: SequenceNumber) throws(QueryError) -> (SnapshotFile, Int, Int) {
         let bytes = SnapshotCodec.encode(reducer: reducer, incarnation: incarnation, sequence: sequence)
         return try write(bytes, zone: zone, incarnation: incarnation, sequence: sequence, kind: .state)

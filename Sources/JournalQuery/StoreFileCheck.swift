@@ -2,16 +2,16 @@ import JournalLog
 import ListModel
 
 /// What `jlog verify` checks beyond the log: the snapshot and history files (SNAPSHOT.md).
-public struct StoreFileCheck: Sendable {
+package struct StoreFileCheck: Sendable {
     /// A compacted zone whose history cannot be read whole: an error (COMPACTION.md §4).
-    public var problems: [String] = []
+    package var problems: [String] = []
     /// Damaged or stray files that nothing needs (an older snapshot, a second history).
-    public var notes: [String] = []
-    public var snapshotFiles = 0
-    public var historyFiles = 0
+    package var notes: [String] = []
+    package var snapshotFiles = 0
+    package var historyFiles = 0
 
-    public static func run(_ store: any StoreReading, fs: (any FileSystem)? = nil) -> StoreFileCheck {
-        let fs = fs ?? store.fileSystem
+    package static func run(_ store: any StoreReading, fs: (any FileSystem)? = nil) -> StoreFileCheck {
+        let fs = fs ?? store.storeFileSystem
         var c = StoreFileCheck()
         let query = ListQuery(reader: store, fs: fs)
         for f in SnapshotDirectory.list(store: store.path, fs: fs) {

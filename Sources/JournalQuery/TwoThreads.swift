@@ -25,10 +25,10 @@ enum TwoThreads {
 
 /// The query layer's threads for a reducer (`ListReducer.helpers`): a page warmer and a second
 /// core for `state()`. What `ListQuery.helperThreads` turns on.
-public struct HelperThreads: ReducerHelpers {
-    public init() {}
-    public var minimumWarmBytes: Int { PageWarmer.minimumBytes }
-    public var minimumParallelWork: Int { TwoThreads.minimumWork }
-    public func warm(_ ranges: [UnsafeMutableRawBufferPointer]) -> (any PageWarming)? { PageWarmer.start(ranges) }
-    public func run(_ other: () -> Void, _ here: () -> Void) { TwoThreads.run(other, here) }
+package struct HelperThreads: ReducerHelpers {
+    package init() {}
+    package var minimumWarmBytes: Int { PageWarmer.minimumBytes }
+    package var minimumParallelWork: Int { TwoThreads.minimumWork }
+    package func warm(_ ranges: [UnsafeMutableRawBufferPointer]) -> (any PageWarming)? { PageWarmer.start(ranges) }
+    package func run(_ other: () -> Void, _ here: () -> Void) { TwoThreads.run(other, here) }
 }

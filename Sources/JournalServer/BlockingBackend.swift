@@ -8,19 +8,19 @@ import NIOPosix
 /// server's event loops must never wait for a disk. Every call of the protocol hops to the pool
 /// and back. The pool is wider than the machine: its threads mostly wait for the disk, and
 /// uploads waiting together share one fsync (group commit).
-public struct BlockingBackend: ServiceBackend {
-    public let core: ServiceCore
+package struct BlockingBackend: ServiceBackend {
+    package let core: ServiceCore
     let pool: NIOThreadPool
 
     /// A pool of `threads` threads of its own (started here, for the life of the process).
-    public init(core: ServiceCore, threads: Int = 64) {
+    package init(core: ServiceCore, threads: Int = 64) {
         self.core = core
         pool = NIOThreadPool(numberOfThreads: max(1, threads))
         pool.start()
     }
 
-    public var limits: ServiceLimits { core.limits }
-    public var hints: HintHub { core.hints }
+    package var limits: ServiceLimits { core.limits }
+    package var hints: HintHub { core.hints }
 
     private func run<T: Sendable>(_ body: @escaping @Sendable () throws(SyncError) -> T) async throws(SyncError) -> T {
         let work = { @Sendable () -> Result<T, SyncError> in
@@ -44,38 +44,38 @@ public struct BlockingBackend: ServiceBackend {
 
     /// A compaction of the service's store (`ServiceCore.compact`), on the pool: it reads and
     /// rewrites for seconds, which no event loop or concurrency thread may wait for.
-    public func compact(now: Int64) async throws(SyncError) -> ListCompactionReport {
+    package func compact(now: Int64) async throws(SyncError) -> ListCompactionReport {
         try await run { () throws(SyncError) in try core.compact(now: now) }
     }
 
-    public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
+    package func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
         try await run { () throws(SyncError) in try core.upload(caller: caller, entries: entries, to: zone) }
     }
-    public func fetchDatabaseChanges(caller: String, scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
+    package func fetchDatabaseChanges(caller: String, scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
         try await run { () throws(SyncError) in try core.fetchDatabaseChanges(caller: caller, scope: scope, since: token, limit: limit) }
     }
-    public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
+    package func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
         try await run { () throws(SyncError) in try core.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit) }
     }
-    public func fetchZoneHistory(caller: String, zone: ZoneID) async throws(SyncError) -> [UInt8] {
+    package func fetchZoneHistory(caller: String, zone: ZoneID) async throws(SyncError) -> [UInt8] {
         try await run { () throws(SyncError) in try core.fetchZoneHistory(caller: caller, zone: zone) }
     }
-    public func createZone(caller: String, zone: ZoneID) async throws(SyncError) {
+    package func createZone(caller: String, zone: ZoneID) async throws(SyncError) {
         try await run { () throws(SyncError) in try core.createZone(caller: caller, zone: zone) }
     }
-    public func deleteZone(caller: String, zone: ZoneID) async throws(SyncError) {
+    package func deleteZone(caller: String, zone: ZoneID) async throws(SyncError) {
         try await run { () throws(SyncError) in try core.deleteZone(caller: caller, zone: zone) }
     }
-    public func shareZone(caller: String, zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
+    package func shareZone(caller: String, zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
         try await run { () throws(SyncError) in try core.shareZone(caller: caller, zone: zone, with: participant) }
     }
-    public func acceptShare(caller: String, invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
+    package func acceptShare(caller: String, invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
         try await run { () throws(SyncError) in try core.acceptShare(caller: caller, invitation: invitation) }
     }
-    public func removeParticipant(caller: String, participant: String, from zone: ZoneID) async throws(SyncError) {
+    package func removeParticipant(caller: String, participant: String, from zone: ZoneID) async throws(SyncError) {
         try await run { () throws(SyncError) in try core.removeParticipant(caller: caller, participant: participant, from: zone) }
     }
-    public func stopSharing(caller: String, zone: ZoneID) async throws(SyncError) {
+    package func stopSharing(caller: String, zone: ZoneID) async throws(SyncError) {
         try await run { () throws(SyncError) in try core.stopSharing(caller: caller, zone: zone) }
     }
 }

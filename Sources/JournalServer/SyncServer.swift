@@ -12,33 +12,33 @@ import NIOCore
 import NIOPosix
 
 /// How `jlog serve` runs (Spec/SYNC.md §9.4).
-public struct ServerOptions: Sendable {
-    public var host = "127.0.0.1"
-    public var port = 8080
+package struct ServerOptions: Sendable {
+    package var host = "127.0.0.1"
+    package var port = 8080
     /// Requests per second per account, on average, and the burst allowed above it (0: no limit).
-    public var requestsPerSecond = 100.0
-    public var burst = 200.0
+    package var requestsPerSecond = 100.0
+    package var burst = 200.0
     /// How often a hint channel sends a comment so proxies keep it open.
-    public var hintKeepAlive: Duration = .seconds(15)
+    package var hintKeepAlive: Duration = .seconds(15)
     /// Connections held at once; more wait in the listen backlog.
-    public var maxConnections = 4_096
+    package var maxConnections = 4_096
 
-    public init() {}
+    package init() {}
 }
 
 /// The sync server: the protocol of Spec/SYNC.md over HTTP (Spec/openapi.yaml), in front of a
 /// `ServiceBackend`. It authenticates every request but `GET /v1/health`, limits each account's
 /// rate, refuses bodies over the backend's limits before reading them, and maps every answer to
 /// the binding's status codes (`HTTPBinding`). It never answers 5xx for a client's mistake.
-public struct SyncServer: Sendable {
-    public let backend: any ServiceBackend
-    public let accounts: AccountDirectory
-    public let options: ServerOptions
+package struct SyncServer: Sendable {
+    package let backend: any ServiceBackend
+    package let accounts: AccountDirectory
+    package let options: ServerOptions
     let limiter: RateLimiter
     /// Wall-clock milliseconds (credential expiry).
     let now: @Sendable () -> Int64
 
-    public init(backend: any ServiceBackend, accounts: AccountDirectory, options: ServerOptions = ServerOptions(),
+    package init(backend: any ServiceBackend, accounts: AccountDirectory, options: ServerOptions = ServerOptions(),
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.backend = backend
         self.accounts = accounts
@@ -52,13 +52,13 @@ public struct SyncServer: Sendable {
     /// wake-ups each way). Call once, from the main thread, before any task runs; the server's
     /// blocking work stays on its own thread pool (`BlockingBackend`). Returns whether it did.
     @discardableResult
-    public static func runConcurrencyOnEventLoops() -> Bool {
+    package static func runConcurrencyOnEventLoops() -> Bool {
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
     }
 
     /// Runs until the process is told to stop (SIGINT, SIGTERM) or the task is cancelled;
     /// `onRunning` gets the port it listens on (useful with port 0).
-    public func run(logger: Logger? = nil, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    package func run(logger: Logger? = nil, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         var log = logger ?? Logger(label: "jlog-serve")
         if logger == nil { log.logLevel = .warning }
         let app = Application(
@@ -77,7 +77,7 @@ public struct SyncServer: Sendable {
         backend.hints.finishAll()
     }
 
-    public func makeRouter() -> Router<ServerRequestContext> {
+    package func makeRouter() -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
         router.middlewares.add(MethodNotAllowedMiddleware())
         router.get("/v1/health") { _, _ in Self.json(200, ["status": "ok"]) }

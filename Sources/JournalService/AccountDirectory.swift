@@ -9,11 +9,11 @@ import JournalSyncWire
 /// was issued, when it expires and whether it was revoked. Never a secret. `jlog accounts` edits
 /// the file (under a lock, replaced atomically) while `jlog serve` runs; the server notices a new
 /// file on the next request, so a revoked credential is refused from then on.
-public final class AccountDirectory: @unchecked Sendable {
+package final class AccountDirectory: @unchecked Sendable {
     /// A credential's record in the accounts file (`AccountsFileCodec`).
-    public typealias Credential = AccountCredential
+    package typealias Credential = AccountCredential
 
-    public let path: String
+    package let path: String
     private let fs: any FileSystem
     private let lock = NSLock()
     private var credentials: [String: Credential] = [:]
@@ -27,7 +27,7 @@ public final class AccountDirectory: @unchecked Sendable {
     static var maxFileBytes: Int { AccountsFileCodec.maxFileBytes }
 
     /// The directory of the server store at `store` (empty until an account is added).
-    public init(store: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) {
+    package init(store: String, fs: any FileSystem = PosixFileSystem()) throws(JournalError) {
         path = store + "/" + Self.fileName
         self.fs = fs
         try reloadIfChanged()
@@ -71,7 +71,7 @@ public final class AccountDirectory: @unchecked Sendable {
 
     /// The account `text` authenticates, or nil: unknown, malformed, tampered, expired or revoked
     /// credentials are all refused alike.
-    public func authenticate(_ text: String, now: Int64) -> String? {
+    package func authenticate(_ text: String, now: Int64) -> String? {
         guard let presented = DeviceCredential(text) else { return nil }
         let record: Credential? = lock.withLock {
             try? reloadIfChanged()
@@ -82,14 +82,14 @@ public final class AccountDirectory: @unchecked Sendable {
     }
 
     /// Whether an account has a credential that is valid now (only such accounts can be invited).
-    public func accountExists(_ account: String, now: Int64) -> Bool {
+    package func accountExists(_ account: String, now: Int64) -> Bool {
         lock.withLock {
             try? reloadIfChanged()
             return credentials.values.contains { $0.account == account && $0.isValid(now: now) }
         }
     }
 
-    public func list() throws(JournalError) -> [Credential] {
+    package func list() throws(JournalError) -> [Credential] {
         lock.lock()
         defer { lock.unlock() }
         try reloadIfChanged()
@@ -98,7 +98,7 @@ public final class AccountDirectory: @unchecked Sendable {
 
     /// Issues a credential for `account` (creating the account): the only time its secret exists
     /// outside the device that keeps it.
-    public func issue(account: String, now: Int64, expiresAt: Int64?) throws(JournalError) -> DeviceCredential {
+    package func issue(account: String, now: Int64, expiresAt: Int64?) throws(JournalError) -> DeviceCredential {
         if let why = SyncNames.accountRefusal(account) { throw JournalError.invalidEntry(why) }
         let credential = DeviceCredential.issue(for: account)
         try modify { list in
@@ -111,7 +111,7 @@ public final class AccountDirectory: @unchecked Sendable {
     /// Revokes the credential with this id, or every credential of the account with this name;
     /// returns how many it revoked.
     @discardableResult
-    public func revoke(_ idOrAccount: String, now: Int64) throws(JournalError) -> Int {
+    package func revoke(_ idOrAccount: String, now: Int64) throws(JournalError) -> Int {
         var revoked = 0
         try modify { list in
             for i in list.indices where (list[i].id == idOrAccount || list[i].account == idOrAccount) && list[i].revokedAt == nil {

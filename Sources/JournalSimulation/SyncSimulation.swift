@@ -4,6 +4,7 @@ import JournalQuery
 import JournalService
 import JournalSync
 import ListModel
+import JournalTesting
 
 /// A seeded multi-device run (Spec/SYNC.md §8, `jlog simulate`): devices, each with its own store
 /// on a simulated disk, edit shared lists at random while a faulty service drops, duplicates,
@@ -13,56 +14,56 @@ import ListModel
 /// the service's lists and histories, that the service's lists equal a full replay of its log,
 /// that no acknowledged local change was lost and nothing was stored twice. Everything runs in
 /// one task on virtual time, so a seed replays exactly.
-public struct SimulationOptions: Sendable {
-    public var replicas = 5
-    public var ops = 1_000
-    public var seed: UInt64 = 1
+package struct SimulationOptions: Sendable {
+    package var replicas = 5
+    package var ops = 1_000
+    package var seed: UInt64 = 1
     /// Inject service faults (`serviceFaults`), partitions, power losses and restarts.
-    public var faults = true
+    package var faults = true
     /// Which faults, when `faults` holds.
-    public var serviceFaults = ServiceFaults.all
-    public var partitions = true
-    public var powerLosses = true
-    public var serviceRestarts = true
+    package var serviceFaults = ServiceFaults.all
+    package var partitions = true
+    package var powerLosses = true
+    package var serviceRestarts = true
     /// Accounts the devices belong to (at most `replicas`).
-    public var accounts = 3
-    public var retentionDays: Int64 = 2
+    package var accounts = 3
+    package var retentionDays: Int64 = 2
 
-    public init() {}
+    package init() {}
 }
 
-public struct SimulationResult: Sendable {
-    public var seed: UInt64
-    public var replicas: Int
-    public var ops: Int
-    public var converged: Bool
+package struct SimulationResult: Sendable {
+    package var seed: UInt64
+    package var replicas: Int
+    package var ops: Int
+    package var converged: Bool
     /// Acknowledged local changes missing from the service's history at the end.
-    public var lost: Int
+    package var lost: Int
     /// Entry ids stored twice in one zone's log, anywhere.
-    public var duplicated: Int
+    package var duplicated: Int
     /// Distinct entries a device uploaded per local change it made: 1 when every change goes up
     /// once and nothing fetched goes back up (less when a list went away before its upload).
-    public var uploadsPerChange: Double
+    package var uploadsPerChange: Double
     /// Entries sent per local change, retries after faults included.
-    public var sendsPerChange = 0.0
+    package var sendsPerChange = 0.0
     /// Entries a device uploaded that another device authored: always 0.
-    public var foreignUploads = 0
-    public var localChanges: Int
-    public var entriesSent: Int
-    public var faultsInjected = 0
-    public var powerLosses = 0
-    public var serviceRestarts = 0
-    public var compactions = 0
-    public var purged = 0
-    public var refetches = 0
-    public var membershipChanges = 0
-    public var settleRounds = 0
+    package var foreignUploads = 0
+    package var localChanges: Int
+    package var entriesSent: Int
+    package var faultsInjected = 0
+    package var powerLosses = 0
+    package var serviceRestarts = 0
+    package var compactions = 0
+    package var purged = 0
+    package var refetches = 0
+    package var membershipChanges = 0
+    package var settleRounds = 0
     /// Lists paged by a reader that began while a compaction rewrote the log and was served to
     /// the end, so its entries were compared with the service's (`WindowReader`).
-    public var windowReads = 0
+    package var windowReads = 0
     /// The first differences found, for a failing seed.
-    public var problems: [String] = []
-    public var seconds = 0.0
+    package var problems: [String] = []
+    package var seconds = 0.0
 }
 
 /// Routes a device's calls to the current service core: a restart replaces it.
@@ -117,7 +118,7 @@ struct RoutedService: SyncService {
     func stopSharing(_ zone: ZoneID) async throws(SyncError) { try await local.stopSharing(zone) }
 }
 
-public enum SyncSimulation {
+package enum SyncSimulation {
     static func storeOptions(_ fs: any FileSystem) -> StoreOptions {
         var o = StoreOptions(durability: .always, segmentSize: 32 << 10, preallocate: false)
         o.fileSystem = fs
@@ -170,7 +171,7 @@ public enum SyncSimulation {
         var generation: Int
     }
 
-    public static func run(_ options: SimulationOptions) async -> SimulationResult {
+    package static func run(_ options: SimulationOptions) async -> SimulationResult {
         let started = Date()
         var result = SimulationResult(seed: options.seed, replicas: options.replicas, ops: options.ops, converged: false, lost: 0,
                                       duplicated: 0, uploadsPerChange: 0, localChanges: 0, entriesSent: 0)

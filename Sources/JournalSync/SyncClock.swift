@@ -18,17 +18,17 @@ public struct SystemSyncClock: SyncClock {
 }
 
 /// Virtual time: `sleep` advances it at once. Shared by everything a simulation runs.
-public final class VirtualClock: SyncClock, @unchecked Sendable {
+package final class VirtualClock: SyncClock, @unchecked Sendable {
     private let lock = NSLock()
     private var millis: Int64
 
-    public init(startingAt millis: Int64) { self.millis = millis }
+    package init(startingAt millis: Int64) { self.millis = millis }
 
-    public func now() -> Int64 { lock.withLock { millis } }
+    package func now() -> Int64 { lock.withLock { millis } }
 
-    public func advance(by ms: Int64) { lock.withLock { millis += max(0, ms) } }
+    package func advance(by ms: Int64) { lock.withLock { millis += max(0, ms) } }
 
-    public func sleep(for duration: Duration) async {
+    package func sleep(for duration: Duration) async {
         let (s, atto) = duration.components
         advance(by: s * 1000 + atto / 1_000_000_000_000_000)
     }

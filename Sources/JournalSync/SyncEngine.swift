@@ -161,7 +161,7 @@ public actor SyncEngine {
     }
 
     /// The engine's state as saved (for diagnostics and tests).
-    public var syncState: SyncState { state }
+    package var syncState: SyncState { state }
 
     // MARK: Local changes
 

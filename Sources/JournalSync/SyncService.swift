@@ -142,8 +142,9 @@ public struct ShareInvitation: Hashable, Sendable, CustomStringConvertible {
 /// Everything a service can answer instead (Spec/SYNC.md §4, with CloudKit's error codes).
 public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No answer (CKError.networkUnavailable, .networkFailure): the request may or may not have
-    /// been applied; everything stays queued.
-    case networkUnavailable
+    /// been applied; everything stays queued. `cause` is what the transport said (refused,
+    /// timed out, a gateway's 502), for a log; nothing decides on it.
+    case networkUnavailable(cause: String? = nil)
     /// The request is too large (CKError.limitExceeded): split it.
     case limitExceeded
     /// Too many requests (CKError.requestRateLimited): wait, then retry.
@@ -168,7 +169,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .networkUnavailable: "the service could not be reached"
+        case .networkUnavailable(let cause): "the service could not be reached" + (cause.map { " (\($0))" } ?? "")
         case .limitExceeded: "the request is larger than the service takes"
         case .rateLimited(let a): "rate limited" + (a.map { ", retry after \($0)" } ?? "")
         case .serviceBusy(let a): "the service is busy" + (a.map { ", retry after \($0)" } ?? "")

@@ -3,73 +3,73 @@ import JournalLog
 /// What a sync engine keeps beside its store (Spec/SYNC.md §7): tokens, per zone its queues and
 /// progress. Written atomically (`sync/state`) whenever it changes, so a crash between any two
 /// steps leaves a state that matches the log: a token is saved only with what it covers.
-public struct SyncState: Equatable, Sendable {
+package struct SyncState: Equatable, Sendable {
     /// A zone this device syncs.
-    public struct Zone: Equatable, Sendable {
-        public var zone: ZoneID
-        public var scope: DatabaseScope
+    package struct Zone: Equatable, Sendable {
+        package var zone: ZoneID
+        package var scope: DatabaseScope
         /// The service's zone token: everything before it is in the local log, or in `toApply`
         /// or `held` below.
-        public var token: ServiceToken?
+        package var token: ServiceToken?
         /// The database changes named it; its changes are not fetched yet.
-        public var needsFetch = false
+        package var needsFetch = false
         /// The service holds the zone (an owner's new list is created there before its first upload).
-        public var existsOnService = false
+        package var existsOnService = false
         /// Deleted locally; the service's deletion is still to be made.
-        public var pendingDelete = false
+        package var pendingDelete = false
         /// The to-apply queue: fetched, stored here, not yet appended to the local log.
-        public var toApply: [JournalEntry] = []
+        package var toApply: [JournalEntry] = []
         /// Shopping mode: remote entries held back from the visible list until applied.
-        public var shopping = false
-        public var held: [JournalEntry] = []
+        package var shopping = false
+        package var held: [JournalEntry] = []
         /// Local entries the service refused for good (conflict, invalid): reported, not resent.
-        public var rejected: [CompactID] = []
+        package var rejected: [CompactID] = []
         /// This device's copy holds what the service's does not (a change it refused for good, or
         /// a local entry whose id a fetched one holds with other content): the list is fetched
         /// anew (§7.5) once it can be, after its pushes finish and not while shopping. Fetching
         /// from the token goes on meanwhile (Spec/SYNC.md §7.4).
-        public var refetchWanted = false
+        package var refetchWanted = false
         /// A re-fetch in progress (after `tokenExpired`).
-        public var replacing: Replacing?
-        public var lastError: String?
+        package var replacing: Replacing?
+        package var lastError: String?
 
-        public init(zone: ZoneID, scope: DatabaseScope) {
+        package init(zone: ZoneID, scope: DatabaseScope) {
             self.zone = zone
             self.scope = scope
         }
     }
 
     /// A zone being replaced by the service's copy (Spec/SYNC.md §7, stale devices).
-    public struct Replacing: Equatable, Sendable {
+    package struct Replacing: Equatable, Sendable {
         /// The local incarnation being replaced: once it is deleted, the new one is filled.
-        public var oldIncarnation: SequenceNumber
+        package var oldIncarnation: SequenceNumber
         /// The token of the last page appended to the new incarnation (nil: none yet).
-        public var token: ServiceToken?
+        package var token: ServiceToken?
         /// Local changes not yet uploaded, put back on top once the copy is in.
-        public var pendingLocal: [JournalEntry]
+        package var pendingLocal: [JournalEntry]
 
-        public init(oldIncarnation: SequenceNumber, token: ServiceToken? = nil, pendingLocal: [JournalEntry] = []) {
+        package init(oldIncarnation: SequenceNumber, token: ServiceToken? = nil, pendingLocal: [JournalEntry] = []) {
             self.oldIncarnation = oldIncarnation
             self.token = token
             self.pendingLocal = pendingLocal
         }
     }
 
-    public var replica: String
+    package var replica: String
     /// The signed-in account; nil after a sign-out (`notAuthenticated`).
-    public var account: String?
-    public var databaseTokens: [DatabaseScope: ServiceToken] = [:]
-    public var zones: [String: Zone] = [:]
+    package var account: String?
+    package var databaseTokens: [DatabaseScope: ServiceToken] = [:]
+    package var zones: [String: Zone] = [:]
     /// The local hybrid clock's last value: local changes order after everything seen.
-    public var clock: UInt64 = 0
+    package var clock: UInt64 = 0
     /// Local changes kept across a sign-out, put back when the same account signs in again.
-    public var signedOut: [JournalEntry] = []
+    package var signedOut: [JournalEntry] = []
     /// The account those belong to.
-    public var signedOutAccount: String?
-    public var lastSync: Int64?
-    public var lastError: String?
+    package var signedOutAccount: String?
+    package var lastSync: Int64?
+    package var lastError: String?
 
-    public init(replica: String, account: String?) {
+    package init(replica: String, account: String?) {
         self.replica = replica
         self.account = account
     }
@@ -82,15 +82,15 @@ public struct SyncState: Equatable, Sendable {
 /// existsOnService, pendingDelete, shopping, refetchWanted) | toApply entries | held entries | rejected varint ×
 /// id | replacing (flag, incarnation varint, token (flag, string), entries) | lastError (flag,
 /// string)`. Entries: `count varint × (length varint | entry, FORMAT.md §6)`.
-public enum SyncStateCodec {
-    public static let magic: [UInt8] = [0x4A, 0x4C, 0x53, 0x59]  // "JLSY"
+package enum SyncStateCodec {
+    package static let magic: [UInt8] = [0x4A, 0x4C, 0x53, 0x59]  // "JLSY"
     /// 2 added the zone flag `refetchWanted`; a version-1 file reads the same (the bit is clear),
     /// and an older reader refuses a version-2 file by its version, not as damage to its fields.
-    public static let version: UInt8 = 2
+    package static let version: UInt8 = 2
     /// Refused before reading; a to-apply queue is one page of entries.
-    public static let maxFileBytes = 256 << 20
+    package static let maxFileBytes = 256 << 20
 
-    public static func encode(_ s: SyncState) -> [UInt8] {
+    package static func encode(_ s: SyncState) -> [UInt8] {
         var w = ByteWriter()
         w.append(contentsOf: magic)
         w.u8(version)
@@ -146,14 +146,14 @@ public enum SyncStateCodec {
         }
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> SyncState {
+    package static func decode(_ bytes: [UInt8]) throws(CodecError) -> SyncState {
         let r: Result<SyncState, CodecError> = bytes.withUnsafeBytes { b in
             do throws(CodecError) { return .success(try decode(b)) } catch { return .failure(error) }
         }
         return try r.get()
     }
 
-    public static func decode(_ b: UnsafeRawBufferPointer) throws(CodecError) -> SyncState {
+    package static func decode(_ b: UnsafeRawBufferPointer) throws(CodecError) -> SyncState {
         guard b.count <= maxFileBytes else { throw CodecError(.lengthOutOfRange(field: "sync state", length: b.count, limit: maxFileBytes), at: 0) }
         guard b.count >= 9, b.prefix(4).elementsEqual(magic) else { throw CodecError(.invalidValue(field: "sync state magic"), at: 0) }
         let stored = b.loadUnaligned(fromByteOffset: b.count - 4, as: UInt32.self).littleEndian

@@ -37,14 +37,14 @@ public struct SyncStatus: Sendable {
     /// Local changes kept across a sign-out.
     public var keptAcrossSignOut: Int
 
-    public init(state: SyncState, store: any StoreReading) {
+    package init(state: SyncState, store: any StoreReading) {
         replica = state.replica
         account = state.account
         lastSync = state.lastSync
         lastError = state.lastError
         databaseTokens = Dictionary(uniqueKeysWithValues: state.databaseTokens.map { ($0.key.rawValue, $0.value.text) })
         keptAcrossSignOut = state.signedOut.count
-        let marks = JournalStore.consumers(store: store.path, fs: store.fileSystem).consumers
+        let marks = JournalStore.consumers(store: store.path, fs: store.storeFileSystem).consumers
             .first { $0.name == SyncEngine.consumer }?.marks ?? []
         lists = state.zones.keys.sorted().map { name in
             let z = state.zones[name]!
@@ -68,7 +68,11 @@ public struct SyncStatus: Sendable {
     }
 
     /// The status of the store at `path` (its engine's state file), without opening it as a writer.
-    public static func read(store path: String, fs: any FileSystem = PosixFileSystem()) throws(SyncEngineError) -> SyncStatus {
+    public static func read(store path: String) throws(SyncEngineError) -> SyncStatus {
+        try read(store: path, fs: PosixFileSystem())
+    }
+
+    package static func read(store path: String, fs: any FileSystem) throws(SyncEngineError) -> SyncStatus {
         let file = path + "/" + SyncEngine.stateFile
         guard fs.kind(of: file) == .file else { throw .invalid("\(path) has never synced (no \(SyncEngine.stateFile)); run `jlog sync` first") }
         let state: SyncState

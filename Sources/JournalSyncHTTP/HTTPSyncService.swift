@@ -41,7 +41,7 @@ public struct HTTPSyncService: SyncService {
         if body != nil, let contentType { request.headers.append(("Content-Type", contentType)) }
         let answer: Answer
         do { answer = try await transport.send(request, maxBody: Self.maxResponseBytes) } catch {
-            throw .networkUnavailable
+            throw .networkUnavailable(cause: "\(method) \(path): \(error)")
         }
         guard (200..<300).contains(answer.status) else {
             let body = try? JSONDecoder().decode(HTTPBinding.ErrorJSON.self, from: Data(answer.body))

@@ -3,16 +3,16 @@ import JournalSync
 
 /// One device credential as a server keeps it: its id, account, SHA-256 of its secret (never the
 /// secret), when it was issued, when it expires and whether it was revoked (Spec/SYNC.md §9.2).
-public struct AccountCredential: Sendable, Equatable {
-    public var id: String
-    public var account: String
+package struct AccountCredential: Sendable, Equatable {
+    package var id: String
+    package var account: String
     /// Lowercase hex of SHA-256(secret).
-    public var secretHash: String
-    public var issuedAt: Int64
-    public var expiresAt: Int64?
-    public var revokedAt: Int64?
+    package var secretHash: String
+    package var issuedAt: Int64
+    package var expiresAt: Int64?
+    package var revokedAt: Int64?
 
-    public init(id: String, account: String, secretHash: String, issuedAt: Int64, expiresAt: Int64?, revokedAt: Int64?) {
+    package init(id: String, account: String, secretHash: String, issuedAt: Int64, expiresAt: Int64?, revokedAt: Int64?) {
         self.id = id
         self.account = account
         self.secretHash = secretHash
@@ -21,18 +21,18 @@ public struct AccountCredential: Sendable, Equatable {
         self.revokedAt = revokedAt
     }
 
-    public func isValid(now: Int64) -> Bool { revokedAt == nil && (expiresAt.map { now < $0 } ?? true) }
+    package func isValid(now: Int64) -> Bool { revokedAt == nil && (expiresAt.map { now < $0 } ?? true) }
 }
 
 /// The accounts file's text (Spec/SYNC.md §9.2): a header line, one line per credential
 /// `id account sha256hex issuedAt expiresAt|- revokedAt|-` (times in milliseconds), and a last
 /// line `crc32c HEX` over every byte before it. Anything else is damage: the whole file is refused.
-public enum AccountsFileCodec {
+package enum AccountsFileCodec {
     static let header = "jlog-accounts 1"
     /// The largest accounts file read.
-    public static let maxFileBytes = 8 << 20
+    package static let maxFileBytes = 8 << 20
 
-    public static func encode(_ list: [AccountCredential]) -> [UInt8] {
+    package static func encode(_ list: [AccountCredential]) -> [UInt8] {
         var text = header + "\n"
         for c in list {
             text += "\(c.id) \(c.account) \(c.secretHash) \(c.issuedAt) \(c.expiresAt.map(String.init) ?? "-") \(c.revokedAt.map(String.init) ?? "-")\n"
@@ -41,7 +41,7 @@ public enum AccountsFileCodec {
         return body + Array("crc32c \(String(CRC32C.checksum(body), radix: 16))\n".utf8)
     }
 
-    public static func decode(_ bytes: [UInt8]) -> [AccountCredential]? {
+    package static func decode(_ bytes: [UInt8]) -> [AccountCredential]? {
         guard bytes.count <= maxFileBytes, let text = String(validating: bytes, as: UTF8.self) else { return nil }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard lines.count >= 3, lines.removeLast().isEmpty, let crcLine = lines.popLast(), lines.first == Substring(header) else { return nil }

@@ -5,40 +5,40 @@ import JournalSync
 /// The HTTP binding of the protocol (Spec/SYNC.md §9 and Spec/openapi.yaml): the JSON bodies,
 /// the headers and how every `SyncError` travels as a status code. Shared by `jlog serve` and
 /// the HTTP client, so the two cannot disagree.
-public enum HTTPBinding {
-    public static let tokenHeader = "JLog-Token"
+package enum HTTPBinding {
+    package static let tokenHeader = "JLog-Token"
     /// The longest change token a request may carry: what a client keeps (SYNC.md §3.8 I2).
-    public static let maxTokenBytes = 1_024
-    public static let moreComingHeader = "JLog-More-Coming"
+    package static let maxTokenBytes = 1_024
+    package static let moreComingHeader = "JLog-More-Coming"
     /// Largest JSON request body a server reads (invitations, accept).
-    public static let maxJSONBody = 8 << 10
+    package static let maxJSONBody = 8 << 10
 
-    public struct ZoneJSON: Codable, Sendable, Equatable {
-        public var owner: String
-        public var name: String
-        public init(_ z: ZoneID) { owner = z.owner; name = z.name }
-        public var zone: ZoneID? { ZoneID(owner: owner, name: name) }
+    package struct ZoneJSON: Codable, Sendable, Equatable {
+        package var owner: String
+        package var name: String
+        package init(_ z: ZoneID) { owner = z.owner; name = z.name }
+        package var zone: ZoneID? { ZoneID(owner: owner, name: name) }
     }
 
-    public struct GoneJSON: Codable, Sendable, Equatable {
-        public var zone: ZoneJSON
-        public var reason: String
+    package struct GoneJSON: Codable, Sendable, Equatable {
+        package var zone: ZoneJSON
+        package var reason: String
     }
 
-    public struct DatabaseChangesJSON: Codable, Sendable, Equatable {
-        public var changed: [ZoneJSON]
-        public var deleted: [GoneJSON]
-        public var token: String
-        public var moreComing: Bool
+    package struct DatabaseChangesJSON: Codable, Sendable, Equatable {
+        package var changed: [ZoneJSON]
+        package var deleted: [GoneJSON]
+        package var token: String
+        package var moreComing: Bool
 
-        public init(_ p: DatabaseChangesPage) {
+        package init(_ p: DatabaseChangesPage) {
             changed = p.changed.map(ZoneJSON.init)
             deleted = p.deleted.map { GoneJSON(zone: ZoneJSON($0.zone), reason: $0.reason.rawValue) }
             token = p.token.text
             moreComing = p.moreComing
         }
 
-        public var page: DatabaseChangesPage? {
+        package var page: DatabaseChangesPage? {
             var c: [ZoneID] = [], d: [ZoneGone] = []
             for z in changed { guard let id = z.zone else { return nil }; c.append(id) }
             for g in deleted {
@@ -49,20 +49,20 @@ public enum HTTPBinding {
         }
     }
 
-    public struct FailureJSON: Codable, Sendable, Equatable {
-        public var id: String
+    package struct FailureJSON: Codable, Sendable, Equatable {
+        package var id: String
         /// `conflict`, `invalid` or `retry`.
-        public var kind: String
-        public var reason: String
+        package var kind: String
+        package var reason: String
     }
 
     /// An upload's answer: 200 with every id in `saved` or `failed` (a non-empty `failed` is a
     /// partial failure).
-    public struct UploadJSON: Codable, Sendable, Equatable {
-        public var saved: [String]
-        public var failed: [FailureJSON]
+    package struct UploadJSON: Codable, Sendable, Equatable {
+        package var saved: [String]
+        package var failed: [FailureJSON]
 
-        public init(_ r: UploadResult) {
+        package init(_ r: UploadResult) {
             saved = r.saved.map(\.description)
             failed = r.failed.sorted { $0.key < $1.key }.map { id, f in
                 switch f {
@@ -75,7 +75,7 @@ public enum HTTPBinding {
 
         /// The JSON body, keys sorted, written directly: every upload answers with it, and a
         /// general encoder costs a busy server more than the upload's own checks.
-        public var encoded: [UInt8] {
+        package var encoded: [UInt8] {
             var out: [UInt8] = []
             out.reserveCapacity(24 + saved.count * 40 + failed.count * 120)
             out += Array("{\"failed\":[".utf8)
@@ -99,7 +99,7 @@ public enum HTTPBinding {
 
         /// The common answer read without a general decoder: `encoded` of an upload where nothing
         /// failed and no id needs escaping. Nil for anything else (the caller decodes it in full).
-        public init?(commonAnswer b: [UInt8]) {
+        package init?(commonAnswer b: [UInt8]) {
             let head = Array("{\"failed\":[],\"saved\":[".utf8)
             guard b.count >= head.count + 2, b.starts(with: head), b[b.count - 2] == 0x5D, b[b.count - 1] == 0x7D else { return nil }
             var saved: [String] = []
@@ -126,7 +126,7 @@ public enum HTTPBinding {
             failed = []
         }
 
-        public var result: UploadResult? {
+        package var result: UploadResult? {
             var r = UploadResult()
             for s in saved { guard let id = CompactID(s) else { return nil }; r.saved.append(id) }
             for f in failed {
@@ -142,19 +142,19 @@ public enum HTTPBinding {
         }
     }
 
-    public struct ParticipantJSON: Codable, Sendable { public var participant: String; public init(participant: String) { self.participant = participant } }
-    public struct InvitationJSON: Codable, Sendable { public var invitation: String; public init(invitation: String) { self.invitation = invitation } }
-    public struct AccountJSON: Codable, Sendable { public var account: String; public init(account: String) { self.account = account } }
+    package struct ParticipantJSON: Codable, Sendable { package var participant: String; package init(participant: String) { self.participant = participant } }
+    package struct InvitationJSON: Codable, Sendable { package var invitation: String; package init(invitation: String) { self.invitation = invitation } }
+    package struct AccountJSON: Codable, Sendable { package var account: String; package init(account: String) { self.account = account } }
 
     /// Every error body: `error` names the SyncError case; `reason` is a zone's deletion reason
     /// (for `zoneDeleted`); `retryAfter` seconds also travel as the Retry-After header.
-    public struct ErrorJSON: Codable, Sendable, Equatable {
-        public var error: String
-        public var message: String
-        public var reason: String?
-        public var retryAfter: Int?
+    package struct ErrorJSON: Codable, Sendable, Equatable {
+        package var error: String
+        package var message: String
+        package var reason: String?
+        package var retryAfter: Int?
 
-        public init(error: String, message: String, reason: String? = nil, retryAfter: Int? = nil) {
+        package init(error: String, message: String, reason: String? = nil, retryAfter: Int? = nil) {
             self.error = error
             self.message = message
             self.reason = reason
@@ -163,7 +163,7 @@ public enum HTTPBinding {
     }
 
     /// The status and body a server answers `error` with.
-    public static func response(for error: SyncError) -> (status: Int, body: ErrorJSON) {
+    package static func response(for error: SyncError) -> (status: Int, body: ErrorJSON) {
         func seconds(_ d: Duration?) -> Int? { d.map { max(1, Int(($0.components.seconds)) + ($0.components.attoseconds > 0 ? 1 : 0)) } }
         switch error {
         case .networkUnavailable: return (502, ErrorJSON(error: "networkUnavailable", message: error.description))
@@ -185,7 +185,7 @@ public enum HTTPBinding {
     /// this binding's `error` in its body: a proxy's, or a wrong base URL's, answer. Reading those
     /// as `zoneNotFound` or `tokenExpired` would have the engine drop lists and their unsent
     /// changes, or re-fetch them, on the word of something that is not the service.
-    public static func error(status: Int, body: ErrorJSON?, retryAfter: Int?) -> SyncError {
+    package static func error(status: Int, body: ErrorJSON?, retryAfter: Int?) -> SyncError {
         let after = (retryAfter ?? body?.retryAfter).map { Duration.seconds($0) }
         switch (status, body?.error) {
         case (413, _): return .limitExceeded
@@ -196,19 +196,19 @@ public enum HTTPBinding {
         case (410, "zoneDeleted"): return .zoneDeleted(reason: body?.reason.flatMap(ZoneGoneReason.init(rawValue:)) ?? .deleted)
         case (410, "tokenExpired"): return .tokenExpired
         case (400, _): return .invalidRequest(body?.message ?? "the service refused the request")
-        case (502, _), (504, _): return .networkUnavailable
+        case (502, _), (504, _): return .networkUnavailable(cause: "a gateway answered \(status)" + (body.map { ": \($0.message)" } ?? ""))
         default: return .serviceBusy(retryAfter: after)
         }
     }
 
     /// A zone in a path: `/v1/zones/OWNER/NAME`, the name percent-encoded whole (its `/` too).
-    public static func zonePath(_ z: ZoneID) -> String {
+    package static func zonePath(_ z: ZoneID) -> String {
         "/v1/zones/" + z.owner + "/" + percentEncode(z.name)
     }
 
     /// `s` with every byte but RFC 3986's unreserved characters as `%XX` (uppercase hex). Written
     /// out, not Foundation's: every request's path and token pass through it.
-    public static func percentEncode(_ s: String) -> String {
+    package static func percentEncode(_ s: String) -> String {
         func unreserved(_ c: UInt8) -> Bool {
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x2E || c == 0x5F || c == 0x7E
         }
@@ -225,7 +225,7 @@ public enum HTTPBinding {
 
     /// `s` with every `%XX` decoded; nil for a `%` not followed by two hex digits or bytes that are
     /// not UTF-8 (what Foundation's `removingPercentEncoding` refuses too).
-    public static func percentDecode(_ s: Substring) -> String? {
+    package static func percentDecode(_ s: Substring) -> String? {
         guard s.utf8.contains(0x25) else { return String(s) }
         func hex(_ c: UInt8) -> UInt8? {
             switch c {

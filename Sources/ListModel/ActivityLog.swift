@@ -32,7 +32,7 @@ public struct ActivityEvent: Hashable, Sendable {
         self.text = text
     }
 
-    public var key: ChangeKey { ChangeKey(clock: clock, author: author, entry: entryID) }
+    package var key: ChangeKey { ChangeKey(clock: clock, author: author, entry: entryID) }
 }
 
 /// How `ActivityLog` queries match item text. Both ignore case.
@@ -65,17 +65,17 @@ public struct ActivityLog: Sendable, Equatable {
     /// Every author seen, each once by its exact bytes (possibly some no longer used).
     var authors = AuthorTable()
 
-    public init(zone: String) { self.zone = zone }
+    package init(zone: String) { self.zone = zone }
 
     public var count: Int { stored.count }
 
     /// Whether the event of this entry is recorded.
-    public func holds(_ entry: CompactID) -> Bool { eventIndex[entry] != nil }
+    package func holds(_ entry: CompactID) -> Bool { eventIndex[entry] != nil }
 
     /// Records one entry. Returns false for duplicates, other zones, opaque kinds and `place`
     /// (the compactor's, standing in for an add the history already holds).
     @discardableResult
-    public mutating func record(_ e: JournalEntry) -> Bool {
+    package mutating func record(_ e: JournalEntry) -> Bool {
         guard sameBytes(e.zone, zone) else { return false }
         let kind: ActivityKind
         var item: CompactID? = nil, text: String? = nil, addText: String? = nil
@@ -146,7 +146,7 @@ public struct ActivityLog: Sendable, Equatable {
     }
 
     @discardableResult
-    public mutating func record<S: Sequence>(contentsOf entries: S) -> Int where S.Element == JournalEntry {
+    package mutating func record<S: Sequence>(contentsOf entries: S) -> Int where S.Element == JournalEntry {
         var n = 0
         for e in entries where record(e) { n += 1 }
         return n
@@ -235,7 +235,7 @@ public struct ActivityLog: Sendable, Equatable {
 // MARK: - Compact encoding
 
 /// Why history bytes were rejected.
-public enum ActivityLogError: Error, Equatable, Sendable {
+package enum ActivityLogError: Error, Equatable, Sendable {
     case badMagic
     case unsupportedMajor(UInt8)
     case checksumMismatch
@@ -246,14 +246,14 @@ public enum ActivityLogError: Error, Equatable, Sendable {
 /// The compact, versioned, checksummed form of an `ActivityLog` (Spec/SNAPSHOT.md §5), kept
 /// next to a snapshot so that history survives compaction. Lossless for every query: each event
 /// is kept; only superseded copies of item text (re-adds that lost) are dropped.
-public enum ActivityLogCodec {
-    public static let magic: [UInt8] = [0x4A, 0x4C, 0x41, 0x48] // "JLAH"
-    public static let major: UInt8 = 1
-    public static let minor: UInt8 = 0
+package enum ActivityLogCodec {
+    package static let magic: [UInt8] = [0x4A, 0x4C, 0x41, 0x48] // "JLAH"
+    package static let major: UInt8 = 1
+    package static let minor: UInt8 = 0
     /// Largest encoding accepted or produced.
-    public static let maxBytes = 256 << 20
+    package static let maxBytes = 256 << 20
 
-    public static func encode(_ log: ActivityLog) -> [UInt8] {
+    package static func encode(_ log: ActivityLog) -> [UInt8] {
         let stored = log.stored, items = log.itemTable
         // Authors: those an event or an item text names, by UTF-8 bytes.
         var used = [Bool](repeating: false, count: log.authors.count)
@@ -312,7 +312,7 @@ public enum ActivityLogCodec {
         return w.bytes
     }
 
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(ActivityLogError) -> ActivityLog {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws(ActivityLogError) -> ActivityLog {
         guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count) }
         guard bytes.count >= 10 else { throw .malformed("truncated", offset: bytes.count) }
         guard magic.elementsEqual(bytes[0..<4]) else { throw .badMagic }
@@ -327,7 +327,7 @@ public enum ActivityLogCodec {
         }
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(ActivityLogError) -> ActivityLog {
+    package static func decode(_ bytes: [UInt8]) throws(ActivityLogError) -> ActivityLog {
         let result: Result<ActivityLog, ActivityLogError> = bytes.withUnsafeBytes { p in
             do throws(ActivityLogError) { return .success(try decode(p)) } catch { return .failure(error) }
         }
@@ -458,7 +458,7 @@ public enum ActivityLogCodec {
 }
 
 extension UnsafeRawBufferPointer {
-    @inline(__always) func u32At(_ i: Int) -> UInt32 { loadUnaligned(fromByteOffset: i, as: UInt32.self).littleEndian }
+    @inline(__always) package func u32At(_ i: Int) -> UInt32 { loadUnaligned(fromByteOffset: i, as: UInt32.self).littleEndian }
     @inline(__always) func u64At(_ i: Int) -> UInt64 { loadUnaligned(fromByteOffset: i, as: UInt64.self).littleEndian }
     @inline(__always) func u16At(_ i: Int) -> UInt16 { loadUnaligned(fromByteOffset: i, as: UInt16.self).littleEndian }
 }

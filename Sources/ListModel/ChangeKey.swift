@@ -2,38 +2,38 @@ import JournalCodec
 
 /// The total order every merge rule uses (Spec/MERGE.md §2): hybrid time, then author (UTF-8
 /// bytes), then entry id. Distinct entries never compare equal, so "the last one" is well defined.
-public struct ChangeKey: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public var clock: HybridTime
-    public var author: String
-    public var entry: CompactID
+package struct ChangeKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+    package var clock: HybridTime
+    package var author: String
+    package var entry: CompactID
 
-    public init(clock: HybridTime, author: String, entry: CompactID) {
+    package init(clock: HybridTime, author: String, entry: CompactID) {
         self.clock = clock
         self.author = author
         self.entry = entry
     }
 
-    public init(_ e: JournalEntry) {
+    package init(_ e: JournalEntry) {
         self.init(clock: e.clock, author: e.author, entry: e.id)
     }
 
     @inline(__always)
-    public static func < (a: ChangeKey, b: ChangeKey) -> Bool {
+    package static func < (a: ChangeKey, b: ChangeKey) -> Bool {
         if a.clock != b.clock { return a.clock < b.clock }
         if let c = compareUTF8(a.author, b.author), c != 0 { return c < 0 }
         return a.entry < b.entry
     }
 
-    public static func == (a: ChangeKey, b: ChangeKey) -> Bool {
+    package static func == (a: ChangeKey, b: ChangeKey) -> Bool {
         a.clock == b.clock && a.entry == b.entry && a.author.utf8.elementsEqual(b.author.utf8)
     }
 
-    public func hash(into h: inout Hasher) {
+    package func hash(into h: inout Hasher) {
         h.combine(clock)
         h.combine(entry)
     }
 
-    public var description: String { "(\(clock), \(author), \(entry))" }
+    package var description: String { "(\(clock), \(author), \(entry))" }
 }
 
 /// Byte-wise comparison of two strings (-1, 0, 1): the same on every platform, unlike `String.<`,

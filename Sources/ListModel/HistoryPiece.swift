@@ -5,22 +5,22 @@ import JournalCodec
 /// log (a **delta**), naming the piece before it; a **complete** piece holds every event of the
 /// incarnation through its sequence and ends the chain. The history is the chain's events plus
 /// what the log still holds.
-public struct HistoryPieceHeader: Sendable, Equatable {
-    public var zone: String
-    public var incarnation: SequenceNumber
+package struct HistoryPieceHeader: Sendable, Equatable {
+    package var zone: String
+    package var incarnation: SequenceNumber
     /// The piece covers the log through here: every entry at or below it that the log no longer
     /// holds is in this piece or in one it chains back to. Also in the file's name.
-    public var sequence: SequenceNumber
+    package var sequence: SequenceNumber
     /// The sequence of the piece this one follows (0: none, the chain starts here).
-    public var previous: SequenceNumber
+    package var previous: SequenceNumber
     /// That piece's `fileCRC` (its last four bytes), so a different file under its name is noticed.
-    public var previousCRC: UInt32
+    package var previousCRC: UInt32
     /// Holds every event of the incarnation through `sequence`; the chain ends here.
-    public var complete: Bool
+    package var complete: Bool
     /// 2; 1 for a whole-history file of an older writer (`ActivityLogCodec`), read as complete.
-    public var major: UInt8 = HistoryPieceCodec.major
+    package var major: UInt8 = HistoryPieceCodec.major
 
-    public init(zone: String, incarnation: SequenceNumber, sequence: SequenceNumber, previous: SequenceNumber = 0,
+    package init(zone: String, incarnation: SequenceNumber, sequence: SequenceNumber, previous: SequenceNumber = 0,
                 previousCRC: UInt32 = 0, complete: Bool) {
         self.zone = zone
         self.incarnation = incarnation
@@ -35,23 +35,23 @@ public struct HistoryPieceHeader: Sendable, Equatable {
 /// each chunk (`takeChunk`) as it fills and writes it out, so a piece of any length is streamed.
 /// Events are written in the order given (a compaction gives them in log order); each entry id
 /// at most once is the caller's promise (a reader keeps the first of two).
-public struct HistoryPieceEncoder: Sendable {
+package struct HistoryPieceEncoder: Sendable {
     /// Bytes encoded but not yet taken.
-    public private(set) var pending = ByteWriter(capacity: 1 << 16)
+    package private(set) var pending = ByteWriter(capacity: 1 << 16)
     /// CRC32C of every byte taken so far.
     private var crc: UInt32 = 0
     /// Bytes taken so far.
-    public private(set) var taken = 0
+    package private(set) var taken = 0
     private var authors: [String] = []
     private var lastAuthor = -1
     /// The latest copy of `zone` an entry carried (`zone` itself until one does).
     private var lastZone: String
     private var previousClock: UInt64 = 0
-    public private(set) var events = 0
-    public let zone: String
+    package private(set) var events = 0
+    package let zone: String
     private var finished = false
 
-    public init(_ header: HistoryPieceHeader) {
+    package init(_ header: HistoryPieceHeader) {
         zone = header.zone
         lastZone = header.zone
         var w = ByteWriter(capacity: 64 + header.zone.utf8.count)
@@ -70,10 +70,10 @@ public struct HistoryPieceEncoder: Sendable {
     }
 
     /// Bytes waiting, at least: past this, a writer takes them.
-    public static let chunkBytes = 1 << 20
+    package static let chunkBytes = 1 << 20
 
     /// The pending bytes, counted into the CRC, and an empty buffer for what follows.
-    public mutating func takeChunk() -> [UInt8] {
+    package mutating func takeChunk() -> [UInt8] {
         let out = pending.bytes
         crc = CRC32C.extend(crc, out)
         taken += out.count
@@ -84,7 +84,7 @@ public struct HistoryPieceEncoder: Sendable {
     /// Adds the entry's event; false (nothing written) for entries the history does not keep
     /// (opaque kinds, `place`, another zone).
     @discardableResult
-    public mutating func add(_ e: JournalEntry) -> Bool {
+    package mutating func add(_ e: JournalEntry) -> Bool {
         if !sameBytes(e.zone, lastZone) {
             guard sameBytes(e.zone, zone) else { return false }
             // Kept: the entries after it in its batch share its storage, and answer at once.
@@ -149,7 +149,7 @@ public struct HistoryPieceEncoder: Sendable {
     }
 
     /// Adds every event of `log` (with its item texts), as `HistoryPieceCodec.encode` does.
-    public mutating func add(contentsOf log: ActivityLog) {
+    package mutating func add(contentsOf log: ActivityLog) {
         log.forEachStoredEvent { kind, entry, author, clock, wall, item, text, itemText in
             write(kind: kind, entry: entry, author: author, clock: clock, wall: wall, item: item, addText: itemText,
                   hasAddText: itemText != nil, text: text)
@@ -157,7 +157,7 @@ public struct HistoryPieceEncoder: Sendable {
     }
 
     /// Ends the events; the last chunk, with the file CRC, follows in `takeChunk()`.
-    public mutating func finish() {
+    package mutating func finish() {
         precondition(!finished, "finished twice")
         pending.u8(0)
         let crc = CRC32C.extend(self.crc, pending.bytes)
@@ -168,18 +168,18 @@ public struct HistoryPieceEncoder: Sendable {
 
 /// History pieces (Spec/SNAPSHOT.md §5): the files a zone's history is kept in once compaction
 /// removes entries from the log. Decoding is strict and never traps (fuzzed by `FuzzHistory`).
-public enum HistoryPieceCodec {
-    public static let magic = ActivityLogCodec.magic
-    public static let major: UInt8 = 2
-    public static let minor: UInt8 = 0
+package enum HistoryPieceCodec {
+    package static let magic = ActivityLogCodec.magic
+    package static let major: UInt8 = 2
+    package static let minor: UInt8 = 0
     /// Largest piece accepted or produced.
-    public static let maxBytes = ActivityLogCodec.maxBytes
+    package static let maxBytes = ActivityLogCodec.maxBytes
     /// Bytes before the zone name in a major-2 header.
     static let fixedHeader = 36
 
     /// The header alone, from a file's first bytes (at most `fixedHeader + 255 + 4` are needed).
     /// A major-1 file (an older writer's whole history) has no header: nil, read it with `decode`.
-    public static func decodeHeader(_ bytes: UnsafeRawBufferPointer) throws(ActivityLogError) -> HistoryPieceHeader? {
+    package static func decodeHeader(_ bytes: UnsafeRawBufferPointer) throws(ActivityLogError) -> HistoryPieceHeader? {
         guard bytes.count >= 6 else { throw .malformed("truncated", offset: bytes.count) }
         guard magic.elementsEqual(bytes[0..<4]) else { throw .badMagic }
         if bytes[4] == ActivityLogCodec.major { return nil }
@@ -211,7 +211,7 @@ public enum HistoryPieceCodec {
     /// same zone; events `log` already holds (by entry id) are skipped. Returns the header (a
     /// major-1 file's is complete, with incarnation and sequence 0: its file name says them).
     @discardableResult
-    public static func decode(_ bytes: UnsafeRawBufferPointer, into log: inout ActivityLog) throws(ActivityLogError) -> HistoryPieceHeader {
+    package static func decode(_ bytes: UnsafeRawBufferPointer, into log: inout ActivityLog) throws(ActivityLogError) -> HistoryPieceHeader {
         guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count) }
         guard let header = try decodeHeader(bytes) else {
             let whole = try ActivityLogCodec.decode(bytes)
@@ -234,7 +234,7 @@ public enum HistoryPieceCodec {
         return header
     }
 
-    public static func decode(_ bytes: [UInt8], into log: inout ActivityLog) throws(ActivityLogError) -> HistoryPieceHeader {
+    package static func decode(_ bytes: [UInt8], into log: inout ActivityLog) throws(ActivityLogError) -> HistoryPieceHeader {
         let result: Result<HistoryPieceHeader, ActivityLogError> = bytes.withUnsafeBytes { p in
             do throws(ActivityLogError) { return .success(try decode(p, into: &log)) } catch { return .failure(error) }
         }
@@ -243,7 +243,7 @@ public enum HistoryPieceCodec {
 
     /// Decodes a whole piece on its own: its header and its events (a major-1 file's zone is in
     /// its body).
-    public static func decode(_ bytes: [UInt8]) throws(ActivityLogError) -> (header: HistoryPieceHeader, log: ActivityLog) {
+    package static func decode(_ bytes: [UInt8]) throws(ActivityLogError) -> (header: HistoryPieceHeader, log: ActivityLog) {
         let head: Result<HistoryPieceHeader?, ActivityLogError> = bytes.withUnsafeBytes { p in
             do throws(ActivityLogError) { return .success(try decodeHeader(p)) } catch { return .failure(error) }
         }
@@ -256,7 +256,7 @@ public enum HistoryPieceCodec {
     }
 
     /// The piece's `fileCRC` as stored (its last four bytes): what the next piece names.
-    public static func storedCRC(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
+    package static func storedCRC(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
         bytes.count >= 4 ? bytes.u32At(bytes.count - 4) : nil
     }
 
@@ -314,7 +314,7 @@ public enum HistoryPieceCodec {
     /// A whole history as one piece (what `writeHistory` installs: complete, or a delta when
     /// `header` says so). Events in the log's recording order; each add carries its item's text
     /// when it is the add that text came from.
-    public static func encode(_ log: ActivityLog, header: HistoryPieceHeader) -> [UInt8] {
+    package static func encode(_ log: ActivityLog, header: HistoryPieceHeader) -> [UInt8] {
         var e = HistoryPieceEncoder(header)
         e.add(contentsOf: log)
         e.finish()

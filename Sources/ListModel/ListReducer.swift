@@ -82,9 +82,9 @@ struct Placement: Sendable, Equatable {
 /// first delete) cannot have been applied before, since winners only move one way; the id of
 /// every applied entry is either held by the state as a winner or kept in `seen`, where it goes
 /// when it loses or is superseded. Entry ids are never part of snapshots.
-public struct ListReducer: Sendable {
+package struct ListReducer: Sendable {
     /// Entries of other zones are ignored.
-    public let zone: String
+    package let zone: String
     /// Entries folded in before this value was decoded from a snapshot (their ids are not kept).
     var folded = 0
     /// Entries applied since this value was created or decoded.
@@ -94,7 +94,7 @@ public struct ListReducer: Sendable {
     /// default: a library call takes no thread unless its caller asks, and only replays of
     /// hundreds of thousands of entries gain (a list of 1M entries: ~20% faster to materialise on
     /// two cores). Not part of the value (`==` ignores it).
-    public var helpers: (any ReducerHelpers)? = nil
+    package var helpers: (any ReducerHelpers)? = nil
     /// Ids of applied entries that the state does not hold as winners (in memory only).
     var seen = ReducerSeenSet()
     /// Text ids (item and entry) interned to numbers.
@@ -122,10 +122,10 @@ public struct ListReducer: Sendable {
     /// Participant → whether the latest join/leave was a join.
     var participants: [ExactString: Register<Bool>] = [:]
 
-    public init(zone: String) { self.zone = zone }
+    package init(zone: String) { self.zone = zone }
 
     /// Reserves room for about `entries` more entries, to avoid rehashing during a bulk replay.
-    public mutating func reserveCapacity(_ entries: Int) {
+    package mutating func reserveCapacity(_ entries: Int) {
         seen.reserveCapacity(seen.count + entries / 4)
         reserveItems(records.count + entries / 2)
     }
@@ -138,16 +138,16 @@ public struct ListReducer: Sendable {
     }
 
     /// How many distinct entries have been folded in (the store never holds two with one id).
-    public var entryCount: Int { folded + applied }
+    package var entryCount: Int { folded + applied }
 
     /// Item records held: visible items, tombstones, and ids known only as anchors or from
     /// dangling operations. What a snapshot's size and its decoding time follow.
-    public var recordCount: Int { records.count }
+    package var recordCount: Int { records.count }
 
     /// Whether the entry with this id has been applied since this reducer was created or decoded,
     /// or is a winner folded into a snapshot (a snapshot keeps only the count of its entries).
     /// O(items) when the id is not in `seen`: meant for single entries (shopping mode).
-    public func contains(entry id: CompactID) -> Bool {
+    package func contains(entry id: CompactID) -> Bool {
         if name?.key.entry == id || colour?.key.entry == id { return true }
         if participants.values.contains(where: { $0.key.entry == id }) { return true }
         // An id never interned is held by no record and is not in `seen`.
@@ -164,7 +164,7 @@ public struct ListReducer: Sendable {
 
     /// Applies one entry. Returns false (and changes nothing) for a duplicate or another zone's entry.
     @discardableResult
-    public mutating func apply(_ e: JournalEntry) -> Bool { withUnsafePointer(to: e) { applyEntry($0) } }
+    package mutating func apply(_ e: JournalEntry) -> Bool { withUnsafePointer(to: e) { applyEntry($0) } }
 
     /// `apply`, reading the entry in place: a caller passing it by value copies it first
     /// (retaining its strings), since a mutating call could, for all the compiler knows, change it.
@@ -200,7 +200,7 @@ public struct ListReducer: Sendable {
 
     /// Applies entries in order; returns how many were new.
     @discardableResult @inlinable
-    public mutating func apply<S: Sequence>(contentsOf entries: S) -> Int where S.Element == JournalEntry {
+    package mutating func apply<S: Sequence>(contentsOf entries: S) -> Int where S.Element == JournalEntry {
         var n = 0
         for e in entries where apply(e) { n += 1 }
         return n
@@ -213,7 +213,7 @@ public struct ListReducer: Sendable {
     /// when room has been reserved (`reserveCapacity`), as much of it as these entries can fill
     /// is backed by the kernel on another core meanwhile, with `helpers` (`ReducerHelpers.warm`).
     @discardableResult
-    public mutating func apply(contentsOf entries: [JournalEntry]) -> Int {
+    package mutating func apply(contentsOf entries: [JournalEntry]) -> Int {
         entries.withUnsafeBufferPointer { buf in
             applyInPlace(UnsafeRawPointer(buf.baseAddress), count: buf.count, stride: MemoryLayout<JournalEntry>.stride)
         }
@@ -223,7 +223,7 @@ public struct ListReducer: Sendable {
     /// entries, with their sequences beside them), read in place where they lie: collecting them
     /// into an array of their own would copy each one and retain its strings.
     @discardableResult
-    public mutating func apply<Element>(contentsOf elements: [Element], entry: KeyPath<Element, JournalEntry>) -> Int {
+    package mutating func apply<Element>(contentsOf elements: [Element], entry: KeyPath<Element, JournalEntry>) -> Int {
         // A computed property has no offset: its entries are applied one at a time.
         guard let offset = MemoryLayout<Element>.offset(of: entry) else {
             var n = 0
@@ -505,7 +505,7 @@ public struct ListReducer: Sendable {
     // MARK: Materialising
 
     /// The list as it stands: a pure function of the set of entries applied.
-    public func state() -> ListState { state(helpers: helpers) }
+    package func state() -> ListState { state(helpers: helpers) }
 
     /// `state()`, its items built on two threads when `helpers` has them and enough are visible.
     func state(helpers: (any ReducerHelpers)?) -> ListState {
@@ -595,7 +595,7 @@ public struct ListReducer: Sendable {
 
     /// `state().digest` (MERGE.md §8) straight from the records, without building the state:
     /// snapshot encoding and decoding need only the digest.
-    public func stateDigest() -> UInt64 {
+    package func stateDigest() -> UInt64 {
         let (order, visible, _) = countedLinearOrder()
         return stateDigest(order: order, visible: visible)
     }
@@ -629,7 +629,7 @@ public struct ListReducer: Sendable {
 
     /// Two replicas' consecutive same-author siblings at most this far apart (physical ms) form
     /// one run, kept together (MERGE.md §3.2; the rule is `SiblingRun`'s).
-    public static var runWindowMillis: UInt64 { SiblingRun.windowMillis }
+    package static var runWindowMillis: UInt64 { SiblingRun.windowMillis }
 
     /// Record numbers of every record in the tree (added or placed, tombstones included) in list
     /// order (MERGE.md §3).
@@ -963,7 +963,7 @@ struct PreOrderWalk {
 extension ListReducer: Equatable {
     /// Same set of entries folded in, hence the same internal state (record numbering, author
     /// interning and the in-memory seen-set aside).
-    public static func == (a: ListReducer, b: ListReducer) -> Bool {
+    package static func == (a: ListReducer, b: ListReducer) -> Bool {
         guard sameUTF8(a.zone, b.zone), a.entryCount == b.entryCount, a.name == b.name, a.colour == b.colour,
               a.participants == b.participants else { return false }
         func records(_ r: ListReducer) -> Int { r.records.reduce(0) { $0 + ($1.flags != 0 ? 1 : 0) } }

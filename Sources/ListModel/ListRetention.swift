@@ -3,25 +3,25 @@ import JournalCodec
 /// What the compactor does to one zone's journal (Spec/COMPACTION.md §2): entries to remove, and
 /// entries to write in place of others (a `place`, keeping the replaced entry's id, author, clocks
 /// and sequence).
-public struct RetentionPlan: Sendable, Equatable {
-    public struct Rewrite: Sendable, Equatable {
-        public var sequence: SequenceNumber
-        public var entry: JournalEntry
+package struct RetentionPlan: Sendable, Equatable {
+    package struct Rewrite: Sendable, Equatable {
+        package var sequence: SequenceNumber
+        package var entry: JournalEntry
 
-        public init(sequence: SequenceNumber, entry: JournalEntry) {
+        package init(sequence: SequenceNumber, entry: JournalEntry) {
             self.sequence = sequence
             self.entry = entry
         }
     }
 
     /// Ascending.
-    public var purge: [SequenceNumber] = []
+    package var purge: [SequenceNumber] = []
     /// Ascending by sequence; none is also in `purge`.
-    public var rewrite: [Rewrite] = []
+    package var rewrite: [Rewrite] = []
 
-    public var isEmpty: Bool { purge.isEmpty && rewrite.isEmpty }
+    package var isEmpty: Bool { purge.isEmpty && rewrite.isEmpty }
 
-    public init(purge: [SequenceNumber] = [], rewrite: [Rewrite] = []) {
+    package init(purge: [SequenceNumber] = [], rewrite: [Rewrite] = []) {
         self.purge = purge
         self.rewrite = rewrite
     }
@@ -46,25 +46,25 @@ public struct RetentionPlan: Sendable, Equatable {
 /// Superseded renames and recolours go too (every old one except the winner, MERGE.md §4). Joins,
 /// leaves, opaque kinds, dangling operations (no add and no place), anchor cycles and anything
 /// not old always stay.
-public struct ListRetention: Sendable {
+@usableFromInline package struct ListRetention: Sendable {
     /// Fourteen days: lifecycles finished for longer than this are purged.
-    public static let defaultRetentionMillis: Int64 = 14 * 24 * 60 * 60 * 1000
+    @usableFromInline package static let defaultRetentionMillis: Int64 = 14 * 24 * 60 * 60 * 1000
 
     /// Entries at or after this time (milliseconds since the epoch) stay.
-    public var cutoff: Int64
+    package var cutoff: Int64
     /// Entries above this sequence stay (the zone's low-water mark, capped at the sealed log).
-    public var mark: SequenceNumber
+    package var mark: SequenceNumber
     /// An entry that stays whatever it is, with its item: the zone's incarnation, since the entry
     /// that started an implicitly created zone is the zone's identity (TOKENS.md §1).
-    public var pinned: SequenceNumber?
+    package var pinned: SequenceNumber?
 
-    public init(cutoff: Int64, mark: SequenceNumber, pinned: SequenceNumber? = nil) {
+    package init(cutoff: Int64, mark: SequenceNumber, pinned: SequenceNumber? = nil) {
         self.cutoff = cutoff
         self.mark = mark
         self.pinned = pinned
     }
 
-    public init(now: Int64, retentionMillis: Int64 = defaultRetentionMillis, mark: SequenceNumber, pinned: SequenceNumber? = nil) {
+    package init(now: Int64, retentionMillis: Int64 = defaultRetentionMillis, mark: SequenceNumber, pinned: SequenceNumber? = nil) {
         self.init(cutoff: now - retentionMillis, mark: mark, pinned: pinned)
     }
 
@@ -73,7 +73,7 @@ public struct ListRetention: Sendable {
     /// when a decision says so (`RetentionDecision.needsAnotherPass`, COMPACTION.md §2.1) the rules
     /// are applied again to their own result, otherwise one pass is all it takes; running the
     /// compactor again on the compacted journal finds nothing more.
-    public func plan(_ entries: [(SequenceNumber, JournalEntry)]) -> RetentionPlan {
+    package func plan(_ entries: [(SequenceNumber, JournalEntry)]) -> RetentionPlan {
         var current = entries
         var purged = Set<SequenceNumber>()
         var written: [SequenceNumber: JournalEntry] = [:]
@@ -108,11 +108,11 @@ public struct ListRetention: Sendable {
     /// Passes of the rules at most: each settles what the last one's places revealed, which is
     /// rare and shallow (one more level per pass, only where an item was re-added after another
     /// anchor); the bound keeps a hostile journal from taking long, and the next run goes on.
-    public static let maxPasses = 64
+    package static let maxPasses = 64
 }
 
 /// What compaction does to one entry.
-public enum EntryVerdict: Equatable, Sendable {
+package enum EntryVerdict: Equatable, Sendable {
     case keep
     case purge
     /// Written over by this operation (a `place`), keeping the entry's id, author, clocks and

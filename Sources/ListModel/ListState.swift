@@ -50,7 +50,7 @@ public struct ListState: Hashable, Sendable {
     }
 
     /// The SipHash-2-4 key of `digest` (MERGE.md §8): fixed, so digests compare across replicas.
-    public static let digestKey: (UInt64, UInt64) = (0x6A6C_6973_7464_6731, 0x7374_6174_6532_3031)
+    package static let digestKey: (UInt64, UInt64) = (0x6A6C_6973_7464_6731, 0x7374_6174_6532_3031)
 
     /// A 64-bit digest of the canonical encoding of the visible state (MERGE.md §8): two replicas
     /// agree on it exactly when they show the same list.
@@ -60,7 +60,7 @@ public struct ListState: Hashable, Sendable {
     }
 
     /// The canonical encoding that `digest` hashes.
-    public func canonicalBytes() -> [UInt8] {
+    package func canonicalBytes() -> [UInt8] {
         var w = ByteWriter(capacity: 64 + items.count * 48)
         encodeCanonical(into: &w)
         return w.bytes

@@ -1,7 +1,7 @@
 /// Work a reducer may hand to other threads when its caller gives it a way to (the query layer's
 /// `ListQuery.helperThreads`). The list model itself is pure: it starts no thread and asks the
 /// kernel for nothing.
-public protocol ReducerHelpers: Sendable {
+package protocol ReducerHelpers: Sendable {
     /// Below this many bytes of room to fill, `warm` is not worth a thread.
     var minimumWarmBytes: Int { get }
     /// Below this much work (items to build), `run` is not worth a thread.
@@ -16,7 +16,7 @@ public protocol ReducerHelpers: Sendable {
 }
 
 /// Pages being backed on another thread (`ReducerHelpers.warm`).
-public protocol PageWarming: AnyObject {
+package protocol PageWarming: AnyObject {
     /// Stops the helper and waits for it. Calling it again does nothing.
     func finish()
 }

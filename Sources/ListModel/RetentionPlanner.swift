@@ -17,9 +17,9 @@ struct PlannerKey {
 /// history is read through, never held; only 8 bytes per entry that names an item are kept (its
 /// sequence and item number), so that a `Walk` asking about the entries again in order finds
 /// each one's item without hashing its id a second time.
-public struct RetentionPlanner: Sendable {
+package struct RetentionPlanner: Sendable {
     /// An entry that stays whatever it is, with its item (see `ListRetention.pinned`).
-    public let pinned: SequenceNumber?
+    package let pinned: SequenceNumber?
 
     // Items, by number (first appearance, anchors included), in flat arrays.
     var index = ReducerIndex()
@@ -48,9 +48,9 @@ public struct RetentionPlanner: Sendable {
     var recolour: (key: PlannerKey, seq: UInt64)?
     var renames: [(seq: UInt64, time: Int64)] = []
     var recolours: [(seq: UInt64, time: Int64)] = []
-    public private(set) var entries = 0
+    package private(set) var entries = 0
     /// The earliest time (`time(_:)`) of any entry read.
-    public private(set) var oldestTime = Int64.max
+    package private(set) var oldestTime = Int64.max
     /// The sum of what `add(contentsOf:)` loaded ahead: kept so the loads are not optimised away.
     private var warmed: UInt64 = 0
     /// Entries naming an item, in ascending sequence order as added: the sequence (less `recordBase`)
@@ -81,13 +81,13 @@ public struct RetentionPlanner: Sendable {
 
     static let hasAdd: UInt8 = 1, deleted: UInt8 = 2, markedOff: UInt8 = 4, hasMark: UInt8 = 8, pinnedHere: UInt8 = 16
 
-    public init(pinned: SequenceNumber? = nil) {
+    package init(pinned: SequenceNumber? = nil) {
         self.pinned = pinned
     }
 
     /// An entry's time: the later of its wall time and its hybrid clock (COMPACTION.md §2).
     @inline(__always)
-    public static func time(_ e: JournalEntry) -> Int64 { max(e.wallTime, Int64(clamping: e.clock.physicalMillis)) }
+    package static func time(_ e: JournalEntry) -> Int64 { max(e.wallTime, Int64(clamping: e.clock.physicalMillis)) }
 
     /// The item number of `id`, adding the item if new.
     mutating func intern(_ id: CompactID) -> Int32 {
@@ -151,7 +151,7 @@ public struct RetentionPlanner: Sendable {
     }
 
     /// Reads one entry (each entry once; any order).
-    public mutating func add(_ seq: SequenceNumber, _ e: JournalEntry) {
+    package mutating func add(_ seq: SequenceNumber, _ e: JournalEntry) {
         entries += 1
         let time = Self.time(e)
         oldestTime = min(oldestTime, time)
@@ -222,7 +222,7 @@ public struct RetentionPlanner: Sendable {
     /// loaded, all independent loads whose cache misses overlap, before the entries are added one
     /// by one (a large list's items do not fit in the cache: one miss after another was most of
     /// the time a read took).
-    public mutating func add<Element>(contentsOf elements: [Element], sequence: KeyPath<Element, UInt64>,
+    package mutating func add<Element>(contentsOf elements: [Element], sequence: KeyPath<Element, UInt64>,
                                       entry: KeyPath<Element, JournalEntry>) {
         // A computed property has no offset: its entries are added one at a time.
         guard let so = MemoryLayout<Element>.offset(of: sequence), let eo = MemoryLayout<Element>.offset(of: entry) else {
@@ -310,7 +310,7 @@ public struct RetentionPlanner: Sendable {
 /// What the list rules decided for one zone incarnation (COMPACTION.md §2): per item, whether it
 /// stays, goes whole, or leaves a placement (folded into the item after it, or not), and which
 /// entries are written over by a `place`. `verdict` says what becomes of each entry.
-public struct RetentionDecision: Sendable {
+package struct RetentionDecision: Sendable {
     /// Per item. 0: stays as it is.
     enum ItemVerdict: UInt8 {
         case stays = 0
@@ -327,9 +327,9 @@ public struct RetentionDecision: Sendable {
         case placement
     }
 
-    public let cutoff: Int64
-    public let mark: SequenceNumber
-    public let pinned: SequenceNumber?
+    package let cutoff: Int64
+    package let mark: SequenceNumber
+    package let pinned: SequenceNumber?
     var index: ReducerIndex
     var textIDs: ReducerTextIDs
     var ids: [RID]
@@ -341,23 +341,23 @@ public struct RetentionDecision: Sendable {
     let renameWinner: UInt64?
     let recolourWinner: UInt64?
     /// Entries the rules purge, and entries they write over (with another operation).
-    public internal(set) var purgeCount = 0
-    public internal(set) var rewriteCount = 0
+    package internal(set) var purgeCount = 0
+    package internal(set) var rewriteCount = 0
     /// Whether another pass of the rules over the result may find more (COMPACTION.md §2.1): an
     /// item given a place, or folded, had an add anchored to a placement that does not fold, which
     /// it no longer anchors; or the item at the bottom of a folded chain was already a child of the
     /// placement above the chain (by another add), which it now is once only.
-    public internal(set) var needsAnotherPass = false
+    package internal(set) var needsAnotherPass = false
     /// Sequence ranges holding every entry the decision changes, ascending and disjoint: only
     /// segments they overlap need reading again.
-    public internal(set) var ranges: [ClosedRange<SequenceNumber>] = []
+    package internal(set) var ranges: [ClosedRange<SequenceNumber>] = []
 
     /// The planner's record of the entries it read (`RetentionPlanner.recordedSeqs`).
     var recordBase: UInt64 = 0
     var recordedSeqs: [UInt32] = []
     var recordedItems: [Int32] = []
 
-    public var isEmpty: Bool { purgeCount == 0 && rewriteCount == 0 }
+    package var isEmpty: Bool { purgeCount == 0 && rewriteCount == 0 }
 
     @inline(__always)
     func isOld(_ seq: SequenceNumber, _ e: JournalEntry) -> Bool {
@@ -366,7 +366,7 @@ public struct RetentionDecision: Sendable {
 
     /// What becomes of the entry at `seq` (one the planner read, or one appended since: those
     /// are above the mark and stay).
-    public func verdict(_ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
+    package func verdict(_ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
         let item: CompactID
         switch e.operation {
         case .rename: return isOld(seq, e) && seq != renameWinner ? .purge : .keep
@@ -410,9 +410,9 @@ public struct RetentionDecision: Sendable {
     /// Asks about entries in ascending sequence order (a rewrite's, a dry run's): the same
     /// answers as `verdict`, each entry's item taken from the planner's record of it, not found
     /// again by its id's hash (on a large list, the lookup that missed the cache on every entry).
-    public func walk() -> Walk { Walk(self) }
+    package func walk() -> Walk { Walk(self) }
 
-    public struct Walk: Sendable {
+    package struct Walk: Sendable {
         let decision: RetentionDecision
         /// Positions in the record and in the targets: nothing before them is asked again.
         private var next = 0
@@ -422,7 +422,7 @@ public struct RetentionDecision: Sendable {
         init(_ d: RetentionDecision) { decision = d }
 
         /// `RetentionDecision.verdict`; asked out of order, it finds its place again by search.
-        public mutating func verdict(_ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
+        package mutating func verdict(_ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
             let d = decision
             switch e.operation {
             case .add, .place, .markOff, .unmark, .delete: break
@@ -459,7 +459,7 @@ public struct RetentionDecision: Sendable {
 extension RetentionPlanner {
     /// Applies the rules (COMPACTION.md §2) to what was read, for entries old at `cutoff` and at
     /// or below `mark`. May be called again with another mark or cutoff.
-    public func decide(cutoff: Int64, mark: SequenceNumber) -> RetentionDecision {
+    package func decide(cutoff: Int64, mark: SequenceNumber) -> RetentionDecision {
         let n = ids.count
         func placed(_ i: Int) -> Bool { placeSlot[i] >= 0 }
         func inTree(_ i: Int) -> Bool { tallies[i].flags & Self.hasAdd != 0 || placed(i) }

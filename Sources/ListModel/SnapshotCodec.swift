@@ -1,28 +1,28 @@
 import JournalCodec
 
 /// The fixed fields of a snapshot file (Spec/SNAPSHOT.md §2).
-public struct SnapshotHeader: Hashable, Sendable {
-    public var major: UInt16
-    public var minor: UInt16
-    public var flags: UInt32
-    public var zone: String
+package struct SnapshotHeader: Hashable, Sendable {
+    package var major: UInt16
+    package var minor: UInt16
+    package var flags: UInt32
+    package var zone: String
     /// Which incarnation of the zone (a deleted and re-created zone starts a new one).
-    public var incarnation: UInt64
+    package var incarnation: UInt64
     /// The log sequence the snapshot reflects: entries up to and including it are in it.
-    public var sequence: UInt64
+    package var sequence: UInt64
     /// Distinct entries folded in.
-    public var entryCount: UInt64
+    package var entryCount: UInt64
     /// `ListState.digest` of the materialised state.
-    public var digest: UInt64
+    package var digest: UInt64
     /// CRC32C of the decompressed body: what a delta names its base by.
-    public var bodyCRC: UInt32
+    package var bodyCRC: UInt32
     /// A delta (SNAPSHOT.md §6): the body says what changed against a base snapshot.
-    public var isDelta: Bool { flags & SnapshotCodec.flagDelta != 0 }
+    package var isDelta: Bool { flags & SnapshotCodec.flagDelta != 0 }
 }
 
 /// Why snapshot bytes were rejected. Decoding never traps and never allocates more than the
 /// limits allow.
-public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
     case truncated
     case badMagic
     case unsupportedMajor(UInt16)
@@ -39,7 +39,7 @@ public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The base given with a delta is not the one it names.
     case baseMismatch(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .truncated: "snapshot is truncated"
         case .badMagic: "not a snapshot (bad magic)"
@@ -62,28 +62,28 @@ public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
 /// dangling operations, anchors, last-writer-wins keys; not the entry ids), so that
 /// `decode(encode(r)) + apply(tail)` equals a full replay exactly. Canonical: the bytes depend
 /// only on the set of entries folded in, not on their arrival order.
-public enum SnapshotCodec {
-    public static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
-    public static let major: UInt16 = 3
+package enum SnapshotCodec {
+    package static let magic: [UInt8] = [0x89, 0x4A, 0x4C, 0x53, 0x0D, 0x0A, 0x1A, 0x0A]
+    package static let major: UInt16 = 3
     /// A whole snapshot is written as 3.0, a delta as 3.1 (minor 1 added deltas; a 3.0 reader
     /// refuses one by its flag bit 1 and falls back, as for any snapshot it cannot read).
-    public static let minor: UInt16 = 0
-    public static let deltaMinor: UInt16 = 1
+    package static let minor: UInt16 = 0
+    package static let deltaMinor: UInt16 = 1
     /// Flag bit 0: the body is LZ4-compressed.
-    public static let flagLZ4: UInt32 = 1
+    package static let flagLZ4: UInt32 = 1
     /// Flag bit 1: the body is a delta against a base snapshot (SNAPSHOT.md §6).
-    public static let flagDelta: UInt32 = 2
+    package static let flagDelta: UInt32 = 2
     /// Largest decompressed body.
-    public static let maxBodyBytes = 256 << 20
+    package static let maxBodyBytes = 256 << 20
     /// Largest stored (possibly compressed) body: LZ4's bound for `maxBodyBytes`.
-    public static let maxStoredBytes = maxBodyBytes + maxBodyBytes / 255 + 16
+    package static let maxStoredBytes = maxBodyBytes + maxBodyBytes / 255 + 16
     /// Bytes before the zone name.
     static let fixedHeaderBytes = 69
 
     // MARK: Encoding
 
     /// The snapshot file's bytes. The body is LZ4-compressed when `compress` and that saves space.
-    public static func encode(reducer: ListReducer, incarnation: UInt64, sequence: UInt64, compress: Bool = true) -> [UInt8] {
+    package static func encode(reducer: ListReducer, incarnation: UInt64, sequence: UInt64, compress: Bool = true) -> [UInt8] {
         let (body, digest) = bodyAndDigest(reducer)
         return file(body: body, minor: minor, flags: 0, zone: reducer.zone, incarnation: incarnation, sequence: sequence,
                     entryCount: UInt64(reducer.entryCount), digest: digest, compress: compress)
@@ -134,10 +134,10 @@ public enum SnapshotCodec {
 
     /// The body (SNAPSHOT.md §3): authors, the entry count, registers, participants and item
     /// records. Tombstones carry only their add key and anchor; no entry id is stored.
-    static func encodeBody(_ r: ListReducer) -> [UInt8] { encodeBody(r, order: r.linearOrder()) }
+    package static func encodeBody(_ r: ListReducer) -> [UInt8] { encodeBody(r, order: r.linearOrder()) }
 
     /// `encodeBody` given the reducer's list order (`linearOrder()`).
-    static func encodeBody(_ r: ListReducer, order: [Int32]) -> [UInt8] {
+    package static func encodeBody(_ r: ListReducer, order: [Int32]) -> [UInt8] {
         // Only the authors some stored key names, in UTF-8 order.
         var used = [Bool](repeating: false, count: r.authors.count)
         var authorIndex: [ExactString: UInt64] = [:]
@@ -234,7 +234,7 @@ public enum SnapshotCodec {
 
     /// Checks everything (lengths before allocating, both CRCs, entry count, digest) and returns
     /// the header and the reducer, ready to apply the entries after `header.sequence`.
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
         let (header, body) = try storedBody(bytes)
         if header.flags & flagDelta != 0 { throw .deltaNeedsBase(sequence: try SnapshotDelta.base(of: body).sequence) }
         return (header, try reducer(body: body, header: header))
@@ -286,7 +286,7 @@ public enum SnapshotCodec {
         return reducer
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
+    package static func decode(_ bytes: [UInt8]) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
         let result: Result<(header: SnapshotHeader, reducer: ListReducer), SnapshotError> = bytes.withUnsafeBytes { p in
             do throws(SnapshotError) { return .success(try decode(p)) } catch { return .failure(error) }
         }
@@ -295,11 +295,11 @@ public enum SnapshotCodec {
 
     /// Reads and checks the header only (for listing snapshots without decoding bodies).
     /// The body's decompressed length, from the header alone: what a writer reports as the raw size.
-    public static func rawBodyLength(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> Int {
+    package static func rawBodyLength(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> Int {
         try decodeHeader(bytes).bodyLength
     }
 
-    public static func header(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> SnapshotHeader {
+    package static func header(_ bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> SnapshotHeader {
         try decodeHeader(bytes).header
     }
 
@@ -343,7 +343,7 @@ public enum SnapshotCodec {
     /// path of the pre-order the writer used, falling back to the index. Any failure (malformed
     /// bytes, a repeated id) is reported by decoding again record by record, exactly as the
     /// format describes, so the error names the first fault in the body.
-    static func decodeBody(_ r: inout ByteReader, zone: String) throws(CodecError) -> ListReducer {
+    package static func decodeBody(_ r: inout ByteReader, zone: String) throws(CodecError) -> ListReducer {
         let start = r
         do throws(CodecError) {
             return try decodeBody(&r, zone: zone, bulk: true)

@@ -8,7 +8,7 @@ import JournalCodec
 /// delta removes, with those it carries put in their place or after them, make a §3 body that is
 /// decoded and checked exactly as a whole snapshot's (entry count and digest from the delta's
 /// header). A wrong base, or a wrong delta, therefore fails that check; it never yields a state.
-public enum SnapshotDelta {
+package enum SnapshotDelta {
     /// A body's item records, as byte ranges of it.
     struct Layout {
         /// End of the author table (the bodies of a base and its delta must share it byte for byte).
@@ -24,14 +24,14 @@ public enum SnapshotDelta {
     }
 
     /// Where a delta's base is named: its sequence and the CRC32C of its decompressed body.
-    public struct Base: Equatable, Sendable {
-        public var sequence: UInt64
-        public var bodyCRC: UInt32
+    package struct Base: Equatable, Sendable {
+        package var sequence: UInt64
+        package var bodyCRC: UInt32
     }
 
     /// A delta is written only when its body is at most this fraction of the whole body: past
     /// it, the whole snapshot is cheaper to read and becomes the next base.
-    public static let largestFraction = 2
+    package static let largestFraction = 2
 
     // MARK: Encoding
 
@@ -39,7 +39,7 @@ public enum SnapshotDelta {
     /// same zone incarnation at a lower sequence), or nil when the base cannot serve (damaged,
     /// another zone or incarnation, another author table) or the delta would be larger than
     /// 1/`largestFraction` of the whole body.
-    public static func encode(reducer: ListReducer, incarnation: UInt64, sequence: UInt64, base file: [UInt8],
+    package static func encode(reducer: ListReducer, incarnation: UInt64, sequence: UInt64, base file: [UInt8],
                               compress: Bool = true) -> [UInt8]? {
         let base: (header: SnapshotHeader, body: [UInt8])
         do { base = try SnapshotCodec.storedBody(file) } catch { return nil }
@@ -87,7 +87,7 @@ public enum SnapshotDelta {
     // MARK: Decoding
 
     /// The base a delta file names (its header and the first 12 bytes of its body checked).
-    public static func base(ofFile bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> Base {
+    package static func base(ofFile bytes: UnsafeRawBufferPointer) throws(SnapshotError) -> Base {
         let (header, body) = try SnapshotCodec.storedBody(bytes)
         guard header.isDelta else { throw .malformedBody("not a delta", offset: 0) }
         return try base(of: body)
@@ -101,7 +101,7 @@ public enum SnapshotDelta {
     /// Decodes a delta file, with the base file it names read through `loadBase` (given the
     /// base's sequence; nil: it cannot be read): the state at the delta's sequence, checked as a
     /// whole snapshot is (SNAPSHOT.md §6.2). The delta is decompressed once.
-    public static func decode(_ delta: [UInt8], loadingBase loadBase: (UInt64) -> [UInt8]?) throws(SnapshotError)
+    package static func decode(_ delta: [UInt8], loadingBase loadBase: (UInt64) -> [UInt8]?) throws(SnapshotError)
         -> (header: SnapshotHeader, reducer: ListReducer) {
         let (header, body) = try SnapshotCodec.storedBody(delta)
         guard header.isDelta else { throw .malformedBody("not a delta", offset: 0) }
@@ -125,7 +125,7 @@ public enum SnapshotDelta {
     }
 
     /// Decodes a delta file with its base file.
-    public static func decode(_ delta: [UInt8], base: [UInt8]) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
+    package static func decode(_ delta: [UInt8], base: [UInt8]) throws(SnapshotError) -> (header: SnapshotHeader, reducer: ListReducer) {
         try decode(delta) { _ in base }
     }
 
@@ -133,7 +133,7 @@ public enum SnapshotDelta {
     /// delta body's. The base is read once, front to back, and copied in runs: only the ids of
     /// the records the delta names are looked up, so the cost follows the base's bytes and the
     /// delta's records, not a table of every base record.
-    static func apply(_ delta: [UInt8], to baseBody: [UInt8]) throws(CodecError) -> [UInt8] {
+    package static func apply(_ delta: [UInt8], to baseBody: [UInt8]) throws(CodecError) -> [UInt8] {
         let result: Result<[UInt8], CodecError> = delta.withUnsafeBytes { d in
             baseBody.withUnsafeBytes { b in
                 do throws(CodecError) { return .success(try patch(d, b)) } catch { return .failure(error) }

@@ -14,27 +14,27 @@ public struct PendingNotification: Hashable, Sendable {
 /// Shopping mode: while someone is in the shop, remote changes do not move the list under their
 /// finger. The list shows `applied`; remote entries wait in `pending`, adds are offered as
 /// notifications, and the user applies the ones they want (or all).
-public struct ShoppingSession: Sendable {
-    public private(set) var applied: ListReducer
+package struct ShoppingSession: Sendable {
+    package private(set) var applied: ListReducer
     /// Received but not yet shown, in arrival order, without duplicates of applied entries.
-    public private(set) var pending: [JournalEntry] = []
+    package private(set) var pending: [JournalEntry] = []
 
-    public init(applied: ListReducer, pending: [JournalEntry] = []) {
+    package init(applied: ListReducer, pending: [JournalEntry] = []) {
         self.applied = applied
         for e in pending { enqueue(e) }
     }
 
     /// Queues a remote entry. Entries already applied or queued, and other zones' entries, are ignored.
-    public mutating func enqueue(_ e: JournalEntry) {
+    package mutating func enqueue(_ e: JournalEntry) {
         guard e.zone.utf8.elementsEqual(applied.zone.utf8), !applied.contains(entry: e.id), !pending.contains(where: { $0.id == e.id }) else { return }
         pending.append(e)
     }
 
     /// The list as shown.
-    public var state: ListState { applied.state() }
+    package var state: ListState { applied.state() }
 
     /// The pending adds, oldest first by (hlc, author, id).
-    public var notifications: [PendingNotification] {
+    package var notifications: [PendingNotification] {
         pending.compactMap { e -> PendingNotification? in
             guard case .add(let item, let text, _) = e.operation else { return nil }
             return PendingNotification(entryID: e.id, item: item, text: text, addedBy: e.author, addedAt: e.wallTime, clock: e.clock)
@@ -43,7 +43,7 @@ public struct ShoppingSession: Sendable {
 
     /// Applies the chosen pending entries (by entry id) and returns the new state.
     @discardableResult
-    public mutating func apply(_ entryIDs: Set<CompactID>) -> ListState {
+    package mutating func apply(_ entryIDs: Set<CompactID>) -> ListState {
         var rest: [JournalEntry] = []
         for e in pending {
             if entryIDs.contains(e.id) { applied.apply(e) } else { rest.append(e) }
@@ -54,7 +54,7 @@ public struct ShoppingSession: Sendable {
 
     /// Applies everything pending (leaving shopping mode) and returns the new state.
     @discardableResult
-    public mutating func applyAll() -> ListState {
+    package mutating func applyAll() -> ListState {
         applied.apply(contentsOf: pending)
         pending = []
         return applied.state()

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// What an app developer tripped over (issue 36): each is now what it reads as.
 @Suite struct AppDeveloperTrapTests {

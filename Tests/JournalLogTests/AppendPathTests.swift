@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import JournalLog
 import JournalCodec
+import JournalTesting
 
 /// Work that grows with the store stays off the append path (issue 21): while it runs, another
 /// thread's append completes. Each test blocks the background work at a file it opens and

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// Bad arguments from a caller are thrown errors with a case per meaning, never a trap.
 @Suite struct CallerInputTests {

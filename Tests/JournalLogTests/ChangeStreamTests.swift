@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// Issue 18.3: change notifications as an AsyncSequence.
 @Suite struct ChangeStreamTests {

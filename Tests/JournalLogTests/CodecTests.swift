@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// Decoders over `[UInt8]` that return a Result instead of using typed-throws closures
 /// inside `withUnsafeBytes` (which this toolchain does not compile reliably).

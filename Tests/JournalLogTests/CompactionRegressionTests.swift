@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// Regressions found by an independent review of the compactor (at 0b4a57c), one per finding.
 @Suite struct CompactionRegressionTests {

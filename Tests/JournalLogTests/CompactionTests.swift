@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// The storage half of compaction (Spec/FORMAT.md §5.5 and §9.4): sealed segments rewritten
 /// without purged entries and with replaced ones, crash-safely, with sequences unchanged.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// Seeded fault injection on the simulated disk (issue 5): an I/O call fails with EIO or ENOSPC
 /// at a chosen step of append, batch, rollover or segment creation, then power is lost with

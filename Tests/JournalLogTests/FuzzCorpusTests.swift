@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// Replays every fuzz target's seed corpus and every past crash through the same checks the
 /// fuzzers run, so a regression fails here without libFuzzer.

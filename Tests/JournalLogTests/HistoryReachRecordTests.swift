@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import JournalLog
 import JournalCodec
+import JournalTesting
 
 /// The `history` field of a `lowWaterMark` record (FORMAT.md §5.6) and the history reach the
 /// zone index keeps of it (INDEX.md §1, §4): the log's word on how far a zone's history pieces

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import JournalLog
 import JournalCodec
+import JournalTesting
 
 /// The index journal (Spec/INDEX.md §5): a checkpoint after the first is a record of what
 /// changed, and open applies the records that read whole to the checkpoint file.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// An operator who deletes the oldest segment (and the index cache that would have noticed) must
 /// not get a store that opens cleanly with its first entries gone: the oldest segment of a store

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// A file system that refuses every change, as read-only media does.
 final class ReadOnlyFileSystem: FileSystem, @unchecked Sendable {

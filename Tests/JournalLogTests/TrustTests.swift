@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import JournalLog
+import JournalTesting
 
 /// Regressions for issue 17 ("found by trying to break it"): each test failed before its fix.
 

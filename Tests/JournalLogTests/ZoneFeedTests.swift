@@ -397,6 +397,7 @@ import Testing
 }
 
 import PropertyBased
+import JournalTesting
 
 /// Random interleavings of appends (single, batch, duplicate), zone deletions and re-creations,
 /// restarts and paged feed reads, checked against a plain model of what each zone holds.

@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// Regressions found by an independent review of the compactor (at 0b4a57c).
 @Suite struct CompactorRegressionTests {

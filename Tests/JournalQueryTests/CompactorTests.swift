@@ -2,6 +2,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// The compactor end to end (Spec/COMPACTION.md): list rules, history, snapshots, marks, consumers.
 @Suite struct CompactorTests {

@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// Issue 17.10: a person who deletes a list expects its contents gone from disk.
 @Suite struct DeletedListTests {

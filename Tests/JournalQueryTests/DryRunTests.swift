@@ -2,6 +2,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// A compaction dry run decides and writes nothing, so it needs no writer (issue 21): over a
 /// `StoreReader` it runs beside the store's open writer and decides exactly what the writer's

@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// The history grows by pieces (Spec/SNAPSHOT.md §5, COMPACTION.md §1): each compaction appends
 /// the events of what it removes, after the piece before it; the pieces and the log together are

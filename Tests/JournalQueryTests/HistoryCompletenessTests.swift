@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// Issue 17.3: after compaction the history files hold the only copy of purged events, so a
 /// history that cannot be read whole is an error, never a shorter answer.

@@ -4,6 +4,7 @@ import JournalCodec
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// The log says how far a zone's history pieces reach (FORMAT.md §5.6, COMPACTION.md §4): a run
 /// that purges more below an unchanged mark writes a newer piece, and losing that piece (deleted,

@@ -2,6 +2,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// The query layer (issue 4): state through snapshots and the feed, fallbacks, history.
 @Suite struct ListQueryTests {

@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// A replay that a compaction overtakes (it commits between two of the replay's pages) reads the
 /// list again: never an add read before the rewrite without the mark-off the rewrite purged.

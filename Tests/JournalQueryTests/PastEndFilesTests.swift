@@ -2,6 +2,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// Snapshots and consumer marks from a future the log lost (an older copy restored over the
 /// store, a power loss that dropped an unsynced tail): a writer's open sets the snapshots aside

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import JournalLog
 @testable import JournalQuery
+import JournalTesting
 
 /// A query's bad settings are thrown errors, never a trap.
 @Suite struct QueryInputTests {

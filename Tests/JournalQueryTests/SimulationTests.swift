@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// A seeded, deterministic simulation (issue 5): appends (single, batch, unsynced, retried),
 /// zone deletions and re-creations, snapshots, compactions and reopens, with I/O faults (EIO/ENOSPC on the

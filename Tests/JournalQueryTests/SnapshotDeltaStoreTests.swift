@@ -4,6 +4,7 @@ import Testing
 import JournalLog
 import ListModel
 @testable import JournalQuery
+import JournalTesting
 
 /// A compaction run after the first writes its snapshot as a delta against the zone's last whole
 /// one (SNAPSHOT.md §6, COMPACTION.md §1 steps 4 and 7): bytes in proportion to what changed.

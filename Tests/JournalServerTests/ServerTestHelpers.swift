@@ -11,6 +11,7 @@ import ListModel
 import NIOCore
 import NIOHTTP1
 import Testing
+import JournalTesting
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -2,6 +2,7 @@ import Foundation
 import JournalSync
 import JournalSyncWire
 import Testing
+import JournalTesting
 
 /// The accounts file (Spec/SYNC.md §9.2) as the fuzz target sees it.
 @Suite struct AccountsFileTests {

@@ -6,6 +6,7 @@ import JournalQuery
 @testable import JournalService
 import ListModel
 @testable import JournalSync
+import JournalTesting
 
 /// A fetch that runs beside the service's compaction (fetches do not wait for it, Spec/SYNC.md
 /// §6.2): what it serves is the log before the purge or after it, never half of each.

@@ -5,6 +5,7 @@ import JournalQuery
 import JournalService
 import ListModel
 @testable import JournalSync
+import JournalTesting
 
 /// Pull through the durable to-apply queue (Spec/SYNC.md §7): a crash or a disk error at any
 /// write of a pull loses and duplicates nothing.

@@ -5,6 +5,7 @@ import JournalQuery
 import JournalService
 import ListModel
 @testable import JournalSync
+import JournalTesting
 
 /// Push under the service's refusals (Spec/SYNC.md §4, §7): every local change reaches the
 /// service exactly once, whatever answer comes back first.

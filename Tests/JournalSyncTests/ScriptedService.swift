@@ -2,6 +2,7 @@ import Foundation
 import JournalLog
 import JournalService
 @testable import JournalSync
+import JournalTesting
 
 /// A service call, as a `Script` names it.
 enum ServiceCall: String, Sendable, CaseIterable {
@@ -80,7 +81,7 @@ final class Script: @unchecked Sendable {
         lock.withLock {
             var action: Action? = nil
             if offlineState {
-                action = .fail(.networkUnavailable)
+                action = .fail(.networkUnavailable())
             } else if signedOutState {
                 action = .fail(.notAuthenticated)
             } else if let i = rules.firstIndex(where: { $0.call == call }) {
@@ -114,7 +115,7 @@ struct ScriptedService: SyncService {
         case .fail(let error)?: throw error
         case .dropResponse?:
             _ = try await body()
-            throw .networkUnavailable
+            throw .networkUnavailable()
         case .takeFirst?, .refuse?:
             return try await body()   // upload-only actions, handled there
         }
@@ -127,7 +128,7 @@ struct ScriptedService: SyncService {
         case .fail(let error)?: throw error
         case .dropResponse?:
             _ = try await inner.upload(entries, to: zone)
-            throw .networkUnavailable
+            throw .networkUnavailable()
         case .takeFirst(let keep)?:
             var result = try await uploadReportingFailures(Array(entries.prefix(keep)), to: zone)
             for e in entries.dropFirst(keep) { result.failed[e.id] = .retryable("scripted: the zone was busy") }

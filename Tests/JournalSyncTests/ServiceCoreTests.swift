@@ -5,6 +5,7 @@ import JournalQuery
 import JournalService
 import ListModel
 @testable import JournalSync
+import JournalTesting
 
 /// The reference service's own rules (Spec/SYNC.md §2–§5), called directly.
 @Suite struct ServiceCoreTests {

@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import JournalService
 @testable import JournalSync
+import JournalTesting
 
 /// A fetch never waits for another call's fsync (SYNC.md §2): the service appends its own records
 /// outside the lock fetches take. A slow disk here is a sync held in `MemoryFileSystem.syncHook`.

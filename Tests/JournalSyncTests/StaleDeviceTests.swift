@@ -5,6 +5,7 @@ import JournalQuery
 import JournalService
 import ListModel
 @testable import JournalSync
+import JournalTesting
 
 /// Devices that missed a compaction (Spec/SYNC.md §6): compaction is the service's decision
 /// alone, and a device adopts the service's compacted copy (tokenExpired → re-fetch).

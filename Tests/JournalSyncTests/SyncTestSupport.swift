@@ -5,6 +5,7 @@ import JournalQuery
 import JournalService
 import ListModel
 @testable import JournalSync
+import JournalTesting
 
 /// A service and devices, all in memory, on one virtual clock.
 final class World: @unchecked Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import JournalCodec
 import Testing
 @testable import ListModel
+import JournalTesting
 
 /// History pieces (Spec/SNAPSHOT.md §5): the files a compacted zone's history lives in.
 @Suite struct HistoryPieceTests {

@@ -3,6 +3,7 @@ import JournalCodec
 import PropertyBased
 import Testing
 @testable import ListModel
+import JournalTesting
 
 @Suite struct SnapshotTests {
     static func snapshot(_ entries: [JournalEntry], sequence: UInt64 = 7) -> [UInt8] {

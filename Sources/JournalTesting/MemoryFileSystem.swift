@@ -1,8 +1,9 @@
 import Foundation
+import JournalLog
 
 /// An in-memory disk for tests, fuzzers and simulations. It models the page cache: every
 /// file keeps what was written and what was last synced, so `crash()` can drop unsynced data.
-public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
+package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     final class Node: @unchecked Sendable {
         /// Its inode number: a name renamed over another gives readers holding it a new identity.
         let inode: UInt64 = MemoryFileSystem.nextInode()
@@ -14,7 +15,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     }
 
     /// How a simulated power loss treats data written since the last sync.
-    public enum CrashMode: Sendable {
+    package enum CrashMode: Sendable {
         /// All of it is lost.
         case dropUnsynced
         /// A prefix of the unsynced writes survives, the last of them cut at a sector boundary.
@@ -23,16 +24,16 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         case garbleLastWrite(seed: UInt64)
     }
 
-    public static let sectorSize = 512
+    package static let sectorSize = 512
 
     /// Fails the `failOnCall`-th mutating call (write, sync, truncate, create, rename, remove,
     /// directory sync) with `failErrno`, and every later one while `failPersistently` holds
     /// (a full disk stays full until space returns).
-    public struct FaultPlan: Sendable {
-        public var failOnCall: Int?
-        public var failErrno: Int32 = EIO
-        public var failPersistently = false
-        public init(failOnCall: Int? = nil, failErrno: Int32 = EIO, failPersistently: Bool = false) {
+    package struct FaultPlan: Sendable {
+        package var failOnCall: Int?
+        package var failErrno: Int32 = EIO
+        package var failPersistently = false
+        package init(failOnCall: Int? = nil, failErrno: Int32 = EIO, failPersistently: Bool = false) {
             self.failOnCall = failOnCall
             self.failErrno = failErrno
             self.failPersistently = failPersistently
@@ -86,12 +87,12 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     private var locks: Set<String> = []
     private var plan = FaultPlan()
     /// Mutating calls made so far; faults are planned against this count.
-    public private(set) var mutatingCalls = 0
-    public private(set) var faultsInjected = 0
+    package private(set) var mutatingCalls = 0
+    package private(set) var faultsInjected = 0
 
-    public init() {}
+    package init() {}
 
-    public func setFaults(_ plan: FaultPlan) {
+    package func setFaults(_ plan: FaultPlan) {
         mutex.lock()
         defer { mutex.unlock() }
         self.plan = plan
@@ -114,7 +115,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     }
 
     /// Adds a file with these bytes, as if written and synced.
-    public func install(_ path: String, bytes: [UInt8]) {
+    package func install(_ path: String, bytes: [UInt8]) {
         mutex.lock()
         defer { mutex.unlock() }
         let n = Node()
@@ -124,7 +125,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         directories.insert(parentDirectory(path))
     }
 
-    public func contents(_ path: String) -> [UInt8]? {
+    package func contents(_ path: String) -> [UInt8]? {
         mutex.lock()
         defer { mutex.unlock() }
         return files[path]?.data
@@ -132,7 +133,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
 
     /// Simulates power loss: unsynced data is lost or torn (per `mode`), and so are creates,
     /// renames and removes in directories not synced since. Locks are released.
-    public func crash(_ mode: CrashMode = .dropUnsynced) {
+    package func crash(_ mode: CrashMode = .dropUnsynced) {
         mutex.lock()
         defer { mutex.unlock() }
         var rng: SplitMix64
@@ -174,7 +175,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
 
     /// Called with the path before every `openFile`, outside the file system's lock: lets a test
     /// act at an exact moment of a run (an append while a compaction opens its `.cleaned` files).
-    public var openHook: (@Sendable (String) -> Void)? {
+    package var openHook: (@Sendable (String) -> Void)? {
         get { mutex.lock(); defer { mutex.unlock() }; return hook }
         set { mutex.lock(); defer { mutex.unlock() }; hook = newValue }
     }
@@ -182,13 +183,13 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
 
     /// Called with the path before every file's `sync`, outside the file system's lock: a test
     /// holds a sync here to show what waits for it (a slow disk's fdatasync).
-    public var syncHook: (@Sendable (String) -> Void)? {
+    package var syncHook: (@Sendable (String) -> Void)? {
         get { mutex.lock(); defer { mutex.unlock() }; return onSync }
         set { mutex.lock(); defer { mutex.unlock() }; onSync = newValue }
     }
     private var onSync: (@Sendable (String) -> Void)?
 
-    public func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile {
+    package func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile {
         openHook?(path)
         return try withLock { () throws(JournalError) -> any StorageFile in
             if let n = files[path] {
@@ -204,7 +205,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func openForReading(_ path: String) throws(JournalError) -> any StorageFile {
+    package func openForReading(_ path: String) throws(JournalError) -> any StorageFile {
         openHook?(path)
         return try withLock { () throws(JournalError) -> any StorageFile in
             guard let n = files[path] else { throw JournalError.io(operation: "open", path: path, errno: ENOENT) }
@@ -212,13 +213,13 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func identity(of path: String) -> FileIdentity? {
+    package func identity(of path: String) -> FileIdentity? {
         mutex.lock()
         defer { mutex.unlock() }
         return files[path].map { FileIdentity(device: 0, inode: $0.inode) }
     }
 
-    public func listDirectory(_ path: String) throws(JournalError) -> [String] {
+    package func listDirectory(_ path: String) throws(JournalError) -> [String] {
         try withLock { () throws(JournalError) -> [String] in
             guard directories.contains(path) else { throw JournalError.io(operation: "opendir", path: path, errno: ENOENT) }
             let prefix = path.hasSuffix("/") ? path : path + "/"
@@ -233,7 +234,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func createDirectory(_ path: String) throws(JournalError) {
+    package func createDirectory(_ path: String) throws(JournalError) {
         try withLock { () throws(JournalError) in
             if directories.contains(path) { return }
             try mutation("mkdir", path)
@@ -241,7 +242,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func rename(_ from: String, _ to: String) throws(JournalError) {
+    package func rename(_ from: String, _ to: String) throws(JournalError) {
         try withLock { () throws(JournalError) in
             if directories.contains(from) {
                 // A directory moves with everything in it (durably once its new parent is synced).
@@ -270,7 +271,7 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func removeDirectory(_ path: String) throws(JournalError) {
+    package func removeDirectory(_ path: String) throws(JournalError) {
         try withLock { () throws(JournalError) in
             guard directories.contains(path) else { return }
             let prefix = path + "/"
@@ -283,14 +284,14 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func remove(_ path: String) throws(JournalError) {
+    package func remove(_ path: String) throws(JournalError) {
         try withLock { () throws(JournalError) in
             try mutation("unlink", path)
             files.removeValue(forKey: path)
         }
     }
 
-    public func syncDirectory(_ path: String) throws(JournalError) {
+    package func syncDirectory(_ path: String) throws(JournalError) {
         try withLock { () throws(JournalError) in
             try mutation("fsync directory", path)
             var entries: [String: Node] = [:]
@@ -299,14 +300,14 @@ public final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func kind(of path: String) -> FileKind {
+    package func kind(of path: String) -> FileKind {
         mutex.lock()
         defer { mutex.unlock() }
         if directories.contains(path) { return .directory }
         return files[path] == nil ? .missing : .file
     }
 
-    public func lockDirectory(_ path: String) throws(JournalError) -> any FileLock {
+    package func lockDirectory(_ path: String) throws(JournalError) -> any FileLock {
         try withLock { () throws(JournalError) -> any FileLock in
             guard directories.contains(path) else { throw JournalError.io(operation: "open store directory", path: path, errno: ENOENT) }
             guard !locks.contains(path) else { throw JournalError.locked(path: path, holder: nil) }

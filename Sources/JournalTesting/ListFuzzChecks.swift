@@ -1,11 +1,12 @@
 import JournalCodec
+import ListModel
 
 /// The properties the ListModel fuzz targets check; shared with the corpus-replay test.
-public enum ListFuzzChecks {
+package enum ListFuzzChecks {
     /// Snapshot decoding never crashes; what decodes re-encodes and decodes to the same thing.
     /// The bytes are tried both as a whole snapshot file and, because the checksums stop most
     /// mutations at the header, as a bare body.
-    public static func snapshot(_ bytes: UnsafeRawBufferPointer) {
+    package static func snapshot(_ bytes: UnsafeRawBufferPointer) {
         if let (header, reducer) = try? SnapshotCodec.decode(bytes) {
             roundTrip(reducer, incarnation: header.incarnation, sequence: header.sequence, digest: header.digest)
         }
@@ -37,7 +38,7 @@ public enum ListFuzzChecks {
     }
 
     /// The base the first form applies to: three items, one marked off, in zone "fuzz".
-    public static let fuzzBaseBody: [UInt8] = {
+    package static let fuzzBaseBody: [UInt8] = {
         var r = ListReducer(zone: "fuzz")
         func entry(_ n: UInt64, _ op: EntryOperation) -> JournalEntry {
             JournalEntry(id: CompactID("f\(n)")!, zone: "fuzz", author: "alice", wallTime: Int64(n),
@@ -52,7 +53,7 @@ public enum ListFuzzChecks {
 
     /// History decoding (a piece, or an older writer's whole history) never crashes; what decodes
     /// re-encodes as a piece that decodes to the same history, and re-encoding that is canonical.
-    public static func history(_ bytes: UnsafeRawBufferPointer) {
+    package static func history(_ bytes: UnsafeRawBufferPointer) {
         _ = try? HistoryPieceCodec.decodeHeader(bytes)
         guard let (header, log) = try? HistoryPieceCodec.decode(Array(bytes)) else { return }
         var h = header

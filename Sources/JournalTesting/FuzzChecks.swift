@@ -1,9 +1,13 @@
+import Foundation
+import JournalCodec
+import JournalLog
+
 /// The property each fuzz target checks, shared by the libFuzzer targets in `Fuzz/` and by the
 /// test that replays their corpora and past crashes. Each returns normally on any input unless
 /// a round trip breaks, which traps.
-public enum FuzzChecks {
+package enum FuzzChecks {
     /// Entry decoding round-trips: decode, encode, decode gives the same entry.
-    public static func entry(_ bytes: UnsafeRawBufferPointer) {
+    package static func entry(_ bytes: UnsafeRawBufferPointer) {
         guard let entry = try? EntryCodec.decode(bytes) else { return }
         let again = EntryCodec.encode(entry)
         guard let back = try? EntryCodec.decode(again), back == entry, EntryCodec.encode(back) == again else {
@@ -12,7 +16,7 @@ public enum FuzzChecks {
     }
 
     /// Batch payloads (including LZ4 bodies) round-trip with and without compression.
-    public static func batch(_ bytes: UnsafeRawBufferPointer) {
+    package static func batch(_ bytes: UnsafeRawBufferPointer) {
         guard let decoded = try? BatchCodec.decode(bytes, firstSequence: 1) else { return }
         var deltas: [UInt64] = []
         var previous: UInt64 = 1
@@ -30,13 +34,13 @@ public enum FuzzChecks {
     }
 
     /// A segment header that decodes re-encodes to exactly the same 64 bytes.
-    public static func segmentHeader(_ bytes: UnsafeRawBufferPointer) {
+    package static func segmentHeader(_ bytes: UnsafeRawBufferPointer) {
         guard let header = try? SegmentHeader.decode(bytes) else { return }
         guard header.encoded().elementsEqual(bytes.prefix(SegmentHeader.size)) else { fatalError("header round trip failed") }
     }
 
     /// Arbitrary bytes read as a store's only segment and as a standalone file, in every mode.
-    public static func segment(_ bytes: UnsafeRawBufferPointer) {
+    package static func segment(_ bytes: UnsafeRawBufferPointer) {
         let fs = MemoryFileSystem()
         try? fs.createDirectory("/s")
         fs.install("/s/00000000000000000001.seg", bytes: [UInt8](bytes))
@@ -53,7 +57,7 @@ public enum FuzzChecks {
     }
 
     /// A JSON line that parses formats back to a line that parses to the same entry.
-    public static func jsonLine(_ bytes: UnsafeRawBufferPointer) {
+    package static func jsonLine(_ bytes: UnsafeRawBufferPointer) {
         guard let parsed = try? EntryJSON.parse(utf8: bytes) else { return }
         let entry = JournalEntry(id: parsed.id ?? CompactID("fuzz")!, zone: parsed.zone, author: parsed.author,
                                  wallTime: parsed.wallTime, clock: parsed.clock ?? HybridTime(rawValue: 0), operation: parsed.operation)
@@ -65,14 +69,14 @@ public enum FuzzChecks {
     }
 
     /// Change tokens: any text either fails cleanly or round-trips exactly.
-    public static func changeToken(_ bytes: UnsafeRawBufferPointer) {
+    package static func changeToken(_ bytes: UnsafeRawBufferPointer) {
         let key: (UInt64, UInt64) = (0x0706_0504_0302_0100, 0x0F0E_0D0C_0B0A_0908)
         guard let text = validUTF8String(bytes), let token = try? ChangeToken.parse(text, key: key) else { return }
         guard (try? ChangeToken.parse(token.text(key: key), key: key)) == token else { fatalError("token round trip failed") }
     }
 
     /// Every target by the name of its directory under `Fuzz/`.
-    public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
+    package static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "FuzzEntry": entry, "FuzzBatch": batch, "FuzzSegmentHeader": segmentHeader,
         "FuzzSegment": segment, "FuzzJSONLine": jsonLine, "FuzzChangeToken": changeToken,
         "FuzzZoneIndex": zoneIndexAndJournal, "FuzzConsumer": consumer, "FuzzWireBatch": wireBatch,
@@ -81,13 +85,13 @@ public enum FuzzChecks {
 
 extension FuzzChecks {
     /// The zone index's two parsers (INDEX.md §4, §5) on the same input.
-    public static func zoneIndexAndJournal(_ bytes: UnsafeRawBufferPointer) {
+    package static func zoneIndexAndJournal(_ bytes: UnsafeRawBufferPointer) {
         zoneIndex(bytes)
         zoneIndexJournal(bytes)
     }
 
     /// Zone-index checkpoint decoding never crashes; what decodes re-encodes to the same bytes.
-    public static func zoneIndex(_ bytes: UnsafeRawBufferPointer) {
+    package static func zoneIndex(_ bytes: UnsafeRawBufferPointer) {
         guard let index = try? ZoneIndexCodec.decode(bytes) else { return }
         _ = index.inconsistency()
         let again = ZoneIndexCodec.encode(index)
@@ -97,7 +101,7 @@ extension FuzzChecks {
 
     /// The checkpoint file the journal inputs extend, that of `Spec/vectors/zone-index.txt`: two
     /// segments, a zone with frames in both, a deleted one.
-    static let journalBase: ZoneIndexCheckpoint = {
+    package static let journalBase: ZoneIndexCheckpoint = {
         var a = ZoneTrack(name: "List-a", incarnation: 1, isImplicit: true)
         a.frameSequences = [1, 4, 9]
         a.frameLocations = [64, 130, 1 << 32 | 64]
@@ -115,7 +119,7 @@ extension FuzzChecks {
     /// cleanly or stop, and so do the bytes as one record's body (length and CRC made right, so
     /// the fuzzer reaches the body's parser). What applied is a checkpoint that encodes and
     /// decodes to itself, and one record made from the file's checkpoint to it applies to the same.
-    public static func zoneIndexJournal(_ bytes: UnsafeRawBufferPointer) {
+    package static func zoneIndexJournal(_ bytes: UnsafeRawBufferPointer) {
         let base = journalBase
         let header = ZoneIndexJournalCodec.header(extending: base, baseCRC: 7)
         var framed = ByteWriter(capacity: bytes.count + 8)
@@ -141,7 +145,7 @@ extension FuzzChecks {
     /// that decode to the same consumer and encode the same again. The input is read as it is and
     /// with its last four bytes replaced by the CRC of the rest, so the fuzzer reaches the parser
     /// behind the checksum.
-    public static func consumer(_ bytes: UnsafeRawBufferPointer) {
+    package static func consumer(_ bytes: UnsafeRawBufferPointer) {
         func roundTrip(_ b: UnsafeRawBufferPointer) {
             guard let c = try? ConsumerCodec.decode(b) else { return }
             let again = ConsumerCodec.encode(c)
@@ -161,7 +165,7 @@ extension FuzzChecks {
     /// Wire batches (an upload's body, a fetched page) never crash the decoder; what decodes
     /// re-encodes to a batch that decodes to the same entries. The input is tried as it is and
     /// framed afresh (magic, length, CRC), so that the fuzzer reaches the batch behind the frame.
-    public static func wireBatch(_ bytes: UnsafeRawBufferPointer) {
+    package static func wireBatch(_ bytes: UnsafeRawBufferPointer) {
         func roundTrip(_ b: UnsafeRawBufferPointer) {
             guard let entries = try? WireBatch.decode(b), !entries.isEmpty else { return }
             for compress in [false, true] {

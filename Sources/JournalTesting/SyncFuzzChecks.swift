@@ -1,14 +1,15 @@
 import Foundation
 import JournalCodec
+import JournalSync
 
 /// The property the sync engine's fuzz target checks (`Fuzz/FuzzSyncState`), shared with the test
 /// that replays their corpora: returns normally on any input unless a round trip breaks.
-public enum SyncFuzzChecks {
+package enum SyncFuzzChecks {
     /// The sync state file (`sync/state`, Spec/SYNC.md §7.2) never crashes its reader; what
     /// decodes encodes to bytes that decode to the same state, and encoding that is canonical.
     /// The input is tried as it is and with its CRC made right, so that the fuzzer reaches the
     /// fields.
-    public static func syncState(_ bytes: UnsafeRawBufferPointer) {
+    package static func syncState(_ bytes: UnsafeRawBufferPointer) {
         func roundTrip(_ b: [UInt8]) {
             guard let state = try? SyncStateCodec.decode(b) else { return }
             let again = SyncStateCodec.encode(state)
@@ -24,7 +25,7 @@ public enum SyncFuzzChecks {
         roundTrip(fixed)
     }
 
-    public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
+    package static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "FuzzSyncState": syncState,
     ]
 }

@@ -1,14 +1,16 @@
 import Foundation
 import JournalCodec
+import JournalSync
+import JournalSyncWire
 
 /// The properties the wire's fuzz targets check (`Fuzz/FuzzAccounts`, `Fuzz/FuzzHTTPText`),
 /// shared with the test that replays their corpora: returns normally on any input unless a
 /// round trip breaks.
-public enum WireFuzzChecks {
+package enum WireFuzzChecks {
     /// The accounts file never crashes its reader; what decodes encodes to the same bytes. The
     /// input is tried as it is and with its CRC line made right, so that the fuzzer reaches the
     /// credential lines.
-    public static func accounts(_ bytes: UnsafeRawBufferPointer) {
+    package static func accounts(_ bytes: UnsafeRawBufferPointer) {
         func roundTrip(_ b: [UInt8]) {
             guard let list = AccountsFileCodec.decode(b) else { return }
             guard AccountsFileCodec.encode(list) == b else { fatalError("accounts file round trip failed") }
@@ -35,7 +37,7 @@ public enum WireFuzzChecks {
     /// credential that parses prints back as its text; percent decoding is undone by encoding;
     /// the common upload answer reads as the general JSON decoder reads it; base64url validity
     /// is what decoding says.
-    public static func httpText(_ bytes: UnsafeRawBufferPointer) {
+    package static func httpText(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count <= 1 << 16 else { return }
         let input = Array(bytes)
         let text = String(decoding: input, as: UTF8.self)
@@ -53,7 +55,7 @@ public enum WireFuzzChecks {
         }
     }
 
-    public static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
+    package static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "FuzzAccounts": accounts, "FuzzHTTPText": httpText,
     ]
 }

@@ -1,29 +1,30 @@
 import Foundation
+import JournalCodec
 import JournalLog
 import JournalSync
 
 /// What a `FaultyService` does wrong, and how often (each a probability per call, 0 … 1).
-public struct ServiceFaults: Sendable {
+package struct ServiceFaults: Sendable {
     /// The request is applied, then its answer is lost (`networkUnavailable`).
-    public var dropResponse = 0.0
+    package var dropResponse = 0.0
     /// The request is delivered twice (a retrying proxy); the second answer comes back.
-    public var duplicate = 0.0
+    package var duplicate = 0.0
     /// An upload is held and delivered later, before some later request (`networkUnavailable` now).
-    public var delay = 0.0
+    package var delay = 0.0
     /// Uploads of more than this many entries get `limitExceeded` (nil: none).
-    public var limitEntries: Int? = nil
+    package var limitEntries: Int? = nil
     /// `rateLimited` with a `retryAfter` of up to 2 s, or `serviceBusy` without one.
-    public var rateLimit = 0.0
-    public var busy = 0.0
+    package var rateLimit = 0.0
+    package var busy = 0.0
     /// An upload entry is not taken this time (`partialFailure`, retryable).
-    public var entryFailure = 0.0
+    package var entryFailure = 0.0
     /// `quotaExceeded` on an upload.
-    public var quota = 0.0
+    package var quota = 0.0
 
-    public init() {}
+    package init() {}
 
     /// Every kind at once, at rates a simulation converges through.
-    public static var all: ServiceFaults {
+    package static var all: ServiceFaults {
         var f = ServiceFaults()
         f.dropResponse = 0.05
         f.duplicate = 0.03
@@ -40,7 +41,7 @@ public struct ServiceFaults: Sendable {
 /// A service that misbehaves on purpose, deterministically from a seed (Spec/SYNC.md §8): what
 /// a real network and a real service do to a client, so the engine's every error path runs.
 /// `offline` is a partition: nothing is delivered while it holds.
-public final class FaultyService: SyncService, @unchecked Sendable {
+package final class FaultyService: SyncService, @unchecked Sendable {
     private let inner: any SyncService
     private let lock = NSLock()
     private var rng: SplitMix64
@@ -48,22 +49,22 @@ public final class FaultyService: SyncService, @unchecked Sendable {
     private var offlineState = false
     /// Uploads held by `delay`, delivered before the next request that gets through.
     private var delayed: [(entries: [JournalEntry], zone: ZoneID)] = []
-    public private(set) var injected = 0
+    package private(set) var injected = 0
 
-    public init(_ inner: any SyncService, faults: ServiceFaults, seed: UInt64) {
+    package init(_ inner: any SyncService, faults: ServiceFaults, seed: UInt64) {
         self.inner = inner
         faultsState = faults
         rng = SplitMix64(seed: seed)
     }
 
-    public var account: String { inner.account }
+    package var account: String { inner.account }
 
-    public var offline: Bool {
+    package var offline: Bool {
         get { lock.withLock { offlineState } }
         set { lock.withLock { offlineState = newValue } }
     }
 
-    public var faults: ServiceFaults {
+    package var faults: ServiceFaults {
         get { lock.withLock { faultsState } }
         set { lock.withLock { faultsState = newValue } }
     }
@@ -81,7 +82,7 @@ public final class FaultyService: SyncService, @unchecked Sendable {
 
     /// Delivers what `delay` held, then decides this call's fate before it reaches the service.
     private func before() async throws(SyncError) {
-        if offline { throw .networkUnavailable }
+        if offline { throw .networkUnavailable() }
         let held = lock.withLock { () -> [(entries: [JournalEntry], zone: ZoneID)] in
             defer { delayed = [] }
             return delayed
@@ -98,16 +99,16 @@ public final class FaultyService: SyncService, @unchecked Sendable {
         let f = faults
         if roll(f.duplicate) { _ = try? await call() }
         let result = try await call()
-        if roll(f.dropResponse) { throw .networkUnavailable }
+        if roll(f.dropResponse) { throw .networkUnavailable() }
         return result
     }
 
-    public func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
+    package func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
         let f = faults
         if let limit = f.limitEntries, entries.count > limit, !offline { throw .limitExceeded }
         if !offline && roll(f.delay) {
             lock.withLock { delayed.append((entries, zone)) }
-            throw .networkUnavailable
+            throw .networkUnavailable()
         }
         if !offline && roll(f.quota) { throw .quotaExceeded }
         if !offline && entries.count > 1 && roll(f.entryFailure) {
@@ -126,39 +127,39 @@ public final class FaultyService: SyncService, @unchecked Sendable {
         return try await deliver { () async throws(SyncError) -> UploadResult in try await inner.upload(entries, to: zone) }
     }
 
-    public func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
+    package func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
         try await deliver { () async throws(SyncError) -> DatabaseChangesPage in try await inner.fetchDatabaseChanges(scope, since: token, limit: limit) }
     }
 
-    public func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
+    package func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
         try await deliver { () async throws(SyncError) -> ZoneChangesPage in try await inner.fetchZoneChanges(zone, since: token, limit: limit) }
     }
 
-    public func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
+    package func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
         try await deliver { () async throws(SyncError) -> [UInt8] in try await inner.fetchZoneHistory(zone) }
     }
 
-    public func createZone(_ zone: ZoneID) async throws(SyncError) {
+    package func createZone(_ zone: ZoneID) async throws(SyncError) {
         try await deliver { () async throws(SyncError) in try await inner.createZone(zone) }
     }
 
-    public func deleteZone(_ zone: ZoneID) async throws(SyncError) {
+    package func deleteZone(_ zone: ZoneID) async throws(SyncError) {
         try await deliver { () async throws(SyncError) in try await inner.deleteZone(zone) }
     }
 
-    public func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
+    package func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
         try await deliver { () async throws(SyncError) -> ShareInvitation in try await inner.shareZone(zone, with: participant) }
     }
 
-    public func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
+    package func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
         try await deliver { () async throws(SyncError) -> ZoneID in try await inner.acceptShare(invitation) }
     }
 
-    public func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) {
+    package func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) {
         try await deliver { () async throws(SyncError) in try await inner.removeParticipant(participant, from: zone) }
     }
 
-    public func stopSharing(_ zone: ZoneID) async throws(SyncError) {
+    package func stopSharing(_ zone: ZoneID) async throws(SyncError) {
         try await deliver { () async throws(SyncError) in try await inner.stopSharing(zone) }
     }
 }
