@@ -283,7 +283,7 @@ extension UnsafeRawBufferPointer {
 /// generic path. Two copies of one string (a zone name decoded once for a batch, then passed
 /// along entry by entry) are the same two words, and answer at once.
 @inlinable @inline(__always)
-@usableFromInline package func sameBytes(_ a: String, _ b: String) -> Bool {
+package func sameBytes(_ a: String, _ b: String) -> Bool {
     if MemoryLayout<String>.size == 16 && unsafeBitCast(a, to: (UInt64, UInt64).self) == unsafeBitCast(b, to: (UInt64, UInt64).self) { return true }
     guard a.utf8.count == b.utf8.count else { return false }
     let fast = a.utf8.withContiguousStorageIfAvailable { x in
@@ -296,7 +296,7 @@ extension UnsafeRawBufferPointer {
 /// Whether `a` and `b` hold the same bytes: eight at a time (the generic `elementsEqual` goes
 /// byte by byte, and the feed asks this of every entry in a batch).
 @inlinable @inline(__always)
-@usableFromInline package func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+package func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
     guard a.count == b.count else { return false }
     guard let x = a.baseAddress, let y = b.baseAddress else { return true }
     var i = 0

@@ -4,13 +4,13 @@ import CCRC32C
 @usableFromInline package enum CRC32C {
     /// Extends `crc` with `bytes`: `extend(extend(0, a), b) == extend(0, a + b)`.
     @inlinable
-    @usableFromInline package static func extend(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    package static func extend(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
         return jl_crc32c_extend(crc, base, bytes.count)
     }
 
     @inlinable
-    @usableFromInline package static func extend(_ crc: UInt32, _ bytes: [UInt8]) -> UInt32 {
+    package static func extend(_ crc: UInt32, _ bytes: [UInt8]) -> UInt32 {
         bytes.withUnsafeBytes { extend(crc, $0) }
     }
 

@@ -68,6 +68,7 @@ package enum Frame {
         return crc
     }
 
+    @discardableResult
     package static func append(type: UInt8, sequence: SequenceNumber, payload: [UInt8],
                               chain: UInt32, to out: inout [UInt8]) -> UInt32 {
         payload.withUnsafeBytes { append(type: type, sequence: sequence, payload: $0, chain: chain, to: &out) }
@@ -204,11 +205,17 @@ package struct SegmentHeader: Equatable, Sendable {
 
 /// Why a segment's header was refused (FORMAT.md §3.1).
 public enum SegmentHeaderError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The file holds only this many bytes, fewer than a whole header.
     case truncated(Int)
+    /// The file does not start with the segment magic, so it is not a JournalLog segment.
     case badMagic
+    /// The segment was written with a format major version this reader does not support.
     case unsupportedMajor(UInt16)
+    /// The header's stated size is not the size this version defines.
     case badHeaderSize(UInt16)
+    /// The header's stored CRC does not match the one computed over its bytes.
     case crcMismatch(expected: UInt32, actual: UInt32)
+    /// A reserved header field is not zero.
     case nonZeroReserved
 
     public var description: String {

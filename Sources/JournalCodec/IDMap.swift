@@ -88,7 +88,7 @@
 
     /// The value stored for `id`; when absent, stores `value` and returns it.
     @inlinable @inline(__always)
-    @usableFromInline package mutating func findOrInsert(_ id: CompactID, _ value: Value) -> Value {
+    package mutating func findOrInsert(_ id: CompactID, _ value: Value) -> Value {
         guard let (high, low) = id.uuidHalves else {
             if let v = text[id] { return v }
             text[id] = value
@@ -104,7 +104,7 @@
 
     /// Stores `value` for `id` unless present; true when it was inserted.
     @inlinable @inline(__always)
-    @usableFromInline package mutating func insert(_ id: CompactID, _ value: Value) -> Bool {
+    package mutating func insert(_ id: CompactID, _ value: Value) -> Bool {
         let before = count
         _ = findOrInsert(id, value)
         return count != before

@@ -20,6 +20,7 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
+    /// A UUID identifier from its high and low 64 bits, as stored in 16 bytes.
     @inlinable public init(uuidHigh: UInt64, low: UInt64) { storage = .uuid(uuidHigh, low) }
 
     /// A random version-4 UUID.
@@ -29,6 +30,7 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
         return CompactID(uuidHigh: hi, low: lo)
     }
 
+    /// A random version-4 UUID from the system's secure generator.
     public static func random() -> CompactID {
         var g = SystemRandomNumberGenerator()
         return random(using: &g)
@@ -61,7 +63,7 @@ public struct CompactID: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
-    @inlinable @usableFromInline func encode<W: ByteSink>(into w: inout W) {
+    @inlinable package func encode<W: ByteSink>(into w: inout W) {
         switch storage {
         case .uuid(let hi, let lo):
             w.u8(1)
@@ -161,12 +163,15 @@ public struct HybridTime: Hashable, Comparable, Sendable, CustomStringConvertibl
 
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
+    /// A hybrid time from its parts; `physicalMillis` must fit in 48 bits.
     public init(physicalMillis: UInt64, counter: UInt16) {
         precondition(physicalMillis < 1 << 48, "physical time exceeds 48 bits")
         rawValue = physicalMillis << 16 | UInt64(counter)
     }
 
+    /// The physical part: milliseconds since 1970, the top 48 bits.
     public var physicalMillis: UInt64 { rawValue >> 16 }
+    /// The logical counter that orders times within the same millisecond.
     public var counter: UInt16 { UInt16(truncatingIfNeeded: rawValue) }
 
     public static func < (a: HybridTime, b: HybridTime) -> Bool { a.rawValue < b.rawValue }
@@ -184,6 +189,7 @@ public struct HybridTime: Hashable, Comparable, Sendable, CustomStringConvertibl
     /// `millis:counter`, the form `jlog dump --json` writes and `import` reads.
     public var description: String { "\(physicalMillis):\(counter)" }
 
+    /// Parses the `millis:counter` form; nil if it is malformed or out of range.
     public init?(_ text: String) {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         // Digits only: UInt64("+5") would accept a sign (FORMAT.md §7.2).
@@ -198,8 +204,10 @@ public struct HybridTime: Hashable, Comparable, Sendable, CustomStringConvertibl
 /// order the next change before every earlier one (the change key's author and id still order
 /// entries issued there).
 public struct HybridClock: Sendable {
+    /// The most recent time issued or observed; the next tick will be later than this.
     public private(set) var last: HybridTime
 
+    /// A clock resuming after `last`, e.g. the greatest time already in the store.
     public init(last: HybridTime = HybridTime(rawValue: 0)) { self.last = last }
 
     /// The next local time, given the wall clock in milliseconds.

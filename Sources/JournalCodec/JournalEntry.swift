@@ -10,8 +10,10 @@ public struct JournalEntry: Hashable, Sendable {
     public var wallTime: Int64
     /// Orders concurrent changes consistently on every replica, whatever the device clocks say.
     public var clock: HybridTime
+    /// What the change does.
     public var operation: EntryOperation
 
+    /// Creates an entry from all its fields.
     public init(id: CompactID, zone: String, author: String, wallTime: Int64, clock: HybridTime, operation: EntryOperation) {
         self.id = id
         self.zone = zone
@@ -28,10 +30,15 @@ public struct JournalEntry: Hashable, Sendable {
 public enum EntryOperation: Hashable, Sendable {
     /// Adds an item placed after `after`, or at the top when `after` is nil.
     case add(item: CompactID, text: String, after: CompactID?)
+    /// Marks an item as done (ticked off), keeping it in the list.
     case markOff(item: CompactID)
+    /// Returns a marked-off item to the active list.
     case unmark(item: CompactID)
+    /// Removes an item from the list.
     case delete(item: CompactID)
+    /// Renames the list.
     case rename(name: String)
+    /// Changes the list's colour.
     case recolour(colour: String)
     /// A participant (1–64 bytes, like an author) joins the list. Stores of minor version ≥ 1 only.
     case join(participant: String)
@@ -45,8 +52,11 @@ public enum EntryOperation: Hashable, Sendable {
     /// A kind this version does not interpret (high bit set), kept byte for byte.
     case opaque(kind: UInt8, body: [UInt8])
 
+    /// The interpreted operation kinds, by their wire byte (Spec/FORMAT.md §6).
     public enum Kind: UInt8, CaseIterable, Sendable {
+        /// One case per interpreted operation; the raw value is the kind byte on disk.
         case add = 1, markOff = 2, unmark = 3, delete = 4, rename = 5, recolour = 6, join = 7, leave = 8, place = 9
+        /// The kind's name as used in JSON and `jlog` output, e.g. `markOff`.
         public var name: String {
             switch self {
             case .add: "add"
@@ -60,6 +70,7 @@ public enum EntryOperation: Hashable, Sendable {
             case .place: "place"
             }
         }
+        /// The kind with this name; nil if `name` is not a known kind.
         public init?(name: String) {
             guard let k = Kind.allCases.first(where: { $0.name == name }) else { return nil }
             self = k
@@ -93,6 +104,7 @@ public enum EntryOperation: Hashable, Sendable {
         return "op0x" + String(kindByte, radix: 16)
     }
 
+    /// The item the operation acts on; nil for list-level and opaque operations.
     public var item: CompactID? {
         switch self {
         case .add(let i, _, _), .markOff(let i), .unmark(let i), .delete(let i), .place(let i, _): i

@@ -2,7 +2,7 @@ extension Array {
     /// The index of the first element for which `belongsToFirstPart` is false (the array must be
     /// partitioned by it): a binary search.
     @inlinable
-    @usableFromInline package func partitionPoint(_ belongsToFirstPart: (Element) -> Bool) -> Int {
+    package func partitionPoint(_ belongsToFirstPart: (Element) -> Bool) -> Int {
         var lo = 0, hi = count
         while lo < hi {
             let mid = (lo + hi) / 2

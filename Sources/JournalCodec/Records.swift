@@ -227,7 +227,9 @@ package struct BatchBuilder: Sendable {
 
 /// Why a zone was deleted; carried so clients can tell a user action from a purge.
 public enum ZoneDeletionReason: UInt8, Sendable, CaseIterable {
+    /// A user deleted the zone.
     case deleted = 0
+    /// The zone was removed by the system, not a user, e.g. to replace it with the service's copy.
     case purged = 1
 }
 

@@ -1,8 +1,8 @@
 /// An `IDMap` split into 64 by a seeded hash of the id: the same lookups, but growing it rehashes
 /// one sixty-fourth of it at a time. Why: the store's id index of a zone grows under the writer's
-/// lock, and rehashing one table of 700k ids there stalled every append for ~120 ms (issue 21's
-/// tail benchmark); a shard of it takes ~2 ms. Ids that are not UUIDs all go to the first shard
-/// (its Dictionary), as they are rare.
+/// lock, and rehashing one table of 700k ids there stalled every append for ~120 ms; a shard of
+/// it takes ~2 ms. Ids that are not UUIDs all go to the first shard (its Dictionary), as they
+/// are rare.
 @usableFromInline package struct ShardedIDMap<Value> {
     @usableFromInline static var shardBits: Int { 6 }
     @usableFromInline var shards: [IDMap<Value>]

@@ -1,8 +1,8 @@
 /// The index journal `index/zones.idj` (Spec/INDEX.md §5): what changed in the zone index since
 /// the checkpoint file it extends, one checksummed record per checkpoint taken. Why: rewriting a
 /// checkpoint of every zone each time costs I/O in proportion to the store, and beside durable
-/// appends that I/O is what they wait for (issue 21: a 1.4 MB checkpoint ~150 times a second made
-/// 100-entry batches wait 4-5x longer at p99); a record costs what changed.
+/// appends that I/O is what they wait for (a 1.4 MB checkpoint ~150 times a second made 100-entry
+/// batches wait 4-5x longer at p99); a record costs what changed.
 ///
 /// Pure: `record(from:to:)` is the writer's diff, `apply(_:to:baseCRC:)` the reader's replay.
 /// Like the checkpoint, the journal is a cache: a record that does not read whole ends it.

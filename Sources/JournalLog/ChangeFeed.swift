@@ -1,45 +1,62 @@
 /// An opaque position in a store's change feed (Spec/TOKENS.md). Clients keep it and hand it
 /// back; only the store that issued it can read it.
 public struct FeedToken: Hashable, Sendable, CustomStringConvertible {
+    /// The token's text form (TOKENS.md §5), as a client stores it and sends it back.
     public let text: String
+    /// Wraps a token's text as a client handed it back; the store checks it when it is used.
     public init(_ text: String) { self.text = text }
     public var description: String { text }
 }
 
 /// One zone incarnation as the feed serves it.
 public struct ZoneInfo: Sendable, Equatable {
+    /// The zone's name.
     public var name: String
     /// The sequence that started this incarnation (its `zoneCreate`, or its first entry).
     public var incarnation: SequenceNumber
+    /// The sequence at which this incarnation was deleted (nil: it is live).
     public var deletedAt: SequenceNumber?
+    /// Whether the incarnation was deleted or purged (nil: it is live).
     public var deletionReason: ZoneDeletionReason?
+    /// How many entries the incarnation holds (fewer once a compaction has purged some).
     public var entryCount: Int
     /// The last sequence of a record in this incarnation (entry, creation or deletion).
     public var lastChange: SequenceNumber
+    /// Entries at or below this may have been purged; a token below it may expire (TOKENS.md §6).
     public var lowWaterMark: SequenceNumber
     /// How far this incarnation's history pieces reach, as the log says (the highest `history`
     /// of its `lowWaterMark` records; 0: none says). Once the mark is above 0, a newest piece
     /// below `max(lowWaterMark, historyThrough)` means a newer piece is missing (COMPACTION.md §4).
     public var historyThrough: SequenceNumber = 0
+    /// Whether the incarnation has been deleted (`deletedAt` is set).
     public var isDeleted: Bool { deletedAt != nil }
 }
 
 /// `changedZones(since:)`: the zones with changes, and the zones deleted, after the token.
 public struct DatabaseChanges: Sendable {
+    /// The live zones with changes after the token: fetch each one's changes.
     public var changed: [ZoneInfo]
+    /// The zone incarnations deleted after the token: delete their local copies.
     public var deleted: [ZoneInfo]
+    /// A database token at the horizon, for the next `changedZones(since:)`.
     public var token: FeedToken
 }
 
+/// One entry of a zone's change feed, with the sequence it was stored at.
 public struct FeedEntry: Sendable, Equatable {
+    /// The entry's sequence in the store's log.
     public var sequence: SequenceNumber
+    /// The entry itself.
     public var entry: JournalEntry
 }
 
 /// `changes(in:since:limit:)`: the next page of a zone's entries, in order.
 public struct ZoneChanges: Sendable {
+    /// The zone the page is from.
     public var zone: String
+    /// The incarnation the entries belong to (the sequence that started it).
     public var incarnation: SequenceNumber
+    /// The page's entries, in sequence order.
     public var entries: [FeedEntry]
     /// Where the next call continues. Never past a record that is not yet durable.
     public var token: FeedToken
@@ -50,10 +67,14 @@ public struct ZoneChanges: Sendable {
 /// What a client needs after `tokenExpired`: the incarnation to re-fetch, and the newest
 /// snapshot to start from (nil: re-fetch with a nil token, a full read of what remains).
 public struct Refetch: Sendable, Equatable {
+    /// The zone to re-fetch.
     public var zone: String
+    /// The incarnation to re-fetch (the sequence that started it).
     public var incarnation: SequenceNumber
+    /// The newest snapshot to start from (nil: re-fetch with a nil token).
     public var snapshotSequence: SequenceNumber?
 
+    /// Names the incarnation to re-fetch and the snapshot to start from.
     public init(zone: String, incarnation: SequenceNumber, snapshotSequence: SequenceNumber?) {
         self.zone = zone
         self.incarnation = incarnation
@@ -69,9 +90,11 @@ public enum FeedError: Error, Sendable, CustomStringConvertible {
     case zoneDeleted(zone: String, at: SequenceNumber, reason: ZoneDeletionReason)
     /// Garbled, tampered, from another store or zone, of the wrong kind, or ahead of this store.
     case invalidToken(String)
+    /// No zone has this name.
     case zoneNotFound(String)
     /// A page of fewer than one entry was asked for: paging could not make progress.
     case invalidLimit(Int)
+    /// The store failed underneath the feed (I/O, damage, a closed store).
     case storage(JournalError)
 
     public var description: String {
@@ -99,13 +122,13 @@ package enum TokenExpiry: Sendable {
     case issuedUnderAnOlderMark
 }
 
-/// What reads a store's change feed, list state and history: the writer itself (`JournalStore`),
-/// or a reader that never takes its lock (`StoreReader`), in this process or another one.
 /// A reader whose files live on a `FileSystem` of the project's (a store, a store reader).
 package protocol FileSystemBacked {
     var fileSystem: any FileSystem { get }
 }
 
+/// What reads a store's change feed, list state and history: the writer itself (`JournalStore`),
+/// or a reader that never takes its lock (`StoreReader`), in this process or another one.
 public protocol StoreReading: AnyObject, Sendable {
     /// The store directory.
     var path: String { get }
@@ -113,6 +136,7 @@ public protocol StoreReading: AnyObject, Sendable {
     var horizon: SequenceNumber { get }
     /// Every zone's newest incarnation, by name.
     func zones() -> [ZoneInfo]
+    /// The zone's newest incarnation (nil: no zone has this name).
     func zone(_ name: String) -> ZoneInfo?
     /// The zones changed and deleted since `token` (nil: every zone), and a new token.
     func changedZones(since token: FeedToken?) throws(FeedError) -> DatabaseChanges
@@ -133,10 +157,12 @@ extension StoreReading {
         (self as? any FileSystemBacked)?.fileSystem ?? PosixFileSystem()
     }
 
+    /// `changes(in:since:limit:)` with pages of at most 1,000 entries.
     public func changes(in zone: String, since token: FeedToken?) throws(FeedError) -> ZoneChanges {
         try changes(in: zone, since: token, limit: 1_000)
     }
 
+    /// A token at the horizon for the zone's newest incarnation: its changes from now on.
     public func zoneToken(_ zone: String) throws(FeedError) -> FeedToken { try zoneToken(zone, position: nil) }
 }
 
@@ -160,6 +186,7 @@ extension JournalStore: StoreReading, FileSystemBacked {
         return ZoneFeed.zones(catalog, horizon: horizonLocked)
     }
 
+    /// The zone's newest incarnation as the feed serves it (nil: no zone has this name).
     public func zone(_ name: String) -> ZoneInfo? {
         cond.lock()
         defer { cond.unlock() }

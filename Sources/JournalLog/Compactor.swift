@@ -1,22 +1,24 @@
 /// What one `compact` call did.
-package struct CompactionReport: Sendable, Equatable {
-    /// Sealed segments read, and the ones rewritten (those that held something to purge or replace).
-    package var segmentsExamined = 0
-    package var segmentsRewritten = 0
+public struct CompactionReport: Sendable, Equatable {
+    /// Sealed segments read.
+    public var segmentsExamined = 0
+    /// Sealed segments rewritten: those that held something to purge or replace.
+    public var segmentsRewritten = 0
     /// Entries removed because they were asked for and lay at or below their zone's low-water mark.
-    package var entriesPurged = 0
+    public var entriesPurged = 0
     /// Entries removed because their zone incarnation was deleted.
-    package var deletedZoneEntriesPurged = 0
+    public var deletedZoneEntriesPurged = 0
     /// Entries written in place of the stored ones at the same sequences.
-    package var entriesReplaced = 0
+    public var entriesReplaced = 0
     /// Entries asked for (purge or replacement) but kept as stored: above their zone's low-water
     /// mark, or (asked by sequence, `compact(purging:)`) in the active segment. The entry that
     /// started an implicitly created zone is purged like any other, its `zoneCreate` written in
     /// its place (COMPACTION.md §6), and counted in `entriesPurged`.
-    package var entriesKept = 0
-    /// Sizes of the rewritten segments before and after.
-    package var bytesBefore: Int64 = 0
-    package var bytesAfter: Int64 = 0
+    public var entriesKept = 0
+    /// The rewritten segments' size before the run.
+    public var bytesBefore: Int64 = 0
+    /// The rewritten segments' size after it.
+    public var bytesAfter: Int64 = 0
 
     package init() {}
 

@@ -72,7 +72,7 @@ extension JournalStore {
     }
 
     /// Registers (or replaces) a consumer. `leaseUntil` nil: the lease never expires.
-    package func registerConsumer(_ name: String, leaseUntil: Int64?) throws(JournalError) {
+    public func registerConsumer(_ name: String, leaseUntil: Int64?) throws(JournalError) {
         guard !name.isEmpty, name.utf8.count <= ConsumerCodec.maxNameBytes else {
             throw JournalError.invalidEntry("a consumer name is 1...\(ConsumerCodec.maxNameBytes) UTF-8 bytes")
         }
@@ -85,7 +85,7 @@ extension JournalStore {
 
     /// Moves the consumer's mark for the zone's live incarnation up to `position` (marks never
     /// go down) and renews its lease when `leaseUntil` is given. Durable when it returns.
-    package func advanceConsumer(_ name: String, zone: String, to position: SequenceNumber, leaseUntil: Int64? = nil) throws(JournalError) {
+    public func advanceConsumer(_ name: String, zone: String, to position: SequenceNumber, leaseUntil: Int64? = nil) throws(JournalError) {
         consumerLock.lock()
         defer { consumerLock.unlock() }
         guard var state = consumer(name) else { throw JournalError.invalidEntry("no consumer named \(name): register it first") }
@@ -106,7 +106,7 @@ extension JournalStore {
 
     /// Removes the consumer named `name`; or, when no consumer has that name and it is the file
     /// name of a consumer file (`<key>.consumer`, as `problems` lists a damaged one), that file.
-    package func removeConsumer(_ name: String) throws(JournalError) {
+    public func removeConsumer(_ name: String) throws(JournalError) {
         consumerLock.lock()
         defer { consumerLock.unlock() }
         var file = JournalStore.consumerPath(store: path, name: name)

@@ -6,7 +6,7 @@ import Darwin
 #endif
 
 /// The store's only door to the disk. Tests swap in a simulated disk that loses
-/// unsynced writes, tears writes and fails calls (issue 5); production uses `PosixFileSystem`.
+/// unsynced writes, tears writes and fails calls; production uses `PosixFileSystem`.
 package protocol FileSystem: Sendable {
     func openFile(_ path: String, create: Bool, truncate: Bool) throws(JournalError) -> any StorageFile
     /// Opens an existing file only to read it: works on read-only media and never creates.

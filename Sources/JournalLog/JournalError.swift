@@ -6,25 +6,34 @@ import Darwin
 
 /// Everything the storage layer can throw. Each case says what happened and where.
 public enum JournalError: Error, Sendable, CustomStringConvertible {
+    /// A system call failed: the operation, the file and its errno.
     case io(operation: String, path: String, errno: Int32)
+    /// Damage in the log that the recovery mode does not tolerate (FORMAT.md §9).
     case corruption(Corruption)
     /// Another writer holds the store's lock (the store directory's `flock`); `holder` names it
     /// when it could be read from `LOCK`.
     case locked(path: String, holder: String?)
+    /// Something is at `path` but it is not a store directory; `reason` says why.
     case notAStore(path: String, reason: String)
+    /// Nothing is at `path`, and the store was not to be created there.
     case storeMissing(path: String)
+    /// An entry that cannot be stored, or an error a visitor threw; the text says what.
     case invalidEntry(String)
     /// A store option or an argument outside its range (what it is, and the range).
     case invalidOption(String)
     /// A compaction was asked for while one runs on the same store.
     case compactionRunning
+    /// An atomic batch encodes to more bytes than one record may hold (FORMAT.md §8).
     case batchTooLarge(bytes: Int, limit: Int)
     /// An earlier I/O error stopped the writer; reopen the store to recover.
     case writerFailed(String)
+    /// The store was closed; open it again to use it.
     case closed
+    /// What was asked needs the writer (or writing) and this open only reads; the text says why.
     case readOnly(String)
     /// The zone's latest incarnation was deleted; `createZone` starts a new one.
     case zoneDeleted(zone: String, at: SequenceNumber)
+    /// No zone has this name.
     case zoneNotFound(String)
     /// The zone already holds an entry with this id and other content (TOKENS.md §2): a retry
     /// carries the same bytes, so this is a second, different entry reusing an id. `storedAt` is
@@ -76,7 +85,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
 /// A damaged spot in a store: the segment file, the byte offset in it, the last
 /// sequence that was read intact before it, and what is wrong.
 public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong at the damaged spot (FORMAT.md §9.1).
     public enum Problem: Sendable, Equatable {
+        /// The frame's CRC, chained from the one before it, does not match its bytes.
         case crcMismatch(stored: UInt32, computed: UInt32)
         /// A frame header whose length field exceeds the hard limit.
         case badLength(UInt32)
@@ -84,9 +95,13 @@ public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
         case lengthPastEOF(length: UInt32, available: Int64)
         /// Fewer than 13 bytes remain and they are not all zero.
         case cutOffHeader(available: Int64)
+        /// A record type this version does not know and may not skip.
         case unknownType(UInt8)
+        /// A sequence that does not follow the last one consumed (FORMAT.md §4.2).
         case sequenceOutOfOrder(previous: SequenceNumber, found: SequenceNumber)
+        /// The frame's CRC holds but its payload does not decode.
         case badPayload(CodecError)
+        /// The segment header does not decode (`reason` says why, FORMAT.md §3.1).
         case badSegmentHeader(SegmentHeaderError)
         /// Non-zero bytes after the all-zero end marker.
         case dataAfterZeroTail
@@ -96,8 +111,11 @@ public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
         /// `crc32c(storeID)`, FORMAT.md §3.3): a segment before it is missing. No mode keeps a
         /// prefix of a log whose start is gone; salvage reads on.
         case missingEarlierSegment(expected: UInt32, found: UInt32)
+        /// The segment's store id is not that of the first segment: it belongs to another store.
         case foreignSegment
+        /// The segment's base sequence is out of range or differs from the number in its file name.
         case baseSequenceMismatch(expected: SequenceNumber, found: SequenceNumber)
+        /// A segment file's name is not a 20-digit base sequence.
         case badSegmentName
 
         /// The problem's name in FORMAT.md §9.1 (`jlog verify --json`'s `kind`).
@@ -156,15 +174,19 @@ public struct Corruption: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The damaged segment file.
     public var segment: String
+    /// The byte offset of the damage in the segment (0 for a header problem).
     public var offset: Int64
     /// The last sequence read intact before the damage (0 when none).
     public var lastGoodSequence: SequenceNumber
+    /// What is wrong there.
     public var problem: Problem
     /// True when the damage is a torn tail: at the end of the last segment, with nothing intact
     /// after it (zeros, EOF, or bytes in which no frame validates: FORMAT.md §9.1).
     public var isTornTail: Bool
 
+    /// Describes a damaged spot from its parts.
     public init(segment: String, offset: Int64, lastGoodSequence: SequenceNumber, problem: Problem, isTornTail: Bool) {
         self.segment = segment
         self.offset = offset

@@ -11,14 +11,18 @@ public enum Durability: String, Sendable, CaseIterable {
     case always
 }
 
+/// How a store is opened: when appends are acknowledged, segment size, recovery and the like.
 public struct StoreOptions: Sendable {
+    /// When an append is acknowledged (`always` by default).
     public var durability: Durability = .always
     /// A segment is sealed and a new one started once the next record would pass this size.
     public var segmentSize: Int = 64 << 20
     /// Fill new segments with zeros and sync them, so appends do not change the file size:
     /// fdatasync then skips the metadata journal (about +50% syncs/s on ext4).
     public var preallocate: Bool = true
+    /// How open treats damage in the log (FORMAT.md §9.2).
     public var recovery: RecoveryMode = .tolerateTail
+    /// Create the store when nothing is at its path; otherwise opening it throws `storeMissing`.
     public var createIfMissing: Bool = true
     /// LZ4-compress batch bodies of at least `Limits.compressionThreshold` bytes.
     public var compressBatches: Bool = true
@@ -33,8 +37,10 @@ public struct StoreOptions: Sendable {
     /// store begins a new token epoch at its end, so no token ever skips what was lost.
     public var acceptLoss = false
 
+    /// The defaults: durable appends, 64 MiB preallocated segments, a torn tail tolerated.
     public init() {}
 
+    /// The options most callers set; the others keep their defaults.
     public init(durability: Durability = .always, segmentSize: Int = 64 << 20, preallocate: Bool = true,
                 recovery: RecoveryMode = .tolerateTail, createIfMissing: Bool = true) {
         self.durability = durability
@@ -47,14 +53,19 @@ public struct StoreOptions: Sendable {
 
 /// What opening a store found and did.
 public struct RecoveryReport: Sendable {
+    /// The recovery mode the store was opened with.
     public var mode: RecoveryMode
+    /// How many segments the store has after recovery.
     public var segments: Int
+    /// The last sequence in the log as recovered.
     public var lastSequence: SequenceNumber
     /// The damage recovery acted on, if any.
     public var problem: Corruption?
     /// Files under `torn/` that hold the bytes recovery removed.
     public var setAside: [String] = []
+    /// How many bytes recovery cut from the log (kept in `setAside`).
     public var removedBytes: Int64 = 0
+    /// True when this open created the store.
     public var created: Bool = false
     /// How open got the zone index.
     package var index = IndexOpenReport()
@@ -128,7 +139,9 @@ package enum StoreLayout {
 /// A segmented, append-only journal with one writer. Appends may come from many threads.
 public final class JournalStore: @unchecked Sendable {
     public let path: String
+    /// The options the store was opened with.
     public let options: StoreOptions
+    /// What opening the store found and did.
     public let recovery: RecoveryReport
     /// This store's identity (`StoreID`).
     public var storeID: StoreID { StoreID(idPair) }

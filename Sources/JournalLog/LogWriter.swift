@@ -56,12 +56,12 @@ final class LogWriter: @unchecked Sendable {
     }
 
     /// A new segment's first zero fill; it doubles as the segment fills, up to the segment size,
-    /// so a small store stays small on disk (issue 18) and opening checks little zero fill.
+    /// so a small store stays small on disk and opening checks little zero fill.
     static let initialPreallocation: Int64 = 64 << 10
     /// The most the zero fill grows by at once. The leader writes it while every append waits, and
     /// the commit's sync carries it to the disk, so the step must stay small: doubling from 16 to
     /// 32 MiB stalled a server's appends for ~0.8 s, and a 1 MiB step (write and sync ~1 ms) was
-    /// the p99 of 100-entry durable batches, one in a hundred (issue 21). 256 KiB costs ~0.2 ms.
+    /// the p99 of 100-entry durable batches, one in a hundred. 256 KiB costs ~0.2 ms.
     static let maxPreallocationStep: Int64 = 256 << 10
 
     let store: String

@@ -7,6 +7,7 @@ public struct StoreID: Hashable, Sendable, CustomStringConvertible {
     /// The second.
     public let low: UInt64
 
+    /// The identity from its two halves, as a segment header holds them.
     public init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low

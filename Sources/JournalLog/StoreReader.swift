@@ -97,12 +97,11 @@ public final class StoreReader: StoreReading, FileSystemBacked, @unchecked Senda
     /// The highest sequence read: the end of the consistent prefix.
     public var horizon: SequenceNumber { current.horizon }
 
-    /// The store's id (nil for a store with no segment yet).
-    /// The store's identity, from its first segment's header (nil before it has one).
     /// Ends the reader's change streams (they finish rather than wait for another change).
     /// Reads still work; a reader holds no lock to release.
     public func close() { changeSignal.close() }
 
+    /// The store's identity, from its first segment's header (nil before it has one).
     public var storeID: StoreID? { current.storeID.map(StoreID.init) }
 
     /// How the zone index was got when the store was last read from its files (at open, or anew
@@ -134,6 +133,7 @@ public final class StoreReader: StoreReading, FileSystemBacked, @unchecked Senda
         return ZoneFeed.zones(s.catalog, horizon: s.horizon)
     }
 
+    /// The zone's newest incarnation as far as the reader has read (nil: no zone has this name).
     public func zone(_ name: String) -> ZoneInfo? {
         let s = current
         return ZoneFeed.zone(name, s.catalog, horizon: s.horizon)

@@ -3,7 +3,7 @@ import JournalCodec
 /// The zone index's incarnations (`ZoneCatalog.tracks`), in chunks of 256: a copy of the table
 /// (an index checkpoint being taken under the writer's lock) shares the chunks, and a later
 /// change under the lock copies only the chunk it touches. Why: a plain array of 20,000 tracks
-/// was copied whole, under the lock, for every checkpoint (~1 ms per checkpoint, issue 21's tail
+/// was copied whole, under the lock, for every checkpoint (~1 ms per checkpoint in the tail
 /// benchmark), which is work that grows with the store on the append path.
 struct TrackTable: RandomAccessCollection, MutableCollection {
     static let chunkBits = 8

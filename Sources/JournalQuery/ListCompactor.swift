@@ -3,7 +3,9 @@ import ListModel
 
 /// What compacting one zone did.
 public struct ZoneCompaction: Sendable, Equatable {
+    /// The zone compacted.
     public var zone: String
+    /// The zone incarnation compacted (the sequence that started it).
     public var incarnation: SequenceNumber
     /// The zone's low-water mark after the run: tokens below it get `tokenExpired`.
     public var lowWaterMark: SequenceNumber
@@ -37,7 +39,9 @@ public enum CompactionSkip: Sendable, Equatable {
     case keptChanging
 }
 
+/// What a compaction run did, or in a dry run would do (`ListCompactor.run(now:dryRun:)`).
 public struct ListCompactionReport: Sendable {
+    /// The zones compacted, one report each.
     public var zones: [ZoneCompaction] = []
     /// Live zones with nothing to compact, and why, in name order.
     public var skipped: [(zone: String, reason: CompactionSkip)] = []
@@ -45,7 +49,8 @@ public struct ListCompactionReport: Sendable {
     package var chosen: [SequenceNumber] = []
     /// The sequences the list rules chose to replace by a `place`, ascending.
     package var rewritten: [SequenceNumber] = []
-    package var storage = CompactionReport()
+    /// What the storage step did: entries purged and replaced, segments rewritten, bytes.
+    public var storage = CompactionReport()
     /// Snapshot and history files removed: superseded ones, and those of deleted zones.
     package var filesRemoved = 0
     /// Where the run's time went, in milliseconds: `read` (the zones read through the planner
@@ -71,6 +76,8 @@ func millis(since start: ContinuousClock.Instant) -> Double {
 /// steps leaves a store whose every view agrees with its log; running again finishes the job.
 public struct ListCompactor: Sendable {
     package let query: ListQuery
+    /// How long, in milliseconds, a finished lifecycle is kept before a run may purge it
+    /// (fourteen days by default).
     public var retentionMillis: Int64 = ListRetention.defaultRetentionMillis
 
     /// Rewrites tried before a zone that keeps changing under the run is left out of it
@@ -109,6 +116,8 @@ public struct ListCompactor: Sendable {
     /// marks and answers their fetches again while the run goes on with the next group.
     package var groupDidFinish: (@Sendable ([ZoneCompaction]) -> Void)?
 
+    /// A compactor of the lists `query` reads; the query must be over the store's writer, as
+    /// compaction rewrites segments.
     public init(query: ListQuery, retentionMillis: Int64 = ListRetention.defaultRetentionMillis) {
         self.query = query
         self.retentionMillis = retentionMillis

@@ -3,7 +3,10 @@ import ListModel
 
 /// Why a query could not answer.
 public enum QueryError: Error, Sendable, CustomStringConvertible {
+    /// The change feed refused the read (an expired token, a deleted zone): its answer says
+    /// what to do next.
     case feed(FeedError)
+    /// The store or its snapshot files failed underneath the query.
     case storage(JournalError)
     /// The zone's log was compacted (its low-water mark is above 0), so events of purged entries
     /// live only in its history files, and none that covers the mark can be read: the history
@@ -28,17 +31,24 @@ public enum QueryError: Error, Sendable, CustomStringConvertible {
 
 /// A point in a zone's history: after a sequence, or as of a wall-clock time (milliseconds).
 public enum HistoryPoint: Sendable, Equatable {
+    /// Through this sequence: the state after the entry there was applied.
     case sequence(SequenceNumber)
+    /// As of this wall-clock time, in milliseconds since 1970: entries their authors made later
+    /// are left out.
     case time(Int64)
 }
 
 /// A zone's state as materialised, and how it was obtained.
 public struct MaterialisedList: Sendable {
+    /// The zone (list) materialised.
     public var zone: String
+    /// The zone incarnation read: the sequence that started it, new each time the zone is
+    /// deleted and created again.
     public var incarnation: SequenceNumber
     /// The last sequence applied (the feed's horizon, or the `at` point).
     public var sequence: SequenceNumber
     package var reducer: ListReducer
+    /// The list as materialised: its name, colour and items.
     public var state: ListState
     /// The snapshot started from, if any.
     package var snapshot: SnapshotFile?
@@ -48,11 +58,16 @@ public struct MaterialisedList: Sendable {
     public var warnings: [String]
 }
 
+/// What writing a snapshot of a zone produced (`ListQuery.writeSnapshot(_:)`).
 public struct SnapshotReport: Sendable {
     package var file: SnapshotFile
+    /// Entries the snapshot covers: those folded into the state it records.
     public var entries: Int
+    /// The snapshot file's size on disk, compressed.
     public var fileBytes: Int
+    /// The size of its body uncompressed.
     public var rawBytes: Int
+    /// The digest of the list state it records (MERGE.md §8): equal digests mean equal lists.
     public var digest: UInt64
 }
 

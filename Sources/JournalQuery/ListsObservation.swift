@@ -3,14 +3,18 @@ import ListModel
 
 /// What a screen of lists shows of one list.
 public struct ListSummary: Hashable, Sendable {
+    /// The list's zone: what identifies it to the store and to sync.
     public var zone: String
+    /// The list's name, as its users last set it.
     public var name: String
+    /// The list's colour, as its users last set it.
     public var colour: String
     /// Items on the list, marked off or not.
     public var items: Int
     /// Items not marked off.
     public var active: Int
 
+    /// The summary of the list in `zone` whose state is `state`.
     public init(zone: String, state: ListState) {
         self.zone = zone
         name = state.name

@@ -5,9 +5,11 @@ import JournalSync
 /// with this account as its caller. What a device's `SyncEngine` talks to in tests, in
 /// `jlog simulate`, and in `jlog sync --service-store` (no network in between).
 public struct LocalService: SyncService {
+    /// The service every call goes to, shared with the other accounts' sessions.
     public let core: ServiceCore
     public let account: String
 
+    /// A session of `account` on `core`: in process, so nothing authenticates it.
     public init(core: ServiceCore, account: String) {
         self.core = core
         self.account = account

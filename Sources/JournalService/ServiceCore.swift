@@ -33,6 +33,7 @@ public struct ServiceLimits: Sendable {
     /// simulation make it small, so that a run has several groups.
     public var compactionGroupEntries = 1_000_000
 
+    /// The default limits; set any field to change it.
     public init() {}
 }
 
@@ -48,6 +49,7 @@ public struct ServiceLimits: Sendable {
 /// another call's fsync. Records the service writes itself are appended outside it and applied
 /// under it once durable (`PendingWrites` says what fetches do meanwhile).
 public final class ServiceCore: @unchecked Sendable {
+    /// The store holding every account's zones and the service's own records (`_service/…`).
     public let store: JournalStore
     public let limits: ServiceLimits
     /// Wall-clock milliseconds: the service's time for the entries it writes and for compaction.
@@ -94,9 +96,13 @@ public final class ServiceCore: @unchecked Sendable {
     /// Upload calls and entries received, and entries stored new (what the simulation measures).
     public private(set) var counters = Counters()
 
+    /// What the service has taken in since it started (what the simulation measures).
     public struct Counters: Sendable, Equatable {
+        /// Upload calls, counted once the caller's access to the zone is checked.
         public var uploads = 0
+        /// Entries those uploads carried, stored or not.
         public var entriesReceived = 0
+        /// Entries stored new: not retries of ones the zone already held.
         public var entriesStored = 0
     }
 
@@ -265,6 +271,8 @@ public final class ServiceCore: @unchecked Sendable {
 
     // MARK: Calls
 
+    /// Stores the caller's entries in a zone (`SyncService.upload`): idempotent by entry id, and a
+    /// late retry of an entry compaction purged is acknowledged, never stored again.
     public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
         try changing(zone.storeName) { () throws(SyncError) -> UploadResult in
             var (result, fresh) = try locked { () throws(SyncError) -> (UploadResult, [JournalEntry]) in
@@ -474,6 +482,8 @@ public final class ServiceCore: @unchecked Sendable {
         }
     }
 
+    /// A zone's entries after `token`, in pages held to the limits' entries and bytes
+    /// (`SyncService.fetchZoneChanges`); refused for a moment while the zone is purged.
     public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
         let begun = try locked { () throws(SyncError) -> UInt64 in
             _ = try access(caller, zone)
@@ -543,6 +553,8 @@ public final class ServiceCore: @unchecked Sendable {
         return count
     }
 
+    /// The zone's activity history, encoded (`SyncService.fetchZoneHistory`): empty when the
+    /// zone was never compacted.
     public func fetchZoneHistory(caller: String, zone: ZoneID) throws(SyncError) -> [UInt8] {
         let (info, begun) = try locked { () throws(SyncError) in
             let (_, info) = try access(caller, zone)
@@ -574,6 +586,8 @@ public final class ServiceCore: @unchecked Sendable {
         return bytes
     }
 
+    /// Creates a zone the caller owns (`SyncService.createZone`): idempotent, within the
+    /// account's zone quota.
     public func createZone(caller: String, zone: ZoneID) throws(SyncError) {
         guard zone.owner == caller else { throw .invalidRequest("an account creates zones it owns (\(caller)/…) only") }
         try changing(zone.storeName) { () throws(SyncError) in
@@ -588,6 +602,8 @@ public final class ServiceCore: @unchecked Sendable {
         }
     }
 
+    /// Deletes a zone the caller owns (`SyncService.deleteZone`): its participants leave with it,
+    /// so a zone created again under the name is not shared.
     public func deleteZone(caller: String, zone: ZoneID) throws(SyncError) {
         try changing(zone.storeName) { () throws(SyncError) in
             let (told, members) = try locked { () throws(SyncError) -> ([String], [String]) in
@@ -603,6 +619,7 @@ public final class ServiceCore: @unchecked Sendable {
         }
     }
 
+    /// The owner's signed invitation of `participant` to a zone (`SyncService.shareZone`).
     public func shareZone(caller: String, zone: ZoneID, with participant: String) throws(SyncError) -> ShareInvitation {
         try locked { () throws(SyncError) -> ShareInvitation in
             let (kind, info) = try access(caller, zone)
@@ -612,6 +629,8 @@ public final class ServiceCore: @unchecked Sendable {
         }
     }
 
+    /// Joins the caller to the zone its invitation names (`SyncService.acceptShare`), recorded
+    /// as a `join` entry in the zone.
     public func acceptShare(caller: String, invitation: ShareInvitation) throws(SyncError) -> ZoneID {
         guard let i = invitations.parse(invitation), let zone = ZoneID(storeName: i.zone) else {
             throw .invalidRequest("not an invitation of this service")
@@ -634,6 +653,8 @@ public final class ServiceCore: @unchecked Sendable {
         }
     }
 
+    /// Removes a participant, or lets one leave (`SyncService.removeParticipant`), recorded as a
+    /// `leave` entry; the owner naming one not yet a member withdraws its invitations.
     public func removeParticipant(caller: String, participant: String, from zone: ZoneID) throws(SyncError) {
         try changing(zone.storeName) { () throws(SyncError) in
             let (kind, isMember) = try locked { () throws(SyncError) -> (Access, Bool) in
@@ -650,6 +671,8 @@ public final class ServiceCore: @unchecked Sendable {
         }
     }
 
+    /// Removes every participant of a zone the caller owns and voids every invitation issued so
+    /// far (`SyncService.stopSharing`).
     public func stopSharing(caller: String, zone: ZoneID) throws(SyncError) {
         try changing(zone.storeName) { () throws(SyncError) in
             let members = try locked { () throws(SyncError) -> [String] in

@@ -12,6 +12,7 @@ public protocol SyncClock: Sendable {
 
 /// The real clock.
 public struct SystemSyncClock: SyncClock {
+    /// The system's wall clock and real sleeps.
     public init() {}
     public func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
     public func sleep(for duration: Duration) async { try? await Task.sleep(for: duration) }

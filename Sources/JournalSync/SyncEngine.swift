@@ -2,9 +2,11 @@ import JournalLog
 import JournalQuery
 import ListModel
 
+/// How a `SyncEngine` batches, pages and backs off: the defaults suit most apps.
 public struct SyncEngineOptions: Sendable {
-    /// Entries and encoded bytes per upload (a service's limits split larger ones anyway).
+    /// Entries per upload (a service's limits split larger ones anyway).
     public var uploadBatchEntries = 200
+    /// Encoded bytes per upload; an entry larger than this goes alone.
     public var uploadBatchBytes = 512 << 10
     /// Entries asked for per zone-changes page.
     public var pageLimit = 500
@@ -18,8 +20,10 @@ public struct SyncEngineOptions: Sendable {
     public var maxAttempts = 5
     /// Jittered exponential backoff when the service names no wait.
     public var backoffBase: Duration = .milliseconds(500)
+    /// The longest backoff wait, before its jitter.
     public var backoffMax: Duration = .seconds(60)
 
+    /// The default options.
     public init() {}
 }
 
@@ -33,7 +37,9 @@ public struct SyncReport: Sendable {
     public var applied = 0
     /// Entries held back while shopping.
     public var held = 0
+    /// Lists replaced by the service's copy after their token expired (Spec/SYNC.md §7).
     public var refetched: [ZoneID] = []
+    /// Lists the service no longer gives this account, removed from the device, and why.
     public var gone: [ZoneGone] = []
     /// Local entries the service refused for good, and why.
     public var rejected: [(id: CompactID, why: String)] = []
@@ -41,7 +47,9 @@ public struct SyncReport: Sendable {
     public var errors: [String] = []
     /// What went wrong, typed, with the list each concerns.
     public var problems: [SyncProblem] = []
+    /// The service could not be reached (CKError.networkUnavailable): everything stays queued.
     public var offline = false
+    /// The account's storage is full (CKError.quotaExceeded): the changes it refused stay queued.
     public var quotaExceeded = false
     /// The service refused the credential (`notAuthenticated`), or the device is signed out
     /// (`signOut()`): nothing more was synced. After a refusal the lists stay on the device and
@@ -51,6 +59,7 @@ public struct SyncReport: Sendable {
     /// was skipped; everything stays queued.
     public var throttled = false
 
+    /// An empty report: nothing done, nothing failed.
     public init() {}
     /// Nothing failed: the device is up to date with the service as of this sync.
     public var isComplete: Bool { errors.isEmpty && !offline && !quotaExceeded && !signedOut && !throttled }
@@ -60,18 +69,30 @@ public struct SyncReport: Sendable {
 
 /// Totals since the engine was made (what the simulation measures).
 public struct SyncTotals: Sendable, Equatable {
+    /// Local changes recorded through the engine.
     public var localChanges = 0
+    /// Entries sent to the service, retries included.
     public var entriesSent = 0
+    /// Entries the service took (stored now, or before).
     public var entriesUploaded = 0
+    /// All totals zero.
     public init() {}
 }
 
+/// Why a sync engine call failed. A sync itself throws nothing: its `SyncReport` says what
+/// went wrong.
 public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
+    /// The local store failed.
     case storage(JournalError)
+    /// The engine's state file (`sync/state`) cannot be read: move it aside to start over.
     case stateDamaged(String)
+    /// The device is signed out: sign in to change or sync lists.
     case notSignedIn
+    /// No list of this name syncs on this device.
     case noSuchList(String)
+    /// A request that cannot be made as asked (a name, a replica of another account): its words.
     case invalid(String)
+    /// The service refused a sharing call, or could not be reached.
     case service(SyncError)
 
     public var description: String {
@@ -99,6 +120,7 @@ public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
 ///   service (its compacted entries, not the whole history, and its history file), replaces the
 ///   local copy, and puts pending local changes back on top.
 public actor SyncEngine {
+    /// The local store: its log holds every list and is the upload queue.
     public nonisolated let store: JournalStore
     /// The store's own executor (`JournalStore.executor`): the engine runs there, so its
     /// appends, fsyncs and reads block that thread, never the cooperative pool every task of the
@@ -107,13 +129,17 @@ public actor SyncEngine {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     /// Whether the engine's code runs on the store's thread (it always does; for tests).
     var runsOnTheStoresThread: Bool { executor.isCurrent }
+    /// The service synced with, as the account last signed in (`signIn(_:)` replaces it).
     public private(set) var service: any SyncService
+    /// This device as the author of its local changes: `account` or `account:device`.
     public nonisolated let replica: String
+    /// How the engine batches, pages and backs off.
     public var options: SyncEngineOptions
     let clock: any SyncClock
     var rng: SplitMix64
     var hlc: HybridClock
     var state: SyncState
+    /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
 
     static let consumer = "uploaded"

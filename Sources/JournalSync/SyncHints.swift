@@ -6,6 +6,7 @@ public final class SyncHints: Sendable {
     let stream: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
+    /// A source of hints with none waiting; pass it to `SyncEngine.run(hints:)`.
     public init() {
         (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }

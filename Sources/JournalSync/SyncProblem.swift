@@ -1,6 +1,7 @@
 /// One thing that stopped a sync, or part of one, with the list it concerns (`SyncReport.problems`):
 /// what an app shows ("offline", "sign in again", "storage full") without parsing messages.
 public struct SyncProblem: Sendable, Equatable, CustomStringConvertible {
+    /// The kinds of problem, each with what an app tells its user.
     public enum Reason: Sendable, Equatable {
         /// No answer from the service (`networkUnavailable`): everything stays queued.
         case unreachable
@@ -9,8 +10,9 @@ public struct SyncProblem: Sendable, Equatable, CustomStringConvertible {
         case notAuthenticated
         /// The account's quota is full (`quotaExceeded`): the list's changes stay queued.
         case quotaExceeded
-        /// Too many requests, or the service is busy: the sync stopped; try after `retryAfter`.
+        /// Too many requests (`rateLimited`): the sync stopped; try after `retryAfter`.
         case rateLimited(retryAfter: Duration?)
+        /// The service is busy (`serviceBusy`): the sync stopped; try after `retryAfter`.
         case serviceBusy(retryAfter: Duration?)
         /// The service refused a request for good (`invalidRequest` and the like): its words.
         case refused(SyncError)
@@ -18,11 +20,14 @@ public struct SyncProblem: Sendable, Equatable, CustomStringConvertible {
         case local
     }
 
+    /// What kind of problem it is.
     public var reason: Reason
     /// The list it concerns, or nil for the whole sync.
     public var zone: ZoneID?
+    /// What went wrong, in words for a log or a diagnostic screen.
     public var message: String
 
+    /// A problem of kind `reason`, about `zone` (nil: the whole sync).
     public init(reason: Reason, zone: ZoneID?, message: String) {
         self.reason = reason
         self.zone = zone

@@ -4,7 +4,9 @@ import JournalLog
 /// Its `storeName`, `owner/name`, is the zone's name in every store that holds it, the service's
 /// and every device's, so an entry's bytes are the same everywhere (Spec/SYNC.md §1).
 public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The account that owns the zone (CKRecordZone.ID.ownerName).
     public let owner: String
+    /// The zone's name within its owner's zones (CKRecordZone.ID.zoneName).
     public let name: String
 
     /// Nil unless `owner` is an account name (`SyncNames.accountRefusal`) and `name` a zone name
@@ -28,6 +30,7 @@ public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
         self.init(owner: String(storeName[..<slash]), name: String(storeName[storeName.index(after: slash)...]))
     }
 
+    /// `owner/name`: the zone's name in every store that holds it.
     public var storeName: String { owner + "/" + name }
     public var description: String { storeName }
     public static func < (a: ZoneID, b: ZoneID) -> Bool { a.storeName < b.storeName }
@@ -36,14 +39,18 @@ public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// Which of an account's databases (CKDatabase.Scope): the zones it owns, or the zones others
 /// shared with it.
 public enum DatabaseScope: String, Sendable, CaseIterable {
+    /// The zones this account owns (CKDatabase.Scope.private).
     case `private`
+    /// The zones others shared with this account (CKDatabase.Scope.shared).
     case shared
 }
 
 /// An opaque position in the service's feeds (CKServerChangeToken): kept by the client with what
 /// it covers, handed back, never interpreted.
 public struct ServiceToken: Hashable, Sendable, CustomStringConvertible {
+    /// The token as the service wrote it: kept and sent back as is.
     public let text: String
+    /// A token from its text, as the service answered it or a state file kept it.
     public init(_ text: String) { self.text = text }
     public var description: String { text }
 }
@@ -83,8 +90,10 @@ public struct UploadResult: Sendable, Equatable {
     /// Stored now, or stored before (an upload retried after its response was lost): either way
     /// the service holds it (Spec/SYNC.md §3, idempotency).
     public var saved: [CompactID]
+    /// Not taken, each with why: a conflict or an invalid entry for good, or one to retry.
     public var failed: [CompactID: EntryFailure]
 
+    /// A result with these outcomes (empty by default), as a service answers an upload.
     public init(saved: [CompactID] = [], failed: [CompactID: EntryFailure] = [:]) {
         self.saved = saved
         self.failed = failed
@@ -93,11 +102,16 @@ public struct UploadResult: Sendable, Equatable {
 
 /// One page of `fetchDatabaseChanges` (CKFetchDatabaseChangesOperation).
 public struct DatabaseChangesPage: Sendable, Equatable {
+    /// Zones with changes since the token, or new to this database: fetch their changes.
     public var changed: [ZoneID]
+    /// Zones that left this database, and why: remove their local copies.
     public var deleted: [ZoneGone]
+    /// The token covering this page: pass it to the next call (CKServerChangeToken).
     public var token: ServiceToken
+    /// More pages follow: fetch again from `token` (CKFetchDatabaseChangesOperation.moreComing).
     public var moreComing: Bool
 
+    /// A page as a service answers it.
     public init(changed: [ZoneID], deleted: [ZoneGone], token: ServiceToken, moreComing: Bool) {
         self.changed = changed
         self.deleted = deleted
@@ -106,9 +120,13 @@ public struct DatabaseChangesPage: Sendable, Equatable {
     }
 }
 
+/// A zone that left a database, and why (CKDatabaseChange.Deletion).
 public struct ZoneGone: Sendable, Equatable {
+    /// The zone that left.
     public var zone: ZoneID
+    /// Why it left: deleted, purged, this participant removed, or sharing stopped.
     public var reason: ZoneGoneReason
+    /// A zone gone for `reason`.
     public init(zone: ZoneID, reason: ZoneGoneReason) {
         self.zone = zone
         self.reason = reason
@@ -118,11 +136,16 @@ public struct ZoneGone: Sendable, Equatable {
 /// One page of `fetchZoneChanges` (CKFetchRecordZoneChangesOperation): entries in the service's
 /// order, and a token that covers exactly them.
 public struct ZoneChangesPage: Sendable, Equatable {
+    /// The zone these changes belong to.
     public var zone: ZoneID
+    /// The zone's entries after the token asked from, in the service's order.
     public var entries: [JournalEntry]
+    /// The token covering exactly these entries: keep it with them, and pass it to the next call.
     public var token: ServiceToken
+    /// More pages follow: fetch again from `token` (CKFetchRecordZoneChangesOperation.moreComing).
     public var moreComing: Bool
 
+    /// A page as a service answers it.
     public init(zone: ZoneID, entries: [JournalEntry], token: ServiceToken, moreComing: Bool) {
         self.zone = zone
         self.entries = entries
@@ -134,7 +157,9 @@ public struct ZoneChangesPage: Sendable, Equatable {
 /// An invitation to a shared zone (a CKShare's URL): issued to one participant by the owner,
 /// accepted by that participant. Signed by the service, so it carries its own proof.
 public struct ShareInvitation: Hashable, Sendable, CustomStringConvertible {
+    /// The invitation as the service issued it: passed to the participant as is.
     public let text: String
+    /// An invitation from its text, as the owner sent it to the participant.
     public init(_ text: String) { self.text = text }
     public var description: String { text }
 }

@@ -4,8 +4,11 @@ import JournalLog
 /// its token, and the last error; like Shopping UK's diagnostic log. Read from the engine's state
 /// and the store alone, so `jlog sync-status` needs no service and takes no lock.
 public struct SyncStatus: Sendable {
+    /// One list's sync status.
     public struct List: Sendable {
+        /// The list's zone on the service.
         public var zone: ZoneID
+        /// Whether this account owns the list (`private`) or it was shared with it (`shared`).
         public var scope: DatabaseScope
         /// Local changes not yet uploaded.
         public var queued: Int
@@ -15,24 +18,38 @@ public struct SyncStatus: Sendable {
         public var held: Int
         /// Refused by the service for good.
         public var rejected: Int
+        /// Shopping mode is on: remote changes are held back from the visible list.
         public var shopping: Bool
+        /// The service has changes to the list not fetched yet.
         public var needsFetch: Bool
+        /// Being replaced by the service's copy after its token expired.
         public var refetching: Bool
         /// To be fetched anew when it can be (a change refused, or an id in conflict: SYNC.md §7.3).
         public var refetchWanted: Bool
+        /// Deleted on this device; the deletion is still to be sent.
         public var pendingDelete: Bool
+        /// The service holds the list (a new one is created there by the next push).
         public var existsOnService: Bool
         /// Everything at or below this the service has.
         public var uploadedThrough: SequenceNumber
+        /// The service's zone token, as text; nil before the first fetch.
         public var token: String?
+        /// The last error syncing the list met, if it has not synced cleanly since.
         public var lastError: String?
     }
 
+    /// This device as the author of its local changes: `account` or `account:device`.
     public var replica: String
+    /// The signed-in account; nil when signed out.
     public var account: String?
+    /// When the last complete sync finished, in milliseconds since 1970; nil if none has.
     public var lastSync: Int64?
+    /// The first error of the last sync ("offline" when the service could not be reached); nil
+    /// if it had none.
     public var lastError: String?
+    /// The database tokens, as text, by scope (`private`, `shared`).
     public var databaseTokens: [String: String]
+    /// Every list this device syncs, in zone-name order.
     public var lists: [List]
     /// Local changes kept across a sign-out.
     public var keptAcrossSignOut: Int

@@ -9,6 +9,7 @@ import JournalSyncWire
 /// `networkUnavailable`, so the engine keeps everything queued and tries again later.
 public struct HTTPSyncService: SyncService {
     public let account: String
+    /// The server's base URL, without a trailing slash.
     public let server: String
     let credential: DeviceCredential
     /// `Bearer` and the credential's text, made once: every request sends it.

@@ -15,13 +15,18 @@ public protocol HTTPTransport: Sendable {
 
 /// One request of the sync protocol.
 public struct HTTPTransportRequest: Sendable {
+    /// The HTTP method, e.g. `GET` or `POST`.
     public var method: String
+    /// The absolute URL, server base and path together.
     public var url: String
+    /// Header fields in the order they are sent; a name may repeat.
     public var headers: [(name: String, value: String)]
+    /// The request body, or nil to send none.
     public var body: [UInt8]?
     /// The longest it may take, connecting included (nil: as long as it lasts, for the hint channel).
     public var timeout: Duration?
 
+    /// A request; by default with no headers, no body and no time limit.
     public init(method: String, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil, timeout: Duration? = nil) {
         self.method = method
         self.url = url
@@ -33,10 +38,14 @@ public struct HTTPTransportRequest: Sendable {
 
 /// An answer: its status, headers and whole body.
 public struct HTTPTransportResponse: Sendable {
+    /// The HTTP status code.
     public var status: Int
+    /// Header fields as received; look one up with `header(_:)`.
     public var headers: [(name: String, value: String)]
+    /// The whole response body.
     public var body: [UInt8]
 
+    /// An answer from its parts, as a transport builds it.
     public init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
         self.status = status
         self.headers = headers
@@ -53,5 +62,6 @@ public struct HTTPTransportResponse: Sendable {
 /// An answer that did not come whole: a body over the limit, a status the stream cannot serve.
 public struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     public var description: String
+    /// An error explaining, in `description`, what was wrong with the answer.
     public init(_ description: String) { self.description = description }
 }

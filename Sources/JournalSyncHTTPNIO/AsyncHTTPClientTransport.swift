@@ -8,6 +8,7 @@ import NIOHTTP1
 public struct AsyncHTTPClientTransport: HTTPTransport {
     let client: HTTPClient
 
+    /// A transport over `client`: by default the process's shared client and its pool.
     public init(client: HTTPClient = .shared) { self.client = client }
 
     public func send(_ request: HTTPTransportRequest, maxBody: Int) async throws -> HTTPTransportResponse {

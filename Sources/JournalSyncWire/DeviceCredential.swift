@@ -6,11 +6,15 @@ import JournalSync
 /// base64url. The server keeps only SHA-256(SECRET); the device keeps the whole text, in a file
 /// only its user reads. The account is in the clear so a client knows who it is without asking.
 public struct DeviceCredential: Sendable, Hashable, CustomStringConvertible {
+    /// The text form's leading tag, naming this credential format's version.
     public static let prefix = "jlc1"
+    /// The account the credential signs in as.
     public let account: String
     public let id: String
+    /// The base64url secret that proves the credential; never log or display it.
     public let secret: String
 
+    /// A credential from its parts, which are taken as given and not checked.
     public init(account: String, id: String, secret: String) {
         self.account = account
         self.id = id
@@ -38,6 +42,7 @@ public struct DeviceCredential: Sendable, Hashable, CustomStringConvertible {
         return DeviceCredential(account: account, id: Base64URL.encode(id), secret: Base64URL.encode(secret))
     }
 
+    /// The full `jlc1.ACCOUNT.ID.SECRET` text, to store on the device and present to the server.
     public var text: String { [Self.prefix, account, id, secret].joined(separator: ".") }
     /// Never the secret: what logs and listings show.
     public var description: String { "\(Self.prefix).\(account).\(id).…" }

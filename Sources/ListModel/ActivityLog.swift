@@ -2,6 +2,8 @@ import JournalCodec
 
 /// What an activity event did; the raw values are the operation kinds of FORMAT.md §6.
 public enum ActivityKind: UInt8, Hashable, Sendable, CaseIterable {
+    /// One case per interpreted operation: an item added, marked off, unmarked or deleted; the list
+    /// renamed or recoloured; a participant joined or left.
     case added = 1, markedOff = 2, unmarked = 3, deleted = 4, renamed = 5, recoloured = 6, joined = 7, left = 8
 
     /// Whether the event is about one item (and so carries `item`).
@@ -10,10 +12,15 @@ public enum ActivityKind: UInt8, Hashable, Sendable, CaseIterable {
 
 /// One change in a list's history: who, what, when.
 public struct ActivityEvent: Hashable, Sendable {
+    /// The id of the entry that made the change.
     public var entryID: CompactID
+    /// What the change did.
     public var kind: ActivityKind
+    /// The replica (device or person) that made the change.
     public var author: String
+    /// Wall-clock milliseconds since 1970, as the author's device saw it; use it to show when.
     public var wallTime: Int64
+    /// The entry's hybrid time, which orders events consistently on every replica.
     public var clock: HybridTime
     /// The item, for item events.
     public var item: CompactID?
@@ -21,6 +28,7 @@ public struct ActivityEvent: Hashable, Sendable {
     /// name or colour for renames and recolours; the participant for joins and leaves.
     public var text: String?
 
+    /// Creates an event from all its fields.
     public init(entryID: CompactID, kind: ActivityKind, author: String, wallTime: Int64, clock: HybridTime,
                 item: CompactID?, text: String?) {
         self.entryID = entryID
@@ -37,7 +45,9 @@ public struct ActivityEvent: Hashable, Sendable {
 
 /// How `ActivityLog` queries match item text. Both ignore case.
 public enum TextMatch: Sendable {
+    /// The item's whole text equals the query.
     case exact
+    /// The item's text contains the query anywhere.
     case contains
 }
 
@@ -50,6 +60,7 @@ public enum TextMatch: Sendable {
 /// text; authors interned by their exact bytes. Ordering happens only when asked for, by sorting
 /// indices on a precomputed (clock, author rank) key.
 public struct ActivityLog: Sendable, Equatable {
+    /// The zone (list) whose history this is.
     public let zone: String
     /// Events in recording (or decoding) order; item events keep no text (it lives in `itemTable`).
     var stored: [StoredEvent] = []
@@ -67,6 +78,7 @@ public struct ActivityLog: Sendable, Equatable {
 
     package init(zone: String) { self.zone = zone }
 
+    /// How many events are recorded.
     public var count: Int { stored.count }
 
     /// Whether the event of this entry is recorded.

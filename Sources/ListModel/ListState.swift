@@ -2,21 +2,28 @@ import JournalCodec
 
 /// One visible item of a list.
 public struct ListItem: Hashable, Sendable {
+    /// Whether an item is still to do or has been ticked off.
     public enum State: UInt8, Hashable, Sendable {
+        /// Not marked off: still to do.
         case active = 0
+        /// Marked off (done), but still shown in the list.
         case markedOff = 1
     }
 
     // `state` follows `id` to fill the padding after the id's one-byte tag: 96 bytes an item,
     // not 104, for state() to write.
     public var id: CompactID
+    /// Whether the item is active or marked off.
     public var state: State
+    /// The item's text, from the add that won.
     public var text: String
+    /// The author of the add that won.
     public var addedBy: String
     /// Wall-clock milliseconds of the add that won (MERGE.md §5).
     public var addedAt: Int64
     /// Set exactly when `state == .markedOff`.
     public var markedOffBy: String?
+    /// Wall-clock milliseconds of the mark-off; set exactly when `state == .markedOff`.
     public var markedOffAt: Int64?
 }
 
@@ -24,6 +31,7 @@ extension ListItem {
     // In an extension, so the compiler still synthesises the memberwise initialiser, which
     // `state()` uses: it builds the value in one piece, where this one's stores to `self` left a
     // copy and a destroy of the whole item that the optimiser did not cancel.
+    /// Creates an item; the mark-off fields default to nil, as for an active item.
     public init(id: CompactID, text: String, state: State, addedBy: String, addedAt: Int64,
                 markedOffBy: String? = nil, markedOffAt: Int64? = nil) {
         self.init(id: id, state: state, text: text, addedBy: addedBy, addedAt: addedAt,
@@ -42,6 +50,7 @@ public struct ListState: Hashable, Sendable {
     /// Current participants, sorted by UTF-8 bytes.
     public var participants: [String]
 
+    /// A list state from its parts; by default an empty, unnamed list.
     public init(name: String = "", colour: String = "", items: [ListItem] = [], participants: [String] = []) {
         self.name = name
         self.colour = colour

@@ -4,10 +4,15 @@ import JournalCodec
 public struct PendingNotification: Hashable, Sendable {
     /// Pass this to `ShoppingSession.apply(_:)` to show the item.
     public var entryID: CompactID
+    /// The item that was added.
     public var item: CompactID
+    /// The added item's text.
     public var text: String
+    /// Who added it.
     public var addedBy: String
+    /// Wall-clock milliseconds of the add, as the author's device saw it.
     public var addedAt: Int64
+    /// The add's hybrid time, which orders notifications oldest first.
     public var clock: HybridTime
 }
 

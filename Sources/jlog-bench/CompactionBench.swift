@@ -318,7 +318,7 @@ extension CompareBench {
     }
 
     /// A second compaction of the compacted store a day later, after the tail: what it writes
-    /// should follow what it purges, not the history (issue 21).
+    /// should follow what it purges, not the history.
     private func secondRun(_ s: JournalStore, zone: String, path: String, now: Int64) {
         let dir = path + "/" + SnapshotDirectory.name
         let histBefore = directorySizes(dir, suffix: ".hist").size

@@ -51,7 +51,7 @@ struct Counts: Sendable {
     var syncListEntries: Int = 100_000
     var syncChanges: Int = 200
 
-    // 12. Append tail latency beside background work (issue 21), on the compaction workload's
+    // 12. Append tail latency beside background work, on the compaction workload's
     // list (`compactionEntries`): seconds of appends per kind with nothing, a snapshot or an
     // index checkpoint beside them (beside a compaction they run as long as it does), and the
     // small zones added so the index checkpoint has something to write.
@@ -126,15 +126,15 @@ enum Group: String, CaseIterable, Sendable {
     case compaction = "compaction"
     /// Only the family-list opens of `compaction` (at three history lengths), for profiling them.
     case lifecycleOpen = "lifecycle_open"
-    /// A family list of a few hundred entries: bytes on disk and open time (issue 18).
+    /// A family list of a few hundred entries: bytes on disk and open time.
     case smallStore = "small_store"
-    /// A device's first sync of a large list, and one change's cost (issue 19).
+    /// A device's first sync of a large list, and one change's cost.
     case sync = "sync"
     /// Append latency (p50/p99/p999) alone and beside a compaction, a snapshot and an index
-    /// checkpoint; SQLite's beside its DELETE + checkpoint (issue 21).
+    /// checkpoint; SQLite's beside its DELETE + checkpoint.
     case tail = "tail"
     /// Append → observed list state, in process and through a reader; what an append holds its
-    /// caller for (issue 36).
+    /// caller for.
     case observe = "observe_list"
 
     static func parse(_ s: String) -> Group? {

@@ -14,7 +14,7 @@ func appendInBatches(_ store: JournalStore, _ entries: ArraySlice<JournalEntry>,
     }
 }
 
-/// The change feed (issue 3): the last 100 changes of one zone in a 10-zone store, against an
+/// The change feed: the last 100 changes of one zone in a 10-zone store, against an
 /// indexed SQLite query, at two history lengths to show the cost does not grow with history;
 /// and `changedZones` over many zones.
 extension CompareBench {

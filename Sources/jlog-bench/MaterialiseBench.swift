@@ -137,7 +137,7 @@ extension CompareBench {
         return q
     }
 
-    /// Materialising a list (issue 4): the reducer alone, then end to end against SQLite; snapshot
+    /// Materialising a list: the reducer alone, then end to end against SQLite; snapshot
     /// size, time and LZ4 ratio; opening a zone from a snapshot plus a 1,000-entry tail.
     func materialise() {
         let n = counts.materialiseEntries

@@ -3,7 +3,7 @@ import JournalLog
 import JournalQuery
 import ListModel
 
-/// `observe_list` (issue 36): how long after `append` returns a list observation shows the entry,
+/// `observe_list`: how long after `append` returns a list observation shows the entry,
 /// from the writer (`ListStore.observe`) and through a `StoreReader` as another process reads
 /// (polling the log's end every `pollInterval`); and `caller_blocked`: how long a caller's thread
 /// is held by an append, through `ListStore` (the work runs on the store's thread) and by the

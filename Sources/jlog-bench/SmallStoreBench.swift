@@ -5,7 +5,7 @@ import JournalQuery
 import ListModel
 
 extension CompareBench {
-    /// A small store is small (issue 18): one family list of a few hundred entries, written one
+    /// A small store is small: one family list of a few hundred entries, written one
     /// durable entry at a time as an app would, then its bytes on disk (st_blocks, what `du`
     /// counts) and the time to open it and show the list, beside SQLite's.
     func smallStore() {

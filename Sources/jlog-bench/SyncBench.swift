@@ -62,7 +62,7 @@ final class WireMeter: SyncService, @unchecked Sendable {
     func stopSharing(_ zone: ZoneID) async throws(SyncError) { try await inner.stopSharing(zone); count() }
 }
 
-/// Issue 19's sync measurements, in this process over the reference service (no network: the
+/// The sync measurements, in this process over the reference service (no network: the
 /// transport's cost is the server's load test, `jlog-load`): a device's first sync of a large
 /// list, from the service's compacted copy (snapshot path: its entries after compaction and its
 /// history) against the same list never compacted (every entry replayed); and the steady-state

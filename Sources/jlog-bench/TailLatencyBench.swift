@@ -3,7 +3,7 @@ import Foundation
 import JournalLog
 import JournalQuery
 
-/// Append tail latency beside background work (issue 21): durable writes to a small list (a
+/// Append tail latency beside background work: durable writes to a small list (a
 /// family editing another list), one entry or 100 per commit, timed one by one on this thread,
 /// alone and while another thread works on the compaction workload's big list: the compactor, a
 /// snapshot, the zone-index checkpoint. SQLite's inserts alone and while another connection runs

@@ -35,7 +35,7 @@ func queryFailure(_ error: QueryError, json: Bool, path: String) -> ExitCode {
 }
 
 /// `jlog show --json`'s object, its items made one at a time as they are written
-/// (`StreamedOutput`): a list's JSON is never built whole (issue 21: 527 MB at 323k items).
+/// (`StreamedOutput`): a list's JSON is never built whole (527 MB at 323k items).
 func stateJSON(_ m: MaterialisedList, _ state: ListState) -> [(String, StreamedField)] {
     let items = state.items
     return [
