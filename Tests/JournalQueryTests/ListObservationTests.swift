@@ -84,12 +84,16 @@ import ListModel
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let lists = try await ListStore.open(dir + "/s.wal")
         try await lists.append(Self.add("milk", "Milk", at: 1))
+        let (firstState, seen) = AsyncStream<Void>.makeStream()
         let observing = Task { () -> Int in
             var n = 0
-            for try await _ in lists.observe(Self.zone) { n += 1 }
+            for try await _ in lists.observe(Self.zone) {
+                n += 1
+                seen.yield()
+            }
             return n
         }
-        try await Task.sleep(for: .milliseconds(100))
+        for await _ in firstState { break }
         try await lists.close()
         #expect(try await observing.value == 1)
     }
@@ -100,12 +104,18 @@ import ListModel
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let lists = try await ListStore.open(dir + "/s.wal")
         try await lists.append(Self.add("milk", "Milk", at: 1))
+        let (firstState, seen) = AsyncStream<Void>.makeStream()
         let observing = Task { () -> Int in
             var n = 0
-            do { for try await _ in lists.observe(Self.zone) { n += 1 } } catch {}
+            do {
+                for try await _ in lists.observe(Self.zone) {
+                    n += 1
+                    seen.yield()
+                }
+            } catch {}
             return n
         }
-        try await Task.sleep(for: .milliseconds(100))
+        for await _ in firstState { break }
         observing.cancel()
         #expect(await observing.value == 1)
         try await lists.close()

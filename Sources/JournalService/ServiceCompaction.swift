@@ -1,0 +1,126 @@
+import JournalLog
+import JournalQuery
+import JournalSync
+
+/// The service's compaction (Spec/SYNC.md §6): the list rules' compactor over the zones that
+/// changed since their last one, marks raised as each group of zones is done, and every raise
+/// announced in `_service/compactions`, so that each device that sees the zone re-fetches it.
+struct ServiceCompaction: Sendable {
+    static let zone = "_service/compactions"
+    static let kind: UInt8 = 0x81
+    let context: ServiceContext
+    private var store: JournalStore { context.store }
+
+    /// Compacts the zones whose last change is above their low-water mark, so that raising the
+    /// mark afterwards expires every token issued before, and every device adopts the compacted copy.
+    func compact(now time: Int64) throws(SyncError) -> ListCompactionReport {
+        // Uploads and sharing changes wait for it; fetches go on, but for those of a zone being
+        // purged (`purging`), which are refused from just before its mark rises to the last raise.
+        try context.compaction.writing { () throws(SyncError) -> ListCompactionReport in
+            let compactor = try makeCompactor(now: time)
+            // `purging` is cleared once every mark is raised. A run that failed may have committed
+            // a rewrite first: its marks are raised as a restart would (rule 8) before fetches
+            // of its zones are answered again; if even that fails, they stay refused until a run
+            // or a restart succeeds.
+            let report: ListCompactionReport
+            do { report = try compactor.run(now: time) } catch {
+                // Which zones it purged is not known: every cache of purged ids is read again.
+                context.locked { context.purged.removeAll() }
+                do {
+                    try raiseMarksOfCommittedPurges()
+                    context.locked { context.purging.removeAll() }
+                } catch {}
+                throw .serviceBusy(retryAfter: .seconds(60))
+            }
+            for z in report.zones {
+                do { try finishPurge(z) } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
+            }
+            context.locked { context.purging.removeAll() }
+            return report
+        }
+    }
+
+    /// The list rules' compactor for a run at `time`, told what arrived when and wired to the
+    /// service's purge window.
+    private func makeCompactor(now time: Int64) throws(SyncError) -> ListCompactor {
+        let retention = context.limits.retentionMillis
+        var compactor = ListCompactor(store: store, fs: store.fileSystem, retentionMillis: retention)
+        compactor.isTheSyncService = true
+        compactor.zoneFilter = { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark }
+        compactor.maxEntriesPerGroup = context.limits.compactionGroupEntries
+        // Nothing that arrived after the cutoff goes, whatever its own time says (rule 9).
+        // Stamped with the service's clock, not the run's `time`: a run dated in the past must
+        // not claim arrivals earlier than they were.
+        do { try context.arrivals.note(at: context.now, force: true, write: context.appendRecord) } catch {
+            throw .serviceBusy(retryAfter: .seconds(60))
+        }
+        compactor.arrivedThrough = context.arrivals.arrived(by: time - retention)
+        context.arrivals.forget(before: time - retention)
+        compactor.purgeWillBegin = { [context] zone in
+            context.locked {
+                context.purging.insert(zone)
+                context.purgesBegun[zone, default: 0] += 1
+            }
+        }
+        // A group's zones are final once its snapshots are written: their marks rise and their
+        // fetches are answered while later groups run. A raise that fails leaves the zone
+        // refused; the end of the run tries again.
+        compactor.groupDidFinish = { [self] zones in
+            for z in zones {
+                do {
+                    try finishPurge(z)
+                    _ = context.locked { context.purging.remove(z.zone) }
+                } catch {}
+            }
+        }
+        return compactor
+    }
+
+    /// Once a zone's purge is complete (not under `lock`: it writes): forgets its cached purged
+    /// ids, raises its mark to the run's snapshot sequence (rule 4) and announces it (rule 5).
+    /// Idempotent.
+    private func finishPurge(_ z: ZoneCompaction) throws(JournalError) {
+        context.locked { context.purged[z.zone] = nil }
+        guard let info = store.zone(z.zone), !info.isDeleted else { return }
+        if z.snapshotSequence > info.lowWaterMark { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) }
+        let mark = store.zone(z.zone)?.lowWaterMark ?? 0
+        if mark > context.locked({ context.announced[z.zone]?.mark ?? 0 }) { try announce(z.zone, mark: mark) }
+    }
+
+    /// A compaction that committed without its mark being raised (a crash or a failure between
+    /// the two) wrote a history file above the mark first: raise it now, so every older token
+    /// expires; and one whose raise was not announced yet is announced now (SYNC.md §6.2 rule 8).
+    func raiseMarksOfCommittedPurges() throws(JournalError) {
+        for z in store.zones() where !z.isDeleted && !ServiceCore.isSystemZone(z.name) {
+            let newest = SnapshotDirectory.list(store: store.path, zone: z.name, incarnation: z.incarnation, kind: .history,
+                                                fs: store.fileSystem).first?.sequence ?? 0
+            if newest > z.lowWaterMark && newest <= z.lastChange { try store.setLowWaterMark(z.name, to: newest) }
+            let mark = store.zone(z.name)?.lowWaterMark ?? 0
+            if mark > 0 && mark > context.locked({ context.announced[z.name]?.mark ?? 0 }) { try announce(z.name, mark: mark) }
+        }
+    }
+
+    /// Records in `_service/compactions` that `zone` was compacted through `mark`: every device
+    /// that sees the zone is told it changed, fetches it, gets `tokenExpired`, and re-fetches.
+    /// Appended outside `lock` and applied under it once durable, like a membership change.
+    private func announce(_ zone: String, mark: SequenceNumber) throws(JournalError) {
+        var w = ByteWriter()
+        w.u8(1)
+        w.string(zone)
+        w.varint(mark)
+        let told = try context.appendOwnRecord(Self.zone, kind: Self.kind, body: w.bytes) { at in
+            context.announced[zone] = (mark, at)
+            return context.audience(zone)
+        }
+        context.hints.changed(zone, for: told)
+    }
+
+    /// The zone and mark an announcement's body names, or nil for a body this version does not read.
+    static func decodeAnnouncement(_ body: [UInt8]) -> (String, SequenceNumber)? {
+        body.withUnsafeBytes { b -> (String, SequenceNumber)? in
+            var r = ByteReader(b)
+            guard (try? r.u8()) == 1, let zone = try? r.string("zone", limit: Limits.maxZoneBytes), let mark = try? r.varint(), r.isAtEnd else { return nil }
+            return (zone, mark)
+        }
+    }
+}

@@ -1,0 +1,208 @@
+import JournalLog
+import JournalQuery
+import JournalSync
+import ListModel
+
+/// The service's reads (`SyncService.fetchDatabaseChanges`, `.fetchZoneChanges`,
+/// `.fetchZoneHistory`): database pages keyed by position, zone pages held to the limits, and
+/// the refusals while a zone is purged (Spec/SYNC.md §3.3–§3.5, §6.2 rule 3).
+struct ServiceFeed: Sendable {
+    let context: ServiceContext
+    private var store: JournalStore { context.store }
+
+    /// Pages by position: every zone of the database that changed after the token is listed at
+    /// its **key**, the last position of anything about it (its records, the caller's membership
+    /// changes, its compaction announcements). A page holds the `limit` zones of lowest key; when
+    /// more follow, its token covers through the last key listed, so a zone not listed yet has
+    /// a change after it and is listed by a later page: nothing is skipped. Keys are distinct:
+    /// each position is one record, about one zone.
+    func fetchDatabaseChanges(caller: String, scope: DatabaseScope, since token: ServiceToken?, limit: Int) throws(SyncError) -> DatabaseChangesPage {
+        try context.locked { () throws(SyncError) -> DatabaseChangesPage in
+            let position = try databasePosition(token, scope: scope)
+            // Taken before anything is read: the last page's token covers no more than was read.
+            let head = try headToken()
+            let items = scope == .private ? privateItems(caller, after: position) : sharedItems(caller, after: position)
+            let ordered = items.compactMap { name, v in ZoneID(storeName: name).map { (id: $0, key: v.key, gone: v.gone) } }
+                .sorted { ($0.key, $0.id.storeName) < ($1.key, $1.id.storeName) }
+            let page = max(1, limit)
+            let listed = ordered.prefix(page)
+            let moreComing = ordered.count > page
+            let headPosition = store.databaseTokenPosition(head) ?? 0
+            var cursor = moreComing ? listed.last?.key : nil
+            // The service's own records being written are not in memory yet: the page covers
+            // nothing from the first of them on, and the next page reads them (PendingWrites).
+            if let floor = context.pending.floor, floor < (cursor ?? headPosition) { cursor = floor }
+            var next = DatabaseToken(scope: scope, cursor: nil, store: head)
+            if let cursor {
+                // A store token at or above the cursor names the store and epoch.
+                next = DatabaseToken(scope: scope, cursor: cursor, store: cursor <= headPosition ? head : try headToken())
+            }
+            return DatabaseChangesPage(changed: listed.filter { $0.gone == nil }.map(\.id).sorted(),
+                                       deleted: listed.compactMap { i in i.gone.map { ZoneGone(zone: i.id, reason: $0) } }.sorted { $0.zone < $1.zone },
+                                       token: next.serviceToken, moreComing: moreComing)
+        }
+    }
+
+    /// One zone of a database page: its key, and why it is gone (nil: changed).
+    private typealias Item = (key: SequenceNumber, gone: ZoneGoneReason?)
+
+    /// The last position in (position, ∞) of the zone's records and announcements, or 0.
+    private func changedAt(_ z: ZoneInfo, after position: SequenceNumber?) -> SequenceNumber {
+        let p = position ?? 0
+        let record = position == nil || z.lastChange > p ? z.lastChange : 0
+        let announcement = context.announced[z.name].map { $0.at > p ? $0.at : 0 } ?? 0
+        return max(record, announcement)
+    }
+
+    /// The zones of the caller's own database changed or gone after `position`. Under `lock`.
+    private func privateItems(_ caller: String, after position: SequenceNumber?) -> [String: Item] {
+        var items: [String: Item] = [:]
+        for z in store.zones() {
+            guard let id = ZoneID(storeName: z.name), id.owner == caller else { continue }
+            if let d = z.deletedAt {
+                // A client without a token has nothing to delete.
+                if let position, d > position { items[z.name] = (d, z.deletionReason == .purged ? .purged : .deleted) }
+            } else {
+                let key = changedAt(z, after: position)
+                if key > 0 { items[z.name] = (key, nil) }
+            }
+        }
+        return items
+    }
+
+    /// The zones shared with the caller changed, gone or left after `position`. Under `lock`.
+    private func sharedItems(_ caller: String, after position: SequenceNumber?) -> [String: Item] {
+        let membership = context.membership
+        var items: [String: Item] = [:]
+        guard let position else {
+            for name in membership.zones(of: caller) {
+                guard let info = store.zone(name), !info.isDeleted else { continue }
+                items[name] = (max(changedAt(info, after: nil), membership.latest(caller, in: name)?.sequence ?? 0), nil)
+            }
+            return items
+        }
+        // The caller's latest membership change after the token decides for its zone.
+        for name in Set(membership.events(of: caller, after: position, through: .max).map(\.zone)) {
+            guard let e = membership.latest(caller, in: name) else { continue }
+            let info = store.zone(name)
+            if !e.member {
+                // Keyed by the leave alone: what the zone did after it is none of the caller's
+                // business, and a page's key is visible in its token.
+                items[name] = (e.sequence, e.reason ?? .removed)
+                continue
+            }
+            let key = max(e.sequence, info.map { changedAt($0, after: position) } ?? 0)
+            items[name] = (key, info?.isDeleted != false ? .deleted : nil)
+        }
+        for name in membership.zones(of: caller) where items[name] == nil {
+            guard let info = store.zone(name) else { continue }
+            if let d = info.deletedAt {
+                if d > position { items[name] = (d, .deleted) }
+            } else {
+                let key = changedAt(info, after: position)
+                if key > 0 { items[name] = (key, nil) }
+            }
+        }
+        return items
+    }
+
+    /// The position a database token covers through, or nil for none; `tokenExpired` for a token
+    /// this store cannot honour (garbled, another store's, from before a restore, another
+    /// database's: each sends the client back to a fetch with no token).
+    private func databasePosition(_ token: ServiceToken?, scope: DatabaseScope) throws(SyncError) -> SequenceNumber? {
+        guard let token else { return nil }
+        guard let parsed = DatabaseToken(token.text, scope: scope) else { throw .tokenExpired }
+        // The store checks its own token (signature, epoch, not ahead of it).
+        do { _ = try store.changedZones(since: parsed.store) } catch { throw .tokenExpired }
+        guard let base = store.databaseTokenPosition(parsed.store) else { throw .tokenExpired }
+        guard let cursor = parsed.cursor else { return base }
+        guard cursor <= base else { throw .tokenExpired }
+        return cursor
+    }
+
+    /// A store database token at the horizon.
+    private func headToken() throws(SyncError) -> FeedToken {
+        do { return try store.changedZones(since: nil).token } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+    }
+
+    /// A zone's entries after `token`, in pages held to the limits' entries and bytes; refused
+    /// for a moment while the zone is purged.
+    func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
+        let begun = try context.locked { () throws(SyncError) -> UInt64 in
+            _ = try context.access(caller, zone)
+            return try context.unpurged(zone)
+        }
+        context.fetchReadHooks?.afterCheck()
+        let since = token.map { FeedToken($0.text) }
+        var page = try read(zone, since: since, limit: max(1, min(limit, context.limits.maxPageEntries)))
+        if let fit = UploadPolicy.entriesWithin(context.limits.maxPageBytes, page.entries.lazy.map(\.entry)), fit < page.entries.count {
+            // Over the page's bytes: the same read, cut where the bytes run out, so that the
+            // token is the one after the last entry sent.
+            page = try read(zone, since: since, limit: fit)
+        }
+        context.fetchReadHooks?.afterRead()
+        // A purge that began while the page was read may have raised the mark the page's token
+        // carries as its floor, and read it from the log before the rewrite: that token would
+        // outlive the purge, even when the whole run ended during the read.
+        _ = try context.locked { () throws(SyncError) in try context.unpurged(zone, since: begun) }
+        return ZoneChangesPage(zone: zone, entries: page.entries.map(\.entry), token: ServiceToken(page.token.text), moreComing: page.moreComing)
+    }
+
+    /// One read of the zone's feed, tokens expiring under an older mark (SYNC.md §6).
+    private func read(_ zone: ZoneID, since token: FeedToken?, limit: Int) throws(SyncError) -> ZoneChanges {
+        do throws(FeedError) {
+            return try store.changes(in: zone.storeName, since: token, limit: limit, expiry: .issuedUnderAnOlderMark)
+        } catch { throw fetchError(error, zone) }
+    }
+
+    /// What a fetch answers for what the feed said.
+    private func fetchError(_ error: FeedError, _ zone: ZoneID) -> SyncError {
+        switch error {
+        case .tokenExpired, .invalidToken: return .tokenExpired
+        case .zoneDeleted:
+            // The token's incarnation was deleted; a newer one is live: start it over.
+            if store.zone(zone.storeName)?.isDeleted == false { return .tokenExpired }
+            return .zoneDeleted(reason: .deleted)
+        case .zoneNotFound: return .zoneNotFound
+        case .invalidLimit(let n): return .invalidRequest("a page holds at least one entry (limit \(n))")
+        case .storage: return .serviceBusy(retryAfter: .seconds(1))
+        }
+    }
+
+    /// The zone's activity history, encoded: empty when the zone was never compacted.
+    func fetchZoneHistory(caller: String, zone: ZoneID) throws(SyncError) -> [UInt8] {
+        let (info, begun) = try context.locked { () throws(SyncError) in
+            let (_, info) = try context.access(caller, zone)
+            return (info, try context.unpurged(zone))
+        }
+        guard info.lowWaterMark > 0 else { return [] }
+        let log: ActivityLog
+        do throws(QueryError) { log = try ListQuery(store: store).history(zone.storeName).log } catch {
+            throw historyError(error, zone)
+        }
+        // The pieces are read before the log: a purge that began meanwhile may have moved what
+        // the log held into a piece this read did not see.
+        _ = try context.locked { () throws(SyncError) in try context.unpurged(zone, since: begun) }
+        let bytes = ActivityLogCodec.encode(log)
+        guard bytes.count <= context.limits.maxHistoryBytes else {
+            throw ServiceContext.historyUnavailable(zone.storeName, "it is \(bytes.count) bytes, over the \(context.limits.maxHistoryBytes) one answer may carry")
+        }
+        return bytes
+    }
+
+    /// What a history fetch answers for what the query said.
+    private func historyError(_ error: QueryError, _ zone: ZoneID) -> SyncError {
+        switch error {
+        case .historyIncomplete(_, let why):
+            // Not transient: a history file is missing or damaged, and only an operator can
+            // repair it (COMPACTION.md §4). Retrying would never end.
+            return ServiceContext.historyUnavailable(zone.storeName, why)
+        case .feed(.zoneNotFound), .feed(.zoneDeleted): return .zoneNotFound
+        case .storage(let e), .feed(.storage(let e)):
+            // A failed read may pass; damage in the log is the operator's, as above.
+            if case .io = e { return .serviceBusy(retryAfter: .seconds(1)) }
+            return ServiceContext.historyUnavailable(zone.storeName, e.description)
+        default: return .serviceBusy(retryAfter: .seconds(1))  // a compaction overtook the read
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import ListModel
+
+/// What one service accepts (Spec/SYNC.md §4): requests over these get `limitExceeded` or
+/// `quotaExceeded`, never unbounded work.
+public struct ServiceLimits: Sendable {
+    /// Entries per upload (CloudKit allows 400 records per modify operation).
+    public var maxUploadEntries = 400
+    /// Encoded bytes per upload (the entry encodings, FORMAT.md §6).
+    public var maxUploadBytes = 1 << 20
+    /// Entries per zone-changes page, whatever the client asks.
+    public var maxPageEntries = 1_000
+    /// Encoded bytes per zone-changes page (the entry encodings, FORMAT.md §6), whatever the
+    /// client asks; a page holds at least one entry. A page's wire batch must stay under the 4 MiB
+    /// a client takes (`Limits.maxPayloadBytes`): a page bounded by count alone could not, once
+    /// a few members uploaded large entries, and every device would fail that page for ever.
+    public var maxPageBytes = 2 << 20
+    /// Bytes of one zone's encoded history (`fetchZoneHistory`, SYNC.md §3.5), below the 64 MiB a
+    /// client takes in one answer: a longer history is refused with the reason, so the device
+    /// installs the list without it (and says so) instead of retrying an answer it cannot take.
+    public var maxHistoryBytes = 48 << 20
+    /// Zones an account may own.
+    public var maxZonesPerAccount = 1_000
+    /// Entries in the zones an account owns (nil: no quota).
+    public var maxEntriesPerAccount: Int? = nil
+    /// How long finished lifecycles stay before the service compacts them (COMPACTION.md §2).
+    public var retentionMillis: Int64 = ListRetention.defaultRetentionMillis
+    /// Entries a compaction plans at once (`ListCompactor.maxEntriesPerGroup`): each group's zones
+    /// are answered again as soon as the group is done (SYNC.md §6.2 rule 3). Tests and the
+    /// simulation make it small, so that a run has several groups.
+    public var compactionGroupEntries = 1_000_000
+
+    /// The default limits; set any field to change it.
+    public init() {}
+}

@@ -1,0 +1,153 @@
+import JournalLog
+import JournalSync
+
+/// The service's zones and sharing (`SyncService.createZone`, `.deleteZone`, `.shareZone`,
+/// `.acceptShare`, `.removeParticipant`, `.stopSharing`): membership changes are written as a
+/// `join`/`leave` entry in the zone and a record in `_service/members`, outside the memory's lock
+/// and applied under it once durable (Spec/SYNC.md §5).
+struct ServiceSharing: Sendable {
+    let context: ServiceContext
+    /// Signs invitations, and checks them.
+    let invitations: InvitationSigner
+    /// Whether an account exists (a participant must, to be invited).
+    let accountExists: @Sendable (String) -> Bool
+    private var store: JournalStore { context.store }
+
+    /// Creates a zone the caller owns: idempotent, within the account's zone quota.
+    func createZone(caller: String, zone: ZoneID) throws(SyncError) {
+        guard zone.owner == caller else { throw .invalidRequest("an account creates zones it owns (\(caller)/…) only") }
+        try context.changing(zone.storeName) { () throws(SyncError) in
+            try context.creatingZone(of: caller) { () throws(SyncError) in
+                if let info = store.zone(zone.storeName), !info.isDeleted { return }
+                let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == caller }.count
+                guard owned < context.limits.maxZonesPerAccount else { throw .quotaExceeded }
+                do { try store.createZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+                context.hints.changed(zone.storeName, for: [caller])
+            }
+        }
+    }
+
+    /// Deletes a zone the caller owns: its participants leave with it, so a zone created again
+    /// under the name is not shared.
+    func deleteZone(caller: String, zone: ZoneID) throws(SyncError) {
+        try context.changing(zone.storeName) { () throws(SyncError) in
+            let (told, members) = try context.locked { () throws(SyncError) -> ([String], [String]) in
+                let (kind, _) = try context.access(caller, zone)
+                guard kind == .owner else { throw .invalidRequest("only the owner deletes a zone; a participant leaves it (removeParticipant)") }
+                return (context.audience(zone.storeName), context.membership.members(of: zone.storeName))
+            }
+            for p in members { try recordMembership(p, zone: zone, member: false, reason: .deleted, by: caller) }
+            do { try store.deleteZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+            context.locked { context.purged[zone.storeName] = nil }
+            context.hints.changed(zone.storeName, for: told)
+        }
+    }
+
+    /// The owner's signed invitation of `participant` to a zone.
+    func shareZone(caller: String, zone: ZoneID, with participant: String) throws(SyncError) -> ShareInvitation {
+        try context.locked { () throws(SyncError) -> ShareInvitation in
+            let (kind, info) = try context.access(caller, zone)
+            guard kind == .owner else { throw .invalidRequest("only the owner shares a zone") }
+            guard participant != caller, accountExists(participant) else { throw .invalidRequest("no account named \(participant) to share with") }
+            return invitations.issue(.init(zone: zone.storeName, incarnation: info.incarnation, participant: participant, issuedAt: store.horizon))
+        }
+    }
+
+    /// Joins the caller to the zone its invitation names, recorded as a `join` entry in the zone.
+    func acceptShare(caller: String, invitation: ShareInvitation) throws(SyncError) -> ZoneID {
+        guard let i = invitations.parse(invitation), let zone = ZoneID(storeName: i.zone) else {
+            throw .invalidRequest("not an invitation of this service")
+        }
+        // Membership changes of one zone run one at a time (`changing`): nothing of the zone's
+        // membership changes between the checks and the join.
+        return try context.changing(zone.storeName) { () throws(SyncError) -> ZoneID in
+            let joined = try context.locked { () throws(SyncError) -> Bool in
+                guard i.participant == caller else { throw .zoneNotFound }
+                guard let info = store.zone(i.zone), !info.isDeleted, info.incarnation == i.incarnation else { throw .zoneNotFound }
+                if let last = context.membership.latest(caller, in: i.zone) {
+                    if last.member { return true }
+                    guard i.issuedAt >= last.sequence else { throw .zoneNotFound }   // issued before its removal
+                }
+                guard !context.membership.isWithdrawn(caller, from: i.zone, issuedAt: i.issuedAt) else { throw .zoneNotFound }
+                return false
+            }
+            if !joined { try recordMembership(caller, zone: zone, member: true, reason: nil, by: caller) }
+            return zone
+        }
+    }
+
+    /// Removes a participant, or lets one leave, recorded as a `leave` entry; the owner naming
+    /// one not yet a member withdraws its invitations.
+    func removeParticipant(caller: String, participant: String, from zone: ZoneID) throws(SyncError) {
+        try context.changing(zone.storeName) { () throws(SyncError) in
+            let (kind, isMember) = try context.locked { () throws(SyncError) -> (ServiceContext.Access, Bool) in
+                let (kind, _) = try context.access(caller, zone)
+                guard kind == .owner || participant == caller else { throw .invalidRequest("only the owner removes another participant") }
+                return (kind, context.membership.isMember(participant, of: zone.storeName))
+            }
+            guard isMember else {
+                // Not a member (yet): the owner withdraws any invitation it holds.
+                if kind == .owner { try recordWithdrawal(of: participant, from: zone) }
+                return
+            }
+            try recordMembership(participant, zone: zone, member: false, reason: .removed, by: caller)
+        }
+    }
+
+    /// Removes every participant of a zone the caller owns and voids every invitation issued so far.
+    func stopSharing(caller: String, zone: ZoneID) throws(SyncError) {
+        try context.changing(zone.storeName) { () throws(SyncError) in
+            let members = try context.locked { () throws(SyncError) -> [String] in
+                let (kind, _) = try context.access(caller, zone)
+                guard kind == .owner else { throw .invalidRequest("only the owner stops sharing a zone") }
+                return context.membership.members(of: zone.storeName)
+            }
+            for p in members { try recordMembership(p, zone: zone, member: false, reason: .sharingStopped, by: caller) }
+            try recordWithdrawal(of: nil, from: zone)
+        }
+    }
+
+    /// One atomic batch: the `join`/`leave` entry in the shared zone (its history shows it) and
+    /// the membership record in `_service/members` (what the service answers from). Appended
+    /// outside `lock`, applied under it once durable; a leave takes the account's access away
+    /// before it is written.
+    private func recordMembership(_ account: String, zone: ZoneID, member: Bool, reason: ZoneGoneReason?, by actor: String) throws(SyncError) {
+        let leaving = member ? nil : account
+        let batch: [JournalEntry] = context.locked {
+            let wall = context.now()
+            let t1 = context.clock.tick(wallMillis: wall), t2 = context.clock.tick(wallMillis: wall)
+            var visible = JournalEntry(id: CompactID("-")!, zone: zone.storeName, author: actor, wallTime: wall, clock: t1,
+                                       operation: member ? .join(participant: account) : .leave(participant: account))
+            visible.id = CompactID.derived(from: visible)
+            var record = JournalEntry(id: CompactID("-")!, zone: Membership.zone, author: Membership.author, wallTime: wall, clock: t2,
+                                      operation: .opaque(kind: Membership.kind, body: Membership.encode(account: account, zone: zone.storeName,
+                                                                                                         member: member, reason: reason)))
+            record.id = CompactID.derived(from: record)
+            context.pending.begin(assigned: store.nextSequence - 1, leaving: leaving, zone: zone.storeName, reason: reason ?? .removed)
+            return [visible, record]
+        }
+        let range: ClosedRange<SequenceNumber>
+        do { range = try store.append(batch: batch) } catch {
+            context.locked { context.pending.end(leaving: leaving, zone: zone.storeName) }
+            throw .serviceBusy(retryAfter: .seconds(1))
+        }
+        let told: [String] = context.locked {
+            let told = context.audience(zone.storeName) + [account]
+            context.membership.record(.init(account: account, zone: zone.storeName, member: member,
+                                            reason: member ? nil : reason, sequence: range.upperBound))
+            context.pending.end(leaving: leaving, zone: zone.storeName)
+            return told
+        }
+        context.hints.changed(zone.storeName, for: told)
+    }
+
+    /// Voids the invitations to `zone` issued so far: of `account`, or of everyone when nil.
+    private func recordWithdrawal(of account: String?, from zone: ZoneID) throws(SyncError) {
+        do {
+            try context.appendOwnRecord(Membership.zone, kind: Membership.withdrawalKind,
+                                        body: Membership.encodeWithdrawal(zone: zone.storeName, account: account)) { at in
+                context.membership.withdraw(account, from: zone.storeName, at: at)
+            }
+        } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+    }
+}

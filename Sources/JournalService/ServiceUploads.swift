@@ -1,0 +1,129 @@
+import JournalLog
+import JournalQuery
+import JournalSync
+
+/// The service's uploads (`SyncService.upload`): access, limits and quota checked under the
+/// memory's lock, the append outside it (uploads to different zones share fsyncs), and a late
+/// retry of an entry compaction purged acknowledged, never stored again (Spec/SYNC.md §6.2 rule 7).
+struct ServiceUploads: Sendable {
+    let context: ServiceContext
+    private var store: JournalStore { context.store }
+
+    /// Stores the caller's entries in a zone: idempotent by entry id.
+    func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
+        try context.changing(zone.storeName) { () throws(SyncError) -> UploadResult in
+            var (result, fresh) = try context.locked { () throws(SyncError) -> (UploadResult, [JournalEntry]) in
+                try admit(caller: caller, entries: entries, to: zone)
+            }
+            let stored = try append(&fresh, to: zone, result: &result)
+            if stored > 0 {
+                let told = context.locked {
+                    context.counters.entriesStored += stored
+                    return context.audience(zone.storeName)
+                }
+                context.hints.changed(zone.storeName, for: told)
+                // The entries are saved; a checkpoint that cannot be written only makes a purge later.
+                try? context.arrivals.note(at: context.now, force: false, write: context.appendRecord)
+            }
+            if !result.failed.isEmpty { throw .partialFailure(result) }
+            return result
+        }
+    }
+
+    /// Checks the caller's access, the limits and the quota, and sorts the entries: refused,
+    /// acknowledged (purged retries), or fresh (to store). Under `lock`.
+    private func admit(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> (UploadResult, [JournalEntry]) {
+        let limits = context.limits
+        _ = try context.access(caller, zone)
+        guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
+        context.counters.uploads += 1
+        context.counters.entriesReceived += entries.count
+        guard entries.count <= limits.maxUploadEntries else { throw .limitExceeded }
+        guard entries.reduce(0, { $0 + UploadPolicy.encodedBytes($1) }) <= limits.maxUploadBytes else { throw .limitExceeded }
+        var result = UploadResult()
+        var fresh: [JournalEntry] = []
+        let gone = try purgedIDs(zone.storeName)
+        let latest = context.now() + UploadPolicy.maxClockSkewMillis
+        for e in entries {
+            if let why = UploadPolicy.refusal(e, caller: caller, zone: zone, latest: latest) {
+                result.failed[e.id] = .invalid(why)
+            } else if gone.contains(e.id) {
+                result.saved.append(e.id)   // stored once, then purged: acknowledged
+            } else {
+                fresh.append(e)
+            }
+        }
+        if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
+            let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == zone.owner }
+            let used = owned.reduce(0, { $0 + $1.entryCount })
+            // An id twice in the request is stored once.
+            let ids = Set(fresh.map(\.id))
+            // Only when it matters, since it reads the zone: a retry of ids the zone holds adds
+            // nothing, so it is never refused for the quota.
+            if used + ids.count > quota, used + ids.count - (try heldIDs(zone.storeName, among: ids)) > quota {
+                throw .quotaExceeded
+            }
+        }
+        return (result, fresh)
+    }
+
+    /// Appends the fresh entries as one batch, outside the memory's lock; an entry whose id the
+    /// zone holds with other content is reported and the rest appended. Returns how many the
+    /// zone gained.
+    private func append(_ fresh: inout [JournalEntry], to zone: ZoneID, result: inout UploadResult) throws(SyncError) -> Int {
+        let before = store.zone(zone.storeName)?.entryCount ?? 0
+        while !fresh.isEmpty {
+            do throws(JournalError) {
+                try store.append(batch: fresh)
+                result.saved += fresh.map(\.id)
+                break
+            } catch .idConflict(_, let id, let at) {
+                result.failed[id] = .conflict("the zone holds entry \(id) with other content" + (at.map { " (stored at \($0))" } ?? ""))
+                fresh.removeAll { $0.id == id }
+            } catch .zoneDeleted {
+                throw .zoneDeleted(reason: .deleted)
+            } catch {
+                throw .serviceBusy(retryAfter: .seconds(1))
+            }
+        }
+        return max(0, (store.zone(zone.storeName)?.entryCount ?? 0) - before)
+    }
+
+    /// How many of `ids` the zone's live incarnation holds.
+    private func heldIDs(_ zone: String, among ids: Set<CompactID>) throws(SyncError) -> Int {
+        var held = 0
+        var token: FeedToken? = nil
+        do throws(FeedError) {
+            while true {
+                let page = try store.changes(in: zone, since: token, limit: 10_000)
+                for e in page.entries where ids.contains(e.entry.id) { held += 1 }
+                token = page.token
+                if !page.moreComing { break }
+            }
+        } catch {
+            if case .storage = error { throw .serviceBusy(retryAfter: .seconds(1)) }
+            return 0
+        }
+        return held
+    }
+
+    /// Ids the zone's history holds and its log does not: what compaction purged. Under `lock`
+    /// (the cache is the memory's).
+    private func purgedIDs(_ zone: String) throws(SyncError) -> Set<CompactID> {
+        if let known = context.purged[zone] { return known }
+        guard let info = store.zone(zone), info.lowWaterMark > 0 else { return [] }
+        let q = ListQuery(store: store)
+        do {
+            let history = try q.storedHistory(zone).log
+            var ids = Set(history.allEvents().map(\.entryID))
+            for (_, e) in try q.entries(zone).entries { ids.remove(e.id) }
+            context.purged[zone] = ids
+            return ids
+        } catch {
+            // Without the history a late retry of a purged entry cannot be told from a new one
+            // (§6.2 rule 7); only an operator can repair it, so no retry is asked for.
+            if case .historyIncomplete(_, let why) = error { throw ServiceContext.historyUnavailable(zone, why) }
+            throw .serviceBusy(retryAfter: .seconds(1))
+        }
+    }
+}
