@@ -1,141 +1,5 @@
 import Foundation
 
-/// When an append is acknowledged (Spec/FORMAT.md §10).
-public enum Durability: String, Sendable, CaseIterable {
-    /// After write(2): survives a crash of the process, not of the machine.
-    case none
-    /// Batches are acknowledged after fdatasync; single entries after write(2), becoming
-    /// durable with the next synced batch or `sync()`.
-    case onBatch
-    /// Every append is acknowledged after fdatasync. Concurrent appenders share one (group commit).
-    case always
-}
-
-/// How a store is opened: when appends are acknowledged, segment size, recovery and the like.
-public struct StoreOptions: Sendable {
-    /// When an append is acknowledged (`always` by default).
-    public var durability: Durability = .always
-    /// A segment is sealed and a new one started once the next record would pass this size.
-    public var segmentSize: Int = 64 << 20
-    /// Fill new segments with zeros and sync them, so appends do not change the file size:
-    /// fdatasync then skips the metadata journal (about +50% syncs/s on ext4).
-    public var preallocate: Bool = true
-    /// How open treats damage in the log (FORMAT.md §9.2).
-    public var recovery: RecoveryMode = .tolerateTail
-    /// Create the store when nothing is at its path; otherwise opening it throws `storeMissing`.
-    public var createIfMissing: Bool = true
-    /// LZ4-compress batch bodies of at least `Limits.compressionThreshold` bytes.
-    public var compressBatches: Bool = true
-    package var fileSystem: any FileSystem = PosixFileSystem()
-    /// The zone index is checkpointed after this many bytes of log (and on close), so open replays
-    /// at most this much. The checkpoint is a cache: losing it costs a rebuild, never data.
-    public var indexCheckpointBytes: Int = 16 << 20
-    /// How long `open` waits for another writer to release the store before throwing `locked`.
-    public var lockWait: Duration = .zero
-    /// Open even though acknowledged entries are missing (`acknowledgedEntriesMissing`: a segment
-    /// removed, a restored copy, a cut that was not a torn write): an operator's decision. The
-    /// store begins a new token epoch at its end, so no token ever skips what was lost.
-    public var acceptLoss = false
-
-    /// The defaults: durable appends, 64 MiB preallocated segments, a torn tail tolerated.
-    public init() {}
-
-    /// The options most callers set; the others keep their defaults.
-    public init(durability: Durability = .always, segmentSize: Int = 64 << 20, preallocate: Bool = true,
-                recovery: RecoveryMode = .tolerateTail, createIfMissing: Bool = true) {
-        self.durability = durability
-        self.segmentSize = segmentSize
-        self.preallocate = preallocate
-        self.recovery = recovery
-        self.createIfMissing = createIfMissing
-    }
-}
-
-/// What opening a store found and did.
-public struct RecoveryReport: Sendable {
-    /// The recovery mode the store was opened with.
-    public var mode: RecoveryMode
-    /// How many segments the store has after recovery.
-    public var segments: Int
-    /// The last sequence in the log as recovered.
-    public var lastSequence: SequenceNumber
-    /// The damage recovery acted on, if any.
-    public var problem: Corruption?
-    /// Files under `torn/` that hold the bytes recovery removed.
-    public var setAside: [String] = []
-    /// How many bytes recovery cut from the log (kept in `setAside`).
-    public var removedBytes: Int64 = 0
-    /// True when this open created the store.
-    public var created: Bool = false
-    /// How open got the zone index.
-    package var index = IndexOpenReport()
-    /// `index.source`.
-    package var indexSource: IndexSource {
-        get { index.source }
-        set { index.source = newValue }
-    }
-    /// `index.recordsReplayed`.
-    package var indexRecordsReplayed: Int {
-        get { index.recordsReplayed }
-        set { index.recordsReplayed = newValue }
-    }
-    /// `index.journalRecords`.
-    package var indexJournalRecords: Int {
-        get { index.journalRecords }
-        set { index.journalRecords = newValue }
-    }
-    /// The token epoch this open began (Spec/TOKENS.md §7): tokens of earlier epochs stay good
-    /// for the positions the log still holds as it did when they were issued.
-    public var epoch: UInt64 = 0
-    /// What open found about the store's past that clients will notice: no (readable) `EPOCHS`, so
-    /// every earlier token is refused, or a loss of acknowledged entries the caller accepted.
-    public var epochNote: String?
-    /// Snapshot files (`.snap`, `.delta`, `.base`) whose sequence was past the log's end as
-    /// recovered (a restored older copy, a lost unsynced tail), moved into `torn/`: their paths
-    /// there (Spec/SNAPSHOT.md §2.1). New entries take those sequences; the list is a replay.
-    public var snapshotsSetAside: [String] = []
-    /// Consumer marks that stood past the log's end as recovered, lowered to it
-    /// (Spec/COMPACTION.md §3).
-    package var consumerMarksLowered: [LoweredConsumerMark] = []
-}
-
-package enum IndexSource: Sendable, Equatable {
-    case checkpoint
-    case rebuilt(reason: String)
-}
-
-/// How an open (a writer's or a `StoreReader`'s) got the zone index (Spec/INDEX.md §4, §5): from
-/// the checkpoint files plus a replay of the records after them, or rebuilt from the whole log.
-/// The index is a cache, so a rebuild loses nothing; this says why an open read the whole log.
-package struct IndexOpenReport: Sendable, Equatable {
-    package var source: IndexSource = .rebuilt(reason: "new store")
-    /// Records decoded to bring the zone index up to date.
-    package var recordsReplayed = 0
-    /// Records of the index journal applied to the checkpoint file (Spec/INDEX.md §5).
-    package var journalRecords = 0
-    /// The last sequence the checkpoint covered, its journal applied; nil when rebuilt.
-    package var checkpointSequence: SequenceNumber?
-
-    package init() {}
-}
-
-/// The store's files (Spec/FORMAT.md §2).
-package enum StoreLayout {
-    /// Names the writer that holds the store (WriterLock); the lock itself is on the directory.
-    package static let lockFile = "LOCK"
-    package static let tornDirectory = "torn"
-    package static let keyFile = "KEY"
-    package static let indexDirectory = "index"
-    package static let indexFile = "index/zones.idx"
-    /// What changed since `indexFile` was written (INDEX.md §5).
-    package static let indexJournalFile = "index/zones.idj"
-
-    /// Segment paths in base order.
-    package static func segmentPaths(_ store: String, fs: any FileSystem) throws(JournalError) -> [String] {
-        try fs.listDirectory(store).compactMap { SegmentName(fileName: $0) }.sorted().map { store + "/" + $0.fileName }
-    }
-}
-
 /// A segmented, append-only journal with one writer. Appends may come from many threads.
 public final class JournalStore: @unchecked Sendable {
     public let path: String
@@ -161,21 +25,13 @@ public final class JournalStore: @unchecked Sendable {
     let writer: LogWriter
     // Guarded by `cond`.
     var catalog: ZoneCatalog
-    private var lastWritten: CoveredFrame?
-    private var checkpointed: CoveredFrame?
-    private var bytesSinceCheckpoint = 0
-    /// A checkpoint taken under `cond` when one fell due, written after the lock is released
-    /// (`writeDueCheckpoint`): encoding and syncing it grow with the store, so they stay off the
-    /// append path. A compaction drops it (its offsets are about to change).
-    private var checkpointDue: TakenCheckpoint?
-    /// A thread is writing `checkpointDue` outside the lock; a compaction and `close` wait for it.
-    var checkpointWriting = false
-    /// The checkpoint file and its journal as last written: owned by the thread that set
-    /// `checkpointWriting`, not guarded by `cond`.
+    /// When the index checkpoint is taken and written. Under `cond`.
+    private var checkpoints: IndexCheckpointSchedule
+    /// A thread is writing a checkpoint outside the lock; a compaction and `close` wait for it.
+    var checkpointWriting: Bool { checkpoints.writing }
+    /// The checkpoint file and its journal as last written: owned by the thread writing a
+    /// checkpoint (`checkpointWriting`), not guarded by `cond`.
     private var checkpointFiles: IndexCheckpointFiles
-    /// Under `cond`: the files changed under `checkpointFiles` (a compaction removed them); the
-    /// next writer forgets what it knew and writes a whole checkpoint.
-    private var checkpointFilesChanged = false
     /// Feed reads between choosing frame locations and reading them; a compaction swap waits
     /// for them, and new ones wait while `swapWaiting`.
     var feedReaders = 0
@@ -265,170 +121,22 @@ public final class JournalStore: @unchecked Sendable {
         guard options.segmentSize >= SegmentHeader.size + Frame.overhead, options.segmentSize <= 1 << 31 else {
             throw JournalError.invalidOption("segmentSize is \(SegmentHeader.size + Frame.overhead) bytes … 2 GiB, not \(options.segmentSize)")
         }
-        switch fs.kind(of: path) {
-        case .missing:
-            guard options.createIfMissing else { throw JournalError.storeMissing(path: path) }
-            var missing: [String] = []
-            var p = path
-            while fs.kind(of: p) == .missing, p != "/", p != "." {
-                missing.append(p)
-                p = parentDirectory(p)
-            }
-            for d in missing.reversed() { try fs.createDirectory(d) }
-            try fs.syncDirectory(parentDirectory(path))
-        case .directory: break
-        case .file, .other: throw JournalError.notAStore(path: path, reason: "it is a file, not a store directory (inspect it with `jlog inspect`)")
-        }
+        try StoreRecovery.prepareDirectory(path, options: options, fs: fs)
         lock = try WriterLock.acquire(store: path, fs: fs, wait: options.lockWait)
-        do throws(JournalError) {
-            try CompactionFiles.recover(store: path, fs: fs)
-            var report = RecoveryReport(mode: options.recovery, segments: 0, lastSequence: 0)
-            let paths = try StoreLayout.segmentPaths(path, fs: fs)
-            var scanner = StoreScanner(fs: fs, mode: options.recovery)
-            var builder = IndexBuilder(checkpoint: IndexBuilder.loadCheckpoint(store: path, fs: fs))
-            if !paths.isEmpty {
-                do { try scanner.scan(paths: paths) { try builder.visit($0) } } catch { throw JournalError.wrap(error) }
-            }
-            // Before anything changes: does the log (as this open would keep it) still hold
-            // everything the store acknowledged? If not, refuse, unless an operator accepted it
-            // (or chose pointInTime, which keeps a prefix by definition).
-            let loaded = StoreEpochs.load(store: path, fs: fs)
-            let kept = scanner.cut.map { cut in
-                scanner.summaries[...cut.segment].enumerated().filter { k, s in
-                    s.header != nil && (k < cut.segment || cut.offset >= Int64(SegmentHeader.size))
-                }.map(\.element)
-            } ?? scanner.summaries
-            // A segment file that is there, even with a torn header, held nothing acknowledged
-            // beyond what its predecessors end with: only an absent one is missing.
-            let present = paths.compactMap { SegmentName(fileName: String($0.split(separator: "/").last!))?.base }
-            // A store with no segment left but an EPOCHS file had a log: every segment is missing.
-            if case .record(let rec) = loaded, kept.first?.header.map({ rec.storeID == $0.storeID }) ?? true,
-               let why = StoreEpochs.missing(rec, lastSequence: kept.last?.lastSequence ?? 0, segmentBases: present) {
-                guard options.acceptLoss || options.recovery == .pointInTime else { throw JournalError.acknowledgedEntriesMissing(why) }
-                report.epochNote = "acknowledged entries are missing and the loss was accepted: \(why)"
-            }
-            if let cut = scanner.cut, let problem = scanner.problems.first {
-                report.problem = problem
-                try JournalStore.setAside(store: path, paths: paths, cut: cut, summary: scanner.summaries[cut.segment],
-                                          fs: fs, report: &report)
-                scanner.summaries.removeSubrange((cut.segment + 1)...)
-                if scanner.summaries[cut.segment].header == nil || cut.offset < Int64(SegmentHeader.size) { scanner.summaries.removeLast() }
-            }
-            var covered: CoveredFrame? = builder.lastFrame
-            if !builder.isUsable(storeID: scanner.summaries.first?.header?.storeID) {
-                // No checkpoint, or it does not match the log (a crash mid-write, recovery cut the
-                // log before it, or it is foreign): rebuild from the whole log as recovered.
-                var fresh = IndexBuilder(checkpoint: nil)
-                let kept = try StoreLayout.segmentPaths(path, fs: fs)
-                var rescan = StoreScanner(fs: fs, mode: .strict)
-                if !kept.isEmpty {
-                    do { try rescan.scan(paths: kept) { try fresh.visit($0) } } catch { throw JournalError.wrap(error) }
-                }
-                report.index = fresh.report(source: .rebuilt(reason: builder.rebuildReason))
-                // A stale checkpoint is removed, so it can never match a later log by chance.
-                if builder.checkpoint != nil {
-                    try? fs.remove(path + "/" + StoreLayout.indexFile)
-                    try? fs.remove(path + "/" + StoreLayout.indexJournalFile)
-                }
-                builder = fresh
-                covered = fresh.lastFrame
-            } else {
-                report.index = builder.report(source: builder.usableSource)
-            }
-            catalog = builder.catalog
-            lastWritten = covered
-            checkpointed = builder.checkpoint != nil && report.indexSource == .checkpoint && builder.replayed == 0 ? covered : nil
-            let id: (UInt64, UInt64)
-            let chain: UInt32
-            var lastAssigned: SequenceNumber
-            var active: LogWriter.ActiveSegment
-            if let last = scanner.summaries.last, let header = last.header {
-                id = header.storeID
-                chain = last.endChain
-                lastAssigned = last.lastSequence
-                let name = SegmentName(base: header.baseSequence)
-                let file = try fs.openFile(path + "/" + name.fileName, create: false, truncate: false)
-                let size = try file.size()
-                active = LogWriter.ActiveSegment(file: file, name: name, writeOffset: last.validEnd, records: last.records, allocated: size)
-                report.segments = scanner.summaries.count
-                if last.sealed || header.minor < SegmentHeader.currentMinor {
-                    // A compacted segment is never appended to, and nothing is appended to a
-                    // segment whose minor version says it cannot hold what this writer may write
-                    // (a replicated `place`, FORMAT.md §1): start the next one. One that holds no
-                    // frame is made again under its own name.
-                    let empty = last.records == 0 && !last.sealed
-                    if !empty && active.allocated > active.writeOffset { try active.file.truncate(to: active.writeOffset) }
-                    try active.file.sync()
-                    active.file.close()
-                    active = try LogWriter.createSegment(store: path, base: empty ? header.baseSequence : lastAssigned + 1, storeID: id,
-                                                         previousChain: chain, segmentSize: options.segmentSize,
-                                                         preallocate: options.preallocate, fs: fs)
-                    if !empty { report.segments += 1 }
-                }
-            } else {
-                guard scanner.summaries.isEmpty else {
-                    throw JournalError.corruption(scanner.problems.first ?? Corruption(
-                        segment: "?", offset: 0, lastGoodSequence: 0, problem: .badSegmentName, isTornTail: false))
-                }
-                var g = SystemRandomNumberGenerator()
-                id = (g.next(), g.next())
-                chain = SegmentHeader.firstChain(storeID: id)
-                lastAssigned = 0
-                active = try LogWriter.createSegment(store: path, base: 1, storeID: id, previousChain: chain,
-                                                     segmentSize: options.segmentSize, preallocate: options.preallocate, fs: fs)
-                report.created = true
-                report.segments = 1
-            }
-            idPair = id
-            report.lastSequence = lastAssigned
-            // What recovery read may sit only in the page cache (the last writer's process died,
-            // not the machine): make it durable before serving it as durable.
-            if lastAssigned > 0 {
-                do throws(JournalError) { try active.file.sync() } catch {
-                    active.file.close()
-                    throw error
-                }
-            }
-            // Snapshots and consumer marks from a future this log lost, put right before anything
-            // is appended: the next entries take the sequences they speak of.
-            do throws(JournalError) {
-                report.snapshotsSetAside = try PastEndFiles.setAsideSnapshots(store: path, above: lastAssigned, fs: fs)
-                report.consumerMarksLowered = try PastEndFiles.lowerConsumerMarks(store: path, to: lastAssigned, fs: fs)
-            } catch {
-                active.file.close()
-                throw error
-            }
-            do throws(JournalError) { storeKey = try StoreKey.loadOrCreate(store: path, fs: fs) } catch {
-                active.file.close()
-                throw error
-            }
-            // A new token epoch begins at the end of the log as recovered (TOKENS.md §7).
-            var epochs: [EpochRecord.Epoch] = []
-            switch loaded {
-            case .record(let rec) where rec.storeID == id: epochs = rec.epochs
-            case .record: report.epochNote = report.epochNote ?? "EPOCHS belongs to another store: every earlier change token is refused"
-            case .unreadable(let why): report.epochNote = "\(why): every earlier change token is refused"
-            case .missing where lastAssigned > 0: report.epochNote = "no EPOCHS file: every earlier change token is refused"
-            case .missing: break
-            }
-            epochs.append(EpochRecord.Epoch(id: StoreEpochs.newID(), start: lastAssigned + 1))
-            if epochs.count > EpochCodec.maxEpochs { epochs.removeFirst(epochs.count - EpochCodec.maxEpochs) }
-            let record = EpochRecord(storeID: id, acknowledgedThrough: lastAssigned, activeSegment: active.name.base,
-                                     closedCleanly: false, epochs: epochs)
-            do throws(JournalError) { try StoreEpochs.write(record, store: path, fs: fs) } catch {
-                active.file.close()
-                throw error
-            }
-            epochRecord = record
-            signer = TokenSigner(storeID: id, key: storeKey, epochs: record)
-            report.epoch = record.current.id
-            writer = LogWriter(store: path, fs: fs, options: options, storeID: id, cond: cond, chain: chain,
-                               lastAssigned: lastAssigned, active: active)
-            recovery = report
-        } catch {
+        let recovered: StoreRecovery.Recovered
+        do { recovered = try StoreRecovery(path: path, options: options, fs: fs).run() } catch {
             lock.release()
             throw error
         }
+        catalog = recovered.catalog
+        checkpoints = IndexCheckpointSchedule(lastWritten: recovered.lastWritten, checkpointed: recovered.checkpointed)
+        idPair = recovered.storeID
+        storeKey = recovered.storeKey
+        epochRecord = recovered.epochRecord
+        signer = TokenSigner(storeID: recovered.storeID, key: recovered.storeKey, epochs: recovered.epochRecord)
+        writer = LogWriter(store: path, fs: fs, options: options, storeID: recovered.storeID, cond: cond, chain: recovered.chain,
+                           lastAssigned: recovered.lastAssigned, active: recovered.active)
+        recovery = recovered.report
         // Weak, not unowned: a store released without `close()` flushes in its deinit, when an
         // unowned reference to it traps. Then there is nobody left to tell, and a roll not
         // recorded in `EPOCHS` only weakens the next open's check.
@@ -912,15 +620,15 @@ public final class JournalStore: @unchecked Sendable {
                 for t in f.note.touches { catalog.place(t, location: location) }
             }
             if let m = f.note.lowWater { pendingMarks.append(m) }
-            lastWritten = CoveredFrame(segment: at.segment, offset: at.offset, crc: f.crc, lastSequence: f.lastSequence)
+            checkpoints.lastWritten = CoveredFrame(segment: at.segment, offset: at.offset, crc: f.crc, lastSequence: f.lastSequence)
         }
-        bytesSinceCheckpoint += frames.last?.end ?? 0
+        checkpoints.wrote(frames.last?.end ?? 0)
         // The feed serves what is durable (or, with durability none, written): that moved.
         if durable || options.durability == .none { changeSignal.bump() }
         guard durable else { return }
         for m in pendingMarks { catalog.setLowWater(m.zone, incarnation: m.incarnation, mark: m.mark, history: m.history) }
         pendingMarks.removeAll()
-        if bytesSinceCheckpoint >= options.indexCheckpointBytes && !checkpointWriting { takeCheckpointLocked() }
+        if checkpoints.isDue(after: options.indexCheckpointBytes) { takeCheckpointLocked() }
     }
 
     /// Under `cond`, by the leader right after a sync (or on close, after its sync): takes the
@@ -930,11 +638,7 @@ public final class JournalStore: @unchecked Sendable {
     private func takeCheckpointLocked() {
         assert(writer.writtenFrames == writer.durableFrames && pendingMarks.isEmpty, "a checkpoint covers durable frames only")
         guard !compactionRunning else { return }
-        bytesSinceCheckpoint = 0
-        guard let covered = lastWritten, covered.offset != checkpointed?.offset || covered.segment != checkpointed?.segment else { return }
-        let taken = catalog.takeCheckpoint(storeID: idPair, covered: covered)
-        // One not yet claimed is replaced; what it counted as changed still counts.
-        checkpointDue = checkpointDue.map { taken.including($0) } ?? taken
+        checkpoints.take { covered in catalog.takeCheckpoint(storeID: idPair, covered: covered) }
     }
 
     /// Writes the checkpoint that fell due, if any, without holding `cond`: appenders go on
@@ -950,13 +654,8 @@ public final class JournalStore: @unchecked Sendable {
     /// Under `cond`: the checkpoint that fell due, now this thread's to write, if no other is
     /// being written and no compaction runs.
     private func claimDueCheckpointLocked() -> TakenCheckpoint? {
-        guard let due = checkpointDue, !checkpointWriting, !compactionRunning else { return nil }
-        checkpointDue = nil
-        checkpointWriting = true
-        if checkpointFilesChanged {
-            checkpointFiles.forget()
-            checkpointFilesChanged = false
-        }
+        guard let (due, filesChanged) = checkpoints.claim(compactionRunning: compactionRunning) else { return nil }
+        if filesChanged { checkpointFiles.forget() }
         return due
     }
 
@@ -965,13 +664,8 @@ public final class JournalStore: @unchecked Sendable {
         var failed: JournalError? = nil
         do { try checkpointFiles.write(due) } catch { failed = error }
         cond.lock()
-        checkpointWriting = false
-        if let failed {
-            indexCheckpointError = failed
-        } else {
-            checkpointed = due.covered
-            indexCheckpointError = nil
-        }
+        checkpoints.finished(due, failed: failed != nil)
+        indexCheckpointError = failed
         cond.broadcast()
         cond.unlock()
     }
@@ -992,73 +686,15 @@ public final class JournalStore: @unchecked Sendable {
     }
 
     /// Under `cond`: the next sync writes a checkpoint (after a compaction changed offsets).
-    func forceCheckpoint() {
-        checkpointed = nil
-        checkpointFilesChanged = true
-        bytesSinceCheckpoint = max(bytesSinceCheckpoint, options.indexCheckpointBytes)
-    }
+    func forceCheckpoint() { checkpoints.force(threshold: options.indexCheckpointBytes) }
 
     /// Under `cond`: the checkpoint that fell due is not written (a compaction is about to move
     /// the frames it names); the next sync after the run takes a new one.
-    func dropDueCheckpoint() {
-        // What it counted as changed is lost with it: the next checkpoint is written whole.
-        if checkpointDue != nil { checkpointFilesChanged = true }
-        checkpointDue = nil
-    }
+    func dropDueCheckpoint() { checkpoints.drop() }
 
     /// Under `cond`: the checkpoint file is gone; no checkpoint is current.
-    func markCheckpointRemoved() {
-        checkpointed = nil
-        checkpointFilesChanged = true
-    }
+    func markCheckpointRemoved() { checkpoints.removed() }
 
-    /// Moves damaged bytes out of the way: the cut segment's tail is copied to `torn/` then
-    /// truncated, and later segments are renamed into `torn/`. Nothing is deleted.
-    private static func setAside(store: String, paths: [String], cut: (segment: Int, offset: Int64), summary: SegmentSummary,
-                                 fs: any FileSystem, report: inout RecoveryReport) throws(JournalError) {
-        let tornDir = store + "/" + StoreLayout.tornDirectory
-        try fs.createDirectory(tornDir)
-        let stamp = Int64(Date().timeIntervalSince1970 * 1000)
-        // Damage in the header, or found checking it against its neighbours (a chain break, a
-        // foreign segment), sets the whole segment aside: there is no prefix of it to keep.
-        let keepWhole = summary.header != nil && cut.offset >= Int64(SegmentHeader.size)
-        for (i, p) in paths.enumerated() where i >= cut.segment {
-            let name = String(p.split(separator: "/").last!)
-            if i == cut.segment && keepWhole {
-                let file = try fs.openFile(p, create: false, truncate: false)
-                defer { file.close() }
-                let size = try file.size()
-                let reader = SegmentReader(file: file, fileSize: size)
-                let dest = uniquePath(tornDir + "/\(name).\(cut.offset).\(stamp)", suffix: ".torn", fs: fs)
-                let out = try fs.openFile(dest, create: true, truncate: true)
-                var at = cut.offset
-                var lastNonZero = cut.offset
-                while at < size {
-                    let n = Int(min(Int64(SegmentReader.chunk), size - at))
-                    let w = try reader.window(at, n)
-                    if let j = w.lastIndex(where: { $0 != 0 }) { lastNonZero = at + Int64(j) + 1 }
-                    try out.write(w, at: at - cut.offset)
-                    at += Int64(n)
-                }
-                try out.truncate(to: lastNonZero - cut.offset)
-                try out.sync()
-                out.close()
-                try fs.syncDirectory(tornDir)
-                try file.truncate(to: cut.offset)
-                report.removedBytes += lastNonZero - cut.offset
-                report.setAside.append(dest)
-            } else {
-                let dest = uniquePath(tornDir + "/\(name).\(stamp)", suffix: ".torn", fs: fs)
-                let file = try fs.openFile(p, create: false, truncate: false)
-                report.removedBytes += (try? file.size()) ?? 0
-                file.close()
-                try fs.rename(p, dest)
-                report.setAside.append(dest)
-            }
-        }
-        try fs.syncDirectory(tornDir)
-        try fs.syncDirectory(store)
-    }
 
     /// Syncs everything appended and releases the writer lock. The active segment keeps its zero fill.
     public func close() throws(JournalError) {
@@ -1100,21 +736,4 @@ public final class JournalStore: @unchecked Sendable {
         changeSignal.close()
         if let syncError, failure == nil { throw syncError }
     }
-}
-
-/// `stem + suffix`, or `stem-2 + suffix`, … : set-aside files never overwrite each other.
-func uniquePath(_ stem: String, suffix: String, fs: any FileSystem) -> String {
-    var candidate = stem + suffix
-    var n = 2
-    while fs.kind(of: candidate) != .missing {
-        candidate = stem + "-\(n)" + suffix
-        n += 1
-    }
-    return candidate
-}
-
-package func parentDirectory(_ path: String) -> String {
-    guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
-    let p = String(path[..<slash])
-    return p.isEmpty ? "/" : p
 }
