@@ -109,9 +109,7 @@ extension ActivityLog {
 
     /// Author ranks consistent with UTF-8 byte order.
     func authorRanks() -> [Int32] {
-        var rank = [Int32](repeating: 0, count: authors.count)
-        for (r, a) in authors.byteOrder().enumerated() { rank[Int(a)] = Int32(r) }
-        return rank
+        byteOrderRanks(authors.strings)
     }
 
     /// `indices` (into `stored`) in (hlc, author bytes, entry id) order. `rank` gives each

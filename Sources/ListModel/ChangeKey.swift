@@ -47,6 +47,26 @@ func compareUTF8(_ a: String, _ b: String) -> Int? {
 @inline(__always)
 func utf8Less(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
 
+/// The change-key order (MERGE.md §2) on the list model's tables, where an author is a number
+/// into `authors` and an entry id a number in `ids`: the clocks first, the authors' UTF-8 bytes
+/// only on a clock tie between two authors, then the entry ids. `ChangeKey.<` is the same order
+/// on whole keys; the reducer and the retention planner use this one.
+@inline(__always)
+func changeKeyLess(_ ca: UInt64, _ aa: Int32, _ ea: RID, _ cb: UInt64, _ ab: Int32, _ eb: RID,
+                   authors: [String], ids: ReducerTextIDs) -> Bool {
+    if ca != cb { return ca < cb }
+    if aa != ab { return utf8Less(authors[Int(aa)], authors[Int(ab)]) }
+    return ids.less(ea, eb)
+}
+
+/// Each interned author's rank in UTF-8 byte order: sorting by (clock, rank, entry id) sorts by
+/// change key, with integers compared instead of strings.
+func byteOrderRanks(_ authors: [String]) -> [Int32] {
+    var rank = [Int32](repeating: 0, count: authors.count)
+    for (r, a) in authors.indices.sorted(by: { utf8Less(authors[$0], authors[$1]) }).enumerated() { rank[a] = Int32(r) }
+    return rank
+}
+
 /// A string compared and hashed by its UTF-8 bytes. Swift's `String` equality follows Unicode
 /// canonical equivalence, so "é" and "e\u{301}" would collapse into one dictionary key and the
 /// surviving bytes would depend on arrival order; authors and participants must not.

@@ -480,9 +480,7 @@ package struct ListReducer: Sendable {
     /// The change-key order (MERGE.md §2) on interned authors: bytes only compared on a clock tie.
     @inline(__always)
     func keyLess(_ ca: UInt64, _ aa: Int32, _ ea: RID, _ cb: UInt64, _ ab: Int32, _ eb: RID) -> Bool {
-        if ca != cb { return ca < cb }
-        if aa != ab { return utf8Less(authors[Int(aa)], authors[Int(ab)]) }
-        return textIDs.less(ea, eb)
+        changeKeyLess(ca, aa, ea, cb, ab, eb, authors: authors, ids: textIDs)
     }
 
     func addKey(_ i: Int) -> ChangeKey? {
@@ -640,9 +638,7 @@ package struct ListReducer: Sendable {
     /// in list order.
     func countedLinearOrder(smallGroup: Int = ReducerOrder.smallGroup) -> (order: [Int32], visible: Int, shown: [Bool]) {
         // Integer sort keys: hlc and the author's rank in UTF-8 order; the entry id breaks ties.
-        var rank = [Int32](repeating: 0, count: authors.count)
-        let authors = self.authors
-        for (r, a) in authors.indices.sorted(by: { utf8Less(authors[$0], authors[$1]) }).enumerated() { rank[a] = Int32(r) }
+        let rank = byteOrderRanks(authors)
         return records.withUnsafeBufferPointer { rec in
             rank.withUnsafeBufferPointer { rank in
                 ReducerOrder(records: rec, rank: rank, textIDs: textIDs, placements: placements, smallGroup: smallGroup).run()

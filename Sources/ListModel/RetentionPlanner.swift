@@ -135,9 +135,7 @@ package struct RetentionPlanner: Sendable {
 
     /// The change-key order (MERGE.md §2): clock, then the author's UTF-8 bytes, then the entry id.
     func less(_ a: PlannerKey, _ b: PlannerKey) -> Bool {
-        if a.clock != b.clock { return a.clock < b.clock }
-        if a.author != b.author { return utf8Less(authors[Int(a.author)], authors[Int(b.author)]) }
-        return textIDs.less(a.entry, b.entry)
+        changeKeyLess(a.clock, a.author, a.entry, b.clock, b.author, b.entry, authors: authors, ids: textIDs)
     }
 
     /// Counts an entry of item `i`.
