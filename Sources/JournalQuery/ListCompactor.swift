@@ -1,71 +1,11 @@
 import JournalLog
 import ListModel
 
-/// What compacting one zone did.
-public struct ZoneCompaction: Sendable, Equatable {
-    /// The zone compacted.
-    public var zone: String
-    /// The zone incarnation compacted (the sequence that started it).
-    public var incarnation: SequenceNumber
-    /// The zone's low-water mark after the run: tokens below it get `tokenExpired`.
-    public var lowWaterMark: SequenceNumber
-    /// Entries the list rules chose to remove (finished lifecycles, superseded renames and recolours).
-    public var chosen: Int
-    /// Entries the list rules chose to replace by a `place` (the placements of finished items
-    /// that anchor items that stay, COMPACTION.md §2).
-    public var rewritten: Int = 0
-    /// The history and snapshot written at this sequence; the snapshot is what an expired client
-    /// re-fetches from.
-    public var snapshotSequence: SequenceNumber
-}
-
-/// Why a live zone had nothing to compact: what an operator waits for, or fixes.
-public enum CompactionSkip: Sendable, Equatable {
-    /// Every entry is newer than the cutoff.
-    case nothingOlderThanCutoff
-    /// Entries older than the cutoff lie above the mark unexpired consumers hold the zone at
-    /// (`jlog consumers`): they go once those consumers advance or their leases expire.
-    case heldByConsumers(at: SequenceNumber)
-    /// Entries older than the cutoff by their own time lie above `at`, the last position the
-    /// sync service had received by the cutoff (`ListCompactor.arrivedThrough`): they go once
-    /// they have been on the service for the retention too.
-    case arrivedRecently(at: SequenceNumber)
-    /// Entries older than the cutoff lie below the mark, but none is a finished item or a
-    /// superseded rename or recolour.
-    case nothingFinished
-    /// It gained entries while every one of `ListCompactor.maxAttempts` rewrites was being
-    /// written, so none committed: its history, raised mark and a snapshot of its unchanged log
-    /// are left, and the next run finishes the job.
-    case keptChanging
-}
-
-/// What a compaction run did, or in a dry run would do (`ListCompactor.run(now:dryRun:)`).
-public struct ListCompactionReport: Sendable {
-    /// The zones compacted, one report each.
-    public var zones: [ZoneCompaction] = []
-    /// Live zones with nothing to compact, and why, in name order.
-    public var skipped: [(zone: String, reason: CompactionSkip)] = []
-    /// The sequences the list rules chose to remove, ascending (what a dry run would purge).
-    package var chosen: [SequenceNumber] = []
-    /// The sequences the list rules chose to replace by a `place`, ascending.
-    package var rewritten: [SequenceNumber] = []
-    /// What the storage step did: entries purged and replaced, segments rewritten, bytes.
-    public var storage = CompactionReport()
-    /// Snapshot and history files removed: superseded ones, and those of deleted zones.
-    package var filesRemoved = 0
-    /// Where the run's time went, in milliseconds: `read` (the zones read through the planner
-    /// and decided), `prepare` (history chain checked, snapshots removed, marks raised, late
-    /// entries re-read), `rewrite` (the store's rewrite, with the history pieces written during
-    /// it), `snapshot` (the state that stays, read and written).
-    package var phaseMillis: [String: Double] = [:]
-}
-
 /// Milliseconds since `start`, on the monotonic clock.
 func millis(since start: ContinuousClock.Instant) -> Double {
     let d = ContinuousClock.now - start
     return Double(d.components.seconds) * 1e3 + Double(d.components.attoseconds) * 1e-15
 }
-
 
 /// The compactor (Spec/COMPACTION.md §1): per zone, it reads the entries once through a
 /// `RetentionPlanner` (which keeps per item what the list rules need, not the entries) and
