@@ -40,7 +40,7 @@ public final class JournalStore: @unchecked Sendable {
     /// entry slips between the commit's check and its swap; other zones' appends go on.
     var swappingZones: Set<String> = []
     /// Zone incarnations (tracks) whose ids `loadIDsUnlocked` is reading.
-    private var loadingIDs: Set<Int> = []
+    var loadingIDs: Set<Int> = []
     var swapWaiting = false
     /// Compaction runs committed since open (`StoreReading.rewrites`). Under `cond`.
     var rewritesCommitted: UInt64 = 0
@@ -176,34 +176,6 @@ public final class JournalStore: @unchecked Sendable {
         return durableThrough
     }
 
-    /// Why an application may not append `e`, or nil. A `place` is the compactor's (FORMAT.md
-    /// §6): appended, it would land in a minor-1 segment that a 1.1 reader calls corrupt.
-    package static func refusal(_ e: JournalEntry, replicated: Bool = false) -> String? {
-        withUnsafePointer(to: e) { refusal($0, replicated: replicated) }
-    }
-
-    /// `refusal(_:)` for an entry read where it lies: passed by value, it is copied whole first.
-    /// `replicated`: copied as another store wrote it (a sync engine installing a zone that its
-    /// service compacted), so a `place` is accepted.
-    static func refusal(_ e: UnsafePointer<JournalEntry>, replicated: Bool = false) -> String? {
-        if !replicated, case .place = e.pointee.operation {
-            return "place entries are written only by the compactor (FORMAT.md §6); leave them out of what you append or import "
-                + "(a compacted store is copied whole with `jlog backup` and `jlog restore`)"
-        }
-        if let why = zoneNameRefusal(e.pointee.zone) { return why }
-        return EntryCodec.validate(e)
-    }
-
-    /// Why a writer may not name a zone `zone` (FORMAT.md §5.3), or nil: 1–255 bytes of UTF-8
-    /// without control characters, which would print as anything at all in a terminal or a log.
-    /// Readers accept what older writers stored, and print it escaped.
-    package static func zoneNameRefusal(_ zone: String) -> String? {
-        if zone.isEmpty || zone.utf8.count > Limits.maxZoneBytes { return "zone must be 1...\(Limits.maxZoneBytes) UTF-8 bytes" }
-        if zone.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
-            return "zone names may not contain control characters (U+0000–U+001F, U+007F)"
-        }
-        return nil
-    }
 
     /// Appends one entry and returns its sequence once it is acknowledged under the store's
     /// durability (`StoreOptions.durability`). An entry whose id its zone already holds is not
@@ -455,80 +427,6 @@ public final class JournalStore: @unchecked Sendable {
         while !swappingZones.isEmpty && swappingZones.contains(zone) { cond.wait() }
     }
 
-    /// Under `cond`: the live incarnation an entry for `zone` joins; nil when the zone has never
-    /// existed (the entry starts it). A deleted zone must be created again first.
-    func trackAccepting(_ zone: String, at seq: SequenceNumber) throws(JournalError) -> Int? {
-        if let live = catalog.live(zone) { return live }
-        if let latest = catalog.latest(zone), let deleted = catalog.tracks[latest].deletedAt {
-            throw JournalError.zoneDeleted(zone: zone, at: deleted)
-        }
-        return nil
-    }
-
-    /// Under `cond`: where (and what) the zone incarnation stored under this id, if it did.
-    func storedID(_ id: CompactID, track: Int) throws(JournalError) -> StoredID? {
-        if catalog.ids[track] == nil { try loadIDs(track) }
-        return catalog.ids[track]![id]
-    }
-
-    /// Under `cond`: reads the ids a zone incarnation holds from the log, on first use, holding
-    /// the lock (for `appendRecord`, a tool's path; appends load them with `loadIDsUnlocked`).
-    private func loadIDs(_ track: Int) throws(JournalError) {
-        // Every frame of this incarnation is on disk: nothing was enqueued for it since open
-        // without loading its ids first.
-        catalog.ids[track] = try Self.readIDs(catalog.tracks[track], store: path, fs: fs, segments: catalog.segments)
-    }
-
-    /// Loads the ids a zone incarnation holds with the writer's lock released: reading them grows
-    /// with the zone, and appends to other zones go on meanwhile. Appends to this zone wait for
-    /// it (they need its ids), as does a compaction's swap (the read is a feed read: no frame may
-    /// move under it). Nothing can be enqueued for the zone before its ids are in place, so the
-    /// frames it reads are all it holds.
-    private func loadIDsUnlocked(_ track: Int) throws(JournalError) {
-        cond.lock()
-        while catalog.ids[track] == nil && (loadingIDs.contains(track) || swapWaiting) { cond.wait() }
-        guard catalog.ids[track] == nil, catalog.tracks[track].deletedAt == nil else {
-            cond.unlock()
-            return
-        }
-        do { try readableLocked() } catch {
-            cond.unlock()
-            throw error
-        }
-        loadingIDs.insert(track)
-        feedReaders += 1
-        let t = catalog.tracks[track], segments = catalog.segments
-        cond.unlock()
-        let read: Result<IDIndex, JournalError>
-        do { read = .success(try Self.readIDs(t, store: path, fs: fs, segments: segments)) } catch { read = .failure(error) }
-        cond.lock()
-        loadingIDs.remove(track)
-        feedReaders -= 1
-        if case .success(let ids) = read, catalog.ids[track] == nil, catalog.tracks[track].deletedAt == nil { catalog.ids[track] = ids }
-        cond.broadcast()
-        cond.unlock()
-        _ = try read.get()
-    }
-
-    /// The ids a zone incarnation's frames hold, each with where and what it stored.
-    private static func readIDs(_ t: ZoneTrack, store path: String, fs: any FileSystem, segments: [SequenceNumber]) throws(JournalError) -> IDIndex {
-        var ids = IDIndex()
-        ids.reserveCapacity(t.entryCount)
-        let fetcher = FrameFetcher(store: path, fs: fs, segments: segments)
-        let zone = Array(t.name.utf8)
-        for loc in t.frameLocations {
-            _ = try fetcher.forEachEntry(at: loc, after: 0, zone: zone) { s, e, encoding in
-                guard e.zone == t.name, ids[e.id] == nil else { return true }
-                if case .place = e.operation {
-                    ids[e.id] = StoredID(sequence: s, fingerprint: EntryFingerprint.any)
-                } else {
-                    ids[e.id] = StoredID(sequence: s, fingerprint: EntryFingerprint.of(encoding))
-                }
-                return true
-            }
-        }
-        return ids
-    }
 
     /// Appends a raw record: for tests, tools and the zone layer. `count` sequences are consumed
     /// (0 for records that take none: seal and skippable types).

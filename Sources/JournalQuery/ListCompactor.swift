@@ -323,44 +323,18 @@ public struct ListCompactor: Sendable {
         // broken one would hide the loss): each zone's next piece is started now.
         var pieces: [HistoryPieceWriter] = []
         defer { for p in pieces { p.abandon() } }
-        for plan in plans {
-            let piece = try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
-            if !piece.isMerging {
-                // The piece must be in place before the log says the history reaches it and
-                // before anything is purged (COMPACTION.md §1, step 3): an empty piece covering
-                // the zone's read position (nothing is gone yet); the piece of what goes takes
-                // its place.
-                do { _ = try piece.finish() } catch { throw .storage(error) }
-                pieces.append(try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence))
-            } else {
-                pieces.append(piece)
-            }
-        }
-        for (plan, piece) in zip(plans, pieces) {
-            purgeWillBegin?(plan.zone.zone)
-            // No snapshot may outlive the entries it was made from: until the new one is written,
-            // the list is a replay of the log, compacted or not. The newest whole one is kept as
-            // the base of the run's delta (`.base`: never read alone, SNAPSHOT.md §6.3).
-            let files = SnapshotDirectory.list(store: store.path, zone: plan.zone.zone, incarnation: plan.zone.incarnation,
-                                               kinds: [.state, .delta, .base], fs: query.fs)
-            let base = files.first { $0.kind != .delta }
-            do {
-                for f in files where f != base { try query.fs.remove(f.path) }
-                if let base, base.kind == .state {
-                    try query.fs.rename(base.path, SnapshotDirectory.path(of: base, as: .base))
-                }
-                if !files.isEmpty { try query.fs.syncDirectory(store.path + "/" + SnapshotDirectory.name) }
-            } catch { throw .storage(error) }
-            report.filesRemoved += files.count - (base == nil ? 0 : 1)
-            // Tokens below the mark expire from here on, and the log says how far the history
-            // reaches (step 5), durably, before the rewrite purges anything: a piece lost later
-            // (deleted, or an older copy of `snapshots/` restored) is then an error, even when
-            // this run purges below an unchanged mark.
-            let reach = piece.header.sequence
-            if plan.raise || reach > (store.zone(plan.zone.zone)?.historyThrough ?? 0) {
-                do { try store.setLowWaterMark(plan.zone.zone, to: plan.zone.lowWaterMark, historyThrough: reach) } catch { throw .storage(error) }
-            }
-        }
+        for plan in plans { pieces.append(try startPiece(plan)) }
+        try prepare(plans, pieces: pieces, store: store, into: &report)
+        try rewrite(&plans, &pieces, store: store, cutoff: cutoff, started: &started, into: &report)
+        try writeSnapshots(&plans, into: &report)
+    }
+
+    /// Step 4 of COMPACTION.md §1 for a group: one atomic rewrite of every zone, each entry
+    /// decided as it is read again, what goes written to its zone's history piece, in place
+    /// before the commit. Kept as one function (about 115 lines): the retry loop and the verdict
+    /// closure share the group's plans, pieces and tallies.
+    private func rewrite(_ plans: inout [Plan], _ pieces: inout [HistoryPieceWriter], store: JournalStore, cutoff: Int64,
+                         started: inout ContinuousClock.Instant, into report: inout ListCompactionReport) throws(QueryError) {
         // Entries appended since the zones were read may name a chosen item (an unmark, a late
         // add after it): such an item is no longer finished, or anchors something new. Decide
         // again with them: they are above the mark, so they stay, and so does what they name.
@@ -476,13 +450,60 @@ public struct ListCompactor: Sendable {
         report.storage.add(storage)
         report.chosen += chosen
         report.rewritten += rewritten
-        // 5. The state that stays, for materialise and for expired clients to re-fetch from:
-        // the compacted log through the snapshot's sequence (the planners are let go first).
+    }
+
+    /// The zone's next history piece, started before anything changes. It must be in place
+    /// before the log says the history reaches it and before anything is purged (COMPACTION.md
+    /// §1, step 3): when it does not merge into a piece already there, an empty piece covering
+    /// the zone's read position is finished first (nothing is gone yet), and the piece of what
+    /// goes takes its place.
+    private func startPiece(_ plan: Plan) throws(QueryError) -> HistoryPieceWriter {
+        let piece = try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
+        guard !piece.isMerging else { return piece }
+        do { _ = try piece.finish() } catch { throw .storage(error) }
+        return try query.startHistoryPiece(plan.zone.zone, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
+    }
+
+    /// Before the rewrite (COMPACTION.md §1, steps 3 and 5): each zone's snapshots removed but the
+    /// base of the run's delta, and its mark and history reach raised, durably.
+    private func prepare(_ plans: [Plan], pieces: [HistoryPieceWriter], store: JournalStore,
+                         into report: inout ListCompactionReport) throws(QueryError) {
+        for (plan, piece) in zip(plans, pieces) {
+            purgeWillBegin?(plan.zone.zone)
+            // No snapshot may outlive the entries it was made from: until the new one is written,
+            // the list is a replay of the log, compacted or not. The newest whole one is kept as
+            // the base of the run's delta (`.base`: never read alone, SNAPSHOT.md §6.3).
+            let files = SnapshotDirectory.list(store: store.path, zone: plan.zone.zone, incarnation: plan.zone.incarnation,
+                                               kinds: [.state, .delta, .base], fs: query.fs)
+            let base = files.first { $0.kind != .delta }
+            do {
+                for f in files where f != base { try query.fs.remove(f.path) }
+                if let base, base.kind == .state {
+                    try query.fs.rename(base.path, SnapshotDirectory.path(of: base, as: .base))
+                }
+                if !files.isEmpty { try query.fs.syncDirectory(store.path + "/" + SnapshotDirectory.name) }
+            } catch { throw .storage(error) }
+            report.filesRemoved += files.count - (base == nil ? 0 : 1)
+            // Tokens below the mark expire from here on, and the log says how far the history
+            // reaches (step 5), durably, before the rewrite purges anything: a piece lost later
+            // (deleted, or an older copy of `snapshots/` restored) is then an error, even when
+            // this run purges below an unchanged mark.
+            let reach = piece.header.sequence
+            if plan.raise || reach > (store.zone(plan.zone.zone)?.historyThrough ?? 0) {
+                do { try store.setLowWaterMark(plan.zone.zone, to: plan.zone.lowWaterMark, historyThrough: reach) } catch { throw .storage(error) }
+            }
+        }
+    }
+
+    /// The state that stays, for materialise and for expired clients to re-fetch from: a snapshot
+    /// of each zone of the group, then the group is announced (`groupDidFinish`).
+    private func writeSnapshots(_ plans: inout [Plan], into report: inout ListCompactionReport) throws(QueryError) {
+        // The compacted log through the snapshot's sequence (the planners are let go first).
         for k in plans.indices {
             plans[k].planner = RetentionPlanner()
             plans[k].decisions = []
         }
-        started = ContinuousClock.now
+        let started = ContinuousClock.now
         defer { report.phaseMillis["snapshot", default: 0] += millis(since: started) }
         for plan in plans {
             let reducer: ListReducer
