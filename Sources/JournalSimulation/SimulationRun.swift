@@ -1,0 +1,227 @@
+import Foundation
+import JournalLog
+import JournalQuery
+import JournalService
+import JournalSync
+import ListModel
+import JournalTesting
+
+/// One seeded simulation (`SyncSimulation.simulate`): the service and the devices, what the run
+/// did so far, and one function per kind of step. Every random choice comes from `rng`, in the
+/// order the steps make them, so a seed replays exactly.
+final class SimulationRun {
+    typealias Node = SyncSimulation.Node
+    let options: SimulationOptions
+    var result: SimulationResult
+    var rng: SplitMix64
+    let clock = VirtualClock(startingAt: 1_795_424_400_000)
+    let serverFS = MemoryFileSystem()
+    var limits = ServiceLimits()
+    var serverStore: JournalStore
+    let box: CoreBox
+    let accounts: [String]
+    var nodes: [Node] = []
+    var acked: [SyncSimulation.Acked] = []
+    /// Per (account, zone): how often the account lost access (a removal voids its pending changes).
+    var generation: [String: Int] = [:]
+    /// Items ever added, per zone: what later operations name.
+    var items: [String: [CompactID]] = [:]
+    var itemCounter = 0
+
+    init(_ o: SimulationOptions, result: SimulationResult) throws {
+        options = o
+        self.result = result
+        rng = SplitMix64(seed: o.seed)
+        try serverFS.createDirectory("/srv")
+        limits.retentionMillis = o.retentionDays * 86_400_000
+        limits.maxUploadEntries = 40
+        // Odd seeds compact a list or two per group, so fetches of lists whose group is done are
+        // answered while later groups are purged (SYNC.md §6.2 rule 3).
+        limits.compactionGroupEntries = o.seed % 2 == 1 ? 50 : 1_000_000
+        serverStore = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
+        let clock = clock
+        box = CoreBox(try ServiceCore(store: serverStore, limits: limits, now: { clock.now() }))
+        accounts = (0..<max(1, min(o.accounts, o.replicas))).map { "a\($0)" }
+        for i in 0..<max(1, o.replicas) {
+            let account = accounts[i % accounts.count]
+            nodes.append(try Node(replica: "\(account):d\(i)", account: account, box: box, clock: clock, seed: rng.next()))
+        }
+    }
+
+    func key(_ account: String, _ zone: String) -> String { account + "|" + zone }
+    func pick<T>(_ xs: [T]) -> T? { xs.isEmpty ? nil : xs[Int(rng.next() % UInt64(xs.count))] }
+
+    /// Every account starts with a list, shared with every other account; then the faults begin.
+    func start() async throws {
+        for account in accounts {
+            let owner = nodes.first { $0.account == account }!
+            let zone = try await owner.engine.createList("list-\(account)")
+            _ = await owner.engine.sync()
+            for other in accounts where other != account {
+                let invitation = try await owner.engine.share(zone, with: other)
+                let member = nodes.first { $0.account == other }!
+                _ = try await member.engine.accept(invitation)
+            }
+        }
+        if options.faults { for n in nodes { n.service.faults = options.serviceFaults } }
+    }
+
+    /// One step: a device edits, syncs, goes offline or loses power; time passes; the service
+    /// compacts or restarts; an owner changes who shares a list; a device starts shopping.
+    func step() async throws {
+        let o = options
+        let roll = rng.next() % 1_000
+        let node = nodes[Int(rng.next() % UInt64(nodes.count))]
+        switch roll {
+        case 0..<550: try await edit(on: node)
+        case 550..<800: _ = await node.engine.sync()
+        case 800..<840: if o.faults && o.partitions { node.service.offline.toggle() }
+        case 840..<870:
+            if o.faults && o.powerLosses {
+                let modes: [MemoryFileSystem.CrashMode] = [.dropUnsynced, .tearLastWrite(seed: rng.next()), .garbleLastWrite(seed: rng.next())]
+                try await node.restart(clock: clock, seed: rng.next(), crash: modes[Int(rng.next() % 3)])
+                result.powerLosses += 1
+            }
+        case 870..<890: clock.advance(by: Int64(rng.next() % (3 * 86_400_000)))
+        case 890..<905: try compactBesideAReader()
+        case 905..<915: if o.faults && o.serviceRestarts { try restartService() }
+        case 915..<940: try await changeSharing(around: node)
+        case 940..<960:
+            guard let zone = pick(await node.engine.lists) else { return }
+            try? await node.engine.setShopping(rng.next() % 2 == 0, in: zone)
+        default: _ = await node.engine.sync()
+        }
+    }
+
+    /// A local edit of one of the device's lists, counted as acknowledged unless the service had
+    /// already taken the list from the account.
+    func edit(on node: Node) async throws {
+        guard let zone = pick(await node.engine.lists) else { return }
+        let known = items[zone.storeName] ?? []
+        let op: JournalCodec.EntryOperation
+        switch rng.next() % 10 {
+        case 0..<4:
+            itemCounter += 1
+            let item = CompactID("i\(itemCounter)")!
+            op = .add(item: item, text: "thing \(itemCounter)", after: rng.next() % 3 == 0 ? nil : pick(known))
+            items[zone.storeName, default: []].append(item)
+        case 4..<6: guard let i = pick(known) else { return }; op = .markOff(item: i)
+        case 6: guard let i = pick(known) else { return }; op = .unmark(item: i)
+        case 7: guard let i = pick(known) else { return }; op = .delete(item: i)
+        case 8: op = .rename(name: "List \(rng.next() % 100)")
+        default: op = .recolour(colour: ["red", "green", "blue"][Int(rng.next() % 3)])
+        }
+        do throws(SyncEngineError) {
+            let e = try await node.engine.record(op, in: zone)
+            // A change made to a list the service already took from this account (the device has
+            // not heard yet) goes with the list: it is not counted.
+            let access = zone.owner == node.account ? box.core.store.zone(zone.storeName)?.isDeleted != true
+                : box.core.members(of: zone).contains(node.account)
+            acked.append(SyncSimulation.Acked(id: e.id, zone: zone.storeName, account: node.account,
+                                              generation: generation[key(node.account, zone.storeName), default: 0] + (access ? 0 : 1_000_000)))
+        } catch {
+            if case .noSuchList = error { return }
+            throw error
+        }
+    }
+
+    /// The service compacts while someone pages a list as the run rewrites the log (`WindowReader`).
+    func compactBesideAReader() throws {
+        let listed = box.core.store.zones().filter { !$0.isDeleted && !$0.name.hasPrefix("_") }
+        let reader = pick(listed).flatMap { ZoneID(storeName: $0.name) }.map { WindowReader(core: box.core, zone: $0) }
+        serverFS.openHook = { path in if path.hasSuffix(".cleaned") { reader?.fetchOnce() } }
+        let report: ListCompactionReport
+        do { report = try box.core.compact(now: clock.now()) } catch {
+            serverFS.openHook = nil
+            throw error
+        }
+        serverFS.openHook = nil
+        switch reader?.finish() {
+        case .same: result.windowReads += 1
+        case .differs(let problem):
+            result.windowReads += 1
+            result.problems.append(problem)
+        case .refused, nil: break
+        }
+        result.compactions += 1
+        result.purged += report.storage.entriesPurged + report.storage.entriesReplaced
+    }
+
+    /// The service restarts; half the time its machine lost power.
+    func restartService() throws {
+        try? serverStore.close()
+        if rng.next() % 2 == 0 { serverFS.crash(.dropUnsynced) }
+        serverStore = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
+        let clock = clock
+        box.core = try ServiceCore(store: serverStore, limits: limits, now: { clock.now() })
+        result.serviceRestarts += 1
+    }
+
+    /// Sharing changes: an owner removes a participant, a participant leaves, an owner shares
+    /// again (the participant accepts), or a list is deleted or made. Whoever lost access, even
+    /// by a call whose response was lost, loses the changes it had not uploaded yet: they go
+    /// with the list.
+    func changeSharing(around node: Node) async throws {
+        let before = SyncSimulation.memberships(box.core)
+        defer {
+            let after = SyncSimulation.memberships(box.core)
+            for (zone, members) in before {
+                for a in members.subtracting(after[zone] ?? []) { generation[key(a, zone), default: 0] += 1 }
+            }
+        }
+        guard let owner = nodes.first(where: { $0.account == node.account }) else { return }
+        let mine = await owner.engine.lists.filter { $0.owner == owner.account }
+        switch rng.next() % 5 {
+        case 0, 1:
+            guard let zone = pick(mine), let other = pick(accounts.filter { $0 != owner.account }) else { return }
+            if box.core.members(of: zone).contains(other) {
+                if (try? await owner.engine.remove(other, from: zone)) != nil { result.membershipChanges += 1 }
+            } else if let invitation = try? await owner.engine.share(zone, with: other),
+                      let member = pick(nodes.filter({ $0.account == other })), (try? await member.engine.accept(invitation)) != nil {
+                result.membershipChanges += 1
+            }
+        case 2:
+            // A participant leaves a list shared with it.
+            guard let zone = pick(await node.engine.lists.filter { $0.owner != node.account }) else { return }
+            if (try? await node.engine.remove(node.account, from: zone)) != nil { result.membershipChanges += 1 }
+        case 3:
+            guard rng.next() % 4 == 0, let zone = pick(mine) else { return }
+            try await owner.engine.deleteList(zone)
+            for a in accounts { generation[key(a, zone.storeName), default: 0] += 1 }
+            result.membershipChanges += 1
+        default:
+            _ = try? await owner.engine.createList("list-\(owner.account)-\(rng.next() % 1_000)")
+        }
+    }
+
+    /// Quiet: everyone online, no faults, shopping over; sync until nothing moves, compact, sync
+    /// again; then count and check.
+    func finish() async throws {
+        for n in nodes {
+            n.service.offline = false
+            n.service.faults = ServiceFaults()
+            for z in await n.engine.lists { try? await n.engine.setShopping(false, in: z) }
+        }
+        try await SyncSimulation.settle(nodes, &result)
+        let final = try box.core.compact(now: clock.now())
+        result.compactions += 1
+        result.purged += final.storage.entriesPurged + final.storage.entriesReplaced
+        try await SyncSimulation.settle(nodes, &result)
+        var distinctUploads = 0
+        for n in nodes {
+            let t = await n.engine.totals
+            result.localChanges += n.earlier.localChanges + t.localChanges
+            result.entriesSent += n.earlier.entriesSent + t.entriesSent
+            result.faultsInjected += n.service.injected
+            let (distinct, foreign) = n.ledger.counts
+            distinctUploads += distinct
+            result.foreignUploads += foreign
+        }
+        if result.localChanges > 0 {
+            result.uploadsPerChange = Double(distinctUploads) / Double(result.localChanges)
+            result.sendsPerChange = Double(result.entriesSent) / Double(result.localChanges)
+        }
+        if result.foreignUploads > 0 { result.problems.append("devices uploaded \(result.foreignUploads) entries they did not author") }
+        try SyncSimulation.check(nodes, core: box.core, store: serverStore, acked: acked, generation: generation, &result)
+    }
+}
