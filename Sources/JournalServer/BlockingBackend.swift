@@ -48,34 +48,7 @@ package struct BlockingBackend: ServiceBackend {
         try await run { () throws(SyncError) in try core.compact(now: now) }
     }
 
-    package func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
-        try await run { () throws(SyncError) in try core.upload(caller: caller, entries: entries, to: zone) }
-    }
-    package func fetchDatabaseChanges(caller: String, scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
-        try await run { () throws(SyncError) in try core.fetchDatabaseChanges(caller: caller, scope: scope, since: token, limit: limit) }
-    }
-    package func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
-        try await run { () throws(SyncError) in try core.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit) }
-    }
-    package func fetchZoneHistory(caller: String, zone: ZoneID) async throws(SyncError) -> [UInt8] {
-        try await run { () throws(SyncError) in try core.fetchZoneHistory(caller: caller, zone: zone) }
-    }
-    package func createZone(caller: String, zone: ZoneID) async throws(SyncError) {
-        try await run { () throws(SyncError) in try core.createZone(caller: caller, zone: zone) }
-    }
-    package func deleteZone(caller: String, zone: ZoneID) async throws(SyncError) {
-        try await run { () throws(SyncError) in try core.deleteZone(caller: caller, zone: zone) }
-    }
-    package func shareZone(caller: String, zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
-        try await run { () throws(SyncError) in try core.shareZone(caller: caller, zone: zone, with: participant) }
-    }
-    package func acceptShare(caller: String, invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
-        try await run { () throws(SyncError) in try core.acceptShare(caller: caller, invitation: invitation) }
-    }
-    package func removeParticipant(caller: String, participant: String, from zone: ZoneID) async throws(SyncError) {
-        try await run { () throws(SyncError) in try core.removeParticipant(caller: caller, participant: participant, from: zone) }
-    }
-    package func stopSharing(caller: String, zone: ZoneID) async throws(SyncError) {
-        try await run { () throws(SyncError) in try core.stopSharing(caller: caller, zone: zone) }
+    package func perform(caller: String, _ call: SyncCall) async throws(SyncError) -> SyncAnswer {
+        try await run { () throws(SyncError) in try core.perform(caller: caller, call) }
     }
 }

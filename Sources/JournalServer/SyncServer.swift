@@ -90,7 +90,7 @@ package struct SyncServer: Sendable {
                     throw .invalidRequest("the database scope is private or shared")
                 }
                 let (token, limit) = try Self.paging(request)
-                let page = try await backend.fetchDatabaseChanges(caller: caller, scope: scope, since: token, limit: limit)
+                let page = try await backend.perform(caller: caller, .fetchDatabaseChanges(scope: scope, since: token, limit: limit)).databaseChangesPage()
                 return Self.json(200, HTTPBinding.DatabaseChangesJSON(page))
             }
         }
@@ -107,7 +107,7 @@ package struct SyncServer: Sendable {
                 guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
                 let result: UploadResult
                 do throws(SyncError) {
-                    result = try await backend.upload(caller: caller, entries: entries, to: zone)
+                    result = try await backend.perform(caller: caller, .upload(entries: entries, zone: zone)).uploadResult()
                 } catch {
                     guard case .partialFailure(let r) = error else { throw error }
                     result = r
@@ -120,7 +120,7 @@ package struct SyncServer: Sendable {
             await handle(request, context) { caller throws(SyncError) in
                 let zone = try Self.zone(context)
                 let (token, limit) = try Self.paging(request)
-                let page = try await backend.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit)
+                let page = try await backend.perform(caller: caller, .fetchZoneChanges(zone: zone, since: token, limit: limit)).zoneChangesPage()
                 var headers = HTTPFields()
                 headers[.contentType] = WireBatch.mediaType
                 headers[HTTPField.Name(HTTPBinding.tokenHeader)!] = page.token.text
@@ -130,19 +130,19 @@ package struct SyncServer: Sendable {
         }
         router.get("/v1/zones/:owner/:name/history") { request, context in
             await handle(request, context) { caller throws(SyncError) in
-                let bytes = try await backend.fetchZoneHistory(caller: caller, zone: try Self.zone(context))
+                let bytes = try await backend.perform(caller: caller, .fetchZoneHistory(zone: try Self.zone(context))).historyBytes()
                 return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             }
         }
         router.put("/v1/zones/:owner/:name") { request, context in
             await handle(request, context) { caller throws(SyncError) in
-                try await backend.createZone(caller: caller, zone: try Self.zone(context))
+                try await backend.perform(caller: caller, .createZone(try Self.zone(context))).finished()
                 return Response(status: .noContent)
             }
         }
         router.delete("/v1/zones/:owner/:name") { request, context in
             await handle(request, context) { caller throws(SyncError) in
-                try await backend.deleteZone(caller: caller, zone: try Self.zone(context))
+                try await backend.perform(caller: caller, .deleteZone(try Self.zone(context))).finished()
                 return Response(status: .noContent)
             }
         }
@@ -150,14 +150,14 @@ package struct SyncServer: Sendable {
             await handle(request, context) { caller throws(SyncError) in
                 let zone = try Self.zone(context)
                 let body: HTTPBinding.ParticipantJSON = try await Self.decode(request)
-                let invitation = try await backend.shareZone(caller: caller, zone: zone, with: body.participant)
+                let invitation = try await backend.perform(caller: caller, .shareZone(zone, participant: body.participant)).shareInvitation()
                 return Self.json(200, HTTPBinding.InvitationJSON(invitation: invitation.text))
             }
         }
         router.post("/v1/invitations/accept") { request, context in
             await handle(request, context) { caller throws(SyncError) in
                 let body: HTTPBinding.InvitationJSON = try await Self.decode(request)
-                let zone = try await backend.acceptShare(caller: caller, invitation: ShareInvitation(body.invitation))
+                let zone = try await backend.perform(caller: caller, .acceptShare(ShareInvitation(body.invitation))).zoneID()
                 return Self.json(200, HTTPBinding.ZoneJSON(zone))
             }
         }
@@ -167,13 +167,13 @@ package struct SyncServer: Sendable {
                 guard let participant = context.parameters.get("account"), SyncNames.accountRefusal(participant) == nil else {
                     throw .invalidRequest("not an account name")
                 }
-                try await backend.removeParticipant(caller: caller, participant: participant, from: zone)
+                try await backend.perform(caller: caller, .removeParticipant(participant, zone: zone)).finished()
                 return Response(status: .noContent)
             }
         }
         router.delete("/v1/zones/:owner/:name/participants") { request, context in
             await handle(request, context) { caller throws(SyncError) in
-                try await backend.stopSharing(caller: caller, zone: try Self.zone(context))
+                try await backend.perform(caller: caller, .stopSharing(try Self.zone(context))).finished()
                 return Response(status: .noContent)
             }
         }

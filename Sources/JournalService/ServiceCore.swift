@@ -105,6 +105,25 @@ public final class ServiceCore: @unchecked Sendable {
 
     // MARK: Calls
 
+    /// Answers `call` for `caller`: the one place a call as a value meets the method for it.
+    public func perform(caller: String, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
+        switch call {
+        case .upload(let entries, let zone): return .upload(try upload(caller: caller, entries: entries, to: zone))
+        case .fetchDatabaseChanges(let scope, let token, let limit):
+            return .databaseChanges(try fetchDatabaseChanges(caller: caller, scope: scope, since: token, limit: limit))
+        case .fetchZoneChanges(let zone, let token, let limit):
+            return .zoneChanges(try fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit))
+        case .fetchZoneHistory(let zone): return .history(try fetchZoneHistory(caller: caller, zone: zone))
+        case .createZone(let zone): try createZone(caller: caller, zone: zone)
+        case .deleteZone(let zone): try deleteZone(caller: caller, zone: zone)
+        case .shareZone(let zone, let participant): return .invitation(try shareZone(caller: caller, zone: zone, with: participant))
+        case .acceptShare(let invitation): return .zone(try acceptShare(caller: caller, invitation: invitation))
+        case .removeParticipant(let participant, let zone): try removeParticipant(caller: caller, participant: participant, from: zone)
+        case .stopSharing(let zone): try stopSharing(caller: caller, zone: zone)
+        }
+        return .done
+    }
+
     /// Stores the caller's entries in a zone (`SyncService.upload`): idempotent by entry id, and a
     /// late retry of an entry compaction purged is acknowledged, never stored again.
     public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {

@@ -93,29 +93,18 @@ final class UploadLedger: @unchecked Sendable {
     var counts: (distinct: Int, foreign: Int) { lock.withLock { (ids.count, foreign) } }
 }
 
-struct RoutedService: SyncService {
+/// One device's way to the service in the simulation: to whichever core the run holds now (it
+/// restarts), noting every upload in the device's ledger.
+struct RoutedService: ForwardingSyncService {
     let box: CoreBox
     let account: String
     let replica: String
     let ledger = UploadLedger()
-    var local: LocalService { LocalService(core: box.core, account: account) }
-    func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
-        ledger.record(entries, replica: replica)
-        return try await local.upload(entries, to: zone)
+
+    func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
+        if case .upload(let entries, _) = call { ledger.record(entries, replica: replica) }
+        return try box.core.perform(caller: account, call)
     }
-    func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
-        try await local.fetchDatabaseChanges(scope, since: token, limit: limit)
-    }
-    func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
-        try await local.fetchZoneChanges(zone, since: token, limit: limit)
-    }
-    func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] { try await local.fetchZoneHistory(zone) }
-    func createZone(_ zone: ZoneID) async throws(SyncError) { try await local.createZone(zone) }
-    func deleteZone(_ zone: ZoneID) async throws(SyncError) { try await local.deleteZone(zone) }
-    func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation { try await local.shareZone(zone, with: participant) }
-    func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID { try await local.acceptShare(invitation) }
-    func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) { try await local.removeParticipant(participant, from: zone) }
-    func stopSharing(_ zone: ZoneID) async throws(SyncError) { try await local.stopSharing(zone) }
 }
 
 package enum SyncSimulation {

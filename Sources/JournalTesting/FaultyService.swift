@@ -41,7 +41,7 @@ package struct ServiceFaults: Sendable {
 /// A service that misbehaves on purpose, deterministically from a seed (Spec/SYNC.md §8): what
 /// a real network and a real service do to a client, so the engine's every error path runs.
 /// `offline` is a partition: nothing is delivered while it holds.
-package final class FaultyService: SyncService, @unchecked Sendable {
+package final class FaultyService: ForwardingSyncService, @unchecked Sendable {
     private let inner: any SyncService
     private let lock = NSLock()
     private var rng: SplitMix64
@@ -103,7 +103,15 @@ package final class FaultyService: SyncService, @unchecked Sendable {
         return result
     }
 
-    package func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
+    /// Every call goes through the faults; an upload has a few of its own.
+    package func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
+        if case .upload(let entries, let zone) = call { return .upload(try await faultyUpload(entries, to: zone)) }
+        return try await deliver { () async throws(SyncError) -> SyncAnswer in try await inner.perform(call) }
+    }
+
+    /// An upload: perhaps refused for its size or the quota, held back and delivered later, or
+    /// only partly taken.
+    private func faultyUpload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
         let f = faults
         if let limit = f.limitEntries, entries.count > limit, !offline { throw .limitExceeded }
         if !offline && roll(f.delay) {
@@ -125,41 +133,5 @@ package final class FaultyService: SyncService, @unchecked Sendable {
             throw .partialFailure(result)
         }
         return try await deliver { () async throws(SyncError) -> UploadResult in try await inner.upload(entries, to: zone) }
-    }
-
-    package func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
-        try await deliver { () async throws(SyncError) -> DatabaseChangesPage in try await inner.fetchDatabaseChanges(scope, since: token, limit: limit) }
-    }
-
-    package func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
-        try await deliver { () async throws(SyncError) -> ZoneChangesPage in try await inner.fetchZoneChanges(zone, since: token, limit: limit) }
-    }
-
-    package func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
-        try await deliver { () async throws(SyncError) -> [UInt8] in try await inner.fetchZoneHistory(zone) }
-    }
-
-    package func createZone(_ zone: ZoneID) async throws(SyncError) {
-        try await deliver { () async throws(SyncError) in try await inner.createZone(zone) }
-    }
-
-    package func deleteZone(_ zone: ZoneID) async throws(SyncError) {
-        try await deliver { () async throws(SyncError) in try await inner.deleteZone(zone) }
-    }
-
-    package func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
-        try await deliver { () async throws(SyncError) -> ShareInvitation in try await inner.shareZone(zone, with: participant) }
-    }
-
-    package func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
-        try await deliver { () async throws(SyncError) -> ZoneID in try await inner.acceptShare(invitation) }
-    }
-
-    package func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) {
-        try await deliver { () async throws(SyncError) in try await inner.removeParticipant(participant, from: zone) }
-    }
-
-    package func stopSharing(_ zone: ZoneID) async throws(SyncError) {
-        try await deliver { () async throws(SyncError) in try await inner.stopSharing(zone) }
     }
 }

@@ -9,7 +9,7 @@ import ListModel
 /// What a device's calls cost on the wire, measured where a transport would put them: entries
 /// in the wire batch form (`WireBatch`), database changes and upload results as the HTTP
 /// binding's JSON, histories as they are. Wraps the reference service in this process.
-final class WireMeter: SyncService, @unchecked Sendable {
+final class WireMeter: ForwardingSyncService, @unchecked Sendable {
     let inner: LocalService
     var account: String { inner.account }
     private let lock = NSLock()
@@ -28,38 +28,18 @@ final class WireMeter: SyncService, @unchecked Sendable {
     }
     static func json(_ v: some Encodable) -> Int { (try? JSONEncoder().encode(v).count) ?? 0 }
 
-    func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
-        let r = try await inner.upload(entries, to: zone)
-        count(up: WireBatch.encode(entries).count, down: Self.json(HTTPBinding.UploadJSON(r)), entriesUp: entries.count)
-        return r
+    func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
+        let answer = try await inner.forward(call)
+        switch (call, answer) {
+        case (.upload(let entries, _), .upload(let r)):
+            count(up: WireBatch.encode(entries).count, down: Self.json(HTTPBinding.UploadJSON(r)), entriesUp: entries.count)
+        case (_, .databaseChanges(let p)): count(down: Self.json(HTTPBinding.DatabaseChangesJSON(p)))
+        case (_, .zoneChanges(let p)): count(down: WireBatch.encode(p.entries).count + p.token.text.utf8.count, entriesDown: p.entries.count)
+        case (_, .history(let h)): count(down: h.count)
+        default: count()
+        }
+        return answer
     }
-    func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
-        let p = try await inner.fetchDatabaseChanges(scope, since: token, limit: limit)
-        count(down: Self.json(HTTPBinding.DatabaseChangesJSON(p)))
-        return p
-    }
-    func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
-        let p = try await inner.fetchZoneChanges(zone, since: token, limit: limit)
-        count(down: WireBatch.encode(p.entries).count + p.token.text.utf8.count, entriesDown: p.entries.count)
-        return p
-    }
-    func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
-        let h = try await inner.fetchZoneHistory(zone)
-        count(down: h.count)
-        return h
-    }
-    func createZone(_ zone: ZoneID) async throws(SyncError) { try await inner.createZone(zone); count() }
-    func deleteZone(_ zone: ZoneID) async throws(SyncError) { try await inner.deleteZone(zone); count() }
-    func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
-        let i = try await inner.shareZone(zone, with: participant); count(); return i
-    }
-    func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
-        let z = try await inner.acceptShare(invitation); count(); return z
-    }
-    func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) {
-        try await inner.removeParticipant(participant, from: zone); count()
-    }
-    func stopSharing(_ zone: ZoneID) async throws(SyncError) { try await inner.stopSharing(zone); count() }
 }
 
 /// The sync measurements, in this process over the reference service (no network: the

@@ -1,0 +1,171 @@
+import JournalLog
+
+/// One call of the sync protocol as a value (Spec/SYNC.md §3): what a forwarder (an in-process
+/// session, a fault injector, a meter, a thread hop, a transport) passes on without knowing which
+/// call it is. `SyncService`'s methods are the same calls, one method each.
+public enum SyncCall: Sendable {
+    /// `SyncService.upload`.
+    case upload(entries: [JournalEntry], zone: ZoneID)
+    /// `SyncService.fetchDatabaseChanges`.
+    case fetchDatabaseChanges(scope: DatabaseScope, since: ServiceToken?, limit: Int)
+    /// `SyncService.fetchZoneChanges`.
+    case fetchZoneChanges(zone: ZoneID, since: ServiceToken?, limit: Int)
+    /// `SyncService.fetchZoneHistory`.
+    case fetchZoneHistory(zone: ZoneID)
+    /// `SyncService.createZone`.
+    case createZone(ZoneID)
+    /// `SyncService.deleteZone`.
+    case deleteZone(ZoneID)
+    /// `SyncService.shareZone`.
+    case shareZone(ZoneID, participant: String)
+    /// `SyncService.acceptShare`.
+    case acceptShare(ShareInvitation)
+    /// `SyncService.removeParticipant`.
+    case removeParticipant(String, zone: ZoneID)
+    /// `SyncService.stopSharing`.
+    case stopSharing(ZoneID)
+
+    /// The call's name, as SYNC.md §3 and the HTTP binding's routes name it.
+    public var name: String {
+        switch self {
+        case .upload: "upload"
+        case .fetchDatabaseChanges: "fetchDatabaseChanges"
+        case .fetchZoneChanges: "fetchZoneChanges"
+        case .fetchZoneHistory: "fetchZoneHistory"
+        case .createZone: "createZone"
+        case .deleteZone: "deleteZone"
+        case .shareZone: "shareZone"
+        case .acceptShare: "acceptShare"
+        case .removeParticipant: "removeParticipant"
+        case .stopSharing: "stopSharing"
+        }
+    }
+}
+
+/// What a `SyncCall` answers: one case per kind of answer.
+public enum SyncAnswer: Sendable {
+    /// An upload's result.
+    case upload(UploadResult)
+    /// A page of a database's changed zones.
+    case databaseChanges(DatabaseChangesPage)
+    /// A page of a zone's entries.
+    case zoneChanges(ZoneChangesPage)
+    /// A zone's encoded activity history.
+    case history([UInt8])
+    /// An invitation the owner hands to the participant.
+    case invitation(ShareInvitation)
+    /// The zone an accepted invitation joined.
+    case zone(ZoneID)
+    /// Done, with nothing to say (zone and sharing changes).
+    case done
+
+    /// The answer `call` expects, or `invalidRequest` for another (a forwarder's bug).
+    private func mismatch(_ call: String) -> SyncError {
+        .invalidRequest("\(call) was answered with \(self)")
+    }
+
+    /// The upload result this answer carries.
+    public func uploadResult() throws(SyncError) -> UploadResult {
+        guard case .upload(let r) = self else { throw mismatch("upload") }
+        return r
+    }
+
+    /// The database page this answer carries.
+    public func databaseChangesPage() throws(SyncError) -> DatabaseChangesPage {
+        guard case .databaseChanges(let p) = self else { throw mismatch("fetchDatabaseChanges") }
+        return p
+    }
+
+    /// The zone page this answer carries.
+    public func zoneChangesPage() throws(SyncError) -> ZoneChangesPage {
+        guard case .zoneChanges(let p) = self else { throw mismatch("fetchZoneChanges") }
+        return p
+    }
+
+    /// The encoded history this answer carries.
+    public func historyBytes() throws(SyncError) -> [UInt8] {
+        guard case .history(let b) = self else { throw mismatch("fetchZoneHistory") }
+        return b
+    }
+
+    /// The invitation this answer carries.
+    public func shareInvitation() throws(SyncError) -> ShareInvitation {
+        guard case .invitation(let i) = self else { throw mismatch("shareZone") }
+        return i
+    }
+
+    /// The zone this answer names.
+    public func zoneID() throws(SyncError) -> ZoneID {
+        guard case .zone(let z) = self else { throw mismatch("acceptShare") }
+        return z
+    }
+
+    /// Checks that this answer is `done`.
+    public func finished() throws(SyncError) {
+        guard case .done = self else { throw mismatch("a zone or sharing change") }
+    }
+}
+
+extension SyncService {
+    /// Runs `call` through this service's method for it.
+    public func perform(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
+        switch call {
+        case .upload(let entries, let zone): return .upload(try await upload(entries, to: zone))
+        case .fetchDatabaseChanges(let scope, let token, let limit):
+            return .databaseChanges(try await fetchDatabaseChanges(scope, since: token, limit: limit))
+        case .fetchZoneChanges(let zone, let token, let limit): return .zoneChanges(try await fetchZoneChanges(zone, since: token, limit: limit))
+        case .fetchZoneHistory(let zone): return .history(try await fetchZoneHistory(zone))
+        case .createZone(let zone): try await createZone(zone)
+        case .deleteZone(let zone): try await deleteZone(zone)
+        case .shareZone(let zone, let participant): return .invitation(try await shareZone(zone, with: participant))
+        case .acceptShare(let invitation): return .zone(try await acceptShare(invitation))
+        case .removeParticipant(let participant, let zone): try await removeParticipant(participant, from: zone)
+        case .stopSharing(let zone): try await stopSharing(zone)
+        }
+        return .done
+    }
+}
+
+/// A service that handles every call in one place, `forward(_:)`: the protocol's methods all go
+/// through it. What a forwarder (an in-process session, a fault injector, an offline stub, a
+/// meter) implements instead of the ten methods.
+public protocol ForwardingSyncService: SyncService {
+    /// Answers `call`.
+    func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer
+}
+
+extension ForwardingSyncService {
+    public func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
+        try await forward(.upload(entries: entries, zone: zone)).uploadResult()
+    }
+
+    public func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {
+        try await forward(.fetchDatabaseChanges(scope: scope, since: token, limit: limit)).databaseChangesPage()
+    }
+
+    public func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
+        try await forward(.fetchZoneChanges(zone: zone, since: token, limit: limit)).zoneChangesPage()
+    }
+
+    public func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
+        try await forward(.fetchZoneHistory(zone: zone)).historyBytes()
+    }
+
+    public func createZone(_ zone: ZoneID) async throws(SyncError) { try await forward(.createZone(zone)).finished() }
+
+    public func deleteZone(_ zone: ZoneID) async throws(SyncError) { try await forward(.deleteZone(zone)).finished() }
+
+    public func shareZone(_ zone: ZoneID, with participant: String) async throws(SyncError) -> ShareInvitation {
+        try await forward(.shareZone(zone, participant: participant)).shareInvitation()
+    }
+
+    public func acceptShare(_ invitation: ShareInvitation) async throws(SyncError) -> ZoneID {
+        try await forward(.acceptShare(invitation)).zoneID()
+    }
+
+    public func removeParticipant(_ participant: String, from zone: ZoneID) async throws(SyncError) {
+        try await forward(.removeParticipant(participant, zone: zone)).finished()
+    }
+
+    public func stopSharing(_ zone: ZoneID) async throws(SyncError) { try await forward(.stopSharing(zone)).finished() }
+}
