@@ -1,0 +1,4 @@
+// JournalSync (layer 4): the sync protocol a service offers (CloudKit-shaped: `SyncService`, a
+// call as a value in `SyncCall`) and the device's engine (`SyncEngine`: queue, push, pull,
+// re-fetch, sharing, shopping mode; Spec/SYNC.md). Transport-free: it imports JournalLog,
+// JournalQuery and ListModel, never Foundation networking, SwiftNIO, crypto or the wire binding.
