@@ -1,7 +1,15 @@
 // The JSON Lines parser's last step: the fields of a line, checked and built into an entry.
 
 extension EntryJSON {
-    static func build(_ f: Fields, _ b: UnsafeBufferPointer<UInt8>, _ arena: [UInt8], closeColumn: Int) throws(EntryJSONError) -> ParsedEntryLine {
+    /// The values of one line's fields, read from the line (`b`) or, when they held escapes, from
+    /// the decoded copies in `arena`.
+    struct FieldReader {
+        let f: Fields
+        let b: UnsafeBufferPointer<UInt8>
+        let arena: [UInt8]
+        /// Where the object closes: the column of an error about a key that is missing.
+        let closeColumn: Int
+
         func string(_ v: Value) -> String {
             switch v {
             case .raw(let s, let e): String(decoding: UnsafeBufferPointer(rebasing: b[s..<e]), as: UTF8.self)
@@ -9,6 +17,7 @@ extension EntryJSON {
             default: ""
             }
         }
+
         /// Runs `body` over the UTF-8 of a string value.
         func withBytes<R>(_ v: Value, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
             switch v {
@@ -17,6 +26,7 @@ extension EntryJSON {
             default: return body(UnsafeBufferPointer(start: nil, count: 0))
             }
         }
+
         func requireString(_ key: Key, _ what: String = "") throws(EntryJSONError) -> Value {
             let slot = f[key]
             switch slot.value {
@@ -25,10 +35,12 @@ extension EntryJSON {
             default: throw EntryJSONError(message: "\"\(key.name)\" must be a string, not \(slot.value.typeName)", column: slot.column)
             }
         }
+
         func optionalString(_ key: Key) throws(EntryJSONError) -> Value? {
             if f[key].value.isAbsent { return nil }
             return try requireString(key)
         }
+
         func compactID(_ key: Key, _ v: Value) throws(EntryJSONError) -> CompactID {
             if let (hi, lo) = withBytes(v, { CompactID.parseCanonicalUUID($0) }) {
                 return CompactID(uuidHigh: hi, low: lo)
@@ -39,10 +51,68 @@ extension EntryJSON {
             return id
         }
 
+        /// The item a key names, which the op requires.
+        func item(for opName: String) throws(EntryJSONError) -> CompactID {
+            try compactID(.item, try requireString(.item, " (required for op \"\(opName)\")"))
+        }
+
+        /// The `after` anchor: an item id, or nil when absent or null.
+        func after() throws(EntryJSONError) -> CompactID? {
+            switch f.after.value {
+            case .absent, .null: return nil
+            case .raw, .decoded: return try compactID(.after, f.after.value)
+            default:
+                throw EntryJSONError(message: "\"after\" must be an item id or null, not \(f.after.value.typeName)", column: f.after.column)
+            }
+        }
+
+        /// A text-valued op's text, which it requires (`what` says what the text is).
+        func text(_ what: String) throws(EntryJSONError) -> String { string(try requireString(.text, " (\(what))")) }
+    }
+
+    static func build(_ f: Fields, _ b: UnsafeBufferPointer<UInt8>, _ arena: [UInt8], closeColumn: Int) throws(EntryJSONError) -> ParsedEntryLine {
+        let r = FieldReader(f: f, b: b, arena: arena, closeColumn: closeColumn)
         // The operation decides which other keys apply.
-        let opValue = try requireString(.op)
+        let opValue = try r.requireString(.op)
+        let opName = r.string(opValue)
+        let kindByte = try self.kindByte(r, opValue)
+        let kind = EntryOperation.Kind(rawValue: kindByte)
+        try forbidKeys(r, kind: kind, opName: opName)
+        let id = try r.optionalString(.id).map { (v) throws(EntryJSONError) in try r.compactID(.id, v) }
+        let zone = r.string(try r.requireString(.zone))
+        let author = r.string(try r.requireString(.by, " (the author)"))
+        let atValue = try r.requireString(.at)
+        guard let wallTime = r.withBytes(atValue, { ISO8601Time.parse(bytes: $0) }) else {
+            throw EntryJSONError(message: "\"at\" must be an ISO-8601 time like 2026-11-22T09:00:00.000Z (years 0001-9999, Z or ±HH:MM)",
+                                 column: f.at.column)
+        }
+        var clock: HybridTime? = nil
+        if let h = try r.optionalString(.hlc) {
+            guard let t = r.withBytes(h, { parseHybridTime($0) }) ?? HybridTime(r.string(h)) else {
+                throw EntryJSONError(message: "\"hlc\" must be \"millis:counter\" (millis < 2^48, counter < 65536)", column: f.hlc.column)
+            }
+            clock = t
+        }
+        let operation = try self.operation(r, kind: kind, kindByte: kindByte, opName: opName)
+        let entry = JournalEntry(id: id ?? CompactID(uuidHigh: 0, low: 0), zone: zone, author: author, wallTime: wallTime,
+                                 clock: clock ?? HybridTime(rawValue: 0), operation: operation)
+        if let why = EntryCodec.validate(entry) {
+            let column =
+                why.hasPrefix("zone") ? f.zone.column
+                : why.hasPrefix("author") ? f.by.column
+                : why.hasPrefix("text") || why.hasPrefix("participant") ? f.text.column
+                : why.hasPrefix("opaque operation kinds") ? f.op.column
+                : why.hasPrefix("opaque") ? f.body.column
+                : 1
+            throw EntryJSONError(message: why, column: column)
+        }
+        return ParsedEntryLine(id: id, zone: zone, author: author, wallTime: wallTime, clock: clock, operation: operation)
+    }
+
+    /// The kind byte `op` names: a known name's, or `op0xNN`'s (an opaque kind, 0x80…0xff).
+    private static func kindByte(_ r: FieldReader, _ opValue: Value) throws(EntryJSONError) -> UInt8 {
         // A known name gives its kind byte; `op0xNN` gives 0x100 + NN; anything else -1.
-        let match: Int = withBytes(opValue) { u in
+        let match: Int = r.withBytes(opValue) { u in
             switch packed(u) {
             case (3, 0x64_6461): return Int(EntryOperation.Kind.add.rawValue)
             case (7, 0x66_664F_6B72_616D): return Int(EntryOperation.Kind.markOff.rawValue)
@@ -60,15 +130,18 @@ extension EntryJSON {
             return 0x100 | Int(hi << 4 | lo)
         }
         guard match >= 0 else {
-            throw EntryJSONError(message: "unknown op \(quoted(string(opValue))) (expected add, markOff, unmark, delete, rename, recolour, join, leave, place or op0x80…op0xff)",
-                                 column: f.op.column)
+            throw EntryJSONError(message: "unknown op \(quoted(r.string(opValue))) (expected add, markOff, unmark, delete, rename, recolour, join, leave, place or op0x80…op0xff)",
+                                 column: r.f.op.column)
         }
         let kindByte = UInt8(truncatingIfNeeded: match)
         if match >= 0x100 && kindByte < 0x80 {
-            throw EntryJSONError(message: "op \(quoted(string(opValue))) is not an opaque kind (those are op0x80…op0xff)", column: f.op.column)
+            throw EntryJSONError(message: "op \(quoted(r.string(opValue))) is not an opaque kind (those are op0x80…op0xff)", column: r.f.op.column)
         }
-        let kind = EntryOperation.Kind(rawValue: kindByte)
-        let opName = string(opValue)
+        return kindByte
+    }
+
+    /// Refuses a key the op does not take (`kind` nil: an opaque op).
+    private static func forbidKeys(_ r: FieldReader, kind: EntryOperation.Kind?, opName: String) throws(EntryJSONError) {
         let takesItem: Bool, takesText: Bool
         switch kind {
         case .add: (takesItem, takesText) = (true, true)
@@ -78,79 +151,37 @@ extension EntryJSON {
         }
         let takesAfter = kind == .add || kind == .place, takesBody = kind == nil
         func forbid(_ key: Key, unless applies: Bool) throws(EntryJSONError) {
-            guard !applies, !f[key].value.isAbsent else { return }
-            throw EntryJSONError(message: "\"\(key.name)\" does not apply to op \"\(opName)\"", column: f[key].keyColumn)
+            guard !applies, !r.f[key].value.isAbsent else { return }
+            throw EntryJSONError(message: "\"\(key.name)\" does not apply to op \"\(opName)\"", column: r.f[key].keyColumn)
         }
         try forbid(.item, unless: takesItem)
         try forbid(.text, unless: takesText)
         try forbid(.after, unless: takesAfter)
         try forbid(.body, unless: takesBody)
+    }
 
-        let id = try optionalString(.id).map { (v) throws(EntryJSONError) in try compactID(.id, v) }
-        let zone = string(try requireString(.zone))
-        let author = string(try requireString(.by, " (the author)"))
-        let atValue = try requireString(.at)
-        guard let wallTime = withBytes(atValue, { ISO8601Time.parse(bytes: $0) }) else {
-            throw EntryJSONError(message: "\"at\" must be an ISO-8601 time like 2026-11-22T09:00:00.000Z (years 0001-9999, Z or ±HH:MM)",
-                                 column: f.at.column)
-        }
-        var clock: HybridTime? = nil
-        if let h = try optionalString(.hlc) {
-            guard let t = withBytes(h, { parseHybridTime($0) }) ?? HybridTime(string(h)) else {
-                throw EntryJSONError(message: "\"hlc\" must be \"millis:counter\" (millis < 2^48, counter < 65536)", column: f.hlc.column)
-            }
-            clock = t
-        }
-
-        func after() throws(EntryJSONError) -> CompactID? {
-            switch f.after.value {
-            case .absent, .null: return nil
-            case .raw, .decoded: return try compactID(.after, f.after.value)
-            default:
-                throw EntryJSONError(message: "\"after\" must be an item id or null, not \(f.after.value.typeName)", column: f.after.column)
-            }
-        }
-        let operation: EntryOperation
+    /// The operation the op and its keys say.
+    private static func operation(_ r: FieldReader, kind: EntryOperation.Kind?, kindByte: UInt8, opName: String) throws(EntryJSONError) -> EntryOperation {
         switch kind {
         case .add:
-            let item = try compactID(.item, try requireString(.item, " (required for op \"add\")"))
-            let text = string(try requireString(.text, " (the item text, required for op \"add\")"))
-            operation = .add(item: item, text: text, after: try after())
-        case .place:
-            let item = try compactID(.item, try requireString(.item, " (required for op \"place\")"))
-            operation = .place(item: item, after: try after())
-        case .markOff, .unmark, .delete:
-            let item = try compactID(.item, try requireString(.item, " (required for op \"\(opName)\")"))
-            operation = kind == .markOff ? .markOff(item: item) : kind == .unmark ? .unmark(item: item) : .delete(item: item)
-        case .rename:
-            operation = .rename(name: string(try requireString(.text, " (the new name, required for op \"rename\")")))
-        case .recolour:
-            operation = .recolour(colour: string(try requireString(.text, " (the colour, required for op \"recolour\")")))
-        case .join:
-            operation = .join(participant: string(try requireString(.text, " (the participant, required for op \"join\")")))
-        case .leave:
-            operation = .leave(participant: string(try requireString(.text, " (the participant, required for op \"leave\")")))
+            let item = try r.item(for: "add")
+            let text = r.string(try r.requireString(.text, " (the item text, required for op \"add\")"))
+            return .add(item: item, text: text, after: try r.after())
+        case .place: return .place(item: try r.item(for: "place"), after: try r.after())
+        case .markOff: return .markOff(item: try r.item(for: opName))
+        case .unmark: return .unmark(item: try r.item(for: opName))
+        case .delete: return .delete(item: try r.item(for: opName))
+        case .rename: return .rename(name: try r.text("the new name, required for op \"rename\""))
+        case .recolour: return .recolour(colour: try r.text("the colour, required for op \"recolour\""))
+        case .join: return .join(participant: try r.text("the participant, required for op \"join\""))
+        case .leave: return .leave(participant: try r.text("the participant, required for op \"leave\""))
         case nil:
-            let bodyValue = try requireString(.body, " (lowercase hex, required for op \"\(opName)\")")
-            guard let body = withBytes(bodyValue, { decodeHex($0) }) else {
-                throw EntryJSONError(message: "\"body\" must be lowercase hex with an even number of digits", column: f.body.column)
+            let bodyValue = try r.requireString(.body, " (lowercase hex, required for op \"\(opName)\")")
+            guard let body = r.withBytes(bodyValue, { decodeHex($0) }) else {
+                throw EntryJSONError(message: "\"body\" must be lowercase hex with an even number of digits", column: r.f.body.column)
             }
-            operation = .opaque(kind: kindByte, body: body)
+            return .opaque(kind: kindByte, body: body)
         }
-
-        let entry = JournalEntry(id: id ?? CompactID(uuidHigh: 0, low: 0), zone: zone, author: author, wallTime: wallTime,
-                                 clock: clock ?? HybridTime(rawValue: 0), operation: operation)
-        if let why = EntryCodec.validate(entry) {
-            let column =
-                why.hasPrefix("zone") ? f.zone.column
-                : why.hasPrefix("author") ? f.by.column
-                : why.hasPrefix("text") || why.hasPrefix("participant") ? f.text.column
-                : why.hasPrefix("opaque operation kinds") ? f.op.column
-                : why.hasPrefix("opaque") ? f.body.column
-                : 1
-            throw EntryJSONError(message: why, column: column)
-        }
-        return ParsedEntryLine(id: id, zone: zone, author: author, wallTime: wallTime, clock: clock, operation: operation)
     }
 
     /// `s` as a JSON string literal, shortened to 40 characters, for error messages.
