@@ -356,21 +356,51 @@ package enum SnapshotCodec {
     /// `bulk`: build the index at the end (fast; any repeated id is only noticed there);
     /// otherwise look every id up as it is read (slow; the first fault is the one reported).
     private static func decodeBody(_ r: inout ByteReader, zone: String, bulk: Bool) throws(CodecError) -> ListReducer {
-        var out = ListReducer(zone: zone)
-        let authors = try ActivityLogCodec.decodeAuthors(&r)
-        // Strictly increasing, so interning numbers them 0, 1, 2, … like the body does.
-        for a in authors { _ = out.intern(a) }
+        var d = BodyDecoder(zone: zone, bulk: bulk, authors: try ActivityLogCodec.decodeAuthors(&r))
+        try d.header(&r)
+        // The smallest record is a 3-byte text id and its flags.
+        let itemCount = try ActivityLogCodec.count(&r, "items", minBytes: 4)
+        // Bounded up front (a record takes ~130 bytes in memory, its encoding as little as 4):
+        // hostile counts grow the arrays as records actually decode.
+        d.out.reserveItems(min(itemCount, 1 << 18))
+        for _ in 0..<itemCount { try d.record(&r) }
+        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+        try d.finish(at: r.offset)
+        return d.out
+    }
+
+    /// A body being decoded into a reducer (SNAPSHOT.md §3): the authors it names, and in bulk
+    /// mode the pre-order path from the head to the last record read (record numbers), where a
+    /// record's anchor almost always is; anchors not found there are looked up at the end.
+    private struct BodyDecoder {
+        var out: ListReducer
+        let bulk: Bool
+        let authors: [String]
+        var path: [Int32] = []
+        var unresolved: [(record: Int32, anchor: RID)] = []
+
+        init(zone: String, bulk: Bool, authors: [String]) {
+            out = ListReducer(zone: zone)
+            self.bulk = bulk
+            self.authors = authors
+            // Strictly increasing, so interning numbers them 0, 1, 2, … like the body does.
+            for a in authors { _ = out.intern(a) }
+        }
+
+        @inline(__always)
         func author(_ r: inout ByteReader) throws(CodecError) -> Int32 {
             let at = r.offset
             let i = try r.varint()
             guard i < UInt64(authors.count) else { throw CodecError(.invalidValue(field: "author index"), at: at) }
             return Int32(i)
         }
+
         func key(_ r: inout ByteReader) throws(CodecError) -> ChangeKey {
             let clock = try ActivityLogCodec.clockValue(&r)
             let a = try author(&r)
             return ChangeKey(clock: clock, author: authors[Int(a)], entry: try CompactID.decoded(&r, field: "entry"))
         }
+
         func register(_ r: inout ByteReader, _ field: String) throws(CodecError) -> Register<String>? {
             let at = r.offset
             switch try r.u8() {
@@ -379,8 +409,10 @@ package enum SnapshotCodec {
             default: throw CodecError(.invalidValue(field: field + " flag"), at: at)
             }
         }
+
         /// An id as `CompactID.decoded` reads it, UUIDs without building a `CompactID`.
-        func rid(_ r: inout ByteReader, _ field: String) throws(CodecError) -> RID {
+        @inline(__always)
+        mutating func rid(_ r: inout ByteReader, _ field: String) throws(CodecError) -> RID {
             let at = r.offset
             if try r.u8() == 1 {
                 let raw = try r.bytes(16)
@@ -390,34 +422,32 @@ package enum SnapshotCodec {
             r.offset = at
             return out.textIDs.rid(try CompactID.decoded(&r, field: field))
         }
-        let countAt = r.offset
-        let entryCount = try r.varint()
-        guard entryCount < 1 << 62 else { throw CodecError(.invalidValue(field: "entry count"), at: countAt) }
-        out.folded = Int(entryCount)
-        out.name = try register(&r, "name")
-        out.colour = try register(&r, "colour")
-        let peopleCount = try ActivityLogCodec.count(&r, "participants", minBytes: 5)
-        var lastPerson: String? = nil
-        for _ in 0..<peopleCount {
-            let at = r.offset
-            let p = try r.string("participant", limit: Limits.maxAuthorBytes)
-            if let l = lastPerson, !utf8Less(l, p) { throw CodecError(.invalidValue(field: "participant order"), at: at) }
-            lastPerson = p
-            let flagAt = r.offset
-            let joined = try r.u8()
-            guard joined <= 1 else { throw CodecError(.invalidValue(field: "joined flag"), at: flagAt) }
-            out.participants[ExactString(p)] = Register(key: try key(&r), value: joined == 1)
+
+        /// The entry count, the name and colour registers, and the participants.
+        mutating func header(_ r: inout ByteReader) throws(CodecError) {
+            let countAt = r.offset
+            let entryCount = try r.varint()
+            guard entryCount < 1 << 62 else { throw CodecError(.invalidValue(field: "entry count"), at: countAt) }
+            out.folded = Int(entryCount)
+            out.name = try register(&r, "name")
+            out.colour = try register(&r, "colour")
+            let peopleCount = try ActivityLogCodec.count(&r, "participants", minBytes: 5)
+            var lastPerson: String? = nil
+            for _ in 0..<peopleCount {
+                let at = r.offset
+                let p = try r.string("participant", limit: Limits.maxAuthorBytes)
+                if let l = lastPerson, !utf8Less(l, p) { throw CodecError(.invalidValue(field: "participant order"), at: at) }
+                lastPerson = p
+                let flagAt = r.offset
+                let joined = try r.u8()
+                guard joined <= 1 else { throw CodecError(.invalidValue(field: "joined flag"), at: flagAt) }
+                out.participants[ExactString(p)] = Register(key: try key(&r), value: joined == 1)
+            }
         }
-        // The smallest record is a 3-byte text id and its flags.
-        let itemCount = try ActivityLogCodec.count(&r, "items", minBytes: 4)
-        // Bounded up front (a record takes ~130 bytes in memory, its encoding as little as 4):
-        // hostile counts grow the arrays as records actually decode.
-        out.reserveItems(min(itemCount, 1 << 18))
-        // Bulk: the pre-order path from the head to the last record read (record numbers), where
-        // a record's anchor almost always is; anchors not found there are looked up at the end.
-        var path: [Int32] = []
-        var unresolved: [(record: Int32, anchor: RID)] = []
-        for _ in 0..<itemCount {
+
+        /// One item record.
+        @inline(__always)
+        mutating func record(_ r: inout ByteReader) throws(CodecError) {
             let at = r.offset
             let id = try rid(&r, "item")
             let flagsAt = r.offset
@@ -447,29 +477,7 @@ package enum SnapshotCodec {
                     out.texts[i] = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
                 }
             }
-            if f & ItemFlag.inTree != 0 {
-                let anchorAt = r.offset
-                switch try r.u8() {
-                case 0:
-                    path.removeAll(keepingCapacity: true)
-                case 1:
-                    let a = try rid(&r, "anchor")
-                    if !bulk {
-                        out.records[i] = rec
-                        rec.anchor = Int32(out.slot(a))
-                    } else if let k = path.lastIndex(where: { out.records[Int($0)].id == a }) {
-                        rec.anchor = path[k]
-                        path.removeSubrange((k + 1)...)
-                    } else {
-                        unresolved.append((Int32(i), a))
-                        path.removeAll(keepingCapacity: true)
-                    }
-                default: throw CodecError(.invalidValue(field: "anchor flag"), at: anchorAt)
-                }
-                // Keep the path short: a long one is searched in vain for orphans' anchors.
-                if path.count >= 64 { path.removeFirst(32) }
-                path.append(Int32(i))
-            }
+            if f & ItemFlag.inTree != 0 { try anchor(&r, record: i, &rec) }
             if f & ItemFlag.placed != 0 {
                 let clock = try ActivityLogCodec.clockValue(&r).rawValue
                 let a = try author(&r)
@@ -483,15 +491,43 @@ package enum SnapshotCodec {
             }
             out.records[i] = rec
         }
-        guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
-        if bulk {
+
+        /// The anchor of record `i` (in the tree): the head, or an item found on the path, or
+        /// left for the end.
+        @inline(__always)
+        mutating func anchor(_ r: inout ByteReader, record i: Int, _ rec: inout ItemRecord) throws(CodecError) {
+            let anchorAt = r.offset
+            switch try r.u8() {
+            case 0:
+                path.removeAll(keepingCapacity: true)
+            case 1:
+                let a = try rid(&r, "anchor")
+                if !bulk {
+                    out.records[i] = rec
+                    rec.anchor = Int32(out.slot(a))
+                } else if let k = path.lastIndex(where: { out.records[Int($0)].id == a }) {
+                    rec.anchor = path[k]
+                    path.removeSubrange((k + 1)...)
+                } else {
+                    unresolved.append((Int32(i), a))
+                    path.removeAll(keepingCapacity: true)
+                }
+            default: throw CodecError(.invalidValue(field: "anchor flag"), at: anchorAt)
+            }
+            // Keep the path short: a long one is searched in vain for orphans' anchors.
+            if path.count >= 64 { path.removeFirst(32) }
+            path.append(Int32(i))
+        }
+
+        /// Bulk: the id index in one pass (a repeated id fails here), then the anchors left.
+        mutating func finish(at offset: Int) throws(CodecError) {
+            guard bulk else { return }
             let hashes = out.records.map { out.index.hash($0.id) }
             let records = out.records
             if out.index.build(hashes, { records[Int($0)].id == records[Int($1)].id }) != nil {
-                throw CodecError(.invalidValue(field: "repeated item"), at: r.offset)
+                throw CodecError(.invalidValue(field: "repeated item"), at: offset)
             }
             for (i, a) in unresolved { out.records[Int(i)].anchor = Int32(out.slot(a)) }
         }
-        return out
     }
 }
