@@ -63,7 +63,7 @@ package struct SyncServer: Sendable {
         if logger == nil { log.logLevel = .warning }
         let app = Application(
             router: makeRouter(),
-            server: .http1(additionalChannelHandlers: [ConnectionEndWatcher()]),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ConnectionEndWatcher()])),
             configuration: .init(address: .hostname(options.host, port: options.port), serverName: "jlog",
                                  availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections)),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },

@@ -29,20 +29,21 @@ struct Import: ParsableCommand {
         }
     }
 
-    func run() throws {
-        let input: UnsafeMutablePointer<FILE>
+    /// The input: the file, or standard input for `-`.
+    private func openInput() throws -> UnsafeMutablePointer<FILE> {
         if file == "-" {
             guard let f = fdopen(0, "r") else { throw ExitCode(Status.failure) }
-            input = f
-        } else {
-            guard let f = fopen(file, "r") else {
-                printError("cannot open \(file): \(String(cString: strerror(errno))); check the path")
-                throw ExitCode(Status.badInput)
-            }
-            input = f
+            return f
         }
-        defer { if file != "-" { fclose(input) } }
+        guard let f = fopen(file, "r") else {
+            printError("cannot open \(file): \(String(cString: strerror(errno))); check the path")
+            throw ExitCode(Status.badInput)
+        }
+        return f
+    }
 
+    /// The store, opened (or made) for the import, with what its recovery found said.
+    private func openStore() throws -> JournalStore {
         let store: JournalStore
         do {
             var options = StoreOptions()
@@ -56,6 +57,30 @@ struct Import: ParsableCommand {
             printError("recovered: \(p.description); removed bytes kept in \(store.recovery.setAside.joined(separator: ", "))")
         }
         for note in store.recovery.pastEndNotes { printError("note: \(note)") }
+        return store
+    }
+
+    /// The closing line: what was imported, what was new, and why lines were skipped.
+    private func report(imported: Int, added: Int, conflicts: Int, startSequence: SequenceNumber) throws {
+        if conflicts > 0 {
+            printError("imported \(imported) entries into \(self.store) (\(added) new); \(conflicts) line\(conflicts == 1 ? "" : "s") skipped: "
+                       + "an id already used with other content (give each new entry its own id, or leave \"id\" out to derive one)")
+            throw ExitCode(Status.badInput)
+        }
+        if imported == 0 {
+            printError("no entries in the input; \(self.store) is unchanged")
+        } else if added == 0 {
+            printError("read \(imported) entries; every one was already stored in \(self.store) (idempotent import: nothing added)")
+        } else {
+            printError("imported \(imported) entries into \(self.store): \(added) new (sequences \(startSequence)–\(startSequence + UInt64(added) - 1))"
+                       + (added < imported ? ", \(imported - added) already stored" : ""))
+        }
+    }
+
+    func run() throws {
+        let input = try openInput()
+        defer { if file != "-" { fclose(input) } }
+        let store = try openStore()
 
         var batch: [JournalEntry] = []
         var batchLines: [Int] = []
@@ -141,18 +166,6 @@ struct Import: ParsableCommand {
         let added = Int(store.nextSequence - startSequence)
         do { try store.close() } catch { throw fail(error, path: self.store) }
         progress.finish()
-        if conflicts > 0 {
-            printError("imported \(imported) entries into \(self.store) (\(added) new); \(conflicts) line\(conflicts == 1 ? "" : "s") skipped: "
-                       + "an id already used with other content (give each new entry its own id, or leave \"id\" out to derive one)")
-            throw ExitCode(Status.badInput)
-        }
-        if imported == 0 {
-            printError("no entries in the input; \(self.store) is unchanged")
-        } else if added == 0 {
-            printError("read \(imported) entries; every one was already stored in \(self.store) (idempotent import: nothing added)")
-        } else {
-            printError("imported \(imported) entries into \(self.store): \(added) new (sequences \(startSequence)–\(startSequence + UInt64(added) - 1))"
-                       + (added < imported ? ", \(imported - added) already stored" : ""))
-        }
+        try report(imported: imported, added: added, conflicts: conflicts, startSequence: startSequence)
     }
 }
