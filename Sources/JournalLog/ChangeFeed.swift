@@ -214,7 +214,7 @@ extension JournalStore: StoreReading, FileSystemBacked {
     private func changes(in zone: String, since token: FeedToken?, limit: Int, frameSlack: Int, expiry: TokenExpiry) throws(FeedError) -> ZoneChanges {
         cond.lock()
         // A compaction swap is renaming a segment: its frame offsets are about to change.
-        while swapWaiting { cond.wait() }
+        while gate.swapWaiting { cond.wait() }
         let plan: ZoneFeed.PagePlan
         do throws(FeedError) {
             do { try readableLocked() } catch { throw FeedError.storage(error) }
@@ -227,12 +227,12 @@ extension JournalStore: StoreReading, FileSystemBacked {
             throw error
         }
         // Until the frames are read, no swap may move them.
-        feedReaders += 1
+        gate.feedReaders += 1
         cond.unlock()
         defer {
             cond.lock()
-            feedReaders -= 1
-            if feedReaders == 0 { cond.broadcast() }
+            gate.feedReaders -= 1
+            if gate.feedReaders == 0 { cond.broadcast() }
             cond.unlock()
         }
         return try ZoneFeed.read(plan, fetcher: FrameFetcher(store: path, fs: fs, segments: plan.segments), signer: signer)

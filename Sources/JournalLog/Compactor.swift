@@ -98,16 +98,16 @@ extension JournalStore {
                             beforeCommit: (SequenceNumber) throws(JournalError) -> Void) throws(JournalError) -> (report: CompactionReport, sealedLimit: SequenceNumber) {
         try locked { () throws(JournalError) in
             try checkWritable()
-            guard !compactionRunning else { throw JournalError.compactionRunning }
+            guard !gate.running else { throw JournalError.compactionRunning }
             // A checkpoint being written names today's offsets; let it land, then take no other
             // until the run is over (the one that fell due would name offsets about to change).
             while checkpointWriting { cond.wait() }
             dropDueCheckpoint()
-            compactionRunning = true
+            gate.running = true
         }
         defer {
             cond.lock()
-            compactionRunning = false
+            gate.running = false
             // The checkpoint was removed before the swap: take a new one at the next sync.
             forceCheckpoint()
             cond.broadcast()
@@ -204,18 +204,18 @@ extension JournalStore {
     /// Swaps every staged rewrite in at once and updates the zone index, with no feed read
     /// between choosing frame locations and reading them. The check that no zone of the run
     /// changed is made holding `cond`; the renames and directory syncs are made with it released,
-    /// while appends to those zones wait (`swappingZones`) and appends to every other zone go on
+    /// while appends to those zones wait (`gate.swappingZones`) and appends to every other zone go on
     /// (they go to the active segment, which no run rewrites); the index is updated holding it
     /// again. Before the first `.swap` a failure leaves the log as it was; after it the writer
     /// stops (what reached the disk is unknown) and reopening rolls the run forward.
     private func commit(_ staged: [StagedRewrite], unchangedAfter: [String: SequenceNumber]) throws(JournalError) {
         cond.lock()
         defer { cond.unlock() }
-        swapWaiting = true
-        while feedReaders > 0 { cond.wait() }
+        gate.swapWaiting = true
+        while gate.feedReaders > 0 { cond.wait() }
         defer {
-            swapWaiting = false
-            swappingZones = []
+            gate.swapWaiting = false
+            gate.swappingZones = []
             cond.broadcast()
         }
         do throws(JournalError) {
@@ -233,7 +233,7 @@ extension JournalStore {
             throw error
         }
         // From here until the index is updated, nothing may be appended to these zones.
-        swappingZones = Set(unchangedAfter.keys)
+        gate.swappingZones = Set(unchangedAfter.keys)
         markCheckpointRemoved()
         cond.unlock()
         var ioError: JournalError? = nil
@@ -256,7 +256,7 @@ extension JournalStore {
         if let ioError {
             if swapped {
                 if failure == nil { failure = ioError }
-                swapFailure = ioError
+                gate.swapFailure = ioError
             } else {
                 for s in staged { try? fs.remove(s.segmentPath + CompactionFiles.cleaned) }
             }
@@ -270,13 +270,13 @@ extension JournalStore {
                 try? fetcher.lastSequence(at: location)
             }
         }
-        rewritesCommitted += 1
+        gate.rewritesCommitted += 1
     }
 
     public var rewrites: UInt64 {
         cond.lock()
         defer { cond.unlock() }
-        return rewritesCommitted
+        return gate.rewritesCommitted
     }
 
     private func readWhole(_ path: String) throws(JournalError) -> [UInt8] {

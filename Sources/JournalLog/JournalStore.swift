@@ -32,31 +32,13 @@ public final class JournalStore: @unchecked Sendable {
     /// The checkpoint file and its journal as last written: owned by the thread writing a
     /// checkpoint (`checkpointWriting`), not guarded by `cond`.
     private var checkpointFiles: IndexCheckpointFiles
-    /// Feed reads between choosing frame locations and reading them; a compaction swap waits
-    /// for them, and new ones wait while `swapWaiting`.
-    var feedReaders = 0
-    /// The zones whose compacted segments a commit is swapping in with the lock released
-    /// (`Compactor.swift`): appends, creations and deletions of them wait until it is done, so no
-    /// entry slips between the commit's check and its swap; other zones' appends go on.
-    var swappingZones: Set<String> = []
-    /// Zone incarnations (tracks) whose ids `loadIDsUnlocked` is reading.
+    /// Zone incarnations (tracks) whose ids `loadIDsUnlocked` is reading. Under `cond`.
     var loadingIDs: Set<Int> = []
-    var swapWaiting = false
-    /// Compaction runs committed since open (`StoreReading.rewrites`). Under `cond`.
-    var rewritesCommitted: UInt64 = 0
-    /// A compaction's swap that failed part way: some segments may be renamed over while the
-    /// index still holds their old frame offsets, so no frame is read until a reopen finishes the
-    /// swap (FORMAT.md §9.4). Under `cond`.
-    var swapFailure: JournalError?
+    /// What orders a compaction against appends, feed reads and checkpoints. Under `cond`.
+    var gate = CompactionGate()
 
     /// Refuses a read of frames after a swap failed part way. Under `cond`.
-    func readableLocked() throws(JournalError) {
-        if let swapFailure {
-            throw JournalError.writerFailed("a compaction's swap failed part way (\(swapFailure)): the store's index and its segments disagree until it is reopened, which finishes the swap")
-        }
-    }
-    /// While a compaction runs no index checkpoint is written: its offsets may be going stale.
-    var compactionRunning = false
+    func readableLocked() throws(JournalError) { try gate.readable() }
     /// The last failure to write the index checkpoint (the store works on; open rebuilds).
     public private(set) var indexCheckpointError: JournalError?
     /// Marks written but not yet durable; applied by the next sync round.
@@ -321,7 +303,7 @@ public final class JournalStore: @unchecked Sendable {
     /// out again in the rare case that the batch must be re-encoded without duplicates.
     private func enqueueBatchLocked(_ batch: [JournalEntry], fingerprints: [UInt64], fresh: [JournalEntry],
                                     payload: [UInt8]) throws(JournalError) -> BatchOutcome {
-        if !swappingZones.isEmpty { for k in batch.indices { waitForSwapLocked(batch[k].zone) } }
+        if !gate.swappingZones.isEmpty { for k in batch.indices { waitForSwapLocked(batch[k].zone) } }
         try checkWritable()
         let first = lastAssigned + 1
         // Pass 1, which may throw and changes nothing: resolve each zone once (batches rarely span
@@ -422,9 +404,9 @@ public final class JournalStore: @unchecked Sendable {
         if let failure { throw JournalError.writerFailed(failure.description) }
     }
 
-    /// Under `cond`: waits while a compaction's swap holds `zone` (see `swappingZones`).
+    /// Under `cond`: waits while a compaction's swap holds `zone` (see `gate.swappingZones`).
     func waitForSwapLocked(_ zone: String) {
-        while !swappingZones.isEmpty && swappingZones.contains(zone) { cond.wait() }
+        while gate.holds(zone) { cond.wait() }
     }
 
 
@@ -435,7 +417,7 @@ public final class JournalStore: @unchecked Sendable {
         guard payload.count <= Limits.maxPayloadBytes else { throw JournalError.batchTooLarge(bytes: payload.count, limit: Limits.maxPayloadBytes) }
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             // A tool's path: it waits for any compaction swap to end.
-            while !swappingZones.isEmpty { cond.wait() }
+            while !gate.swappingZones.isEmpty { cond.wait() }
             try checkWritable()
             // The record joins the zone index like any other: decode it as a reader will.
             let first = count == 0 ? lastAssigned : lastAssigned + 1
@@ -535,7 +517,7 @@ public final class JournalStore: @unchecked Sendable {
     /// copied); nothing here reads or writes a file.
     private func takeCheckpointLocked() {
         assert(writer.writtenFrames == writer.durableFrames && pendingMarks.isEmpty, "a checkpoint covers durable frames only")
-        guard !compactionRunning else { return }
+        guard !gate.running else { return }
         checkpoints.take { covered in catalog.takeCheckpoint(storeID: idPair, covered: covered) }
     }
 
@@ -552,7 +534,7 @@ public final class JournalStore: @unchecked Sendable {
     /// Under `cond`: the checkpoint that fell due, now this thread's to write, if no other is
     /// being written and no compaction runs.
     private func claimDueCheckpointLocked() -> TakenCheckpoint? {
-        guard let (due, filesChanged) = checkpoints.claim(compactionRunning: compactionRunning) else { return nil }
+        guard let (due, filesChanged) = checkpoints.claim(compactionRunning: gate.running) else { return nil }
         if filesChanged { checkpointFiles.forget() }
         return due
     }
@@ -605,7 +587,7 @@ public final class JournalStore: @unchecked Sendable {
         // led onto a closed file.
         isClosed = true
         // A compaction in flight drops its run at its commit point; the lock must outlive it.
-        while compactionRunning { cond.wait() }
+        while gate.running { cond.wait() }
         let ticket = lastTicketLocked
         cond.unlock()
         var syncError: JournalError? = nil

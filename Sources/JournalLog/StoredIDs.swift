@@ -36,7 +36,7 @@ extension JournalStore {
     /// frames it reads are all it holds.
     func loadIDsUnlocked(_ track: Int) throws(JournalError) {
         cond.lock()
-        while catalog.ids[track] == nil && (loadingIDs.contains(track) || swapWaiting) { cond.wait() }
+        while catalog.ids[track] == nil && (loadingIDs.contains(track) || gate.swapWaiting) { cond.wait() }
         guard catalog.ids[track] == nil, catalog.tracks[track].deletedAt == nil else {
             cond.unlock()
             return
@@ -46,14 +46,14 @@ extension JournalStore {
             throw error
         }
         loadingIDs.insert(track)
-        feedReaders += 1
+        gate.feedReaders += 1
         let t = catalog.tracks[track], segments = catalog.segments
         cond.unlock()
         let read: Result<IDIndex, JournalError>
         do { read = .success(try Self.readIDs(t, store: path, fs: fs, segments: segments)) } catch { read = .failure(error) }
         cond.lock()
         loadingIDs.remove(track)
-        feedReaders -= 1
+        gate.feedReaders -= 1
         if case .success(let ids) = read, catalog.ids[track] == nil, catalog.tracks[track].deletedAt == nil { catalog.ids[track] = ids }
         cond.broadcast()
         cond.unlock()
