@@ -97,19 +97,19 @@ extension JournalStore {
                             purgeDeletedZones: Bool, unchangedAfter: [String: SequenceNumber],
                             beforeCommit: (SequenceNumber) throws(JournalError) -> Void) throws(JournalError) -> (report: CompactionReport, sealedLimit: SequenceNumber) {
         try locked { () throws(JournalError) in
-            try checkWritable()
+            try checkWritableLocked()
             guard !gate.running else { throw JournalError.compactionRunning }
             // A checkpoint being written names today's offsets; let it land, then take no other
             // until the run is over (the one that fell due would name offsets about to change).
             while checkpointWriting { cond.wait() }
-            dropDueCheckpoint()
+            dropDueCheckpointLocked()
             gate.running = true
         }
         defer {
             cond.lock()
             gate.running = false
             // The checkpoint was removed before the swap: take a new one at the next sync.
-            forceCheckpoint()
+            forceCheckpointLocked()
             cond.broadcast()
             cond.unlock()
         }
@@ -220,7 +220,7 @@ extension JournalStore {
         }
         do throws(JournalError) {
             // A store closing (it waits for this run) or failed takes no swap: the run is dropped.
-            try checkWritable()
+            try checkWritableLocked()
             for (zone, through) in unchangedAfter.sorted(by: { $0.key < $1.key }) {
                 guard let t = catalog.latest(zone) else { continue }
                 // A newer incarnation (deleted and created again) counts as a change; a deletion
@@ -234,7 +234,7 @@ extension JournalStore {
         }
         // From here until the index is updated, nothing may be appended to these zones.
         gate.swappingZones = Set(unchangedAfter.keys)
-        markCheckpointRemoved()
+        markCheckpointRemovedLocked()
         cond.unlock()
         var ioError: JournalError? = nil
         var swapped = false

@@ -140,7 +140,7 @@ extension JournalStore {
     }
 
     private func writeConsumer(_ state: ConsumerState) throws(JournalError) {
-        try locked { () throws(JournalError) in try checkWritable() }
+        try locked { () throws(JournalError) in try checkWritableLocked() }
         // File names are a hash of the name: never overwrite another consumer's file.
         let file = JournalStore.consumerPath(store: path, name: state.name)
         if fs.kind(of: file) == .file, let bytes = try? AtomicFile.read(file, fs: fs, limit: ConsumerCodec.maxFileBytes),

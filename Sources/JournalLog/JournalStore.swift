@@ -1,7 +1,15 @@
 import Foundation
 
 /// A segmented, append-only journal with one writer. Appends may come from many threads.
+///
+/// One lock, `cond`, guards the store's memory and its `LogWriter`'s. Its parts, each with its
+/// invariants in its own file: `StoreRecovery` (opening), `LogWriter` (group commit and segment
+/// files), `IndexCheckpointSchedule`, `CompactionGate`, the zone ids (`StoredIDs.swift`), the
+/// feed (`ChangeFeed.swift`) and compaction's swap (`Compactor.swift`). The naming rule: a
+/// function whose name ends in `Locked` runs with `cond` held; any other takes it itself or
+/// needs none.
 public final class JournalStore: @unchecked Sendable {
+    /// The store directory.
     public let path: String
     /// The options the store was opened with.
     public let options: StoreOptions
@@ -188,10 +196,10 @@ public final class JournalStore: @unchecked Sendable {
         while true {
             let outcome = try locked { () throws(JournalError) -> Enqueued in
                 waitForSwapLocked(entry.zone)
-                try checkWritable()
-                let track = try trackAccepting(entry.zone, at: lastAssigned + 1)
+                try checkWritableLocked()
+                let track = try trackAcceptingLocked(entry.zone, at: lastAssigned + 1)
                 if let t = track, catalog.ids[t] == nil { return .needsIDs(track: t) }
-                if let t = track, let existing = try storedID(entry.id, track: t) {
+                if let t = track, let existing = try storedIDLocked(entry.id, track: t) {
                     guard EntryFingerprint.matches(stored: existing.fingerprint, new: fingerprint) else {
                         throw JournalError.idConflict(zone: entry.zone, id: entry.id, storedAt: existing.sequence)
                     }
@@ -304,7 +312,7 @@ public final class JournalStore: @unchecked Sendable {
     private func enqueueBatchLocked(_ batch: [JournalEntry], fingerprints: [UInt64], fresh: [JournalEntry],
                                     payload: [UInt8]) throws(JournalError) -> BatchOutcome {
         if !gate.swappingZones.isEmpty { for k in batch.indices { waitForSwapLocked(batch[k].zone) } }
-        try checkWritable()
+        try checkWritableLocked()
         let first = lastAssigned + 1
         // Pass 1, which may throw and changes nothing: resolve each zone once (batches rarely span
         // more than a few) and load the id sets of the zones involved.
@@ -315,7 +323,7 @@ public final class JournalStore: @unchecked Sendable {
             var z = 0
             while z < zones.count && zones[z].name != batch[k].zone { z += 1 }
             if z == zones.count {
-                let t = try trackAccepting(batch[k].zone, at: first)
+                let t = try trackAcceptingLocked(batch[k].zone, at: first)
                 if let t, catalog.ids[t] == nil { return .needsIDs(track: t) }
                 zones.append((batch[k].zone, t, nil))
             }
@@ -399,7 +407,7 @@ public final class JournalStore: @unchecked Sendable {
     }
 
     /// Under `cond`: throws unless appends are accepted.
-    func checkWritable() throws(JournalError) {
+    func checkWritableLocked() throws(JournalError) {
         if isClosed { throw JournalError.closed }
         if let failure { throw JournalError.writerFailed(failure.description) }
     }
@@ -418,7 +426,7 @@ public final class JournalStore: @unchecked Sendable {
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             // A tool's path: it waits for any compaction swap to end.
             while !gate.swappingZones.isEmpty { cond.wait() }
-            try checkWritable()
+            try checkWritableLocked()
             // The record joins the zone index like any other: decode it as a reader will.
             let first = count == 0 ? lastAssigned : lastAssigned + 1
             let events: [LogEvent]
@@ -430,7 +438,7 @@ public final class JournalStore: @unchecked Sendable {
             } catch { throw JournalError.invalidEntry("the payload does not decode as a type-0x\(String(type, radix: 16)) record: \(error)") }
             for case .entry(_, let e) in events {
                 if case .place = e.operation, let why = Self.refusal(e) { throw JournalError.invalidEntry(why) }
-                if let t = catalog.live(e.zone), catalog.ids[t] == nil { try loadIDs(t) }
+                if let t = catalog.live(e.zone), catalog.ids[t] == nil { try loadIDsLocked(t) }
             }
             let (touches, marks) = catalog.prepare(events)
             let seq = enqueueLocked(type: type, payload: payload, count: count, touches: touches,
@@ -566,14 +574,14 @@ public final class JournalStore: @unchecked Sendable {
     }
 
     /// Under `cond`: the next sync writes a checkpoint (after a compaction changed offsets).
-    func forceCheckpoint() { checkpoints.force(threshold: options.indexCheckpointBytes) }
+    func forceCheckpointLocked() { checkpoints.force(threshold: options.indexCheckpointBytes) }
 
     /// Under `cond`: the checkpoint that fell due is not written (a compaction is about to move
     /// the frames it names); the next sync after the run takes a new one.
-    func dropDueCheckpoint() { checkpoints.drop() }
+    func dropDueCheckpointLocked() { checkpoints.drop() }
 
     /// Under `cond`: the checkpoint file is gone; no checkpoint is current.
-    func markCheckpointRemoved() { checkpoints.removed() }
+    func markCheckpointRemovedLocked() { checkpoints.removed() }
 
 
     /// Syncs everything appended and releases the writer lock. The active segment keeps its zero fill.

@@ -7,7 +7,7 @@ import Foundation
 extension JournalStore {
     /// Under `cond`: the live incarnation an entry for `zone` joins; nil when the zone has never
     /// existed (the entry starts it). A deleted zone must be created again first.
-    func trackAccepting(_ zone: String, at seq: SequenceNumber) throws(JournalError) -> Int? {
+    func trackAcceptingLocked(_ zone: String, at seq: SequenceNumber) throws(JournalError) -> Int? {
         if let live = catalog.live(zone) { return live }
         if let latest = catalog.latest(zone), let deleted = catalog.tracks[latest].deletedAt {
             throw JournalError.zoneDeleted(zone: zone, at: deleted)
@@ -16,14 +16,14 @@ extension JournalStore {
     }
 
     /// Under `cond`: where (and what) the zone incarnation stored under this id, if it did.
-    func storedID(_ id: CompactID, track: Int) throws(JournalError) -> StoredID? {
-        if catalog.ids[track] == nil { try loadIDs(track) }
+    func storedIDLocked(_ id: CompactID, track: Int) throws(JournalError) -> StoredID? {
+        if catalog.ids[track] == nil { try loadIDsLocked(track) }
         return catalog.ids[track]![id]
     }
 
     /// Under `cond`: reads the ids a zone incarnation holds from the log, on first use, holding
     /// the lock (for `appendRecord`, a tool's path; appends load them with `loadIDsUnlocked`).
-    func loadIDs(_ track: Int) throws(JournalError) {
+    func loadIDsLocked(_ track: Int) throws(JournalError) {
         // Every frame of this incarnation is on disk: nothing was enqueued for it since open
         // without loading its ids first.
         catalog.ids[track] = try Self.readIDs(catalog.tracks[track], store: path, fs: fs, segments: catalog.segments)

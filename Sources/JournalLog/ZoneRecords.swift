@@ -8,7 +8,7 @@ extension JournalStore {
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             waitForSwapLocked(name)
             if let live = catalog.live(name) { return (catalog.tracks[live].incarnation, lastTicketLocked) }
-            try checkWritable()
+            try checkWritableLocked()
             let seq = lastAssigned + 1
             let t = catalog.create(name, at: seq, implicit: false, idsLoaded: true)
             _ = enqueueLocked(type: RecordType.zoneCreate.rawValue, payload: ZoneRecordCodec.encodeCreate(zone: name), count: 1,
@@ -24,7 +24,7 @@ extension JournalStore {
     public func deleteZone(_ name: String, reason: ZoneDeletionReason = .deleted) throws(JournalError) -> SequenceNumber {
         let (seq, ticket) = try locked { () throws(JournalError) -> (SequenceNumber, Int) in
             waitForSwapLocked(name)
-            try checkWritable()
+            try checkWritableLocked()
             guard let t = catalog.live(name) else {
                 if let latest = catalog.latest(name), let at = catalog.tracks[latest].deletedAt { throw JournalError.zoneDeleted(zone: name, at: at) }
                 throw JournalError.zoneNotFound(name)
@@ -51,7 +51,7 @@ extension JournalStore {
     /// rises (it then changes nothing).
     public func setLowWaterMark(_ name: String, to mark: SequenceNumber, historyThrough: SequenceNumber = 0) throws(JournalError) {
         let ticket = try locked { () throws(JournalError) -> Int in
-            try checkWritable()
+            try checkWritableLocked()
             guard let t = catalog.live(name) else { throw JournalError.zoneNotFound(name) }
             guard mark <= lastAssigned else { throw JournalError.invalidEntry("low-water mark \(mark) is past the last sequence \(lastAssigned)") }
             guard historyThrough <= lastAssigned else {
