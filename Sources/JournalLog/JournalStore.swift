@@ -34,12 +34,12 @@ public final class JournalStore: @unchecked Sendable {
     // Guarded by `cond`.
     var catalog: ZoneCatalog
     /// When the index checkpoint is taken and written. Under `cond`.
-    private var checkpoints: IndexCheckpointSchedule
+    var checkpoints: IndexCheckpointSchedule
     /// A thread is writing a checkpoint outside the lock; a compaction and `close` wait for it.
     var checkpointWriting: Bool { checkpoints.writing }
     /// The checkpoint file and its journal as last written: owned by the thread writing a
     /// checkpoint (`checkpointWriting`), not guarded by `cond`.
-    private var checkpointFiles: IndexCheckpointFiles
+    var checkpointFiles: IndexCheckpointFiles
     /// Zone incarnations (tracks) whose ids `loadIDsUnlocked` is reading. Under `cond`.
     var loadingIDs: Set<Int> = []
     /// What orders a compaction against appends, feed reads and checkpoints. Under `cond`.
@@ -48,9 +48,9 @@ public final class JournalStore: @unchecked Sendable {
     /// Refuses a read of frames after a swap failed part way. Under `cond`.
     func readableLocked() throws(JournalError) { try gate.readable() }
     /// The last failure to write the index checkpoint (the store works on; open rebuilds).
-    public private(set) var indexCheckpointError: JournalError?
+    public internal(set) var indexCheckpointError: JournalError?
     /// Marks written but not yet durable; applied by the next sync round.
-    private var pendingMarks: [LowWater] = []
+    var pendingMarks: [LowWater] = []
     /// By zone incarnation (track index): the last sequence of an entry enqueued for it, written
     /// yet or not (the catalog learns of a frame only once it is written); zone records do not
     /// count. A compaction's commit checks it.
@@ -165,7 +165,6 @@ public final class JournalStore: @unchecked Sendable {
         defer { cond.unlock() }
         return durableThrough
     }
-
 
     /// Appends one entry and returns its sequence once it is acknowledged under the store's
     /// durability (`StoreOptions.durability`). An entry whose id its zone already holds is not
@@ -417,7 +416,6 @@ public final class JournalStore: @unchecked Sendable {
         while gate.holds(zone) { cond.wait() }
     }
 
-
     /// Appends a raw record: for tests, tools and the zone layer. `count` sequences are consumed
     /// (0 for records that take none: seal and skippable types).
     @discardableResult
@@ -518,71 +516,6 @@ public final class JournalStore: @unchecked Sendable {
         pendingMarks.removeAll()
         if checkpoints.isDue(after: options.indexCheckpointBytes) { takeCheckpointLocked() }
     }
-
-    /// Under `cond`, by the leader right after a sync (or on close, after its sync): takes the
-    /// index checkpoint, covering only durable frames, for `writeDueCheckpoint` to write once the
-    /// lock is released. Taking it copies the catalog's tracks (their arrays are shared, not
-    /// copied); nothing here reads or writes a file.
-    private func takeCheckpointLocked() {
-        assert(writer.writtenFrames == writer.durableFrames && pendingMarks.isEmpty, "a checkpoint covers durable frames only")
-        guard !gate.running else { return }
-        checkpoints.take { covered in catalog.takeCheckpoint(storeID: idPair, covered: covered) }
-    }
-
-    /// Writes the checkpoint that fell due, if any, without holding `cond`: appenders go on
-    /// meanwhile. Called by an appender after its commit returns, by `checkpointIndex` and by
-    /// `close`. A compaction waits for a write in flight before it starts, and drops a due one.
-    private func writeDueCheckpoint() {
-        cond.lock()
-        let due = claimDueCheckpointLocked()
-        cond.unlock()
-        if let due { write(due) }
-    }
-
-    /// Under `cond`: the checkpoint that fell due, now this thread's to write, if no other is
-    /// being written and no compaction runs.
-    private func claimDueCheckpointLocked() -> TakenCheckpoint? {
-        guard let (due, filesChanged) = checkpoints.claim(compactionRunning: gate.running) else { return nil }
-        if filesChanged { checkpointFiles.forget() }
-        return due
-    }
-
-    /// Writes a claimed checkpoint without holding `cond`, then records the outcome.
-    private func write(_ due: TakenCheckpoint) {
-        var failed: JournalError? = nil
-        do { try checkpointFiles.write(due) } catch { failed = error }
-        cond.lock()
-        checkpoints.finished(due, failed: failed != nil)
-        indexCheckpointError = failed
-        cond.broadcast()
-        cond.unlock()
-    }
-
-    /// Writes the zone index checkpoint now, covering everything durable, so that the next open
-    /// replays nothing: for a caller's background step (after a burst of appends, before the
-    /// app is suspended). Appends go on while it writes. A failure is in `indexCheckpointError`.
-    package func checkpointIndex() throws(JournalError) {
-        try sync()
-        cond.lock()
-        writer.waitForLeaderLocked()
-        while checkpointWriting { cond.wait() }
-        if failure == nil && pendingMarks.isEmpty && writer.writtenFrames == writer.durableFrames { takeCheckpointLocked() }
-        // Claimed in the same hold of the lock: the caller writes it, never an appender.
-        let due = claimDueCheckpointLocked()
-        cond.unlock()
-        if let due { write(due) }
-    }
-
-    /// Under `cond`: the next sync writes a checkpoint (after a compaction changed offsets).
-    func forceCheckpointLocked() { checkpoints.force(threshold: options.indexCheckpointBytes) }
-
-    /// Under `cond`: the checkpoint that fell due is not written (a compaction is about to move
-    /// the frames it names); the next sync after the run takes a new one.
-    func dropDueCheckpointLocked() { checkpoints.drop() }
-
-    /// Under `cond`: the checkpoint file is gone; no checkpoint is current.
-    func markCheckpointRemovedLocked() { checkpoints.removed() }
-
 
     /// Syncs everything appended and releases the writer lock. The active segment keeps its zero fill.
     public func close() throws(JournalError) {

@@ -80,7 +80,7 @@ struct ObserveBench {
             let e = entry(n, zone)
             // The caller's thread is held from the call until the task suspends: measured as the
             // time until another task on the same serial context gets to run.
-            async.append(await caller.heldFor { try? await lists.append(e) })
+            async.append(await caller.heldFor { _ = try? await lists.append(e) })
             let start = DispatchTime.now().uptimeNanoseconds
             _ = try lists.store.append(entry(appends + n, zone))
             core.append(DispatchTime.now().uptimeNanoseconds - start)
