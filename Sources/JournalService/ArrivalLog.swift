@@ -22,7 +22,7 @@ final class ArrivalLog: @unchecked Sendable {
     /// time kept): at most one sample a minute stays in memory.
     static let granularity: Int64 = 60_000
 
-    private let store: JournalStore
+    private let store: any ServiceStorage
     private let lock = NSLock()
     /// (time, through): every position at or below `through` had arrived by `time`; in the
     /// order noted. Written checkpoints and uploads' arrivals alike.
@@ -31,13 +31,13 @@ final class ArrivalLog: @unchecked Sendable {
     private var writing = false
 
     /// Reads the checkpoints `store` holds.
-    init(store: JournalStore) throws(JournalError) {
+    init(store: any ServiceStorage) throws(JournalError) {
         self.store = store
         guard store.zone(Self.zone).map({ !$0.isDeleted }) == true else { return }
         var token: FeedToken? = nil
         do {
             while true {
-                let page = try store.changes(in: Self.zone, since: token, limit: 10_000)
+                let page = try store.zoneChanges(Self.zone, since: token, limit: 10_000)
                 for e in page.entries {
                     guard case .opaque(Self.kind, let body) = e.entry.operation, let through = Self.decode(body) else { continue }
                     add(e.entry.wallTime, through)

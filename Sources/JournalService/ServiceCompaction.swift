@@ -9,7 +9,7 @@ struct ServiceCompaction: Sendable {
     static let zone = "_service/compactions"
     static let kind: UInt8 = 0x81
     let context: ServiceContext
-    private var store: JournalStore { context.store }
+    private var store: any ServiceStorage { context.store }
 
     /// Compacts the zones whose last change is above their low-water mark, so that raising the
     /// mark afterwards expires every token issued before, and every device adopts the compacted copy.
@@ -17,13 +17,13 @@ struct ServiceCompaction: Sendable {
         // Uploads and sharing changes wait for it; fetches go on, but for those of a zone being
         // purged (`purging`), which are refused from just before its mark rises to the last raise.
         try context.compaction.writing { () throws(SyncError) -> ListCompactionReport in
-            let compactor = try makeCompactor(now: time)
+            let plan = try makePlan(now: time)
             // `purging` is cleared once every mark is raised. A run that failed may have committed
             // a rewrite first: its marks are raised as a restart would (rule 8) before fetches
             // of its zones are answered again; if even that fails, they stay refused until a run
             // or a restart succeeds.
             let report: ListCompactionReport
-            do { report = try compactor.run(now: time) } catch {
+            do { report = try store.compact(plan) } catch {
                 // Which zones it purged is not known: every cache of purged ids is read again.
                 context.locked { context.purged.removeAll() }
                 do {
@@ -40,23 +40,19 @@ struct ServiceCompaction: Sendable {
         }
     }
 
-    /// The list rules' compactor for a run at `time`, told what arrived when and wired to the
-    /// service's purge window.
-    private func makeCompactor(now time: Int64) throws(SyncError) -> ListCompactor {
+    /// The run at `time` as the storage's compactor takes it: told what arrived when and wired to
+    /// the service's purge window.
+    private func makePlan(now time: Int64) throws(SyncError) -> ServiceCompactionPlan {
         let retention = context.limits.retentionMillis
-        var compactor = ListCompactor(store: store, fs: store.fileSystem, retentionMillis: retention)
-        compactor.isTheSyncService = true
-        compactor.zoneFilter = { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark }
-        compactor.maxEntriesPerGroup = context.limits.compactionGroupEntries
         // Nothing that arrived after the cutoff goes, whatever its own time says (rule 9).
         // Stamped with the service's clock, not the run's `time`: a run dated in the past must
         // not claim arrivals earlier than they were.
         do { try context.arrivals.note(at: context.now, force: true, write: context.appendRecord) } catch {
             throw .serviceBusy(retryAfter: .seconds(60))
         }
-        compactor.arrivedThrough = context.arrivals.arrived(by: time - retention)
+        let arrivedThrough = context.arrivals.arrived(by: time - retention)
         context.arrivals.forget(before: time - retention)
-        compactor.purgeWillBegin = { [context] zone in
+        let purgeWillBegin: @Sendable (String) -> Void = { [context] zone in
             context.locked {
                 context.purging.insert(zone)
                 context.purgesBegun[zone, default: 0] += 1
@@ -65,7 +61,7 @@ struct ServiceCompaction: Sendable {
         // A group's zones are final once its snapshots are written: their marks rise and their
         // fetches are answered while later groups run. A raise that fails leaves the zone
         // refused; the end of the run tries again.
-        compactor.groupDidFinish = { [self] zones in
+        let groupDidFinish: @Sendable ([ZoneCompaction]) -> Void = { [self] zones in
             for z in zones {
                 do {
                     try finishPurge(z)
@@ -73,7 +69,10 @@ struct ServiceCompaction: Sendable {
                 } catch {}
             }
         }
-        return compactor
+        return ServiceCompactionPlan(now: time, retentionMillis: retention, maxEntriesPerGroup: context.limits.compactionGroupEntries,
+                                     arrivedThrough: arrivedThrough,
+                                     zoneFilter: { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark },
+                                     purgeWillBegin: purgeWillBegin, groupDidFinish: groupDidFinish)
     }
 
     /// Once a zone's purge is complete (not under `lock`: it writes): forgets its cached purged
@@ -82,7 +81,7 @@ struct ServiceCompaction: Sendable {
     private func finishPurge(_ z: ZoneCompaction) throws(JournalError) {
         context.locked { context.purged[z.zone] = nil }
         guard let info = store.zone(z.zone), !info.isDeleted else { return }
-        if z.snapshotSequence > info.lowWaterMark { try store.setLowWaterMark(z.zone, to: z.snapshotSequence) }
+        if z.snapshotSequence > info.lowWaterMark { try store.raiseMark(z.zone, to: z.snapshotSequence) }
         let mark = store.zone(z.zone)?.lowWaterMark ?? 0
         if mark > context.locked({ context.announced[z.zone]?.mark ?? 0 }) { try announce(z.zone, mark: mark) }
     }
@@ -92,9 +91,8 @@ struct ServiceCompaction: Sendable {
     /// expires; and one whose raise was not announced yet is announced now (SYNC.md §6.2 rule 8).
     func raiseMarksOfCommittedPurges() throws(JournalError) {
         for z in store.zones() where !z.isDeleted && !ServiceCore.isSystemZone(z.name) {
-            let newest = SnapshotDirectory.list(store: store.path, zone: z.name, incarnation: z.incarnation, kind: .history,
-                                                fs: store.fileSystem).first?.sequence ?? 0
-            if newest > z.lowWaterMark && newest <= z.lastChange { try store.setLowWaterMark(z.name, to: newest) }
+            let newest = store.newestHistory(of: z)
+            if newest > z.lowWaterMark && newest <= z.lastChange { try store.raiseMark(z.name, to: newest) }
             let mark = store.zone(z.name)?.lowWaterMark ?? 0
             if mark > 0 && mark > context.locked({ context.announced[z.name]?.mark ?? 0 }) { try announce(z.name, mark: mark) }
         }

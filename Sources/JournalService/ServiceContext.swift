@@ -12,7 +12,8 @@ import JournalSync
 /// another call's fsync. Records the service writes itself are appended outside it and applied
 /// under it once durable (`PendingWrites` says what fetches do meanwhile).
 final class ServiceContext: @unchecked Sendable {
-    let store: JournalStore
+    /// What the service stores in: zones, appends, the feed, histories, compaction.
+    let store: any ServiceStorage
     let limits: ServiceLimits
     /// Wall-clock milliseconds: the service's time for the entries it writes and for compaction.
     let now: @Sendable () -> Int64
@@ -59,7 +60,7 @@ final class ServiceContext: @unchecked Sendable {
     /// test runs a compaction.
     var fetchReadHooks: (afterCheck: @Sendable () -> Void, afterRead: @Sendable () -> Void)?
 
-    init(store: JournalStore, limits: ServiceLimits, now: @escaping @Sendable () -> Int64) throws(JournalError) {
+    init(store: any ServiceStorage, limits: ServiceLimits, now: @escaping @Sendable () -> Int64) throws(JournalError) {
         self.store = store
         self.limits = limits
         self.now = now
@@ -93,7 +94,7 @@ final class ServiceContext: @unchecked Sendable {
     }
 
     /// Appends one of the service's own records, durably (for the arrival checkpoints).
-    func appendRecord(_ e: JournalEntry) throws(JournalError) -> SequenceNumber { try store.append(e) }
+    func appendRecord(_ e: JournalEntry) throws(JournalError) -> SequenceNumber { try store.appendEntry(e) }
 
     /// Appends one of the service's own records (opaque `kind` in the system zone `zone`) outside
     /// `lock`, and runs `apply` under it with the record's position once it is durable
@@ -108,7 +109,7 @@ final class ServiceContext: @unchecked Sendable {
             return record
         }
         let at: SequenceNumber
-        do { at = try store.append(record) } catch {
+        do { at = try store.appendEntry(record) } catch {
             lock.withLock { pending.end() }
             throw error
         }

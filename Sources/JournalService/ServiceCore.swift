@@ -51,14 +51,14 @@ public final class ServiceCore: @unchecked Sendable {
     /// durable, Spec/SYNC.md §3.2), and the store's `JournalError` when its state cannot be read.
     public init(store: JournalStore, limits: ServiceLimits = ServiceLimits(), now: @escaping @Sendable () -> Int64,
                 accountExists: @escaping @Sendable (String) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws {
-        guard store.options.durability != .none else { throw ServiceCoreError.notDurable(path: store.path) }
+        guard store.isDurable else { throw ServiceCoreError.notDurable(path: store.path) }
         self.store = store
         self.limits = limits
         self.now = now
         context = try ServiceContext(store: store, limits: limits, now: now)
         uploads = ServiceUploads(context: context)
         feed = ServiceFeed(context: context)
-        sharing = ServiceSharing(context: context, invitations: InvitationSigner(key: try ServiceFiles.key(store: store.path, fs: store.fileSystem)),
+        sharing = ServiceSharing(context: context, invitations: InvitationSigner(key: try store.invitationKey()),
                                  accountExists: accountExists)
         compaction = ServiceCompaction(context: context)
         try rebuild()
@@ -89,7 +89,7 @@ public final class ServiceCore: @unchecked Sendable {
         var token: FeedToken? = nil
         do {
             while true {
-                let page = try store.changes(in: zone, since: token, limit: 10_000)
+                let page = try context.store.zoneChanges(zone, since: token, limit: 10_000)
                 page.entries.forEach(body)
                 token = page.token
                 if !page.moreComing { break }
@@ -206,14 +206,5 @@ public enum ServiceCoreError: Error, Sendable, CustomStringConvertible {
         case .notDurable(let path):
             "the store \(path) is opened with durability none: a sync service acknowledges only what is on disk; open it with durability always or onBatch"
         }
-    }
-}
-
-/// The service's own files beside its store: `service/invite.key`, which signs invitations.
-enum ServiceFiles {
-    /// The invitation key: `service/invite.key`, in the store key's format (16 random bytes and
-    /// their CRC32C, written atomically).
-    static func key(store: String, fs: any FileSystem) throws(JournalError) -> (UInt64, UInt64) {
-        try StoreKey.loadOrCreate(file: store + "/" + StoreLayout.serviceDirectory + "/invite.key", fs: fs)
     }
 }

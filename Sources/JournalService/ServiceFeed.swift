@@ -8,7 +8,7 @@ import ListModel
 /// the refusals while a zone is purged (Spec/SYNC.md §3.3–§3.5, §6.2 rule 3).
 struct ServiceFeed: Sendable {
     let context: ServiceContext
-    private var store: JournalStore { context.store }
+    private var store: any ServiceStorage { context.store }
 
     /// Pages by position: every zone of the database that changed after the token is listed at
     /// its **key**, the last position of anything about it (its records, the caller's membership
@@ -27,7 +27,7 @@ struct ServiceFeed: Sendable {
             let page = max(1, limit)
             let listed = ordered.prefix(page)
             let moreComing = ordered.count > page
-            let headPosition = store.databaseTokenPosition(head) ?? 0
+            let headPosition = store.databasePosition(head) ?? 0
             var cursor = moreComing ? listed.last?.key : nil
             // The service's own records being written are not in memory yet: the page covers
             // nothing from the first of them on, and the next page reads them (PendingWrites).
@@ -113,8 +113,8 @@ struct ServiceFeed: Sendable {
         guard let token else { return nil }
         guard let parsed = DatabaseToken(token.text, scope: scope) else { throw .tokenExpired }
         // The store checks its own token (signature, epoch, not ahead of it).
-        do { _ = try store.changedZones(since: parsed.store) } catch { throw .tokenExpired }
-        guard let base = store.databaseTokenPosition(parsed.store) else { throw .tokenExpired }
+        do { _ = try store.databaseChanges(since: parsed.store) } catch { throw .tokenExpired }
+        guard let base = store.databasePosition(parsed.store) else { throw .tokenExpired }
         guard let cursor = parsed.cursor else { return base }
         guard cursor <= base else { throw .tokenExpired }
         return cursor
@@ -122,7 +122,7 @@ struct ServiceFeed: Sendable {
 
     /// A store database token at the horizon.
     private func headToken() throws(SyncError) -> FeedToken {
-        do { return try store.changedZones(since: nil).token } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        do { return try store.databaseChanges(since: nil).token } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
     }
 
     /// A zone's entries after `token`, in pages held to the limits' entries and bytes; refused
@@ -151,7 +151,7 @@ struct ServiceFeed: Sendable {
     /// One read of the zone's feed, tokens expiring under an older mark (SYNC.md §6).
     private func read(_ zone: ZoneID, since token: FeedToken?, limit: Int) throws(SyncError) -> ZoneChanges {
         do throws(FeedError) {
-            return try store.changes(in: zone.storeName, since: token, limit: limit, expiry: .issuedUnderAnOlderMark)
+            return try store.zoneChanges(zone.storeName, since: token, limit: limit)
         } catch { throw fetchError(error, zone) }
     }
 
@@ -177,7 +177,7 @@ struct ServiceFeed: Sendable {
         }
         guard info.lowWaterMark > 0 else { return [] }
         let log: ActivityLog
-        do throws(QueryError) { log = try ListQuery(store: store).history(zone.storeName).log } catch {
+        do throws(QueryError) { log = try store.history(of: zone.storeName) } catch {
             throw historyError(error, zone)
         }
         // The pieces are read before the log: a purge that began meanwhile may have moved what

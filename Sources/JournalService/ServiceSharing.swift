@@ -11,7 +11,7 @@ struct ServiceSharing: Sendable {
     let invitations: InvitationSigner
     /// Whether an account exists (a participant must, to be invited).
     let accountExists: @Sendable (String) -> Bool
-    private var store: JournalStore { context.store }
+    private var store: any ServiceStorage { context.store }
 
     /// Creates a zone the caller owns: idempotent, within the account's zone quota.
     func createZone(caller: String, zone: ZoneID) throws(SyncError) {
@@ -21,7 +21,7 @@ struct ServiceSharing: Sendable {
                 if let info = store.zone(zone.storeName), !info.isDeleted { return }
                 let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == caller }.count
                 guard owned < context.limits.maxZonesPerAccount else { throw .quotaExceeded }
-                do { try store.createZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+                do { try store.makeZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
                 context.hints.changed(zone.storeName, for: [caller])
             }
         }
@@ -37,7 +37,7 @@ struct ServiceSharing: Sendable {
                 return (context.audience(zone.storeName), context.membership.members(of: zone.storeName))
             }
             for p in members { try recordMembership(p, zone: zone, member: false, reason: .deleted, by: caller) }
-            do { try store.deleteZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+            do { try store.removeZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
             context.locked { context.purged[zone.storeName] = nil }
             context.hints.changed(zone.storeName, for: told)
         }
@@ -127,7 +127,7 @@ struct ServiceSharing: Sendable {
             return [visible, record]
         }
         let range: ClosedRange<SequenceNumber>
-        do { range = try store.append(batch: batch) } catch {
+        do { range = try store.appendBatch(batch) } catch {
             context.locked { context.pending.end(leaving: leaving, zone: zone.storeName) }
             throw .serviceBusy(retryAfter: .seconds(1))
         }

@@ -7,7 +7,7 @@ import JournalSync
 /// retry of an entry compaction purged acknowledged, never stored again (Spec/SYNC.md §6.2 rule 7).
 struct ServiceUploads: Sendable {
     let context: ServiceContext
-    private var store: JournalStore { context.store }
+    private var store: any ServiceStorage { context.store }
 
     /// Stores the caller's entries in a zone: idempotent by entry id.
     func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
@@ -74,7 +74,7 @@ struct ServiceUploads: Sendable {
         let before = store.zone(zone.storeName)?.entryCount ?? 0
         while !fresh.isEmpty {
             do throws(JournalError) {
-                try store.append(batch: fresh)
+                _ = try store.appendBatch(fresh)
                 result.saved += fresh.map(\.id)
                 break
             } catch .idConflict(_, let id, let at) {
@@ -95,7 +95,7 @@ struct ServiceUploads: Sendable {
         var token: FeedToken? = nil
         do throws(FeedError) {
             while true {
-                let page = try store.changes(in: zone, since: token, limit: 10_000)
+                let page = try store.zoneChanges(zone, since: token, limit: 10_000)
                 for e in page.entries where ids.contains(e.entry.id) { held += 1 }
                 token = page.token
                 if !page.moreComing { break }
@@ -112,11 +112,8 @@ struct ServiceUploads: Sendable {
     private func purgedIDs(_ zone: String) throws(SyncError) -> Set<CompactID> {
         if let known = context.purged[zone] { return known }
         guard let info = store.zone(zone), info.lowWaterMark > 0 else { return [] }
-        let q = ListQuery(store: store)
-        do {
-            let history = try q.storedHistory(zone).log
-            var ids = Set(history.allEvents().map(\.entryID))
-            for (_, e) in try q.entries(zone).entries { ids.remove(e.id) }
+        do throws(QueryError) {
+            let ids = try store.purgedIDs(of: zone)
             context.purged[zone] = ids
             return ids
         } catch {
