@@ -23,51 +23,6 @@ struct HistoryItem: Sendable {
     var textAuthor: Int32
 }
 
-/// Authors interned by their exact UTF-8 bytes (never by canonical equivalence). A list has a
-/// handful of authors, so a lookup is usually the last one found or a short scan.
-struct AuthorTable: Sendable {
-    private(set) var strings: [String] = []
-    private var index: [ExactString: Int32] = [:]
-    private var last: Int32 = -1
-
-    init() {}
-
-    /// A table from strings already unique and in byte order (a decoded author table).
-    init(sortedUnique: [String]) {
-        strings = sortedUnique
-        index.reserveCapacity(sortedUnique.count)
-        for (i, s) in sortedUnique.enumerated() { index[ExactString(s)] = Int32(i) }
-    }
-
-    var count: Int { strings.count }
-
-    @inline(__always)
-    mutating func intern(_ a: String) -> Int32 {
-        if last >= 0, sameBytes(strings[Int(last)], a) { return last }
-        if strings.count <= 8 {
-            for i in strings.indices where sameBytes(strings[i], a) {
-                last = Int32(i)
-                return last
-            }
-        } else if let i = index[ExactString(a)] {
-            last = i
-            return i
-        }
-        let i = Int32(strings.count)
-        strings.append(a)
-        index[ExactString(a)] = i
-        last = i
-        return i
-    }
-
-    /// Every author index, in the authors' UTF-8 byte order.
-    func byteOrder() -> [Int32] {
-        var order = Array(0..<Int32(strings.count))
-        order.sort { utf8Less(strings[Int($0)], strings[Int($1)]) }
-        return order
-    }
-}
-
 extension ActivityLog {
     /// The index of `item` in `itemTable`, adding it (without text) if new.
     @inline(__always)

@@ -38,8 +38,7 @@ package struct ListReducer: Sendable {
     var warmed: UInt64 = 0
 
     /// Interned authors, in first-seen order (their UTF-8 order is computed when needed).
-    var authors: [String] = []
-    var authorIndex: [ExactString: Int32] = [:]
+    var authors = AuthorTable()
 
     /// A record exists for every item id an operation or an add's anchor names; records with
     /// flags 0 (anchors only) are not part of the state.
@@ -377,42 +376,21 @@ package struct ListReducer: Sendable {
         return at >= 0 ? at : nil
     }
 
-    /// The author's interned number: a linear scan of the first eight authors interned (a list has
-    /// few), then a dictionary.
+    /// The author's interned number (`AuthorTable`).
     @inline(__always)
-    mutating func intern(_ author: String) -> Int32 { interned(author) ?? internNew(author) }
+    mutating func intern(_ author: String) -> Int32 { authors.intern(author) }
 
     /// The entry's author's interned number. The lookup writes nothing, so the author is read
     /// where it lies; a mutating call would make the compiler copy (and retain) it first.
     @inline(__always)
     mutating func intern(authorOf e: UnsafePointer<JournalEntry>) -> Int32 {
-        interned(e.pointee.author) ?? internNew(e.pointee.author)
-    }
-
-    /// The author's number if it is among the first eight interned.
-    @inline(__always)
-    private func interned(_ author: String) -> Int32? {
-        // Equal short names (up to 15 bytes, stored inline) have equal representations, so a
-        // first pass compares those alone and finds most authors without reading any bytes.
-        let recent = min(authors.count, 8)
-        for k in 0..<recent where sameRepresentation(authors[k], author) { return Int32(k) }
-        for k in 0..<recent where sameUTF8(authors[k], author) { return Int32(k) }
-        return nil
-    }
-
-    /// The author's number from the dictionary, or a new one.
-    private mutating func internNew(_ author: String) -> Int32 {
-        if let k = authorIndex[ExactString(author)] { return k }
-        let k = Int32(authors.count)
-        authors.append(author)
-        authorIndex[ExactString(author)] = k
-        return k
+        authors.recent(e.pointee.author) ?? authors.internNew(e.pointee.author)
     }
 
     /// The change-key order (MERGE.md §2) on interned authors: bytes only compared on a clock tie.
     @inline(__always)
     func keyLess(_ ca: UInt64, _ aa: Int32, _ ea: RID, _ cb: UInt64, _ ab: Int32, _ eb: RID) -> Bool {
-        changeKeyLess(ca, aa, ea, cb, ab, eb, authors: authors, ids: textIDs)
+        changeKeyLess(ca, aa, ea, cb, ab, eb, authors: authors.strings, ids: textIDs)
     }
 
     func addKey(_ i: Int) -> ChangeKey? {

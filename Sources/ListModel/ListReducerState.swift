@@ -138,7 +138,7 @@ extension ListReducer {
     /// in list order.
     func countedLinearOrder(smallGroup: Int = ReducerOrder.smallGroup) -> (order: [Int32], visible: Int, shown: [Bool]) {
         // Integer sort keys: hlc and the author's rank in UTF-8 order; the entry id breaks ties.
-        let rank = byteOrderRanks(authors)
+        let rank = byteOrderRanks(authors.strings)
         return records.withUnsafeBufferPointer { rec in
             rank.withUnsafeBufferPointer { rank in
                 ReducerOrder(records: rec, rank: rank, textIDs: textIDs, placements: placements, smallGroup: smallGroup).run()

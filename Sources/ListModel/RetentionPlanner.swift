@@ -41,8 +41,7 @@ package struct RetentionPlanner: Sendable {
     var otherAnchors: [(Int32, Int32)] = []
     /// Items with a place.
     var places: [PlaceInfo] = []
-    var authors: [String] = []
-    private var lastAuthor: Int32 = -1
+    var authors = AuthorTable()
     /// Renames and recolours: the winners, and each one's sequence and time.
     var rename: (key: PlannerKey, seq: UInt64)?
     var recolour: (key: PlannerKey, seq: UInt64)?
@@ -115,19 +114,7 @@ package struct RetentionPlanner: Sendable {
         return at >= 0 ? Int32(at) : nil
     }
 
-    private mutating func author(_ a: String) -> Int32 {
-        if lastAuthor >= 0, sameBytes(authors[Int(lastAuthor)], a) { return lastAuthor }
-        if let i = authors.firstIndex(where: { sameBytes($0, a) }) {
-            // The copy just read is kept: the entries after it in its batch share its storage,
-            // and `sameBytes` answers for the same storage at once.
-            authors[i] = a
-            lastAuthor = Int32(i)
-            return lastAuthor
-        }
-        authors.append(a)
-        lastAuthor = Int32(authors.count - 1)
-        return lastAuthor
-    }
+    private mutating func author(_ a: String) -> Int32 { authors.intern(a) }
 
     private mutating func key(_ e: JournalEntry) -> PlannerKey {
         PlannerKey(clock: e.clock.rawValue, entry: textIDs.rid(e.id), author: author(e.author))
@@ -135,7 +122,7 @@ package struct RetentionPlanner: Sendable {
 
     /// The change-key order (MERGE.md §2): clock, then the author's UTF-8 bytes, then the entry id.
     func less(_ a: PlannerKey, _ b: PlannerKey) -> Bool {
-        changeKeyLess(a.clock, a.author, a.entry, b.clock, b.author, b.entry, authors: authors, ids: textIDs)
+        changeKeyLess(a.clock, a.author, a.entry, b.clock, b.author, b.entry, authors: authors.strings, ids: textIDs)
     }
 
     /// Counts an entry of item `i`.

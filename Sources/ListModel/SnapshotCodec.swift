@@ -150,11 +150,11 @@ package enum SnapshotCodec {
             if rec.flags & ItemFlag.marked != 0 { used[Int(rec.markAuthor)] = true }
         }
         for p in r.placements.values { used[Int(p.author)] = true }
-        for (k, a) in r.authors.enumerated() where used[k] { authorIndex[ExactString(a)] = 0 }
+        for (k, a) in r.authors.strings.enumerated() where used[k] { authorIndex[ExactString(a)] = 0 }
         let authors = authorIndex.keys.map(\.value).sorted(by: utf8Less)
         for (i, a) in authors.enumerated() { authorIndex[ExactString(a)] = UInt64(i) }
         // Interned author number → output index.
-        let out = r.authors.map { authorIndex[ExactString($0)] ?? 0 }
+        let out = r.authors.strings.map { authorIndex[ExactString($0)] ?? 0 }
 
         // The tree in list order first (tombstones and placements included), so a decoded reducer's
         // records are laid out the way `state()` walks them; then the records known only from
