@@ -210,7 +210,7 @@ import JournalTesting
         var pages = 0
         repeat {
             let page = try world.core.fetchZoneChanges(caller: "alice", zone: list, since: token, limit: 1_000)
-            let bytes = page.entries.reduce(0) { $0 + ServiceCore.encodedBytes($1) }
+            let bytes = page.entries.reduce(0) { $0 + EntryCodec.encode($1).count }
             #expect(!page.entries.isEmpty && (bytes <= 10_000 || page.entries.count == 1), "\(bytes) bytes in \(page.entries.count)")
             fetched += page.entries
             token = page.token
