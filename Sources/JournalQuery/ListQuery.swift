@@ -16,9 +16,20 @@ public enum QueryError: Error, Sendable, CustomStringConvertible {
     /// device's store (it has `sync/state`) is compacted only by replacing its lists with the
     /// service's copies, a server's (it has `service/`) only by its service.
     case syncedStore(path: String, reason: String)
+    /// The list starts from a base (a snapshot its service sent, Spec/MERGE.md §10) that cannot
+    /// be applied: the state would not be the list's, so none is given.
+    case baseUnreadable(zone: String, reason: String)
+    /// The list was installed from its service's snapshot and its history before that has not
+    /// been fetched yet (Spec/SYNC.md §7.5): the history here would be short, so none is given.
+    /// A sync engine fetches it (`SyncEngine.fetchHistory`).
+    case historyNotFetched(zone: String)
 
     public var description: String {
         switch self {
+        case .baseUnreadable(let zone, let reason):
+            "list \(zone) cannot be read: \(reason). Fetch it anew from its service"
+        case .historyNotFetched(let zone):
+            "the history of list \(zone) from before it was installed from its service's snapshot is not fetched yet: fetch it (`jlog sync --history`)"
         case .feed(let e): e.description
         case .storage(let e): e.description
         case .syncedStore(let path, let reason): "refusing to compact \(path): \(reason). Nothing was changed."
@@ -201,6 +212,7 @@ public struct ListQuery: Sendable {
     /// older one, or a full replay, is used instead).
     public func materialise(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
         var m = try unbroken { () throws(QueryError) in try replayed(zone, at: point) }
+        if let why = m.reducer.baseProblem { throw .baseUnreadable(zone: zone, reason: why) }
         m.state = m.reducer.state()
         return m
     }
@@ -208,7 +220,9 @@ public struct ListQuery: Sendable {
     /// `materialise` without the visible state (the reducer is what a snapshot needs; building
     /// the state too would cost the compactor time and memory for nothing). `state` is empty.
     package func materialisedReducer(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
-        try unbroken { () throws(QueryError) in try replayed(zone, at: point) }
+        let m = try unbroken { () throws(QueryError) in try replayed(zone, at: point) }
+        if let why = m.reducer.baseProblem { throw .baseUnreadable(zone: zone, reason: why) }
+        return m
     }
 
     private func replayed(_ zone: String, at point: HistoryPoint?) throws(QueryError) -> MaterialisedList {
@@ -220,7 +234,8 @@ public struct ListQuery: Sendable {
             var r = ListReducer(zone: zone)
             var n = 0
             let (inc, _) = try replay(zone, after: nil) { e in
-                if e.entry.wallTime <= ms { _ = r.apply(e.entry); n += 1 }
+                // A base is where the list starts: what it folded in has no times of its own here.
+                if e.entry.wallTime <= ms || ListBase.isBase(e.entry) { _ = r.apply(e.entry); n += 1 }
             }
             return MaterialisedList(zone: zone, incarnation: inc, sequence: info.lastChange, reducer: r, state: ListState(),
                                     snapshot: nil, replayed: n, warnings: [])
@@ -280,7 +295,13 @@ public struct ListQuery: Sendable {
             // the log into a piece not read, and the replay's check sees it.
             let rewrites = store.rewrites
             var (log, through, warnings) = try storedHistory(zone)
-            _ = try replay(zone, after: through) { e in _ = log.record(e.entry) }
+            var based = false
+            _ = try replay(zone, after: through) { e in
+                if ListBase.isBase(e.entry) { based = true }
+                _ = log.record(e.entry)
+            }
+            // Events from before a base are on the service until fetched into a piece above it.
+            if based { throw .historyNotFetched(zone: zone) }
             if store.rewrites != rewrites { throw Self.overtaken(zone, store: store) }
             return (log, warnings)
         }

@@ -131,7 +131,22 @@ package struct SyncServer: Sendable {
         router.get("/v1/zones/:owner/:name/history") { request, context in
             await handle(request, context) { caller throws(SyncError) in
                 let bytes = try await backend.perform(caller: caller, .fetchZoneHistory(zone: try Self.zone(context))).historyBytes()
+                // Compressed when the client takes it and it pays (SYNC.md §9.5).
+                if Self.accepts(request, CompressedBody.mediaType), let packed = CompressedBody.encode(bytes) {
+                    return Response(status: .ok, headers: [.contentType: CompressedBody.mediaType], body: .init(byteBuffer: ByteBuffer(bytes: packed)))
+                }
                 return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            }
+        }
+        router.get("/v1/zones/:owner/:name/snapshot") { request, context in
+            await handle(request, context) { caller throws(SyncError) in
+                guard let snapshot = try await backend.perform(caller: caller, .fetchZoneSnapshot(zone: try Self.zone(context))).zoneSnapshot() else {
+                    return Response(status: .noContent)
+                }
+                var headers = HTTPFields()
+                headers[.contentType] = "application/octet-stream"
+                headers[HTTPField.Name(HTTPBinding.tokenHeader)!] = snapshot.token.text
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: snapshot.bytes)))
             }
         }
         router.put("/v1/zones/:owner/:name") { request, context in
@@ -276,6 +291,14 @@ package struct SyncServer: Sendable {
             throw .invalidRequest("not a zone name: \(ZoneID.refusal(owner: owner, name: name) ?? "invalid")")
         }
         return zone
+    }
+
+    /// Whether the request's `Accept` names `mediaType` (a media range list; parameters ignored,
+    /// no wildcard matches it: the plain body is what an unspecific client gets).
+    static func accepts(_ request: Request, _ mediaType: String) -> Bool {
+        request.headers[values: .accept].contains { value in
+            value.split(separator: ",").contains { $0.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == mediaType }
+        }
     }
 
     /// The `token` and `limit` query parameters (SYNC.md §9). A token sent in a `JLog-Token`

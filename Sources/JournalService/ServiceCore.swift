@@ -100,9 +100,6 @@ public final class ServiceCore: @unchecked Sendable {
     /// Whether `name` is one of the service's own zones (`_service/…`), which no account sees.
     static func isSystemZone(_ name: String) -> Bool { name.hasPrefix("_") }
 
-    /// An entry's encoded bytes (FORMAT.md §6): what upload and page limits count.
-    public static func encodedBytes(_ e: JournalEntry) -> Int { UploadPolicy.encodedBytes(e) }
-
     // MARK: Calls
 
     /// Answers `call` for `caller`: the one place a call as a value meets the method for it.
@@ -114,6 +111,7 @@ public final class ServiceCore: @unchecked Sendable {
         case .fetchZoneChanges(let zone, let token, let limit):
             return .zoneChanges(try fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit))
         case .fetchZoneHistory(let zone): return .history(try fetchZoneHistory(caller: caller, zone: zone))
+        case .fetchZoneSnapshot(let zone): return .snapshot(try fetchZoneSnapshot(caller: caller, zone: zone))
         case .createZone(let zone): try createZone(caller: caller, zone: zone)
         case .deleteZone(let zone): try deleteZone(caller: caller, zone: zone)
         case .shareZone(let zone, let participant): return .invitation(try shareZone(caller: caller, zone: zone, with: participant))
@@ -140,6 +138,12 @@ public final class ServiceCore: @unchecked Sendable {
     /// (`SyncService.fetchZoneChanges`); refused for a moment while the zone is purged.
     public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
         try feed.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit)
+    }
+
+    /// The zone's state as one snapshot and the token after it (`SyncService.fetchZoneSnapshot`),
+    /// or nil when the service keeps none to give.
+    public func fetchZoneSnapshot(caller: String, zone: ZoneID) throws(SyncError) -> ZoneSnapshot? {
+        try feed.fetchZoneSnapshot(caller: caller, zone: zone)
     }
 
     /// The zone's activity history, encoded (`SyncService.fetchZoneHistory`): empty when the

@@ -190,6 +190,29 @@ struct ServiceFeed: Sendable {
         return bytes
     }
 
+    /// The zone's newest snapshot at or above its mark and a token at it (`SyncService.fetchZoneSnapshot`),
+    /// or nil when it has none a device may install (never compacted, or over `ListBase.maxSnapshotBytes`).
+    /// Refused for a moment while the zone is purged, like a page (SYNC.md §6.2 rule 3), and when
+    /// the mark moved while the snapshot was read: a token under the new mark at the old
+    /// snapshot's sequence would let the device keep an add whose mark-off the purge took.
+    func fetchZoneSnapshot(caller: String, zone: ZoneID) throws(SyncError) -> ZoneSnapshot? {
+        let (info, begun) = try context.locked { () throws(SyncError) in
+            let (_, info) = try context.access(caller, zone)
+            return (info, try context.unpurged(zone))
+        }
+        guard info.lowWaterMark > 0, !info.isDeleted else { return nil }
+        let found: (bytes: [UInt8], sequence: SequenceNumber)?
+        do throws(QueryError) { found = try store.newestSnapshot(of: info) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        guard let found, found.bytes.count <= ListBase.maxSnapshotBytes else { return nil }
+        let token: FeedToken
+        do throws(FeedError) { token = try store.zoneToken(zone.storeName, position: found.sequence) } catch { throw fetchError(error, zone) }
+        _ = try context.locked { () throws(SyncError) in try context.unpurged(zone, since: begun) }
+        guard let now = store.zone(zone.storeName), now.incarnation == info.incarnation, now.lowWaterMark == info.lowWaterMark else {
+            throw .serviceBusy(retryAfter: .seconds(1))
+        }
+        return ZoneSnapshot(bytes: found.bytes, token: ServiceToken(token.text))
+    }
+
     /// What a history fetch answers for what the query said.
     private func historyError(_ error: QueryError, _ zone: ZoneID) -> SyncError {
         switch error {

@@ -35,6 +35,9 @@ protocol ServiceStorage: AnyObject, Sendable {
 
     /// A zone's entries after `token` (TOKENS.md), tokens issued under an older mark expiring.
     func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> ZoneChanges
+    /// A token at `position` (the horizon when nil) for the zone's newest incarnation, floored at
+    /// its mark (the store's own method).
+    func zoneToken(_ zone: String, position: SequenceNumber?) throws(FeedError) -> FeedToken
     /// The zones changed and deleted since a database token, and a new token.
     func databaseChanges(since token: FeedToken?) throws(FeedError) -> DatabaseChanges
     /// The position a database token covers through, or nil for one this storage did not issue.
@@ -44,6 +47,9 @@ protocol ServiceStorage: AnyObject, Sendable {
     func history(of zone: String) throws(QueryError) -> ActivityLog
     /// Ids the zone's history holds and its log no longer does: what compaction purged.
     func purgedIDs(of zone: String) throws(QueryError) -> Set<CompactID>
+    /// The zone incarnation's newest snapshot at or above its mark and within the horizon, as a
+    /// whole snapshot (SNAPSHOT.md), with its sequence; nil when it has none.
+    func newestSnapshot(of zone: ZoneInfo) throws(QueryError) -> (bytes: [UInt8], sequence: SequenceNumber)?
     /// The position the zone incarnation's newest history piece reaches, or 0.
     func newestHistory(of zone: ZoneInfo) -> SequenceNumber
     /// Compacts by the list rules (COMPACTION.md §1) as `plan` says.
@@ -85,6 +91,27 @@ extension JournalStore: ServiceStorage {
         var ids = Set(try q.storedHistory(zone).log.allEvents().map(\.entryID))
         for (_, e) in try q.entries(zone).entries { ids.remove(e.id) }
         return ids
+    }
+
+    func newestSnapshot(of zone: ZoneInfo) throws(QueryError) -> (bytes: [UInt8], sequence: SequenceNumber)? {
+        let files = SnapshotDirectory.list(store: path, zone: zone.name, incarnation: zone.incarnation, kinds: SnapshotFile.Kind.states, fs: fileSystem)
+        let h = horizon
+        for file in files where file.sequence >= zone.lowWaterMark && file.sequence <= h {
+            do {
+                if file.kind == .state {
+                    // Already whole and compressed: sent as it lies, once its header is checked.
+                    let bytes = try SnapshotDirectory.read(file.path, limit: SnapshotCodec.maxStoredBytes, fs: fileSystem)
+                    let header = try bytes.withUnsafeBytes { p throws(SnapshotError) in try SnapshotCodec.header(p) }
+                    guard header.zone == zone.name, header.incarnation == zone.incarnation, header.sequence == file.sequence else { continue }
+                    return (bytes, file.sequence)
+                }
+                let (_, reducer) = try ListQuery(store: self).readState(file)
+                return (SnapshotCodec.encode(reducer: reducer, incarnation: zone.incarnation, sequence: file.sequence), file.sequence)
+            } catch {
+                continue  // a damaged snapshot: an older one, or none (the device fetches entries)
+            }
+        }
+        return nil
     }
 
     func newestHistory(of zone: ZoneInfo) -> SequenceNumber {

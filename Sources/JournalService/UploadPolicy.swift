@@ -1,5 +1,6 @@
 import JournalLog
 import JournalSync
+import ListModel
 
 /// What the service takes in an upload, entry by entry (Spec/SYNC.md §3.2), and what upload and
 /// page limits count: pure rules, no state.
@@ -28,6 +29,7 @@ enum UploadPolicy {
         switch e.operation {
         case .join, .leave: return "participants join and leave through shares (accept, remove), not by upload"
         case .place: return "place entries are the service's compactor's"
+        case .opaque(ListBase.kind, _): return "a base is a device's copy of its service's snapshot, never uploaded"
         default: break
         }
         return JournalStore.refusal(e)

@@ -89,6 +89,11 @@ final class SimulationRun {
         case 940..<960:
             guard let zone = pick(await node.engine.lists) else { return }
             try? await node.engine.setShopping(rng.next() % 2 == 0, in: zone)
+        case 960..<975:
+            // Someone asks who bought the milk while the list changes: a list installed from
+            // the service's snapshot fetches its history now (others have it already).
+            guard let zone = pick(await node.engine.lists) else { return }
+            try? await node.engine.fetchHistory(zone)
         default: _ = await node.engine.sync()
         }
     }
@@ -207,6 +212,10 @@ final class SimulationRun {
         result.compactions += 1
         result.purged += final.storage.entriesPurged + final.storage.entriesReplaced
         try await SyncSimulation.settle(nodes, &result)
+        // The histories devices fetch only when asked, asked for before they are compared.
+        for n in nodes {
+            for z in await n.engine.lists { try? await n.engine.fetchHistory(z) }
+        }
         var distinctUploads = 0
         for n in nodes {
             let t = await n.engine.totals

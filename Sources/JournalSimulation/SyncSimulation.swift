@@ -128,6 +128,7 @@ package enum SyncSimulation {
         var earlier = SyncTotals()
 
         init(replica: String, account: String, box: CoreBox, clock: VirtualClock, seed: UInt64) throws {
+            seed0 = seed
             self.replica = replica
             self.account = account
             let routed = RoutedService(box: box, account: account, replica: replica)
@@ -135,8 +136,16 @@ package enum SyncSimulation {
             self.service = FaultyService(routed, faults: ServiceFaults(), seed: seed ^ 0x5EED)
             try fs.createDirectory("/d")
             store = try JournalStore.open("/d/local.wal", options: SyncSimulation.storeOptions(fs))
-            engine = try SyncEngine(store: store, service: service, replica: replica, clock: clock, seed: seed)
+            engine = try SyncEngine(store: store, service: service, replica: replica, clock: clock, seed: seed, options: Self.options(seed))
         }
+
+        /// Half the devices (by seed) fetch a re-fetched list's history only when asked.
+        static func options(_ seed: UInt64) -> SyncEngineOptions {
+            var o = SyncEngineOptions()
+            o.fetchesHistoryAfterRefetch = seed & 1 == 0
+            return o
+        }
+        let seed0: UInt64
 
         func restart(clock: VirtualClock, seed: UInt64, crash: MemoryFileSystem.CrashMode) async throws {
             let t = await engine.totals
@@ -147,7 +156,8 @@ package enum SyncSimulation {
             fs.crash(crash)
             store = try JournalStore.open("/d/local.wal", options: SyncSimulation.storeOptions(fs))
             starts += 1
-            engine = try SyncEngine(store: store, service: service, replica: replica, clock: clock, seed: seed &+ starts &* 0x9E37_79B9_7F4A_7C15)
+            engine = try SyncEngine(store: store, service: service, replica: replica, clock: clock, seed: seed &+ starts &* 0x9E37_79B9_7F4A_7C15,
+                                    options: Self.options(seed0))
         }
     }
 

@@ -12,6 +12,8 @@ public enum SyncCall: Sendable {
     case fetchZoneChanges(zone: ZoneID, since: ServiceToken?, limit: Int)
     /// `SyncService.fetchZoneHistory`.
     case fetchZoneHistory(zone: ZoneID)
+    /// `SyncService.fetchZoneSnapshot`.
+    case fetchZoneSnapshot(zone: ZoneID)
     /// `SyncService.createZone`.
     case createZone(ZoneID)
     /// `SyncService.deleteZone`.
@@ -32,6 +34,7 @@ public enum SyncCall: Sendable {
         case .fetchDatabaseChanges: "fetchDatabaseChanges"
         case .fetchZoneChanges: "fetchZoneChanges"
         case .fetchZoneHistory: "fetchZoneHistory"
+        case .fetchZoneSnapshot: "fetchZoneSnapshot"
         case .createZone: "createZone"
         case .deleteZone: "deleteZone"
         case .shareZone: "shareZone"
@@ -52,6 +55,8 @@ public enum SyncAnswer: Sendable {
     case zoneChanges(ZoneChangesPage)
     /// A zone's encoded activity history.
     case history([UInt8])
+    /// A zone's snapshot and the token after it, or nil for none.
+    case snapshot(ZoneSnapshot?)
     /// An invitation the owner hands to the participant.
     case invitation(ShareInvitation)
     /// The zone an accepted invitation joined.
@@ -88,6 +93,12 @@ public enum SyncAnswer: Sendable {
         return b
     }
 
+    /// The zone snapshot this answer carries (nil: the service has none to give).
+    public func zoneSnapshot() throws(SyncError) -> ZoneSnapshot? {
+        guard case .snapshot(let s) = self else { throw mismatch("fetchZoneSnapshot") }
+        return s
+    }
+
     /// The invitation this answer carries.
     public func shareInvitation() throws(SyncError) -> ShareInvitation {
         guard case .invitation(let i) = self else { throw mismatch("shareZone") }
@@ -115,6 +126,7 @@ extension SyncService {
             return .databaseChanges(try await fetchDatabaseChanges(scope, since: token, limit: limit))
         case .fetchZoneChanges(let zone, let token, let limit): return .zoneChanges(try await fetchZoneChanges(zone, since: token, limit: limit))
         case .fetchZoneHistory(let zone): return .history(try await fetchZoneHistory(zone))
+        case .fetchZoneSnapshot(let zone): return .snapshot(try await fetchZoneSnapshot(zone))
         case .createZone(let zone): try await createZone(zone)
         case .deleteZone(let zone): try await deleteZone(zone)
         case .shareZone(let zone, let participant): return .invitation(try await shareZone(zone, with: participant))
@@ -149,6 +161,11 @@ extension ForwardingSyncService {
 
     public func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
         try await forward(.fetchZoneHistory(zone: zone)).historyBytes()
+    }
+
+    /// `SyncService.fetchZoneSnapshot`, through `forward`.
+    public func fetchZoneSnapshot(_ zone: ZoneID) async throws(SyncError) -> ZoneSnapshot? {
+        try await forward(.fetchZoneSnapshot(zone: zone)).zoneSnapshot()
     }
 
     public func createZone(_ zone: ZoneID) async throws(SyncError) { try await forward(.createZone(zone)).finished() }

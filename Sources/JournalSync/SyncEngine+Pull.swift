@@ -240,6 +240,16 @@ extension SyncEngine {
             guard (try? save()) != nil else { return }
         }
         guard var r = state.zones[name]?.replacing, state.zones[name]?.pendingDelete != true else { return }
+        // From the service's snapshot when it has one: the list costs what it holds now, and its
+        // history comes when asked for (`fetchHistory`).
+        var based = r.token != nil && store.zone(name).map { Self.firstIsBase(store, name, $0) } == true
+        if r.token == nil {
+            switch await installBase(name, z.zone, &r, &report) {
+            case .installed: based = true
+            case .none: break
+            case .stopped: return
+            }
+        }
         // The old copy goes (once): a new incarnation receives the service's.
         if let info = store.zone(name), !info.isDeleted, info.incarnation == r.oldIncarnation {
             do { try store.deleteZone(name, reason: .purged) } catch {
@@ -280,13 +290,17 @@ extension SyncEngine {
             }
             r.token = page.token
             state.zones[name]?.replacing = r
+            // The last page, empty (a list installed from a snapshot, usually): its token is
+            // saved with the re-fetch's end below; lost in a crash, the page is asked again.
+            if !page.moreComing && page.entries.isEmpty { break }
             guard (try? save()) != nil else { return }
             if !page.moreComing { break }
         }
-        // The history the service keeps (purged events live only there), with what was fetched.
+        // The history the service keeps (purged events live only there), with what was fetched;
+        // a list installed from a snapshot fetches it when asked.
         var blob: [UInt8] = []
         var historyProblem: String? = nil
-        do {
+        if !based { do {
             blob = try await retrying { () async throws(SyncError) -> [UInt8] in try await service.fetchZoneHistory(z.zone) }
         } catch {
             guard case .invalidRequest(let why) = error else {
@@ -298,21 +312,10 @@ extension SyncEngine {
             // list (and its uploads) back for good.
             historyProblem = "the list was fetched without its history: \(why)"
             note(historyProblem!, zone: name, &report)
-        }
+        } }
         guard let info = store.zone(name), !info.isDeleted else { return }
         let installed = info.lastChange
-        if !blob.isEmpty {
-            let q = ListQuery(store: store, fs: store.fileSystem)
-            do {
-                var log = try ActivityLogCodec.decode(blob)
-                guard log.zone == name else { return note("the service's history names another list", zone: name, &report) }
-                for (s, e) in try q.entries(name).entries where s <= installed { _ = log.record(e) }
-                try q.writeHistory(name, history: log, incarnation: info.incarnation, sequence: installed)
-                if installed > info.lowWaterMark { try store.setLowWaterMark(name, to: installed) }
-            } catch {
-                return note("cannot install the service's history: \(error)", zone: name, &report)
-            }
-        }
+        if !blob.isEmpty, let why = installHistory(name, blob) { return note(why, zone: name, &report) }
         // Local changes the service has not taken go back on top (those made while the copy came
         // in are there already), and everything fetched counts as uploaded: it came from the
         // service. Never past a local change.
@@ -332,6 +335,13 @@ extension SyncEngine {
         state.zones[name]?.existsOnService = true
         state.zones[name]?.lastError = historyProblem.map(Self.bounded)
         report.refetched.append(z.zone)
+        if based { historyWanted.insert(name) }
         try? save()
+    }
+
+    /// Whether the zone's live incarnation starts from a base (its first entry is one).
+    nonisolated static func firstIsBase(_ store: JournalStore, _ name: String, _ info: ZoneInfo) -> Bool {
+        guard !info.isDeleted, let first = try? store.changes(in: name, since: nil, limit: 1).entries.first else { return false }
+        return ListBase.isBase(first.entry)
     }
 }

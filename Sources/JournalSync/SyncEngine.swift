@@ -22,6 +22,10 @@ public struct SyncEngineOptions: Sendable {
     public var backoffBase: Duration = .milliseconds(500)
     /// The longest backoff wait, before its jitter.
     public var backoffMax: Duration = .seconds(60)
+    /// Whether a sync that installs a list from its service's snapshot also fetches the list's
+    /// history, once every list of the sync is usable (Spec/SYNC.md §7.5 step 5). False: only when
+    /// the app asks (`SyncEngine.fetchHistory`), and `history` answers `historyNotFetched` until then.
+    public var fetchesHistoryAfterRefetch = true
 
     /// The default options.
     public init() {}
@@ -139,6 +143,9 @@ public actor SyncEngine {
     var rng: SplitMix64
     var hlc: HybridClock
     var state: SyncState
+    /// Lists installed from a snapshot whose history is not here yet (found again at each start:
+    /// such a list's first entry is its base and its mark is still 0).
+    var historyWanted = Set<String>()
     /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
 
@@ -177,6 +184,9 @@ public actor SyncEngine {
             if store.consumer(Self.consumer) == nil { try store.registerConsumer(Self.consumer, leaseUntil: nil) }
             try AtomicFile.write(SyncStateCodec.encode(loaded), to: path, fs: store.fileSystem)
         } catch { throw .storage(error) }
+        for (name, z) in loaded.zones where z.replacing == nil {
+            if let info = store.zone(name), info.lowWaterMark == 0, Self.firstIsBase(store, name, info) { historyWanted.insert(name) }
+        }
     }
 
     func save() throws(SyncEngineError) {
@@ -206,6 +216,7 @@ public actor SyncEngine {
     public func record(_ operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
         guard state.account != nil else { throw .notSignedIn }
         guard state.zones[zone.storeName] != nil, let info = store.zone(zone.storeName), !info.isDeleted else { throw .noSuchList(zone.storeName) }
+        if case .opaque(ListBase.kind, _) = operation { throw .invalid("a list's base is installed by a re-fetch, never recorded") }
         let now = clock.now()
         let entry = JournalEntry(id: CompactID.random(using: &rng), zone: zone.storeName, author: replica, wallTime: now,
                                  clock: hlc.tick(wallMillis: now), operation: operation)
@@ -251,6 +262,7 @@ public actor SyncEngine {
         let sentBefore = totals.entriesSent
         await push(&report)
         if report.mayContinue { await pull(&report) }
+        if report.mayContinue && options.fetchesHistoryAfterRefetch { await fetchWantedHistories(&report) }
         if report.mayContinue { await restoreSignedOutChanges(&report) }
         state.lastSync = report.isComplete ? clock.now() : state.lastSync
         state.lastError = (report.errors.first ?? (report.offline ? "offline" : nil)).map(Self.bounded)

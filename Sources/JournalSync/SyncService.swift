@@ -240,6 +240,12 @@ public protocol SyncService: Sendable {
     /// since purged events live nowhere else. Empty when the zone was never compacted.
     func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8]
 
+    /// The zone's current state as one snapshot (SNAPSHOT.md, LZ4) and the token after it, or nil
+    /// when the service keeps none to give (never compacted, or too large for a base): what a
+    /// device that has no token, or whose token expired, installs instead of the entries behind
+    /// it (Spec/SYNC.md §3.10, §7.5). It then fetches the zone's changes from that token.
+    func fetchZoneSnapshot(_ zone: ZoneID) async throws(SyncError) -> ZoneSnapshot?
+
     /// Creates a zone of this account (CKModifyRecordZonesOperation, save): idempotent.
     func createZone(_ zone: ZoneID) async throws(SyncError)
 
@@ -261,6 +267,27 @@ public protocol SyncService: Sendable {
     /// Removes every participant (deleting the CKShare): the zone leaves their shared databases,
     /// and no invitation issued so far admits anyone.
     func stopSharing(_ zone: ZoneID) async throws(SyncError)
+}
+
+/// A zone's state as its service holds it, with the token to fetch what follows it
+/// (`SyncService.fetchZoneSnapshot`).
+public struct ZoneSnapshot: Sendable, Equatable {
+    /// A whole snapshot of the zone's current incarnation (Spec/SNAPSHOT.md), at most 3 MiB.
+    public var bytes: [UInt8]
+    /// A zone token at the snapshot's sequence: the entries after it complete the list.
+    public var token: ServiceToken
+
+    /// A snapshot and the token after it.
+    public init(bytes: [UInt8], token: ServiceToken) {
+        self.bytes = bytes
+        self.token = token
+    }
+}
+
+extension SyncService {
+    /// A service with no snapshots to give (CloudKit's adapter: SYNC.md §3.9): nil, so devices
+    /// fetch a zone's entries.
+    public func fetchZoneSnapshot(_ zone: ZoneID) async throws(SyncError) -> ZoneSnapshot? { nil }
 }
 
 /// The names a service accepts.

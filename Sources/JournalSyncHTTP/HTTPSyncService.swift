@@ -33,13 +33,14 @@ public struct HTTPSyncService: SyncService {
 
     /// One request; any status outside 2xx becomes the binding's `SyncError`.
     func call(_ method: String, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
-              contentType: String? = nil) async throws(SyncError) -> Answer {
+              contentType: String? = nil, accept: String? = nil) async throws(SyncError) -> Answer {
         var url = server + path
         if !query.isEmpty {
             url += "?" + query.map { "\($0.0)=\(HTTPBinding.percentEncode($0.1))" }.joined(separator: "&")
         }
         var request = HTTPTransportRequest(method: method, url: url, headers: [("Authorization", authorization)], body: body, timeout: timeout)
         if body != nil, let contentType { request.headers.append(("Content-Type", contentType)) }
+        if let accept { request.headers.append(("Accept", accept)) }
         let answer: Answer
         do { answer = try await transport.send(request, maxBody: Self.maxResponseBytes) } catch {
             throw .networkUnavailable(cause: "\(method) \(path): \(error)")
@@ -87,7 +88,18 @@ public struct HTTPSyncService: SyncService {
     }
 
     public func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
-        try await call("GET", HTTPBinding.zonePath(zone) + "/history").body
+        let a = try await call("GET", HTTPBinding.zonePath(zone) + "/history", accept: CompressedBody.mediaType)
+        guard a.header("Content-Type")?.lowercased() == CompressedBody.mediaType else { return a.body }
+        do { return try CompressedBody.decode(a.body, limit: Self.maxResponseBytes) } catch {
+            throw .serviceBusy(retryAfter: nil)  // not this binding's answer: a proxy, a broken server
+        }
+    }
+
+    public func fetchZoneSnapshot(_ zone: ZoneID) async throws(SyncError) -> ZoneSnapshot? {
+        let a = try await call("GET", HTTPBinding.zonePath(zone) + "/snapshot")
+        guard a.status != 204 else { return nil }
+        guard let token = a.header(HTTPBinding.tokenHeader), !a.body.isEmpty else { throw .serviceBusy(retryAfter: nil) }
+        return ZoneSnapshot(bytes: a.body, token: ServiceToken(token))
     }
 
     public func createZone(_ zone: ZoneID) async throws(SyncError) { _ = try await call("PUT", HTTPBinding.zonePath(zone)) }

@@ -15,6 +15,26 @@ package enum ListFuzzChecks {
             roundTrip(reducer, incarnation: 1, sequence: 2, digest: reducer.state().digest)
         }
         snapshotDelta(bytes)
+        base(bytes)
+    }
+
+    /// The bytes as a list's base entry (MERGE.md §10), applied to an empty reducer and to one
+    /// that holds an entry: never a crash; adopted only when empty and the bytes are a snapshot
+    /// of the zone, otherwise reported, the state unchanged.
+    static func base(_ bytes: UnsafeRawBufferPointer) {
+        let header = try? SnapshotCodec.header(bytes)
+        let zone = header?.zone ?? "fuzz"
+        let entry = JournalEntry(id: CompactID("base.1.0")!, zone: zone, author: ListBase.author, wallTime: 0,
+                                 clock: HybridTime(rawValue: 0), operation: .opaque(kind: ListBase.kind, body: Array(bytes)))
+        var empty = ListReducer(zone: zone)
+        _ = empty.apply(entry)
+        if (try? SnapshotCodec.decode(bytes)) != nil { precondition(empty.baseProblem == nil, "a base that decodes is adopted") }
+        var busy = ListReducer(zone: zone)
+        _ = busy.apply(JournalEntry(id: CompactID("x")!, zone: zone, author: "a", wallTime: 0, clock: HybridTime(rawValue: 1),
+                                    operation: .rename(name: "n")))
+        let before = busy
+        _ = busy.apply(entry)
+        precondition(busy.baseProblem != nil && busy.state() == before.state(), "a base after an entry changes nothing and is reported")
     }
 
     /// Deltas (SNAPSHOT.md §6): the bytes as a delta body against a fixed base body (past the

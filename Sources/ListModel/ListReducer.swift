@@ -37,6 +37,10 @@ package struct ListReducer: Sendable {
     /// loads are not optimised away.
     var warmed: UInt64 = 0
 
+    /// Why a base entry (`ListBase`) was not adopted, if one was not: the state is then not the
+    /// list's, and a reader must say so rather than show it.
+    package var baseProblem: String?
+
     /// Interned authors, in first-seen order (their UTF-8 order is computed when needed).
     var authors = AuthorTable()
 
@@ -122,6 +126,11 @@ package struct ListReducer: Sendable {
             new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e.pointee), false)
         case .place(let item, let after):
             new = place(slot(item), e, after)
+        case .opaque(ListBase.kind, let snapshot):
+            // Not an entry of the list: its state (ListBase), adopted once or reported.
+            guard !seen.contains(entryRID(e)) else { return false }
+            if adoptBase(snapshot) { _ = seen.insert(entryRID(e)) }
+            return false
         case .opaque:
             new = seen.insert(entryRID(e))
         }

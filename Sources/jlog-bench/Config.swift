@@ -50,6 +50,8 @@ struct Counts: Sendable {
     // 11. Sync: the list a new device syncs first, and the changes synced one at a time.
     var syncListEntries: Int = 100_000
     var syncChanges: Int = 200
+    /// Entries of the family list a device re-fetches after 15 days away (`LifecycleWorkload`).
+    var refetchListEntries: Int = 1_000_000
 
     // 12. Append tail latency beside background work, on the compaction workload's
     // list (`compactionEntries`): seconds of appends per kind with nothing, a snapshot or an
@@ -104,6 +106,7 @@ enum Workloads {
         smallStoreEntries: 300,
         syncListEntries: 20_000,
         syncChanges: 50,
+        refetchListEntries: 100_000,
         tailSeconds: 1
     )
 }

@@ -16,10 +16,12 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
     private(set) var calls = 0
     private(set) var entriesUp = 0, entriesDown = 0
     private(set) var bytesUp = 0, bytesDown = 0
+    /// Of `bytesDown`, the histories'.
+    private(set) var historyBytes = 0
 
     init(_ inner: LocalService) { self.inner = inner }
 
-    func reset() { lock.withLock { (calls, entriesUp, entriesDown, bytesUp, bytesDown) = (0, 0, 0, 0, 0) } }
+    func reset() { lock.withLock { (calls, entriesUp, entriesDown, bytesUp, bytesDown, historyBytes) = (0, 0, 0, 0, 0, 0) } }
     private func count(up: Int = 0, down: Int = 0, entriesUp eu: Int = 0, entriesDown ed: Int = 0) {
         lock.withLock {
             calls += 1
@@ -35,7 +37,12 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
             count(up: WireBatch.encode(entries).count, down: Self.json(HTTPBinding.UploadJSON(r)), entriesUp: entries.count)
         case (_, .databaseChanges(let p)): count(down: Self.json(HTTPBinding.DatabaseChangesJSON(p)))
         case (_, .zoneChanges(let p)): count(down: WireBatch.encode(p.entries).count + p.token.text.utf8.count, entriesDown: p.entries.count)
-        case (_, .history(let h)): count(down: h.count)
+        case (_, .history(let h)):
+            // As the HTTP binding carries it to a client that takes LZ4 (SYNC.md §9.5).
+            let n = CompressedBody.encode(h)?.count ?? h.count
+            count(down: n)
+            lock.withLock { historyBytes += n }
+        case (_, .snapshot(let snap?)): count(down: snap.bytes.count + snap.token.text.utf8.count)
         default: count()
         }
         return answer
@@ -69,6 +76,17 @@ struct SyncBench {
 
     final class ResultBox<T>: @unchecked Sendable { var value: Result<T, any Error>? }
 
+    /// The service's clock, set by the bench.
+    final class ManualNow: @unchecked Sendable {
+        private let lock = NSLock()
+        private var millis: Int64
+        init(_ millis: Int64) { self.millis = millis }
+        var value: Int64 {
+            get { lock.withLock { millis } }
+            set { lock.withLock { millis = newValue } }
+        }
+    }
+
     static func storeOptions() -> StoreOptions {
         var o = StoreOptions()
         o.durability = .always
@@ -84,9 +102,13 @@ struct SyncBench {
             try store.append(batch: Array(entries[k..<min(k + 1_000, entries.count)]))
             k += 1_000
         }
+        // The service starts when the last entry has arrived (its arrival checkpoint, SYNC.md §6.2
+        // rule 9, covers them all), and compacts 15 days later.
         let last = entries.last!.wallTime
-        let core = try ServiceCore(store: store, now: { last + 15 * 86_400_000 })
-        if compacted { try core.compact(now: last + 15 * 86_400_000) }
+        let clock = ManualNow(last)
+        let core = try ServiceCore(store: store, now: { clock.value })
+        clock.value = last + 15 * 86_400_000
+        if compacted { try core.compact(now: clock.value) }
         return (core, store)
     }
 
@@ -96,6 +118,7 @@ struct SyncBench {
         let w = ListWorkload.generate(n, seed: 41, zone: zone.storeName)
         log("sync: a \(n)-entry list, its first sync on a new device (compacted and not), then one change at a time")
         var results: [String: (ms: [Double], wire: (Int, Int, Int), state: Int)] = [:]
+        var historyMS: [Double] = [], historyBytes = 0
         for compacted in [true, false] {
             let label = compacted ? "snapshot" : "replay"
             let (core, store): (ServiceCore, JournalStore)
@@ -108,18 +131,27 @@ struct SyncBench {
                 do { dev = try JournalStore.open(path, options: Self.storeOptions()) } catch { fail("opening a device store", error) }
                 var engineOptions = SyncEngineOptions()
                 engineOptions.pageLimit = 1_000
+                // The list is usable once its state is here; its history is a line of its own.
+                engineOptions.fetchesHistoryAfterRefetch = false
                 let options = engineOptions
-                let t = blocking { () async throws -> (Double, Int) in
+                let t = blocking { () async throws -> (Double, Int, Double) in
                     let engine = try SyncEngine(store: dev, service: meter, replica: "alice:new", options: options)
                     let t0 = now()
                     let r = await engine.sync()
                     guard r.isComplete else { throw JournalError.invalidEntry("the first sync did not complete: \(r.errors)") }
                     let state = try ListQuery(store: dev, fs: dev.fileSystem).materialise(zone.storeName).state
-                    return (now() - t0, state.items.count)
+                    let usable = now() - t0
+                    guard compacted else { return (usable, state.items.count, 0) }
+                    let t1 = now()
+                    try await engine.fetchHistory(zone)
+                    _ = try ListQuery(store: dev, fs: dev.fileSystem).history(zone.storeName)
+                    return (usable, state.items.count, now() - t1)
                 }
                 ms.append(t.0 * 1000)
                 items = t.1
+                if compacted { historyMS.append(t.2 * 1000) }
                 wire = (meter.entriesDown, meter.bytesDown + meter.bytesUp, meter.calls)
+                if compacted { historyBytes = meter.historyBytes }
                 try? dev.close()
                 removeTree(path)
             }
@@ -134,11 +166,90 @@ struct SyncBench {
                 extra: [("list_entries", .i(n)), ("entries_on_wire", .i(r.wire.0)), ("bytes_on_wire", .i(r.wire.1)),
                         ("requests", .i(r.wire.2)), ("items", .i(r.state)),
                         ("note", .s(label == "snapshot"
-                            ? "the service compacted the list (14-day retention, 15 days after its last entry): the device fetches the compacted entries and the history, appends them durably and materialises the list"
+                            ? "the service compacted the list (14-day retention, 15 days after its last entry): the device installs the service's snapshot as the list's base (durably) and materialises the list; bytes and requests include the history fetched after (history_fetch)"
                             : "the list never compacted: the device fetches and appends every entry durably, then materialises the list (a full replay)"))],
                 ratio: label == "snapshot" ? medianOf(other.ms) / medianOf(r.ms) : nil))
         }
+        report.emit(Measurement(
+            name: "history_fetch", system: "journallog", unit: "ms", runs: historyMS,
+            extra: [("list_entries", .i(n)), ("bytes_on_wire", .i(historyBytes)),
+                    ("note", .s("after initial_sync_snapshot: the device fetches the list's history (one answer), installs it beside the log and reads it whole"))]))
+        refetchAfterAway()
         steadyState(zone)
+    }
+
+    /// The two-year family list (`LifecycleWorkload`, compacted by the service every day): a
+    /// device synced it, was away 15 days while the family went on, and the service compacted
+    /// it meanwhile, so the device's token expired. Its sync re-fetches the list.
+    func refetchAfterAway() {
+        let n = counts.refetchListEntries
+        let zone = ZoneID(owner: "alice", name: "family")!
+        let entries = LifecycleWorkload.generate(n, seed: 43, zone: zone.storeName).entries
+        let last = entries.last!.wallTime
+        let away = last - 15 * 86_400_000
+        let cut = entries.partitionPoint { $0.wallTime <= away }
+        log("sync: a \(n)-entry family list; a device away for its last 15 days (\(n - cut) entries) re-fetches it")
+        let dir = self.dir
+        var ms: [Double] = [], wire = (0, 0, 0), items = 0
+        for run in 0..<max(3, counts.runs) {
+            let (store, core, clock): (JournalStore, ServiceCore, ManualNow)
+            do {
+                // Everything before the device went away arrived long enough ago to be purged by
+                // its own time alone (the service's first arrival checkpoint covers it).
+                store = try JournalStore.open(dir + "/family-\(run).wal", options: Self.storeOptions())
+                var k = 0
+                while k < cut {
+                    try store.append(batch: Array(entries[k..<min(k + 1_000, cut)]))
+                    k += 1_000
+                }
+                clock = ManualNow(away - 15 * 86_400_000)
+                core = try ServiceCore(store: store, now: { clock.value })
+                clock.value = away
+                try core.compact(now: away)
+            } catch { fail("building the family list's service", error) }
+            let meter = WireMeter(LocalService(core: core, account: "alice"))
+            let devPath = dir + "/family-device-\(run).wal"
+            let result = blocking { () async throws -> (Double, Int) in
+                let dev = try JournalStore.open(devPath, options: SyncBench.storeOptions())
+                var options = SyncEngineOptions()
+                options.pageLimit = 1_000
+                options.fetchesHistoryAfterRefetch = false
+                let engine = try SyncEngine(store: dev, service: meter, replica: "alice:phone", options: options)
+                guard await engine.sync().isComplete else { throw JournalError.invalidEntry("the first sync did not complete") }
+                // 15 days away: the family goes on, and the service compacts once a day.
+                var k = cut
+                for day in 1...15 {
+                    let end = away + Int64(day) * 86_400_000
+                    let next = entries.partitionPoint { $0.wallTime <= end }
+                    while k < next {
+                        try store.append(batch: Array(entries[k..<min(k + 1_000, next)]))
+                        k += 1_000
+                    }
+                    k = next
+                    clock.value = end
+                    try core.compact(now: end)
+                }
+                meter.reset()
+                let t0 = now()
+                let r = await engine.sync()
+                guard r.isComplete, r.refetched == [zone] else { throw JournalError.invalidEntry("the re-fetch did not happen: \(r.errors)") }
+                let state = try ListQuery(store: dev, fs: dev.fileSystem).materialise(zone.storeName).state
+                let t = now() - t0
+                try dev.close()
+                return (t, state.items.count)
+            }
+            ms.append(result.0 * 1000)
+            items = result.1
+            wire = (meter.entriesDown, meter.bytesDown + meter.bytesUp, meter.calls)
+            try? store.close()
+            removeTree(dir + "/family-\(run).wal")
+            removeTree(devPath)
+        }
+        report.emit(Measurement(
+            name: "refetch_after_15_days", system: "journallog", unit: "ms", runs: ms,
+            extra: [("list_entries", .i(n)), ("entries_while_away", .i(n - cut)), ("entries_on_wire", .i(wire.0)),
+                    ("bytes_on_wire", .i(wire.1)), ("requests", .i(wire.2)), ("items", .i(items)),
+                    ("note", .s("a device synced the two-year family list (LifecycleWorkload), was away its last 15 days while the service compacted it; its next sync (token expired) installs the service's snapshot and what followed it, durably, and materialises the list. History on demand (not fetched here)"))]))
     }
 
     /// One change: Alice's phone records it and syncs; Bob's phone syncs and has it.

@@ -31,6 +31,19 @@ func queryFailure(_ error: QueryError, json: Bool, path: String) -> ExitCode {
     case .syncedStore:
         printError(error.description)
         return ExitCode(Status.failure)
+    case .historyNotFetched(let zone):
+        if json {
+            print(JSON.object([("error", .string("historyNotFetched")), ("zone", .string(zone)),
+                               ("next", .string("jlog sync --history"))]).rendered)
+        }
+        printError(error.description)
+        return ExitCode(Status.failure)
+    case .baseUnreadable(let zone, let reason):
+        if json {
+            print(JSON.object([("error", .string("baseUnreadable")), ("zone", .string(zone)), ("reason", .string(reason))]).rendered)
+        }
+        printError(error.description)
+        return ExitCode(Status.corruption)
     }
 }
 

@@ -18,6 +18,8 @@ struct Sync: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --watch: seconds between syncs when nothing hints.", valueName: "s")) var interval: Double = 30
     @Flag(help: "One JSON object per sync: {complete, sent, uploaded, applied, held, refetched, gone, rejected, offline, quotaExceeded, signedOut, errors}.")
     var json = false
+    @Flag(help: "After the sync, fetch the history of every list installed from its service's snapshot whose history is not here yet (a sync does so itself unless an earlier one was cut short).")
+    var history = false
 
     func validate() throws {
         guard interval > 0, interval <= 86_400 else { throw ValidationError("--interval must be 0…86400 seconds") }
@@ -39,6 +41,14 @@ struct Sync: AsyncParsableCommand {
             let r = await engine.sync()
             show(r)
             if !r.isComplete { throw ExitCode(Status.failure) }
+            if history {
+                for zone in await engine.lists {
+                    do { try await engine.fetchHistory(zone) } catch {
+                        printError("\(zone): the history could not be fetched: \(error)")
+                        throw ExitCode(Status.failure)
+                    }
+                }
+            }
             return
         }
         let hints = SyncHints()

@@ -21,6 +21,7 @@ import NIOHTTP1
             (.POST, path + "/entries", WireBatch.encode([addEntry(zone, author: "alice")]), WireBatch.mediaType),
             (.GET, path + "/changes", nil, nil),
             (.GET, path + "/history", nil, nil),
+            (.GET, path + "/snapshot", nil, nil),
             (.POST, path + "/invitations", jsonBytes(HTTPBinding.ParticipantJSON(participant: "bob")), "application/json"),
             (.POST, "/v1/invitations/accept", jsonBytes(HTTPBinding.InvitationJSON(invitation: "jsi1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")), "application/json"),
             (.DELETE, path + "/participants", nil, nil),

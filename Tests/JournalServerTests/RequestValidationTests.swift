@@ -273,7 +273,7 @@ import NIOHTTP1
     @Test(arguments: ["alice/%00", "alice/" + String(repeating: "n", count: 300), "_service/members", "%61lice/groceries"])
     func aZoneNameNoZoneCanHaveIsAnInvalidRequest(_ zonePath: String) async throws {
         let (server, alice, _) = try await Self.setUp()
-        for (method, suffix) in [(HTTPMethod.GET, "/changes"), (.GET, "/history"), (.PUT, ""), (.DELETE, ""), (.DELETE, "/participants")] {
+        for (method, suffix) in [(HTTPMethod.GET, "/changes"), (.GET, "/history"), (.GET, "/snapshot"), (.PUT, ""), (.DELETE, ""), (.DELETE, "/participants")] {
             let r = try await server.send(method, "/v1/zones/" + zonePath + suffix, as: alice)
             #expect(r.status == 400 && r.error?.error == "invalidRequest", "\(method) \(zonePath.prefix(40))\(suffix): \(r)")
             #expect(r.error?.message.isEmpty == false)
