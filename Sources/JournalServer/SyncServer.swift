@@ -94,6 +94,14 @@ package struct SyncServer: Sendable {
                 return Self.json(200, HTTPBinding.DatabaseChangesJSON(page))
             }
         }
+        router.get("/v1/databases/changes") { request, context in
+            await handle(request, context) { caller throws(SyncError) in
+                let tokens = try Self.databaseTokens(request)
+                let (_, limit) = try Self.paging(request)
+                let page = try await backend.perform(caller: caller, .fetchBothDatabases(since: tokens, limit: limit)).bothDatabasesPage()
+                return Self.json(200, HTTPBinding.BothDatabasesJSON(page))
+            }
+        }
         router.post("/v1/zones/:owner/:name/entries") { request, context in
             await handle(request, context) { caller throws(SyncError) in
                 let zone = try Self.zone(context)
@@ -106,8 +114,9 @@ package struct SyncServer: Sendable {
                 }
                 guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
                 let result: UploadResult
+                let (since, _) = try Self.paging(request)
                 do throws(SyncError) {
-                    result = try await backend.perform(caller: caller, .upload(entries: entries, zone: zone)).uploadResult()
+                    result = try await backend.perform(caller: caller, .upload(entries: entries, zone: zone, since: since)).uploadResult()
                 } catch {
                     guard case .partialFailure(let r) = error else { throw error }
                     result = r
@@ -125,6 +134,7 @@ package struct SyncServer: Sendable {
                 headers[.contentType] = WireBatch.mediaType
                 headers[HTTPField.Name(HTTPBinding.tokenHeader)!] = page.token.text
                 headers[HTTPField.Name(HTTPBinding.moreComingHeader)!] = page.moreComing ? "true" : "false"
+                if let head = page.head { headers[HTTPField.Name(HTTPBinding.headHeader)!] = head.text }
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: WireBatch.encode(page.entries))))
             }
         }
@@ -291,6 +301,19 @@ package struct SyncServer: Sendable {
             throw .invalidRequest("not a zone name: \(ZoneID.refusal(owner: owner, name: name) ?? "invalid")")
         }
         return zone
+    }
+
+    /// The `private` and `shared` query parameters of `GET /v1/databases/changes`: each a
+    /// database token, 1–1,024 bytes, absent for a fetch from no token.
+    static func databaseTokens(_ request: Request) throws(SyncError) -> DatabaseTokens {
+        let q = request.uri.queryParameters
+        var tokens = DatabaseTokens(private: nil, shared: nil)
+        for scope in DatabaseScope.allCases {
+            guard let t = q[Substring(scope.rawValue)] else { continue }
+            guard !t.isEmpty, t.utf8.count <= HTTPBinding.maxTokenBytes else { throw .invalidRequest("a token is 1–\(HTTPBinding.maxTokenBytes) bytes") }
+            if scope == .private { tokens.private = ServiceToken(String(t)) } else { tokens.shared = ServiceToken(String(t)) }
+        }
+        return tokens
     }
 
     /// Whether the request's `Accept` names `mediaType` (a media range list; parameters ignored,

@@ -105,7 +105,10 @@ public final class ServiceCore: @unchecked Sendable {
     /// Answers `call` for `caller`: the one place a call as a value meets the method for it.
     public func perform(caller: String, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
         switch call {
-        case .upload(let entries, let zone): return .upload(try upload(caller: caller, entries: entries, to: zone))
+        case .upload(let entries, let zone, let since): return .upload(try upload(caller: caller, entries: entries, to: zone, since: since))
+        case .fetchBothDatabases(let tokens, let limit):
+            return .bothDatabases(BothDatabasesPage(private: try fetchDatabaseChanges(caller: caller, scope: .private, since: tokens.private, limit: limit),
+                                                    shared: try fetchDatabaseChanges(caller: caller, scope: .shared, since: tokens.shared, limit: limit)))
         case .fetchDatabaseChanges(let scope, let token, let limit):
             return .databaseChanges(try fetchDatabaseChanges(caller: caller, scope: scope, since: token, limit: limit))
         case .fetchZoneChanges(let zone, let token, let limit):
@@ -126,6 +129,22 @@ public final class ServiceCore: @unchecked Sendable {
     /// late retry of an entry compaction purged is acknowledged, never stored again.
     public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
         try uploads.upload(caller: caller, entries: entries, to: zone)
+    }
+
+    /// `upload(caller:entries:to:)` that also reads the zone after `since` (SYNC.md §3.11): when it
+    /// holds nothing there but this upload's entries, the answer carries the token after them and
+    /// the zone's head, so the device need not fetch its own entries back.
+    public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?) throws(SyncError) -> UploadResult {
+        var result = try uploads.upload(caller: caller, entries: entries, to: zone)
+        guard let since else { return result }
+        // Any refusal (a purge under way, an expired token) only leaves the token out.
+        guard let page = try? feed.fetchZoneChanges(caller: caller, zone: zone, since: since, limit: entries.count + 1),
+              !page.moreComing, page.head != nil else { return result }
+        let mine = Set(result.saved)
+        guard page.entries.allSatisfy({ mine.contains($0.id) }) else { return result }
+        result.token = page.token
+        result.head = page.head
+        return result
     }
 
     /// The zones of one of the caller's databases changed or gone since `token`

@@ -37,9 +37,13 @@ struct ServiceFeed: Sendable {
                 // A store token at or above the cursor names the store and epoch.
                 next = DatabaseToken(scope: scope, cursor: cursor, store: cursor <= headPosition ? head : try headToken())
             }
-            return DatabaseChangesPage(changed: listed.filter { $0.gone == nil }.map(\.id).sorted(),
+            let changed = listed.filter { $0.gone == nil }.map(\.id).sorted()
+            // Each changed zone's head as it stands: a device holding it has every change.
+            var heads: [ZoneID: ZoneHead] = [:]
+            for z in changed { if let info = store.zone(z.storeName), !info.isDeleted { heads[z] = ZoneHeads.of(info) } }
+            return DatabaseChangesPage(changed: changed,
                                        deleted: listed.compactMap { i in i.gone.map { ZoneGone(zone: i.id, reason: $0) } }.sorted { $0.zone < $1.zone },
-                                       token: next.serviceToken, moreComing: moreComing)
+                                       token: next.serviceToken, moreComing: moreComing, heads: heads)
         }
     }
 
@@ -128,9 +132,11 @@ struct ServiceFeed: Sendable {
     /// A zone's entries after `token`, in pages held to the limits' entries and bytes; refused
     /// for a moment while the zone is purged.
     func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
-        let begun = try context.locked { () throws(SyncError) -> UInt64 in
-            _ = try context.access(caller, zone)
-            return try context.unpurged(zone)
+        // The head is taken before the read: it may be older than what the page covers (a later
+        // database page then names a newer one, and the device fetches again), never newer.
+        let (begun, info) = try context.locked { () throws(SyncError) -> (UInt64, ZoneInfo) in
+            let (_, info) = try context.access(caller, zone)
+            return (try context.unpurged(zone), info)
         }
         context.fetchReadHooks?.afterCheck()
         let since = token.map { FeedToken($0.text) }
@@ -145,7 +151,8 @@ struct ServiceFeed: Sendable {
         // carries as its floor, and read it from the log before the rewrite: that token would
         // outlive the purge, even when the whole run ended during the read.
         _ = try context.locked { () throws(SyncError) in try context.unpurged(zone, since: begun) }
-        return ZoneChangesPage(zone: zone, entries: page.entries.map(\.entry), token: ServiceToken(page.token.text), moreComing: page.moreComing)
+        return ZoneChangesPage(zone: zone, entries: page.entries.map(\.entry), token: ServiceToken(page.token.text), moreComing: page.moreComing,
+                               head: page.moreComing ? nil : ZoneHeads.of(info))
     }
 
     /// One read of the zone's feed, tokens expiring under an older mark (SYNC.md §6).

@@ -102,7 +102,7 @@ struct RoutedService: ForwardingSyncService {
     let ledger = UploadLedger()
 
     func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
-        if case .upload(let entries, _) = call { ledger.record(entries, replica: replica) }
+        if case .upload(let entries, _, _) = call { ledger.record(entries, replica: replica) }
         return try box.core.perform(caller: account, call)
     }
 }

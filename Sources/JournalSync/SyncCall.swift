@@ -4,10 +4,12 @@ import JournalLog
 /// session, a fault injector, a meter, a thread hop, a transport) passes on without knowing which
 /// call it is. `SyncService`'s methods are the same calls, one method each.
 public enum SyncCall: Sendable {
-    /// `SyncService.upload`.
-    case upload(entries: [JournalEntry], zone: ZoneID)
+    /// `SyncService.upload` (`since`: the token the device holds, `upload(_:to:since:)`).
+    case upload(entries: [JournalEntry], zone: ZoneID, since: ServiceToken?)
     /// `SyncService.fetchDatabaseChanges`.
     case fetchDatabaseChanges(scope: DatabaseScope, since: ServiceToken?, limit: Int)
+    /// `SyncService.fetchDatabaseChanges(since:limit:)`: both databases at once.
+    case fetchBothDatabases(since: DatabaseTokens, limit: Int)
     /// `SyncService.fetchZoneChanges`.
     case fetchZoneChanges(zone: ZoneID, since: ServiceToken?, limit: Int)
     /// `SyncService.fetchZoneHistory`.
@@ -32,6 +34,7 @@ public enum SyncCall: Sendable {
         switch self {
         case .upload: "upload"
         case .fetchDatabaseChanges: "fetchDatabaseChanges"
+        case .fetchBothDatabases: "fetchBothDatabases"
         case .fetchZoneChanges: "fetchZoneChanges"
         case .fetchZoneHistory: "fetchZoneHistory"
         case .fetchZoneSnapshot: "fetchZoneSnapshot"
@@ -51,6 +54,8 @@ public enum SyncAnswer: Sendable {
     case upload(UploadResult)
     /// A page of a database's changed zones.
     case databaseChanges(DatabaseChangesPage)
+    /// The first pages of both databases.
+    case bothDatabases(BothDatabasesPage)
     /// A page of a zone's entries.
     case zoneChanges(ZoneChangesPage)
     /// A zone's encoded activity history.
@@ -78,6 +83,12 @@ public enum SyncAnswer: Sendable {
     /// The database page this answer carries.
     public func databaseChangesPage() throws(SyncError) -> DatabaseChangesPage {
         guard case .databaseChanges(let p) = self else { throw mismatch("fetchDatabaseChanges") }
+        return p
+    }
+
+    /// The pages of both databases this answer carries.
+    public func bothDatabasesPage() throws(SyncError) -> BothDatabasesPage {
+        guard case .bothDatabases(let p) = self else { throw mismatch("fetchBothDatabases") }
         return p
     }
 
@@ -121,9 +132,10 @@ extension SyncService {
     /// Runs `call` through this service's method for it.
     public func perform(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
         switch call {
-        case .upload(let entries, let zone): return .upload(try await upload(entries, to: zone))
+        case .upload(let entries, let zone, let since): return .upload(try await upload(entries, to: zone, since: since))
         case .fetchDatabaseChanges(let scope, let token, let limit):
             return .databaseChanges(try await fetchDatabaseChanges(scope, since: token, limit: limit))
+        case .fetchBothDatabases(let tokens, let limit): return .bothDatabases(try await fetchDatabaseChanges(since: tokens, limit: limit))
         case .fetchZoneChanges(let zone, let token, let limit): return .zoneChanges(try await fetchZoneChanges(zone, since: token, limit: limit))
         case .fetchZoneHistory(let zone): return .history(try await fetchZoneHistory(zone))
         case .fetchZoneSnapshot(let zone): return .snapshot(try await fetchZoneSnapshot(zone))
@@ -148,7 +160,17 @@ public protocol ForwardingSyncService: SyncService {
 
 extension ForwardingSyncService {
     public func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
-        try await forward(.upload(entries: entries, zone: zone)).uploadResult()
+        try await forward(.upload(entries: entries, zone: zone, since: nil)).uploadResult()
+    }
+
+    /// `SyncService.upload(_:to:since:)`, through `forward`.
+    public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?) async throws(SyncError) -> UploadResult {
+        try await forward(.upload(entries: entries, zone: zone, since: token)).uploadResult()
+    }
+
+    /// `SyncService.fetchDatabaseChanges(since:limit:)`, through `forward`.
+    public func fetchDatabaseChanges(since tokens: DatabaseTokens, limit: Int) async throws(SyncError) -> BothDatabasesPage {
+        try await forward(.fetchBothDatabases(since: tokens, limit: limit)).bothDatabasesPage()
     }
 
     public func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage {

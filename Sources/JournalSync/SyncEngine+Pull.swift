@@ -6,8 +6,20 @@ extension SyncEngine {
     /// Database changes of both scopes, then each changed zone's changes (Spec/SYNC.md §7, pull).
     /// `only`: the lists to fetch (all by default); the databases are read whole either way.
     func pull(_ report: inout SyncReport, only: Set<String>? = nil) async {
+        // Both databases' first pages in one request; an expired token, or a page that asks for
+        // more, goes on database by database.
+        let tokens = DatabaseTokens(private: state.databaseTokens[.private], shared: state.databaseTokens[.shared])
+        var first: BothDatabasesPage? = nil
+        do {
+            first = try await retrying { () async throws(SyncError) -> BothDatabasesPage in
+                try await service.fetchDatabaseChanges(since: tokens, limit: options.databasePageLimit)
+            }
+            for scope in DatabaseScope.allCases { _ = try Self.checked(first![scope].token) }
+        } catch {
+            if case .tokenExpired = error { first = nil } else if stop(on: error, &report) { return } else { first = nil }
+        }
         for scope in DatabaseScope.allCases {
-            guard await pullDatabase(scope, &report) else { return }
+            guard await pullDatabase(scope, first: first?[scope], &report) else { return }
         }
         for name in state.zones.keys.sorted() where only?.contains(name) ?? true {
             guard let z = state.zones[name], !z.pendingDelete,
@@ -19,16 +31,23 @@ extension SyncEngine {
 
     /// One database's changes. Zones gone are removed locally first, then the changed ones are
     /// marked for fetching together with the new token, in one state write. False: stop.
-    func pullDatabase(_ scope: DatabaseScope, _ report: inout SyncReport) async -> Bool {
+    func pullDatabase(_ scope: DatabaseScope, first: DatabaseChangesPage? = nil, _ report: inout SyncReport) async -> Bool {
         var token = state.databaseTokens[scope]
         var changed = Set<ZoneID>()
+        var heads: [ZoneID: ZoneHead] = [:]
         var gone: [ZoneGone] = []
         var fresh = token == nil
+        var given = first
         while true {
             let page: DatabaseChangesPage
             do {
-                page = try await retrying { () async throws(SyncError) -> DatabaseChangesPage in
-                    try await service.fetchDatabaseChanges(scope, since: token, limit: options.databasePageLimit)
+                if let g = given {
+                    page = g
+                    given = nil
+                } else {
+                    page = try await retrying { () async throws(SyncError) -> DatabaseChangesPage in
+                        try await service.fetchDatabaseChanges(scope, since: token, limit: options.databasePageLimit)
+                    }
                 }
                 _ = try Self.checked(page.token)
             } catch {
@@ -40,6 +59,7 @@ extension SyncEngine {
                 return !stop(on: error, &report)
             }
             changed.formUnion(page.changed)
+            heads.merge(page.heads) { _, later in later }
             gone += page.deleted
             token = page.token
             if !page.moreComing { break }
@@ -58,7 +78,10 @@ extension SyncEngine {
         for zone in changed.sorted() {
             var z = state.zones[zone.storeName] ?? SyncState.Zone(zone: zone, scope: scope)
             if z.pendingDelete { continue }
-            z.needsFetch = true
+            // The head this device's token covers already (its own upload, §3.11): nothing new.
+            let current = z.head != nil && heads[zone] == z.head && z.token != nil && z.replacing == nil
+                && store.zone(zone.storeName)?.isDeleted == false
+            if !current { z.needsFetch = true }
             z.existsOnService = true
             state.zones[zone.storeName] = z
             if store.zone(zone.storeName)?.isDeleted != false {
@@ -145,6 +168,7 @@ extension SyncEngine {
                     state.zones[name]?.held += remote
                     state.zones[name]?.toApply = page.entries.filter { $0.author == replica }
                     state.zones[name]?.token = page.token
+                    state.zones[name]?.head = page.moreComing ? nil : page.head
                     report.held += remote.count
                     guard (try? save()) != nil else { return }
                     applyQueued(name, &report)
@@ -152,12 +176,14 @@ extension SyncEngine {
                 } else {
                     state.zones[name]?.toApply = page.entries
                     state.zones[name]?.token = page.token
+                    state.zones[name]?.head = page.moreComing ? nil : page.head
                     guard (try? save()) != nil else { return }
                     applyQueued(name, &report)
                     if state.zones[name]?.toApply.isEmpty == false { return }
                 }
-            } else if z.token != page.token {
+            } else if z.token != page.token || z.head != page.head {
                 state.zones[name]?.token = page.token
+                state.zones[name]?.head = page.moreComing ? nil : page.head
                 try? save()
             }
             if !page.moreComing { break }
@@ -259,6 +285,7 @@ extension SyncEngine {
         if store.zone(name)?.isDeleted != false {
             do { try store.createZone(name) } catch { return note("cannot replace the local copy: \(error)", zone: name, &report) }
         }
+        var lastHead: ZoneHead? = nil
         while true {
             let page: ZoneChangesPage
             do {
@@ -289,6 +316,7 @@ extension SyncEngine {
                 report.applied += page.entries.count
             }
             r.token = page.token
+            lastHead = page.moreComing ? nil : page.head
             state.zones[name]?.replacing = r
             // The last page, empty (a list installed from a snapshot, usually): its token is
             // saved with the re-fetch's end below; lost in a crash, the page is asked again.
@@ -327,6 +355,7 @@ extension SyncEngine {
         }
         advanceUploaded(name, to: min(installed, firstLocal - 1))
         state.zones[name]?.token = r.token
+        state.zones[name]?.head = lastHead
         state.zones[name]?.replacing = nil
         state.zones[name]?.refetchWanted = false
         // The refused changes are not in the new copy (pendingLocal left them out).

@@ -178,9 +178,18 @@ extension SyncEngine {
         while !todo.isEmpty {
             totals.entriesSent += todo.count
             do {
-                let r = try await service.upload(todo, to: zone)
+                // The token the device holds goes with the upload: when the zone holds nothing
+                // after it but these entries, the answer moves the token past them (§3.11).
+                let since = state.zones[zone.storeName].flatMap { $0.replacing == nil ? $0.token : nil }
+                let r = try await service.upload(todo, to: zone, since: since)
                 out.saved.formUnion(r.saved)
                 todo = []
+                if let next = r.token, let since, state.zones[zone.storeName]?.token == since,
+                   state.zones[zone.storeName]?.replacing == nil, (try? Self.checked(next)) != nil {
+                    state.zones[zone.storeName]?.token = next
+                    state.zones[zone.storeName]?.head = r.head
+                    try? save()
+                }
             } catch {
                 switch error {
                 case .limitExceeded where todo.count > 1:

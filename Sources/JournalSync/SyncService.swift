@@ -93,11 +93,62 @@ public struct UploadResult: Sendable, Equatable {
     /// Not taken, each with why: a conflict or an invalid entry for good, or one to retry.
     public var failed: [CompactID: EntryFailure]
 
+    /// The zone token after this upload, when it was asked with a token (`upload(_:to:since:)`)
+    /// and the zone holds nothing after that token but this upload's entries: the device's own
+    /// entries need not come back to it. Nil otherwise (a fetch from the old token serves them).
+    public var token: ServiceToken?
+    /// The zone's head with that token (`ZoneHead`), when `token` is given.
+    public var head: ZoneHead?
+
     /// A result with these outcomes (empty by default), as a service answers an upload.
-    public init(saved: [CompactID] = [], failed: [CompactID: EntryFailure] = [:]) {
+    public init(saved: [CompactID] = [], failed: [CompactID: EntryFailure] = [:], token: ServiceToken? = nil, head: ZoneHead? = nil) {
         self.saved = saved
         self.failed = failed
+        self.token = token
+        self.head = head
     }
+}
+
+/// What a zone holds now, as an opaque tag (an ETag for the zone: Spec/SYNC.md §3.11): equal
+/// heads mean nothing was added, deleted or compacted between them. A database page names each
+/// changed zone's head; a device that holds that head already has every change of the zone and
+/// skips its fetch.
+public struct ZoneHead: Hashable, Sendable, CustomStringConvertible {
+    /// The head as the service wrote it (1–64 bytes).
+    public let text: String
+    /// A head from its text, as the service answered it or a state file kept it.
+    public init(_ text: String) { self.text = text }
+    public var description: String { text }
+}
+
+/// A device's tokens for both of its databases (either may be nil: a first fetch).
+public struct DatabaseTokens: Sendable, Equatable {
+    /// The `private` database's token.
+    public var `private`: ServiceToken?
+    /// The `shared` database's token.
+    public var shared: ServiceToken?
+    /// Tokens for both databases.
+    public init(private: ServiceToken?, shared: ServiceToken?) {
+        self.private = `private`
+        self.shared = shared
+    }
+    /// The token of `scope`.
+    public subscript(scope: DatabaseScope) -> ServiceToken? { scope == .private ? `private` : shared }
+}
+
+/// The first page of both databases' changes, in one answer (`fetchDatabaseChanges(since:limit:)`).
+public struct BothDatabasesPage: Sendable, Equatable {
+    /// The `private` database's page.
+    public var `private`: DatabaseChangesPage
+    /// The `shared` database's page.
+    public var shared: DatabaseChangesPage
+    /// Both pages.
+    public init(private: DatabaseChangesPage, shared: DatabaseChangesPage) {
+        self.private = `private`
+        self.shared = shared
+    }
+    /// The page of `scope`.
+    public subscript(scope: DatabaseScope) -> DatabaseChangesPage { scope == .private ? `private` : shared }
 }
 
 /// One page of `fetchDatabaseChanges` (CKFetchDatabaseChangesOperation).
@@ -110,13 +161,16 @@ public struct DatabaseChangesPage: Sendable, Equatable {
     public var token: ServiceToken
     /// More pages follow: fetch again from `token` (CKFetchDatabaseChangesOperation.moreComing).
     public var moreComing: Bool
+    /// The head of each changed zone, where the service gives one (`ZoneHead`).
+    public var heads: [ZoneID: ZoneHead]
 
     /// A page as a service answers it.
-    public init(changed: [ZoneID], deleted: [ZoneGone], token: ServiceToken, moreComing: Bool) {
+    public init(changed: [ZoneID], deleted: [ZoneGone], token: ServiceToken, moreComing: Bool, heads: [ZoneID: ZoneHead] = [:]) {
         self.changed = changed
         self.deleted = deleted
         self.token = token
         self.moreComing = moreComing
+        self.heads = heads
     }
 }
 
@@ -144,13 +198,17 @@ public struct ZoneChangesPage: Sendable, Equatable {
     public var token: ServiceToken
     /// More pages follow: fetch again from `token` (CKFetchRecordZoneChangesOperation.moreComing).
     public var moreComing: Bool
+    /// On the last page (`moreComing` false), the zone's head as of this page, when the service
+    /// gives one: a later database page that names the same head has nothing new for it.
+    public var head: ZoneHead?
 
     /// A page as a service answers it.
-    public init(zone: ZoneID, entries: [JournalEntry], token: ServiceToken, moreComing: Bool) {
+    public init(zone: ZoneID, entries: [JournalEntry], token: ServiceToken, moreComing: Bool, head: ZoneHead? = nil) {
         self.zone = zone
         self.entries = entries
         self.token = token
         self.moreComing = moreComing
+        self.head = head
     }
 }
 
@@ -232,6 +290,15 @@ public protocol SyncService: Sendable {
     /// The zones of one database changed or gone since `token` (CKFetchDatabaseChangesOperation).
     func fetchDatabaseChanges(_ scope: DatabaseScope, since token: ServiceToken?, limit: Int) async throws(SyncError) -> DatabaseChangesPage
 
+    /// The first page of both databases' changes in one request (Spec/SYNC.md §3.11); `limit`
+    /// zones per database. A database with more follows with the call above.
+    func fetchDatabaseChanges(since tokens: DatabaseTokens, limit: Int) async throws(SyncError) -> BothDatabasesPage
+
+    /// `upload(_:to:)` that also names the zone token the device holds (Spec/SYNC.md §3.11): when
+    /// the zone holds nothing after it but this upload's entries, the answer carries the token
+    /// after them (`UploadResult.token`), and the device need not fetch its own entries back.
+    func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?) async throws(SyncError) -> UploadResult
+
     /// A zone's entries after `token`, in pages (CKFetchRecordZoneChangesOperation).
     func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage
 
@@ -285,6 +352,17 @@ public struct ZoneSnapshot: Sendable, Equatable {
 }
 
 extension SyncService {
+    /// Both databases' first pages, one request each (CloudKit: two CKFetchDatabaseChangesOperations).
+    public func fetchDatabaseChanges(since tokens: DatabaseTokens, limit: Int) async throws(SyncError) -> BothDatabasesPage {
+        BothDatabasesPage(private: try await fetchDatabaseChanges(.private, since: tokens.private, limit: limit),
+                          shared: try await fetchDatabaseChanges(.shared, since: tokens.shared, limit: limit))
+    }
+
+    /// An upload whose answer carries no token (CloudKit: the device fetches its entries back).
+    public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?) async throws(SyncError) -> UploadResult {
+        try await upload(entries, to: zone)
+    }
+
     /// A service with no snapshots to give (CloudKit's adapter: SYNC.md §3.9): nil, so devices
     /// fetch a zone's entries.
     public func fetchZoneSnapshot(_ zone: ZoneID) async throws(SyncError) -> ZoneSnapshot? { nil }

@@ -32,6 +32,9 @@ package struct SyncState: Equatable, Sendable {
         /// A re-fetch in progress (after `tokenExpired`).
         package var replacing: Replacing?
         package var lastError: String?
+        /// The zone's head that `token` covers (Spec/SYNC.md §3.11): a database page naming the
+        /// same head has nothing new for this device.
+        package var head: ZoneHead?
 
         package init(zone: ZoneID, scope: DatabaseScope) {
             self.zone = zone
@@ -75,18 +78,20 @@ package struct SyncState: Equatable, Sendable {
     }
 }
 
-/// `sync/state`: `magic "JLSY" | version u8 (2; 1 is read too) | replica string | account (u8 flag, string) |
+/// `sync/state`: `magic "JLSY" | version u8 (3; 1 and 2 are read too) | replica string | account (u8 flag, string) |
 /// clock u64 | lastSync (flag, zigzag) | lastError (flag, string) | tokens varint × (scope u8,
 /// string) | signedOutAccount (flag, string) | signedOut entries | zones varint × zone | crc32c`.
 /// A zone: `owner string | name string | scope u8 | token (flag, string) | flags u8 (needsFetch,
 /// existsOnService, pendingDelete, shopping, refetchWanted) | toApply entries | held entries | rejected varint ×
 /// id | replacing (flag, incarnation varint, token (flag, string), entries) | lastError (flag,
-/// string)`. Entries: `count varint × (length varint | entry, FORMAT.md §6)`.
+/// string) | head (flag, string 1–64; version 3)`. Entries: `count varint × (length varint |
+/// entry, FORMAT.md §6)`.
 package enum SyncStateCodec {
     package static let magic: [UInt8] = [0x4A, 0x4C, 0x53, 0x59]  // "JLSY"
     /// 2 added the zone flag `refetchWanted`; a version-1 file reads the same (the bit is clear),
     /// and an older reader refuses a version-2 file by its version, not as damage to its fields.
-    package static let version: UInt8 = 2
+    /// 3 added each zone's `head` after its `lastError`; a file of 1 or 2 reads with none.
+    package static let version: UInt8 = 3
     /// Refused before reading; a to-apply queue is one page of entries.
     package static let maxFileBytes = 256 << 20
 
@@ -126,6 +131,7 @@ package enum SyncStateCodec {
                 entries(&w, r.pendingLocal)
             }
             optional(&w, z.lastError) { $0.string($1) }
+            optional(&w, z.head) { $0.string($1.text) }
         }
         w.u32(CRC32C.checksum(w.bytes))
         return w.bytes
@@ -162,7 +168,7 @@ package enum SyncStateCodec {
         }
         var r = ByteReader(b, offset: 4, end: b.count - 4)
         let v = try r.u8()
-        guard v == version || v == 1 else { throw CodecError(.invalidValue(field: "sync state version \(v) (this build reads 1 and 2)"), at: 4) }
+        guard v >= 1 && v <= version else { throw CodecError(.invalidValue(field: "sync state version \(v) (this build reads 1 to 3)"), at: 4) }
         var s = SyncState(replica: try r.string("replica", limit: Limits.maxAuthorBytes), account: nil)
         s.account = try optional(&r) { (r: inout ByteReader) throws(CodecError) in try r.string("account", limit: 64) }
         s.clock = try r.u64()
@@ -205,6 +211,9 @@ package enum SyncStateCodec {
                 return SyncState.Replacing(oldIncarnation: inc, token: token, pendingLocal: try entries(&r))
             }
             z.lastError = try optional(&r) { (r: inout ByteReader) throws(CodecError) in try r.string("error", limit: 4_096, allowEmpty: true) }
+            if v >= 3 {
+                z.head = try optional(&r) { (r: inout ByteReader) throws(CodecError) in ZoneHead(try r.string("head", limit: 64)) }
+            }
             guard s.zones[id.storeName] == nil else { throw CodecError(.invalidValue(field: "zone (twice)"), at: at) }
             s.zones[id.storeName] = z
         }

@@ -61,7 +61,13 @@ public struct HTTPSyncService: SyncService {
     static func encode(_ value: some Encodable) -> [UInt8] { Array((try? JSONEncoder().encode(value)) ?? Data()) }
 
     public func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
-        let a = try await call("POST", HTTPBinding.zonePath(zone) + "/entries", body: WireBatch.encode(entries), contentType: WireBatch.mediaType)
+        try await upload(entries, to: zone, since: nil)
+    }
+
+    public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?) async throws(SyncError) -> UploadResult {
+        let query = token.map { [("token", $0.text)] } ?? []
+        let a = try await call("POST", HTTPBinding.zonePath(zone) + "/entries", query: query, body: WireBatch.encode(entries),
+                               contentType: WireBatch.mediaType)
         let answer: HTTPBinding.UploadJSON
         if let common = HTTPBinding.UploadJSON(commonAnswer: a.body) { answer = common } else { answer = try json(HTTPBinding.UploadJSON.self, a) }
         guard let result = answer.result else { throw .serviceBusy(retryAfter: nil) }
@@ -75,6 +81,14 @@ public struct HTTPSyncService: SyncService {
         return page
     }
 
+    public func fetchDatabaseChanges(since tokens: DatabaseTokens, limit: Int) async throws(SyncError) -> BothDatabasesPage {
+        var q = [("limit", String(max(1, min(limit, 10_000))))]
+        for scope in DatabaseScope.allCases { if let t = tokens[scope] { q.append((scope.rawValue, t.text)) } }
+        let a = try await call("GET", "/v1/databases/changes", query: q)
+        guard let page = try json(HTTPBinding.BothDatabasesJSON.self, a).page else { throw .serviceBusy(retryAfter: nil) }
+        return page
+    }
+
     public func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage {
         let a = try await call("GET", HTTPBinding.zonePath(zone) + "/changes", query: Self.paging(token, limit))
         guard let next = a.header(HTTPBinding.tokenHeader), let more = a.header(HTTPBinding.moreComingHeader) else {
@@ -84,7 +98,8 @@ public struct HTTPSyncService: SyncService {
         do { entries = try WireBatch.decode(a.body) } catch { throw .serviceBusy(retryAfter: nil) }
         // Entries of another zone would be stored in the wrong list: never accepted.
         guard entries.allSatisfy({ $0.zone == zone.storeName }) else { throw .serviceBusy(retryAfter: nil) }
-        return ZoneChangesPage(zone: zone, entries: entries, token: ServiceToken(next), moreComing: more == "true")
+        let head = a.header(HTTPBinding.headHeader).flatMap { HTTPBinding.isHead($0) ? ZoneHead($0) : nil }
+        return ZoneChangesPage(zone: zone, entries: entries, token: ServiceToken(next), moreComing: more == "true", head: more == "true" ? nil : head)
     }
 
     public func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {

@@ -30,12 +30,16 @@ package enum HTTPBinding {
         package var deleted: [GoneJSON]
         package var token: String
         package var moreComing: Bool
+        /// Each changed zone's head, by its store name (`owner/name`); absent from a server
+        /// that gives none.
+        package var heads: [String: String]?
 
         package init(_ p: DatabaseChangesPage) {
             changed = p.changed.map(ZoneJSON.init)
             deleted = p.deleted.map { GoneJSON(zone: ZoneJSON($0.zone), reason: $0.reason.rawValue) }
             token = p.token.text
             moreComing = p.moreComing
+            heads = p.heads.isEmpty ? nil : Dictionary(uniqueKeysWithValues: p.heads.map { ($0.key.storeName, $0.value.text) })
         }
 
         package var page: DatabaseChangesPage? {
@@ -45,8 +49,38 @@ package enum HTTPBinding {
                 guard let id = g.zone.zone, let r = ZoneGoneReason(rawValue: g.reason) else { return nil }
                 d.append(ZoneGone(zone: id, reason: r))
             }
-            return DatabaseChangesPage(changed: c, deleted: d, token: ServiceToken(token), moreComing: moreComing)
+            var h: [ZoneID: ZoneHead] = [:]
+            for (name, head) in heads ?? [:] {
+                // A head of a zone not listed, or one no state file could keep, is not this binding's.
+                guard let id = ZoneID(storeName: name), c.contains(id), HTTPBinding.isHead(head) else { return nil }
+                h[id] = ZoneHead(head)
+            }
+            return DatabaseChangesPage(changed: c, deleted: d, token: ServiceToken(token), moreComing: moreComing, heads: h)
         }
+    }
+
+    /// `GET /v1/databases/changes`: the first page of each database.
+    package struct BothDatabasesJSON: Codable, Sendable, Equatable {
+        package var `private`: DatabaseChangesJSON
+        package var shared: DatabaseChangesJSON
+
+        package init(_ p: BothDatabasesPage) {
+            self.private = DatabaseChangesJSON(p.private)
+            shared = DatabaseChangesJSON(p.shared)
+        }
+
+        package var page: BothDatabasesPage? {
+            guard let a = self.private.page, let b = shared.page else { return nil }
+            return BothDatabasesPage(private: a, shared: b)
+        }
+    }
+
+    /// The zone head response header of a zone page's last page.
+    package static let headHeader = "JLog-Zone-Head"
+
+    /// Whether `text` is a head a client keeps: 1–64 bytes of printable ASCII.
+    package static func isHead(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 64 && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
     package struct FailureJSON: Codable, Sendable, Equatable {
@@ -61,8 +95,14 @@ package enum HTTPBinding {
     package struct UploadJSON: Codable, Sendable, Equatable {
         package var saved: [String]
         package var failed: [FailureJSON]
+        /// The zone token after the upload (`UploadResult.token`), when the server gives one.
+        package var token: String?
+        /// The zone's head with it.
+        package var head: String?
 
         package init(_ r: UploadResult) {
+            token = r.token?.text
+            head = r.head?.text
             saved = r.saved.map(\.description)
             failed = r.failed.sorted { $0.key < $1.key }.map { id, f in
                 switch f {
@@ -88,12 +128,22 @@ package enum HTTPBinding {
                 EntryJSON.appendString(f.reason, to: &out)
                 out.append(0x7D)
             }
-            out += Array("],\"saved\":[".utf8)
+            out.append(0x5D)
+            if let head {
+                out += Array(",\"head\":".utf8)
+                EntryJSON.appendString(head, to: &out)
+            }
+            out += Array(",\"saved\":[".utf8)
             for (k, id) in saved.enumerated() {
                 if k > 0 { out.append(0x2C) }
                 EntryJSON.appendString(id, to: &out)
             }
-            out += Array("]}".utf8)
+            out.append(0x5D)
+            if let token {
+                out += Array(",\"token\":".utf8)
+                EntryJSON.appendString(token, to: &out)
+            }
+            out.append(0x7D)
             return out
         }
 
@@ -129,6 +179,11 @@ package enum HTTPBinding {
         package var result: UploadResult? {
             var r = UploadResult()
             for s in saved { guard let id = CompactID(s) else { return nil }; r.saved.append(id) }
+            if let token {
+                guard !token.isEmpty, token.utf8.count <= HTTPBinding.maxTokenBytes, let head, HTTPBinding.isHead(head) else { return nil }
+                r.token = ServiceToken(token)
+                r.head = ZoneHead(head)
+            }
             for f in failed {
                 guard let id = CompactID(f.id) else { return nil }
                 switch f.kind {

@@ -105,13 +105,13 @@ package final class FaultyService: ForwardingSyncService, @unchecked Sendable {
 
     /// Every call goes through the faults; an upload has a few of its own.
     package func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
-        if case .upload(let entries, let zone) = call { return .upload(try await faultyUpload(entries, to: zone)) }
+        if case .upload(let entries, let zone, let since) = call { return .upload(try await faultyUpload(entries, to: zone, since: since)) }
         return try await deliver { () async throws(SyncError) -> SyncAnswer in try await inner.perform(call) }
     }
 
     /// An upload: perhaps refused for its size or the quota, held back and delivered later, or
     /// only partly taken.
-    private func faultyUpload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult {
+    private func faultyUpload(_ entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?) async throws(SyncError) -> UploadResult {
         let f = faults
         if let limit = f.limitEntries, entries.count > limit, !offline { throw .limitExceeded }
         if !offline && roll(f.delay) {
@@ -132,6 +132,6 @@ package final class FaultyService: ForwardingSyncService, @unchecked Sendable {
             for e in refused { result.failed[e.id] = .retryable("injected: the zone was busy") }
             throw .partialFailure(result)
         }
-        return try await deliver { () async throws(SyncError) -> UploadResult in try await inner.upload(entries, to: zone) }
+        return try await deliver { () async throws(SyncError) -> UploadResult in try await inner.upload(entries, to: zone, since: since) }
     }
 }

@@ -18,10 +18,12 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
     private(set) var bytesUp = 0, bytesDown = 0
     /// Of `bytesDown`, the histories'.
     private(set) var historyBytes = 0
+    /// Change tokens and heads, sent and received: what the bytes above spend on positions.
+    private(set) var tokenBytes = 0
 
     init(_ inner: LocalService) { self.inner = inner }
 
-    func reset() { lock.withLock { (calls, entriesUp, entriesDown, bytesUp, bytesDown, historyBytes) = (0, 0, 0, 0, 0, 0) } }
+    func reset() { lock.withLock { (calls, entriesUp, entriesDown, bytesUp, bytesDown, historyBytes, tokenBytes) = (0, 0, 0, 0, 0, 0, 0) } }
     private func count(up: Int = 0, down: Int = 0, entriesUp eu: Int = 0, entriesDown ed: Int = 0) {
         lock.withLock {
             calls += 1
@@ -32,11 +34,27 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
 
     func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
         let answer = try await inner.forward(call)
+        // Tokens sent travel in the request (query parameters); HTTP's own headers are not counted.
+        let sent: Int = switch call {
+        case .upload(_, _, let t), .fetchDatabaseChanges(_, let t, _), .fetchZoneChanges(_, let t, _): t?.text.utf8.count ?? 0
+        case .fetchBothDatabases(let t, _): (t.private?.text.utf8.count ?? 0) + (t.shared?.text.utf8.count ?? 0)
+        default: 0
+        }
+        let received: Int = switch answer {
+        case .upload(let r): (r.token?.text.utf8.count ?? 0) + (r.head?.text.utf8.count ?? 0)
+        case .databaseChanges(let p): p.token.text.utf8.count + p.heads.values.reduce(0) { $0 + $1.text.utf8.count }
+        case .bothDatabases(let p): [p.private, p.shared].reduce(0) { $0 + $1.token.text.utf8.count + $1.heads.values.reduce(0) { $0 + $1.text.utf8.count } }
+        case .zoneChanges(let p): p.token.text.utf8.count + (p.head?.text.utf8.count ?? 0)
+        default: 0
+        }
+        lock.withLock { tokenBytes += sent + received }
         switch (call, answer) {
-        case (.upload(let entries, _), .upload(let r)):
-            count(up: WireBatch.encode(entries).count, down: Self.json(HTTPBinding.UploadJSON(r)), entriesUp: entries.count)
-        case (_, .databaseChanges(let p)): count(down: Self.json(HTTPBinding.DatabaseChangesJSON(p)))
-        case (_, .zoneChanges(let p)): count(down: WireBatch.encode(p.entries).count + p.token.text.utf8.count, entriesDown: p.entries.count)
+        case (.upload(let entries, _, _), .upload(let r)):
+            count(up: sent + WireBatch.encode(entries).count, down: HTTPBinding.UploadJSON(r).encoded.count, entriesUp: entries.count)
+        case (_, .databaseChanges(let p)): count(up: sent, down: Self.json(HTTPBinding.DatabaseChangesJSON(p)))
+        case (_, .bothDatabases(let p)): count(up: sent, down: Self.json(HTTPBinding.BothDatabasesJSON(p)))
+        case (_, .zoneChanges(let p)):
+            count(up: sent, down: WireBatch.encode(p.entries).count + p.token.text.utf8.count + (p.head?.text.utf8.count ?? 0), entriesDown: p.entries.count)
         case (_, .history(let h)):
             // As the HTTP binding carries it to a client that takes LZ4 (SYNC.md §9.5).
             let n = CompressedBody.encode(h)?.count ?? h.count
@@ -263,7 +281,7 @@ struct SyncBench {
         } catch { fail("building the steady-state service", error) }
         let a = WireMeter(LocalService(core: core, account: "alice")), b = WireMeter(LocalService(core: core, account: "bob"))
         let dir = self.dir
-        let (perChange, wire) = blocking { () async throws -> ([Double], (Int, Int, Int, Int)) in
+        let (perChange, wire) = blocking { () async throws -> ([Double], (Int, Int, Int, Int, Int, Int)) in
             let sa = try JournalStore.open(dir + "/steady-alice.wal", options: SyncBench.storeOptions())
             let sb = try JournalStore.open(dir + "/steady-bob.wal", options: SyncBench.storeOptions())
             let alice = try SyncEngine(store: sa, service: a, replica: "alice:phone")
@@ -285,7 +303,8 @@ struct SyncBench {
                 times.append((now() - t0) * 1000)
             }
             try sa.close(); try sb.close()
-            return (times, (a.entriesUp + b.entriesUp, a.entriesDown + b.entriesDown, a.bytesUp + a.bytesDown + b.bytesUp + b.bytesDown, a.calls + b.calls))
+            return (times, (a.entriesUp + b.entriesUp, a.entriesDown + b.entriesDown, a.bytesUp + a.bytesDown + b.bytesUp + b.bytesDown, a.calls + b.calls,
+                            a.bytesUp + b.bytesUp, a.tokenBytes + b.tokenBytes))
         }
         try? serviceStore.close()
         let c = Double(changes)
@@ -293,6 +312,7 @@ struct SyncBench {
             name: "sync_per_change", system: "journallog", unit: "ms", runs: perChange,
             extra: [("changes", .i(changes)), ("entries_up_per_change", .n(Double(wire.0) / c)),
                     ("entries_down_per_change", .n(Double(wire.1) / c)), ("bytes_on_wire_per_change", .n(Double(wire.2) / c)),
+                    ("bytes_up_per_change", .n(Double(wire.4) / c)), ("token_bytes_per_change", .n(Double(wire.5) / c)),
                     ("requests_per_change", .n(Double(wire.3) / c)),
                     ("note", .s("one device records an add (durably) and syncs (push, then pull: its own entry comes back once), the other syncs and applies it; local work of both, in this process; bytes as the HTTP binding would carry them (wire batches, JSON)"))]))
     }

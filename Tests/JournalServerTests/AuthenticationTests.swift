@@ -16,6 +16,7 @@ import NIOHTTP1
             (.GET, "/v1/account", nil, nil),
             (.GET, "/v1/databases/private/changes", nil, nil),
             (.GET, "/v1/databases/shared/changes", nil, nil),
+            (.GET, "/v1/databases/changes", nil, nil),
             (.PUT, path, nil, nil),
             (.DELETE, path, nil, nil),
             (.POST, path + "/entries", WireBatch.encode([addEntry(zone, author: "alice")]), WireBatch.mediaType),
