@@ -127,7 +127,7 @@ fi
 #   account that does not exist, a string that is no invitation (§5.2). A zone's reads answer
 #   400 too, for a name no zone can have that the schema cannot describe: over 255 UTF-8 bytes
 #   with its owner (a schema counts characters, not bytes; SYNC.md §9.3). Every other answer to
-#   a schema-valid request must be 2xx, 401, 404 or 429; the database read never answers 400.
+#   a schema-valid request must be 2xx, 401, 404 or 429; the database reads never answer 400.
 # - Path parameters: mostly an owner and a name of the zones made above (alice, bob; groceries,
 #   weekly), so that calls get past "no such zone" (or meet bob's zone alice may not see); else
 #   whatever the schema allows.
@@ -151,7 +151,7 @@ values = ["groceries", "weekly"]
 expected-statuses = ["2xx", "401", "404", "410", "429"]
 
 [[operations]]
-include-operation-id-regex = "^(upload|createZone|deleteZone|shareZone|acceptShare|removeParticipant|stopSharing|fetchZoneChanges|fetchZoneHistory)$"
+include-operation-id-regex = "^(upload|createZone|deleteZone|shareZone|acceptShare|removeParticipant|stopSharing|fetchZoneChanges|fetchZoneHistory|fetchZoneSnapshot)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "404", "410", "429"]
 TOML
 cat > "$work/jlog_fuzz_hooks.py" <<'PY'
