@@ -48,7 +48,7 @@ package struct BlockingBackend: ServiceBackend {
         try await run { () throws(SyncError) in try core.compact(now: now) }
     }
 
-    package func perform(caller: String, _ call: SyncCall) async throws(SyncError) -> SyncAnswer {
-        try await run { () throws(SyncError) in try core.perform(caller: caller, call) }
+    package func perform(_ caller: ServiceCaller, _ call: SyncCall) async throws(SyncError) -> SyncAnswer {
+        try await run { () throws(SyncError) in try core.perform(caller, call) }
     }
 }

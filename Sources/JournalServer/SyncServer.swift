@@ -82,7 +82,7 @@ package struct SyncServer: Sendable {
         router.middlewares.add(MethodNotAllowedMiddleware())
         router.get("/v1/health") { _, _ in Self.json(200, ["status": "ok"]) }
         router.get("/v1/account") { request, context in
-            await handle(request, context) { caller throws(SyncError) in Self.json(200, HTTPBinding.AccountJSON(account: caller)) }
+            await handle(request, context) { caller throws(SyncError) in Self.json(200, HTTPBinding.AccountJSON(account: caller.account)) }
         }
         router.get("/v1/databases/:scope/changes") { request, context in
             await handle(request, context) { caller throws(SyncError) in
@@ -90,7 +90,7 @@ package struct SyncServer: Sendable {
                     throw .invalidRequest("the database scope is private or shared")
                 }
                 let (token, limit) = try Self.paging(request)
-                let page = try await backend.perform(caller: caller, .fetchDatabaseChanges(scope: scope, since: token, limit: limit)).databaseChangesPage()
+                let page = try await backend.perform(caller, .fetchDatabaseChanges(scope: scope, since: token, limit: limit)).databaseChangesPage()
                 return Self.json(200, HTTPBinding.DatabaseChangesJSON(page))
             }
         }
@@ -98,7 +98,7 @@ package struct SyncServer: Sendable {
             await handle(request, context) { caller throws(SyncError) in
                 let tokens = try Self.databaseTokens(request)
                 let (_, limit) = try Self.paging(request)
-                let page = try await backend.perform(caller: caller, .fetchBothDatabases(since: tokens, limit: limit)).bothDatabasesPage()
+                let page = try await backend.perform(caller, .fetchBothDatabases(since: tokens, limit: limit)).bothDatabasesPage()
                 return Self.json(200, HTTPBinding.BothDatabasesJSON(page))
             }
         }
@@ -116,7 +116,7 @@ package struct SyncServer: Sendable {
                 let result: UploadResult
                 let (since, _) = try Self.paging(request)
                 do throws(SyncError) {
-                    result = try await backend.perform(caller: caller, .upload(entries: entries, zone: zone, since: since)).uploadResult()
+                    result = try await backend.perform(caller, .upload(entries: entries, zone: zone, since: since)).uploadResult()
                 } catch {
                     guard case .partialFailure(let r) = error else { throw error }
                     result = r
@@ -129,7 +129,7 @@ package struct SyncServer: Sendable {
             await handle(request, context) { caller throws(SyncError) in
                 let zone = try Self.zone(context)
                 let (token, limit) = try Self.paging(request)
-                let page = try await backend.perform(caller: caller, .fetchZoneChanges(zone: zone, since: token, limit: limit)).zoneChangesPage()
+                let page = try await backend.perform(caller, .fetchZoneChanges(zone: zone, since: token, limit: limit)).zoneChangesPage()
                 var headers = HTTPFields()
                 headers[.contentType] = WireBatch.mediaType
                 headers[HTTPField.Name(HTTPBinding.tokenHeader)!] = page.token.text
@@ -140,7 +140,7 @@ package struct SyncServer: Sendable {
         }
         router.get("/v1/zones/:owner/:name/history") { request, context in
             await handle(request, context) { caller throws(SyncError) in
-                let bytes = try await backend.perform(caller: caller, .fetchZoneHistory(zone: try Self.zone(context))).historyBytes()
+                let bytes = try await backend.perform(caller, .fetchZoneHistory(zone: try Self.zone(context))).historyBytes()
                 // Compressed when the client takes it and it pays (SYNC.md §9.5).
                 if Self.accepts(request, CompressedBody.mediaType), let packed = CompressedBody.encode(bytes) {
                     return Response(status: .ok, headers: [.contentType: CompressedBody.mediaType], body: .init(byteBuffer: ByteBuffer(bytes: packed)))
@@ -150,7 +150,7 @@ package struct SyncServer: Sendable {
         }
         router.get("/v1/zones/:owner/:name/snapshot") { request, context in
             await handle(request, context) { caller throws(SyncError) in
-                guard let snapshot = try await backend.perform(caller: caller, .fetchZoneSnapshot(zone: try Self.zone(context))).zoneSnapshot() else {
+                guard let snapshot = try await backend.perform(caller, .fetchZoneSnapshot(zone: try Self.zone(context))).zoneSnapshot() else {
                     return Response(status: .noContent)
                 }
                 var headers = HTTPFields()
@@ -161,13 +161,13 @@ package struct SyncServer: Sendable {
         }
         router.put("/v1/zones/:owner/:name") { request, context in
             await handle(request, context) { caller throws(SyncError) in
-                try await backend.perform(caller: caller, .createZone(try Self.zone(context))).finished()
+                try await backend.perform(caller, .createZone(try Self.zone(context))).finished()
                 return Response(status: .noContent)
             }
         }
         router.delete("/v1/zones/:owner/:name") { request, context in
             await handle(request, context) { caller throws(SyncError) in
-                try await backend.perform(caller: caller, .deleteZone(try Self.zone(context))).finished()
+                try await backend.perform(caller, .deleteZone(try Self.zone(context))).finished()
                 return Response(status: .noContent)
             }
         }
@@ -175,14 +175,14 @@ package struct SyncServer: Sendable {
             await handle(request, context) { caller throws(SyncError) in
                 let zone = try Self.zone(context)
                 let body: HTTPBinding.ParticipantJSON = try await Self.decode(request)
-                let invitation = try await backend.perform(caller: caller, .shareZone(zone, participant: body.participant)).shareInvitation()
+                let invitation = try await backend.perform(caller, .shareZone(zone, participant: body.participant)).shareInvitation()
                 return Self.json(200, HTTPBinding.InvitationJSON(invitation: invitation.text))
             }
         }
         router.post("/v1/invitations/accept") { request, context in
             await handle(request, context) { caller throws(SyncError) in
                 let body: HTTPBinding.InvitationJSON = try await Self.decode(request)
-                let zone = try await backend.perform(caller: caller, .acceptShare(ShareInvitation(body.invitation))).zoneID()
+                let zone = try await backend.perform(caller, .acceptShare(ShareInvitation(body.invitation))).zoneID()
                 return Self.json(200, HTTPBinding.ZoneJSON(zone))
             }
         }
@@ -192,13 +192,13 @@ package struct SyncServer: Sendable {
                 guard let participant = context.parameters.get("account"), SyncNames.accountRefusal(participant) == nil else {
                     throw .invalidRequest("not an account name")
                 }
-                try await backend.perform(caller: caller, .removeParticipant(participant, zone: zone)).finished()
+                try await backend.perform(caller, .removeParticipant(participant, zone: zone)).finished()
                 return Response(status: .noContent)
             }
         }
         router.delete("/v1/zones/:owner/:name/participants") { request, context in
             await handle(request, context) { caller throws(SyncError) in
-                try await backend.perform(caller: caller, .stopSharing(try Self.zone(context))).finished()
+                try await backend.perform(caller, .stopSharing(try Self.zone(context))).finished()
                 return Response(status: .noContent)
             }
         }
@@ -206,7 +206,7 @@ package struct SyncServer: Sendable {
             let watcher = try? await context.channel.pipeline.handler(type: ConnectionEndWatcher.self).get()
             let end = watcher?.end ?? context.channel.closeFuture
             return await handle(request, context) { caller throws(SyncError) in
-                try hintChannel(for: caller, credential: Self.bearer(request) ?? "", connectionEnd: end)
+                try hintChannel(for: caller.account, credential: Self.bearer(request) ?? "", connectionEnd: end)
             }
         }
         return router
@@ -215,7 +215,7 @@ package struct SyncServer: Sendable {
     // MARK: Every request
 
     /// Authenticates, limits the rate, runs `body`, and turns every error into its status.
-    func handle(_ request: Request, _ context: ServerRequestContext, _ body: (String) async throws(SyncError) -> Response) async -> Response {
+    func handle(_ request: Request, _ context: ServerRequestContext, _ body: (ServiceCaller) async throws(SyncError) -> Response) async -> Response {
         let response = await authenticated(request, body)
         // A refused request's body may be unread; reading the rest (as keeping the connection
         // would) lets a client make the server swallow any number of bytes, so it is closed.
@@ -223,14 +223,16 @@ package struct SyncServer: Sendable {
         return Self.closingConnection(response, context.channel)
     }
 
-    func authenticated(_ request: Request, _ body: (String) async throws(SyncError) -> Response) async -> Response {
+    func authenticated(_ request: Request, _ body: (ServiceCaller) async throws(SyncError) -> Response) async -> Response {
         guard let credential = Self.bearer(request), let caller = accounts.authenticate(credential, now: now()) else {
             var r = Self.error(.notAuthenticated)
             r.headers[.wwwAuthenticate] = "Bearer realm=\"jlog\""
             return r
         }
         if let wait = limiter.admit(caller) { return Self.error(.rateLimited(retryAfter: .seconds(wait))) }
-        do throws(SyncError) { return try await body(caller) } catch { return Self.error(error) }
+        // The device is the credential's id: one credential per device (SYNC.md §9.2).
+        let device = DeviceCredential(credential)?.id
+        do throws(SyncError) { return try await body(ServiceCaller(account: caller, device: device)) } catch { return Self.error(error) }
     }
 
     /// The credential of an `Authorization: Bearer …` header. The scheme's name is matched

@@ -8,8 +8,8 @@ import JournalSync
 /// the same invariants, and the transports above do not change.
 public protocol ServiceBackend: Sendable {
     /// Answers `call` for the authenticated `caller` (Spec/SYNC.md §3: the service's side of
-    /// each `SyncService` call).
-    func perform(caller: String, _ call: SyncCall) async throws(SyncError) -> SyncAnswer
+    /// each `SyncService` call), its device noted where the transport knows it.
+    func perform(_ caller: ServiceCaller, _ call: SyncCall) async throws(SyncError) -> SyncAnswer
     /// The limits requests are held to (a transport refuses larger bodies before reading them).
     var limits: ServiceLimits { get }
     /// "Zone Z changed" for the accounts that see it: hints, never data.

@@ -19,6 +19,8 @@ public final class ServiceCore: @unchecked Sendable {
     public let limits: ServiceLimits
     /// Wall-clock milliseconds: the service's time for the entries it writes and for compaction.
     public let now: @Sendable () -> Int64
+    /// Where each device last caught up with each zone, and under which mark (SYNC.md §6.6).
+    public let devices: DeviceFetches
     /// "Zone Z changed", for the accounts that see it (a transport's hint channel).
     public var hints: HintHub { context.hints }
     private let context: ServiceContext
@@ -61,6 +63,7 @@ public final class ServiceCore: @unchecked Sendable {
         sharing = ServiceSharing(context: context, invitations: InvitationSigner(key: try store.invitationKey()),
                                  accountExists: accountExists)
         compaction = ServiceCompaction(context: context)
+        devices = DeviceFetches(loadingFrom: store.path + "/" + DeviceFetches.file, fs: store.fileSystem)
         try rebuild()
         // What the store holds had arrived by now, at the latest.
         try context.arrivals.note(at: now, force: true, write: context.appendRecord)
@@ -101,6 +104,35 @@ public final class ServiceCore: @unchecked Sendable {
     static func isSystemZone(_ name: String) -> Bool { name.hasPrefix("_") }
 
     // MARK: Calls
+
+    /// `perform(caller:_:)` for a caller whose device the transport knows: a fetch that reaches
+    /// the zone's end, an upload that moved the device's token, and a snapshot fetched are noted
+    /// as the device catching up with the zone under its current mark (`devices`).
+    public func perform(_ caller: ServiceCaller, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
+        let answer = try perform(caller: caller.account, call)
+        guard let device = caller.device else { return answer }
+        let zone: ZoneID? = switch (call, answer) {
+        case (.fetchZoneChanges(let z, _, _), .zoneChanges(let p)) where !p.moreComing: z
+        case (.upload(_, let z, _), .upload(let r)) where r.token != nil: z
+        case (.fetchZoneSnapshot(let z), .snapshot(let s)) where s != nil: z
+        default: nil
+        }
+        if let zone, let info = store.zone(zone.storeName) {
+            devices.note(device: device, account: caller.account, zone: zone.storeName, mark: info.lowWaterMark, at: now())
+        }
+        return answer
+    }
+
+    /// How many devices a compaction sends back to the snapshot: those caught up with a zone it
+    /// compacted under a mark below the new one (their tokens expired).
+    public func devicesSentBack(by report: ListCompactionReport) -> Int {
+        report.zones.reduce(0) { n, z in n + devices.behind(z.zone, mark: store.zone(z.zone)?.lowWaterMark ?? 0).count }
+    }
+
+    /// Writes `devices` to `service/devices` (at each compaction, and by `jlog serve` at shutdown).
+    public func saveDevices() throws(JournalError) {
+        try devices.save(to: store.path + "/" + DeviceFetches.file, fs: store.fileSystem)
+    }
 
     /// Answers `call` for `caller`: the one place a call as a value meets the method for it.
     public func perform(caller: String, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
@@ -211,7 +243,10 @@ public final class ServiceCore: @unchecked Sendable {
     /// and every device adopts the compacted copy.
     @discardableResult
     public func compact(now time: Int64) throws(SyncError) -> ListCompactionReport {
-        try compaction.compact(now: time)
+        let report = try compaction.compact(now: time)
+        // A report for the operator: a run is not undone for it.
+        try? saveDevices()
+        return report
     }
 
     /// Who belongs to a zone now (for tests and diagnostics).

@@ -103,7 +103,7 @@ struct RoutedService: ForwardingSyncService {
 
     func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
         if case .upload(let entries, _, _) = call { ledger.record(entries, replica: replica) }
-        return try box.core.perform(caller: account, call)
+        return try box.core.perform(ServiceCaller(account: account, device: replica), call)
     }
 }
 

@@ -82,7 +82,8 @@ struct Serve: AsyncParsableCommand {
                     // On the backend's pool: this process's tasks run on its event loops.
                     let r = try await backend.compact(now: nowMillis())
                     if r.storage.entriesPurged + r.storage.entriesReplaced > 0 {
-                        printError("compacted: \(r.storage.entriesPurged) purged, \(r.storage.entriesReplaced) replaced")
+                        printError("compacted: \(r.storage.entriesPurged) purged, \(r.storage.entriesReplaced) replaced; "
+                            + "\(backend.core.devicesSentBack(by: r)) devices will re-fetch from the snapshot")
                     }
                 } catch {
                     printError("compaction failed: \(error); the next one tries again")
@@ -103,6 +104,7 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(Status.failure)
         }
         compaction.cancel()
+        try? core.saveDevices()
         try? s.close()
     }
 }
@@ -110,7 +112,7 @@ struct Serve: AsyncParsableCommand {
 struct Accounts: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage a server's accounts and device credentials (the server may be running).",
-        subcommands: [AccountsAdd.self, AccountsList.self, AccountsRevoke.self])
+        subcommands: [AccountsAdd.self, AccountsList.self, AccountsRevoke.self, AccountsDevices.self])
 }
 
 struct AccountsAdd: ParsableCommand {
