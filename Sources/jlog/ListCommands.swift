@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JournalLog
 import JournalQuery
+import JournalSync
 import ListModel
 
 /// `--at 120` (a sequence) or `--at 2026-11-22T18:00:00Z` (a time).
@@ -125,10 +126,15 @@ extension ActivityKind {
     }
 }
 
-struct History: ParsableCommand {
+struct History: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A list's activity: who did what and when, per zone or per item.",
-        discussion: "\"Who deleted the milk?\": --text milk. \"When did we last buy coffee?\": --text coffee --kind markedOff (the last line).")
+        discussion: """
+        "Who deleted the milk?": --text milk. "When did we last buy coffee?": --text coffee --kind \
+        markedOff (the last line). On a device whose list was installed from its service's \
+        snapshot, the history before it is on the service until fetched: with --server and \
+        --credential it is fetched first; without them the command says so and fails (status 1).
+        """)
 
     @Argument(help: "The store directory.") var store: String
     @Option(help: "The zone (list).") var zone: String
@@ -136,15 +142,50 @@ struct History: ParsableCommand {
     @Option(help: "Only items whose text contains this (case-insensitive).") var text: String?
     @Option(help: "Only this kind: added, markedOff, unmarked, deleted, renamed, recoloured, joined, left.") var kind: String?
     @Flag(help: "One JSON object: {\"zone\",\"events\":[{entry,kind,by,at,hlc,item,text}]}.") var json = false
+    @Option(help: ArgumentHelp("A device's sync server: fetch the history from it when it is not here yet.", valueName: "url")) var server: String?
+    @Option(help: ArgumentHelp("With --server: the device's credential file.", valueName: "file")) var credential: String?
 
-    func run() throws {
-        let s = try openReader(store)
+    func validate() throws {
+        guard (server == nil) == (credential == nil) else { throw ValidationError("--server and --credential go together") }
+    }
+
+    func run() async throws {
         let log: ActivityLog
-        do {
-            let (l, warnings) = try ListQuery.reading(s).history(zone)
-            for w in warnings { printError("warning: history \(w)") }
-            log = l
-        } catch { throw queryFailure(error, json: json, path: store) }
+        do { log = try read() } catch QueryError.historyNotFetched(let zone) where server != nil {
+            try await fetch(zone)
+            do { log = try read() } catch let e as QueryError { throw queryFailure(e, json: json, path: store) }
+        } catch let e as QueryError { throw queryFailure(e, json: json, path: store) }
+        try show(log)
+    }
+
+    func read() throws -> ActivityLog {
+        let s = try openReader(store)
+        let (l, warnings) = try ListQuery.reading(s).history(zone)
+        for w in warnings { printError("warning: history \(w)") }
+        return l
+    }
+
+    /// The list's history from the device's service, installed beside its log.
+    func fetch(_ zone: String) async throws {
+        var c = ServiceConnection()
+        c.server = server
+        c.credential = credential
+        let recorded = try recordedSyncState(store)
+        let open = try c.open(as: recorded?.account)
+        defer { open.close() }
+        guard let replica = recorded?.replica, let id = ZoneID(storeName: zone) else {
+            printError("\(store) does not sync \(zone)")
+            throw ExitCode(Status.failure)
+        }
+        let (local, engine) = try openEngine(store, service: open.service, replica: replica)
+        defer { try? local.close() }
+        do { try await engine.fetchHistory(id) } catch {
+            printError("the history of \(zone) could not be fetched: \(error)")
+            throw ExitCode(Status.failure)
+        }
+    }
+
+    func show(_ log: ActivityLog) throws {
         var events = log.allEvents()
         if let item {
             guard let id = CompactID(item) else { throw ValidationError("--item is not a valid item id") }
