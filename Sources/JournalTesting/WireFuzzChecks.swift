@@ -36,7 +36,8 @@ package enum WireFuzzChecks {
     /// every answer (`Fuzz/FuzzHTTPText`), never crash and agree with their other halves: a
     /// credential that parses prints back as its text; percent decoding is undone by encoding;
     /// the common upload answer reads as the general JSON decoder reads it; base64url validity
-    /// is what decoding says.
+    /// is what decoding says; a compressed body round-trips; database and upload answers map to
+    /// values or nil.
     package static func httpText(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count <= 1 << 16 else { return }
         let input = Array(bytes)
@@ -53,6 +54,14 @@ package enum WireFuzzChecks {
         for n in [8, 32] where Base64URL.isEncoding(Substring(text).utf8, ofBytes: n) != (Base64URL.decode(text)?.count == n) {
             fatalError("base64url validity disagrees with decoding")
         }
+        // A compressed body (SYNC.md §9.5): what decodes re-encodes to what decodes the same.
+        if let raw = try? CompressedBody.decode(input, limit: 1 << 20), let again = CompressedBody.encode(raw),
+           (try? CompressedBody.decode(again, limit: 1 << 20)) != raw {
+            fatalError("a compressed body does not round-trip")
+        }
+        // The answers a client reads: any JSON maps to a value or to nil, never a crash.
+        if let both = try? JSONDecoder().decode(HTTPBinding.BothDatabasesJSON.self, from: Data(input)) { _ = both.page }
+        if let upload = try? JSONDecoder().decode(HTTPBinding.UploadJSON.self, from: Data(input)) { _ = upload.result }
     }
 
     package static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
