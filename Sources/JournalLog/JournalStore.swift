@@ -236,6 +236,13 @@ public final class JournalStore: @unchecked Sendable {
         return try body()
     }
 
+    /// Throws unless appends are accepted: `closed`, or `writerFailed` after a write or sync the
+    /// store could not complete (it refuses every append until reopened). What a server's
+    /// readiness probe asks.
+    public func checkWritable() throws(JournalError) {
+        try locked { () throws(JournalError) in try checkWritableLocked() }
+    }
+
     /// Under `cond`: throws unless appends are accepted.
     func checkWritableLocked() throws(JournalError) {
         if isClosed { throw JournalError.closed }

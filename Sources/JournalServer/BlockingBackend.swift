@@ -21,6 +21,7 @@ package struct BlockingBackend: ServiceBackend {
 
     package var limits: ServiceLimits { core.limits }
     package var hints: HintHub { core.hints }
+    package func unreadiness() async -> String? { core.unreadiness() }
 
     private func run<T: Sendable>(_ body: @escaping @Sendable () throws(SyncError) -> T) async throws(SyncError) -> T {
         let work = { @Sendable () -> Result<T, SyncError> in

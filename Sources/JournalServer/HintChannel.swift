@@ -35,9 +35,11 @@ extension SyncServer {
                 if keepAliveQueued.set() { continuation.yield(": keep-alive\n\n") }
             }
         }
+        ServerMetrics.hintChannels.increment()
         continuation.onTermination = { _ in
             forward.cancel()
             ticks.cancel()
+            ServerMetrics.hintChannels.decrement()
         }
         connectionEnd?.whenComplete { _ in continuation.finish() }
         var headers = HTTPFields()

@@ -11,6 +11,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
     /// The API's paths and their methods (Spec/openapi.yaml).
     static let routes: [([String], [HTTPRequest.Method])] = [
         (["v1", "health"], [.get]),
+        (["v1", "ready"], [.get]),
         (["v1", "account"], [.get]),
         (["v1", "hints"], [.get]),
         (["v1", "databases", "changes"], [.get]),

@@ -7,6 +7,7 @@ import JournalService
 import JournalSync
 import JournalSyncWire
 import Logging
+import Prometheus
 import ServiceLifecycle
 import NIOCore
 import NIOPosix
@@ -22,6 +23,9 @@ package struct ServerOptions: Sendable {
     package var hintKeepAlive: Duration = .seconds(15)
     /// Connections held at once; more wait in the listen backlog.
     package var maxConnections = 4_096
+    /// Where the metrics are served (`GET /metrics`, Prometheus's text format), apart from the
+    /// API; nil: not served. The registry is the one the process bootstrapped swift-metrics with.
+    package var metrics: (host: String, port: Int, registry: PrometheusCollectorRegistry)?
 
     package init() {}
 }
@@ -68,19 +72,45 @@ package struct SyncServer: Sendable {
                                  availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections)),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: log)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app)]
+        if let m = options.metrics { services.append(.init(service: Self.metricsApplication(m, logger: log))) }
         // The hint closer is last so that it is told first: a device's hint channel never ends
         // by itself, and the server's graceful shutdown waits for every response to end.
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: app), .init(service: HintCloser(hints: backend.hints))],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: log))
+        services.append(.init(service: HintCloser(hints: backend.hints)))
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: log))
         try await group.run()
         backend.hints.finishAll()
     }
 
+    /// `GET /metrics` on its own address: what a Prometheus server scrapes, never on the API's
+    /// port (a device has no business reading it).
+    static func metricsApplication(_ m: (host: String, port: Int, registry: PrometheusCollectorRegistry), logger: Logger) -> some Service {
+        let router = Router()
+        let registry = m.registry
+        router.get("/metrics") { _, _ in
+            var buffer: [UInt8] = []
+            registry.emit(into: &buffer)
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+        }
+        return Application(router: router, configuration: .init(address: .hostname(m.host, port: m.port), serverName: "jlog-metrics"),
+                           logger: logger)
+    }
+
     package func makeRouter() -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
+        // Requests by route and status, and their latencies (swift-metrics; exported by the
+        // process's backend, `jlog serve --metrics`), and at `info` a log line per request with
+        // its id (`hb.request.id`).
+        router.middlewares.add(MetricsMiddleware())
+        router.middlewares.add(LogRequestsMiddleware(.info))
         router.middlewares.add(MethodNotAllowedMiddleware())
         router.get("/v1/health") { _, _ in Self.json(200, ["status": "ok"]) }
+        // Ready: the service's storage takes writes (a failed store refuses every append).
+        router.get("/v1/ready") { _, _ in
+            guard let why = await backend.unreadiness() else { return Self.json(200, ["status": "ready"]) }
+            return Self.json(503, ["status": "unready", "reason": why])
+        }
         router.get("/v1/account") { request, context in
             await handle(request, context) { caller throws(SyncError) in Self.json(200, HTTPBinding.AccountJSON(account: caller.account)) }
         }
@@ -229,7 +259,10 @@ package struct SyncServer: Sendable {
             r.headers[.wwwAuthenticate] = "Bearer realm=\"jlog\""
             return r
         }
-        if let wait = limiter.admit(caller) { return Self.error(.rateLimited(retryAfter: .seconds(wait))) }
+        if let wait = limiter.admit(caller) {
+            ServerMetrics.rateLimited.increment()
+            return Self.error(.rateLimited(retryAfter: .seconds(wait)))
+        }
         // The device is the credential's id: one credential per device (SYNC.md §9.2).
         let device = DeviceCredential(credential)?.id
         do throws(SyncError) { return try await body(ServiceCaller(account: caller, device: device)) } catch { return Self.error(error) }

@@ -14,6 +14,9 @@ public protocol ServiceBackend: Sendable {
     var limits: ServiceLimits { get }
     /// "Zone Z changed" for the accounts that see it: hints, never data.
     var hints: HintHub { get }
+    /// Why the backend cannot take requests now (its storage refuses writes, or does not answer),
+    /// or nil when it can: a server's readiness (`GET /v1/ready`).
+    func unreadiness() async -> String?
 }
 
 extension ServiceCore: ServiceBackend {}

@@ -134,6 +134,14 @@ public final class ServiceCore: @unchecked Sendable {
         try devices.save(to: store.path + "/" + DeviceFetches.file, fs: store.fileSystem)
     }
 
+    /// Why the service cannot take requests now (its store refuses appends), or nil.
+    public func unreadiness() -> String? {
+        do throws(JournalError) {
+            try store.checkWritable()
+            return nil
+        } catch { return error.description }
+    }
+
     /// Answers `call` for `caller`: the one place a call as a value meets the method for it.
     public func perform(caller: String, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
         switch call {

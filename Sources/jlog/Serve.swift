@@ -5,6 +5,7 @@ import JournalServer
 import JournalService
 import JournalSync
 import JournalSyncWire
+import Logging
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -29,6 +30,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Entries in the lists an account owns (default: no quota).", valueName: "n")) var maxEntriesPerAccount: Int?
     @Option(help: ArgumentHelp("Write the port to this file once listening (for scripts that listen on port 0).", valueName: "file"))
     var portFile: String?
+    @Option(help: ArgumentHelp("Serve Prometheus metrics (GET /metrics) on this address, apart from the API.", valueName: "host:port"))
+    var metrics: String?
+    @Option(help: ArgumentHelp("Log level: trace, debug, info (a line per request, with its id), notice, warning, error, critical.", valueName: "level"))
+    var logLevel = "warning"
 
     func validate() throws {
         guard hostPort != nil else { throw ValidationError("--listen takes HOST:PORT (port 0 picks a free one)") }
@@ -37,11 +42,17 @@ struct Serve: AsyncParsableCommand {
         guard rateLimit >= 0, burst >= 1 else { throw ValidationError("--rate-limit must be ≥ 0 and --burst ≥ 1") }
         guard (1...65_536).contains(maxUploadEntries) else { throw ValidationError("--max-upload-entries must be 1…65536") }
         guard maxZonesPerAccount >= 1, (maxEntriesPerAccount ?? 1) >= 1 else { throw ValidationError("quotas must be ≥ 1") }
+        guard metrics == nil || Self.hostPort(metrics!) != nil else { throw ValidationError("--metrics takes HOST:PORT") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level is one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
     }
 
-    var hostPort: (String, Int)? {
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
-        let host = String(listen[..<colon])
+    var hostPort: (String, Int)? { Self.hostPort(listen) }
+
+    static func hostPort(_ text: String) -> (String, Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
+        let host = String(text[..<colon])
         return (host.isEmpty ? "127.0.0.1" : host, port)
     }
 
@@ -68,10 +79,13 @@ struct Serve: AsyncParsableCommand {
         var options = ServerOptions()
         options.host = host
         options.port = port
+        if let metrics, let (mh, mp) = Self.hostPort(metrics) { options.metrics = (mh, mp, ServerMetrics.bootstrapPrometheus()) }
+        var log = Logger(label: "jlog-serve")
+        log.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
         options.requestsPerSecond = rateLimit
         options.burst = burst
         let backend = BlockingBackend(core: core)
-        let server = SyncServer(backend: backend, accounts: accounts, options: options)
+        let server = SyncServer(backend: MeteredBackend(backend), accounts: accounts, options: options)
         let every = compactEvery
         let compaction = Task.detached {
             guard every > 0 else { return }
@@ -81,9 +95,13 @@ struct Serve: AsyncParsableCommand {
                 do {
                     // On the backend's pool: this process's tasks run on its event loops.
                     let r = try await backend.compact(now: nowMillis())
+                    let sentBack = backend.core.devicesSentBack(by: r)
+                    ServerMetrics.compactionRuns.increment()
+                    ServerMetrics.entriesPurged.increment(by: r.storage.entriesPurged)
+                    ServerMetrics.devicesSentBack.increment(by: sentBack)
                     if r.storage.entriesPurged + r.storage.entriesReplaced > 0 {
                         printError("compacted: \(r.storage.entriesPurged) purged, \(r.storage.entriesReplaced) replaced; "
-                            + "\(backend.core.devicesSentBack(by: r)) devices will re-fetch from the snapshot")
+                            + "\(sentBack) devices will re-fetch from the snapshot")
                     }
                 } catch {
                     printError("compaction failed: \(error); the next one tries again")
@@ -93,7 +111,7 @@ struct Serve: AsyncParsableCommand {
         let portFile = self.portFile
         let storePath = store
         do {
-            try await server.run { bound in
+            try await server.run(logger: log) { bound in
                 printError("serving \(storePath) on http://\(host):\(bound)")
                 if let portFile { try? "\(bound)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
             }

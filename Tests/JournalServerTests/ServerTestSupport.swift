@@ -31,7 +31,7 @@ final class TestServer: @unchecked Sendable {
         o.host = "127.0.0.1"
         o.port = 0
         // A few threads: every TestServer starts a pool of its own that lives as long as the process.
-        let server = SyncServer(backend: BlockingBackend(core: core, threads: 4), accounts: accounts, options: o)
+        let server = SyncServer(backend: MeteredBackend(BlockingBackend(core: core, threads: 4)), accounts: accounts, options: o)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         // Quiet: stopping a server by cancelling it logs every open connection as an error.
         var log = Logger(label: "test-server")
