@@ -274,12 +274,32 @@ public struct ListQuery: Sendable {
                 warnings.append("\(file.name): damaged (\(error)); falling back")
             }
         }
+        if let m = try fromInstalledBase(zone, info, until: until, warnings) { return m }
         var r = ListReducer(zone: zone)
         r.helpers = helperThreads ? HelperThreads() : nil
         // The catalog's count of the zone's entries: room for a full replay, reserved once.
         r.reserveCapacity(info.entryCount)
         var n = 0
         let (inc, last) = try replayPages(zone, after: nil, until: until) { page in
+            r.apply(contentsOf: page, entry: \.entry)
+            n += page.count
+        }
+        return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: ListState(),
+                                snapshot: nil, replayed: n, warnings: warnings)
+    }
+
+    /// The list from the base a sync engine just installed (`BaseCache`) plus the entries after
+    /// it, when its live incarnation still starts with that base entry; nil otherwise.
+    private func fromInstalledBase(_ zone: String, _ info: ZoneInfo, until: SequenceNumber?, _ warnings: [String]) throws(QueryError) -> MaterialisedList? {
+        guard let base = BaseCache.shared.lookup(store: store.path, zone: zone, incarnation: info.incarnation),
+              until.map({ $0 >= base.sequence }) ?? true else { return nil }
+        let first: FeedEntry?
+        do { first = try store.changes(in: zone, since: nil, limit: 1).entries.first } catch { return nil }
+        guard let first, first.sequence == base.sequence, first.entry.id == base.id, ListBase.isBase(first.entry) else { return nil }
+        var r = base.reducer
+        r.helpers = helperThreads ? HelperThreads() : nil
+        var n = 0
+        let (inc, last) = try replayPages(zone, after: base.sequence, until: until) { page in
             r.apply(contentsOf: page, entry: \.entry)
             n += page.count
         }

@@ -46,8 +46,10 @@ extension SyncEngine {
         let base = ListBase.entry(snapshot: snapshot.bytes, header: checked.header, zone: name, wallTime: clock.now())
         do {
             if let info = store.zone(name), !info.isDeleted { try store.deleteZone(name, reason: .purged) }
-            try store.createZone(name)
-            try store.append(base, replicated: true)
+            let incarnation = try store.createZone(name)
+            let at = try store.append(base, replicated: true)
+            // Decoded once to check it: the list's first read starts from it.
+            BaseCache.shared.put(store: store.path, zone: name, incarnation: incarnation, sequence: at, id: base.id, reducer: checked.reducer)
         } catch {
             note("cannot install the service's snapshot: \(error)", zone: name, &report)
             return .stopped

@@ -47,6 +47,19 @@ import JournalTesting
         #expect(entries.first.map { ListBase.isBase($0.1) } == true)
     }
 
+    @Test func aKeptBaseStateThatIsNotTheListsFirstEntryIsNotUsed() async throws {
+        let world = try World(retentionMillis: day)
+        let (_, list) = try await Self.compactedList(world)
+        let ipad = try world.device("alice:ipad", options: Self.onDemand)
+        await ipad.sync()
+        let info = try #require(ipad.store.zone(list.storeName))
+        let first = try #require(try ipad.store.changes(in: list.storeName, since: nil, limit: 1).entries.first)
+        // Another base's state under this list's incarnation and sequence: its id gives it away.
+        BaseCache.shared.put(store: ipad.store.path, zone: list.storeName, incarnation: info.incarnation, sequence: first.sequence,
+                             id: CompactID("base.1.0")!, reducer: ListReducer(zone: list.storeName))
+        #expect(try ipad.list(list) == world.serviceList(list))
+    }
+
     @Test func theHistoryIsNotFetchedUntilAskedForAndThenWhole() async throws {
         let world = try World(retentionMillis: day)
         let (_, list) = try await Self.compactedList(world)
