@@ -259,15 +259,7 @@ public struct ListQuery: Sendable {
                     warnings.append("\(file.name): its header names another zone, incarnation or sequence; skipped")
                     continue
                 }
-                var r = reducer
-                r.helpers = helperThreads ? HelperThreads() : nil
-                var n = 0
-                let (inc, last) = try replayPages(zone, after: header.sequence, until: until) { page in
-                    r.apply(contentsOf: page, entry: \.entry)
-                    n += page.count
-                }
-                return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: ListState(),
-                                        snapshot: file, replayed: n, warnings: warnings)
+                return try continued(zone, from: reducer, after: header.sequence, until: until, snapshot: file, warnings)
             } catch let e as QueryError {
                 throw e
             } catch {
@@ -276,16 +268,24 @@ public struct ListQuery: Sendable {
         }
         if let m = try fromInstalledBase(zone, info, until: until, warnings) { return m }
         var r = ListReducer(zone: zone)
-        r.helpers = helperThreads ? HelperThreads() : nil
         // The catalog's count of the zone's entries: room for a full replay, reserved once.
         r.reserveCapacity(info.entryCount)
+        return try continued(zone, from: r, after: nil, until: until, snapshot: nil, warnings)
+    }
+
+    /// `reducer` (a snapshot's state, a base's, or an empty one) with the zone's entries after
+    /// `position` applied, through `until`.
+    private func continued(_ zone: String, from reducer: ListReducer, after position: SequenceNumber?, until: SequenceNumber?,
+                           snapshot: SnapshotFile?, _ warnings: [String]) throws(QueryError) -> MaterialisedList {
+        var r = reducer
+        r.helpers = helperThreads ? HelperThreads() : nil
         var n = 0
-        let (inc, last) = try replayPages(zone, after: nil, until: until) { page in
+        let (inc, last) = try replayPages(zone, after: position, until: until) { page in
             r.apply(contentsOf: page, entry: \.entry)
             n += page.count
         }
         return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: ListState(),
-                                snapshot: nil, replayed: n, warnings: warnings)
+                                snapshot: snapshot, replayed: n, warnings: warnings)
     }
 
     /// The list from the base a sync engine just installed (`BaseCache`) plus the entries after
@@ -296,15 +296,7 @@ public struct ListQuery: Sendable {
         let first: FeedEntry?
         do { first = try store.changes(in: zone, since: nil, limit: 1).entries.first } catch { return nil }
         guard let first, first.sequence == base.sequence, first.entry.id == base.id, ListBase.isBase(first.entry) else { return nil }
-        var r = base.reducer
-        r.helpers = helperThreads ? HelperThreads() : nil
-        var n = 0
-        let (inc, last) = try replayPages(zone, after: base.sequence, until: until) { page in
-            r.apply(contentsOf: page, entry: \.entry)
-            n += page.count
-        }
-        return MaterialisedList(zone: zone, incarnation: inc, sequence: last, reducer: r, state: ListState(),
-                                snapshot: nil, replayed: n, warnings: warnings)
+        return try continued(zone, from: base.reducer, after: base.sequence, until: until, snapshot: nil, warnings)
     }
 
     /// Every change to the zone with who, what and when: from the newest valid history file

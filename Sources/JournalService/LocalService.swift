@@ -9,18 +9,15 @@ public struct LocalService: ForwardingSyncService {
     public let core: ServiceCore
     /// The account every call acts as.
     public let account: String
-    /// The device calling, noted by the core where it catches up (nil: not noted).
-    public let device: String?
 
     /// A session of `account` on `core`: in process, so nothing authenticates it.
-    public init(core: ServiceCore, account: String, device: String? = nil) {
+    public init(core: ServiceCore, account: String) {
         self.core = core
         self.account = account
-        self.device = device
     }
 
     /// Runs `call` on the core as this account.
     public func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
-        try core.perform(ServiceCaller(account: account, device: device), call)
+        try core.perform(caller: account, call)
     }
 }

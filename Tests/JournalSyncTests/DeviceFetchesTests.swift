@@ -8,8 +8,18 @@ import JournalTesting
 /// The service knows where each device last caught up with each list, and so how many a
 /// compaction sends back to the snapshot (Spec/SYNC.md §6.6).
 @Suite struct DeviceFetchesTests {
+    /// A session that names its device to the core, as `jlog serve` names a credential's.
+    struct NamedDevice: ForwardingSyncService {
+        let core: ServiceCore
+        let account: String
+        let device: String
+        func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
+            try core.perform(ServiceCaller(account: account, device: device), call)
+        }
+    }
+
     static func named(_ device: String) -> (LocalService) -> any SyncService {
-        { LocalService(core: $0.core, account: $0.account, device: device) }
+        { NamedDevice(core: $0.core, account: $0.account, device: device) }
     }
 
     @Test func aCompactionSendsBackEveryDeviceThatCaughtUpUnderTheOldMark() async throws {
