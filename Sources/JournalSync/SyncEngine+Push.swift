@@ -188,7 +188,8 @@ extension SyncEngine {
                    state.zones[zone.storeName]?.replacing == nil, (try? Self.checked(next)) != nil {
                     state.zones[zone.storeName]?.token = next
                     state.zones[zone.storeName]?.head = r.head
-                    try? save()
+                    // Saved with the pull's state write (or the sync's last): lost in a crash, the
+                    // older token only fetches this device's entries back.
                 }
             } catch {
                 switch error {

@@ -87,12 +87,7 @@ import JournalCodec
         }
         let fields = try vectorFields(url)
         #expect(fields["entry"] == hex)
-        var raw: [UInt8] = []
-        var chars = Array(fields["entry"] ?? "")
-        while chars.count >= 2 {
-            raw.append(UInt8(String(chars[0..<2]), radix: 16)!)
-            chars.removeFirst(2)
-        }
+        let raw = hexBytes(fields["entry"] ?? "")
         var r = ListReducer(zone: Self.zone)
         r.apply(try EntryCodec.decode(raw))
         #expect(String(format: "%016llx", r.state().digest) == fields["digest"])

@@ -202,12 +202,7 @@ import JournalTesting
         let fields = try vectorFields(url)
         #expect(fields["snapshot"] == hex)
         #expect(fields["digest"] == digest)
-        var raw: [UInt8] = []
-        var chars = Array(fields["snapshot"] ?? "")
-        while chars.count >= 2 {
-            raw.append(UInt8(String(chars[0..<2]), radix: 16)!)
-            chars.removeFirst(2)
-        }
+        let raw = hexBytes(fields["snapshot"] ?? "")
         #expect(try SnapshotCodec.decode(raw).reducer == replay(sevenEntryExample))
         #expect(try SnapshotCodec.decode(raw).header.flags == 0)
     }

@@ -180,3 +180,14 @@ func vectorFields(_ url: URL) throws -> [String: String] {
     }
     return fields
 }
+
+/// The bytes a vector's lowercase hex field spells (two digits a byte).
+func hexBytes(_ hex: String) -> [UInt8] {
+    var raw: [UInt8] = []
+    var chars = Array(hex)
+    while chars.count >= 2 {
+        raw.append(UInt8(String(chars[0..<2]), radix: 16)!)
+        chars.removeFirst(2)
+    }
+    return raw
+}
