@@ -151,7 +151,7 @@ values = ["groceries", "weekly"]
 expected-statuses = ["2xx", "401", "404", "410", "429"]
 
 [[operations]]
-include-operation-id-regex = "^(upload|createZone|deleteZone|shareZone|acceptShare|removeParticipant|stopSharing|fetchZoneChanges|fetchZoneHistory|fetchZoneSnapshot)$"
+include-operation-id-regex = "^(upload|createZone|deleteZone|shareZone|acceptShare|removeParticipant|stopSharing|fetchZoneChanges|fetchZoneHistory|fetchZoneHistoryPage|fetchZoneSnapshot)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "404", "410", "429"]
 TOML
 cat > "$work/jlog_fuzz_hooks.py" <<'PY'

@@ -289,9 +289,17 @@ final class HistoryPieceWriter {
         try flush(force: false)
     }
 
-    /// Adds the entry's event (nothing for kinds the history does not keep).
-    func add(_ e: JournalEntry) throws(JournalError) {
-        if let merged, merged.holds(e.id) { return }
+    /// Adds the entry's event (nothing for kinds the history does not keep); whether it did.
+    @discardableResult
+    func add(_ e: JournalEntry) throws(JournalError) -> Bool {
+        if let merged, merged.holds(e.id) { return false }
+        let added = encoder.add(e)
+        try flush(force: false)
+        return added
+    }
+
+    /// Adds one event as another piece stored it.
+    func add(_ e: HistoryPieceEvent) throws(JournalError) {
         encoder.add(e)
         try flush(force: false)
     }

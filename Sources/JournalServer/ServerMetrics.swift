@@ -56,6 +56,7 @@ package struct MeteredBackend: ServiceBackend {
         case .zoneChanges: ServerMetrics.fetches("zone").increment()
         case .snapshot: ServerMetrics.fetches("snapshot").increment()
         case .history: ServerMetrics.fetches("history").increment()
+        case .historyPage: ServerMetrics.fetches("history_page").increment()
         default: break
         }
         return answer

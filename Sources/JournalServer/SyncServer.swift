@@ -178,6 +178,21 @@ package struct SyncServer: Sendable {
                 return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             }
         }
+        router.get("/v1/zones/:owner/:name/history/pages") { request, context in
+            await handle(request, context) { caller throws(SyncError) in
+                let cursor = try Self.historyCursor(request)
+                let page = try await backend.perform(caller, .fetchZoneHistoryPage(zone: try Self.zone(context), after: cursor)).zoneHistoryPage()
+                var headers = HTTPFields()
+                if let next = page.next { headers[HTTPField.Name(HTTPBinding.historyNextHeader)!] = next.text }
+                // Compressed when the client takes it and it pays (SYNC.md §9.5).
+                if Self.accepts(request, CompressedBody.mediaType), let packed = CompressedBody.encode(page.bytes) {
+                    headers[.contentType] = CompressedBody.mediaType
+                    return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: packed)))
+                }
+                headers[.contentType] = "application/octet-stream"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: page.bytes)))
+            }
+        }
         router.get("/v1/zones/:owner/:name/snapshot") { request, context in
             await handle(request, context) { caller throws(SyncError) in
                 guard let snapshot = try await backend.perform(caller, .fetchZoneSnapshot(zone: try Self.zone(context))).zoneSnapshot() else {
@@ -362,6 +377,15 @@ package struct SyncServer: Sendable {
     /// The `token` and `limit` query parameters (SYNC.md §9). A token sent in a `JLog-Token`
     /// request header is refused, not ignored: served as "from the start", such a client would
     /// download the whole list on every fetch without knowing it.
+    /// The `after` query parameter of a history page: 1–512 bytes, or none (the first page).
+    static func historyCursor(_ request: Request) throws(SyncError) -> HistoryCursor? {
+        guard let after = request.uri.queryParameters["after"] else { return nil }
+        guard !after.isEmpty, after.utf8.count <= HistoryCursor.maxBytes else {
+            throw .invalidRequest("a history cursor is 1–\(HistoryCursor.maxBytes) bytes")
+        }
+        return HistoryCursor(String(after))
+    }
+
     static func paging(_ request: Request) throws(SyncError) -> (ServiceToken?, Int) {
         if request.headers[HTTPField.Name(HTTPBinding.tokenHeader)!] != nil {
             throw .invalidRequest("a request's change token goes in the token query parameter; \(HTTPBinding.tokenHeader) is a response header")

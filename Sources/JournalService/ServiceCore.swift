@@ -26,6 +26,7 @@ public final class ServiceCore: @unchecked Sendable {
     private let context: ServiceContext
     private let uploads: ServiceUploads
     private let feed: ServiceFeed
+    private let historyPages: HistoryPages
     private let sharing: ServiceSharing
     private let compaction: ServiceCompaction
 
@@ -60,6 +61,7 @@ public final class ServiceCore: @unchecked Sendable {
         context = try ServiceContext(store: store, limits: limits, now: now)
         uploads = ServiceUploads(context: context)
         feed = ServiceFeed(context: context)
+        historyPages = HistoryPages(context: context)
         sharing = ServiceSharing(context: context, invitations: InvitationSigner(key: try store.invitationKey()),
                                  accountExists: accountExists)
         compaction = ServiceCompaction(context: context)
@@ -155,6 +157,7 @@ public final class ServiceCore: @unchecked Sendable {
             return .zoneChanges(try fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit))
         case .fetchZoneHistory(let zone): return .history(try fetchZoneHistory(caller: caller, zone: zone))
         case .fetchZoneSnapshot(let zone): return .snapshot(try fetchZoneSnapshot(caller: caller, zone: zone))
+        case .fetchZoneHistoryPage(let zone, let cursor): return .historyPage(try fetchZoneHistoryPage(caller: caller, zone: zone, after: cursor))
         case .createZone(let zone): try createZone(caller: caller, zone: zone)
         case .deleteZone(let zone): try deleteZone(caller: caller, zone: zone)
         case .shareZone(let zone, let participant): return .invitation(try shareZone(caller: caller, zone: zone, with: participant))
@@ -203,6 +206,12 @@ public final class ServiceCore: @unchecked Sendable {
     /// or nil when the service keeps none to give.
     public func fetchZoneSnapshot(caller: String, zone: ZoneID) throws(SyncError) -> ZoneSnapshot? {
         try feed.fetchZoneSnapshot(caller: caller, zone: zone)
+    }
+
+    /// One page of the zone's activity history and the cursor of the next
+    /// (`SyncService.fetchZoneHistoryPage`, SYNC.md §3.12).
+    public func fetchZoneHistoryPage(caller: String, zone: ZoneID, after cursor: HistoryCursor?) throws(SyncError) -> HistoryPage {
+        try historyPages.page(caller: caller, zone: zone, after: cursor)
     }
 
     /// The zone's activity history, encoded (`SyncService.fetchZoneHistory`): empty when the

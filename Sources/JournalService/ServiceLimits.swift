@@ -18,6 +18,11 @@ public struct ServiceLimits: Sendable {
     /// client takes in one answer: a longer history is refused with the reason, so the device
     /// installs the list without it (and says so) instead of retrying an answer it cannot take.
     public var maxHistoryBytes = 48 << 20
+    /// Events per history page (`fetchZoneHistoryPage`, SYNC.md §3.12), whatever the history's size.
+    public var maxHistoryPageEvents = 16_384
+    /// Encoded bytes per history page, past which the page ends (an event is at most a few KiB
+    /// more): a device holds one page at a time.
+    public var maxHistoryPageBytes = 1 << 20
     /// Zones an account may own.
     public var maxZonesPerAccount = 1_000
     /// Entries in the zones an account owns (nil: no quota).

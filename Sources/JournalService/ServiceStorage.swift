@@ -45,6 +45,13 @@ protocol ServiceStorage: AnyObject, Sendable {
 
     /// The zone's activity history, whole (COMPACTION.md §4).
     func history(of zone: String) throws(QueryError) -> ActivityLog
+    /// The newest piece of the zone's history chain (sequence and stored CRC), the chain checked;
+    /// nil when it has none.
+    func historyChainHead(of zone: String) throws(QueryError) -> (sequence: SequenceNumber, crc: UInt32)?
+    /// The length of one history piece of the zone incarnation.
+    func historyPieceLength(of zone: ZoneInfo, at sequence: SequenceNumber) throws(QueryError) -> Int
+    /// Bytes `range` of that piece (a reader holds a window of it at a time).
+    func historyPiece(of zone: ZoneInfo, at sequence: SequenceNumber, range: Range<Int>) throws(QueryError) -> [UInt8]
     /// Ids the zone's history holds and its log no longer does: what compaction purged.
     func purgedIDs(of zone: String) throws(QueryError) -> Set<CompactID>
     /// The zone incarnation's newest snapshot at or above its mark and within the horizon, as a
@@ -85,6 +92,18 @@ extension JournalStore: ServiceStorage {
     func databasePosition(_ token: FeedToken) -> SequenceNumber? { databaseTokenPosition(token) }
 
     func history(of zone: String) throws(QueryError) -> ActivityLog { try ListQuery(store: self).history(zone).log }
+
+    func historyChainHead(of zone: String) throws(QueryError) -> (sequence: SequenceNumber, crc: UInt32)? {
+        try ListQuery(store: self).historyChainHead(zone)
+    }
+
+    func historyPieceLength(of zone: ZoneInfo, at sequence: SequenceNumber) throws(QueryError) -> Int {
+        try ListQuery(store: self).historyPieceLength(zone.name, incarnation: zone.incarnation, sequence: sequence)
+    }
+
+    func historyPiece(of zone: ZoneInfo, at sequence: SequenceNumber, range: Range<Int>) throws(QueryError) -> [UInt8] {
+        try ListQuery(store: self).historyPieceBytes(zone.name, incarnation: zone.incarnation, sequence: sequence, range: range)
+    }
 
     func purgedIDs(of zone: String) throws(QueryError) -> Set<CompactID> {
         let q = ListQuery(store: self)

@@ -38,6 +38,9 @@ final class SimulationRun {
         // Odd seeds compact a list or two per group, so fetches of lists whose group is done are
         // answered while later groups are purged (SYNC.md §6.2 rule 3).
         limits.compactionGroupEntries = o.seed % 2 == 1 ? 50 : 1_000_000
+        // Histories come in pages of a few events, so that most take several and a compaction
+        // can land between two of them (SYNC.md §3.12).
+        limits.maxHistoryPageEvents = 5 + Int(o.seed % 7)
         serverStore = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
         let clock = clock
         box = CoreBox(try ServiceCore(store: serverStore, limits: limits, now: { clock.now() }))

@@ -16,6 +16,8 @@ public enum SyncCall: Sendable {
     case fetchZoneHistory(zone: ZoneID)
     /// `SyncService.fetchZoneSnapshot`.
     case fetchZoneSnapshot(zone: ZoneID)
+    /// `SyncService.fetchZoneHistoryPage`.
+    case fetchZoneHistoryPage(zone: ZoneID, after: HistoryCursor?)
     /// `SyncService.createZone`.
     case createZone(ZoneID)
     /// `SyncService.deleteZone`.
@@ -38,6 +40,7 @@ public enum SyncCall: Sendable {
         case .fetchZoneChanges: "fetchZoneChanges"
         case .fetchZoneHistory: "fetchZoneHistory"
         case .fetchZoneSnapshot: "fetchZoneSnapshot"
+        case .fetchZoneHistoryPage: "fetchZoneHistoryPage"
         case .createZone: "createZone"
         case .deleteZone: "deleteZone"
         case .shareZone: "shareZone"
@@ -62,6 +65,8 @@ public enum SyncAnswer: Sendable {
     case history([UInt8])
     /// A zone's snapshot and the token after it, or nil for none.
     case snapshot(ZoneSnapshot?)
+    /// A page of a zone's history.
+    case historyPage(HistoryPage)
     /// An invitation the owner hands to the participant.
     case invitation(ShareInvitation)
     /// The zone an accepted invitation joined.
@@ -110,6 +115,12 @@ public enum SyncAnswer: Sendable {
         return s
     }
 
+    /// The history page this answer carries.
+    public func zoneHistoryPage() throws(SyncError) -> HistoryPage {
+        guard case .historyPage(let p) = self else { throw mismatch("fetchZoneHistoryPage") }
+        return p
+    }
+
     /// The invitation this answer carries.
     public func shareInvitation() throws(SyncError) -> ShareInvitation {
         guard case .invitation(let i) = self else { throw mismatch("shareZone") }
@@ -139,6 +150,7 @@ extension SyncService {
         case .fetchZoneChanges(let zone, let token, let limit): return .zoneChanges(try await fetchZoneChanges(zone, since: token, limit: limit))
         case .fetchZoneHistory(let zone): return .history(try await fetchZoneHistory(zone))
         case .fetchZoneSnapshot(let zone): return .snapshot(try await fetchZoneSnapshot(zone))
+        case .fetchZoneHistoryPage(let zone, let cursor): return .historyPage(try await fetchZoneHistoryPage(zone, after: cursor))
         case .createZone(let zone): try await createZone(zone)
         case .deleteZone(let zone): try await deleteZone(zone)
         case .shareZone(let zone, let participant): return .invitation(try await shareZone(zone, with: participant))
@@ -188,6 +200,11 @@ extension ForwardingSyncService {
     /// `SyncService.fetchZoneSnapshot`, through `forward`.
     public func fetchZoneSnapshot(_ zone: ZoneID) async throws(SyncError) -> ZoneSnapshot? {
         try await forward(.fetchZoneSnapshot(zone: zone)).zoneSnapshot()
+    }
+
+    /// `SyncService.fetchZoneHistoryPage`, through `forward`.
+    public func fetchZoneHistoryPage(_ zone: ZoneID, after cursor: HistoryCursor?) async throws(SyncError) -> HistoryPage {
+        try await forward(.fetchZoneHistoryPage(zone: zone, after: cursor)).zoneHistoryPage()
     }
 
     public func createZone(_ zone: ZoneID) async throws(SyncError) { try await forward(.createZone(zone)).finished() }

@@ -76,8 +76,7 @@ extension SyncEngine {
             historyWanted.remove(name)
             return
         }
-        let blob = try await retrying { () async throws(SyncError) -> [UInt8] in try await service.fetchZoneHistory(zone) }
-        if let why = installHistory(name, blob) { throw .invalidRequest(why) }
+        if let why = try await fetchHistoryPages(name, zone) { throw .invalidRequest(why) }
         historyWanted.remove(name)
     }
 
@@ -96,22 +95,76 @@ extension SyncEngine {
         }
     }
 
-    /// Installs a history the service sent as the zone's history piece at its last change (and
-    /// raises the local mark to it, so `history` reads the piece and the log after it); nil, or
-    /// why it could not.
-    func installHistory(_ name: String, _ blob: [UInt8]) -> String? {
-        guard let info = store.zone(name), !info.isDeleted else { return "the list is not on this device" }
-        let installed = info.lastChange
-        let q = ListQuery(store: store, fs: store.fileSystem)
-        do {
-            var log = blob.isEmpty ? ActivityLog(zone: name) : try ActivityLogCodec.decode(blob)
-            guard log.zone == name else { return "the service's history names another list" }
-            for (s, e) in try q.entries(name).entries where s <= installed { _ = log.record(e) }
-            try q.writeHistory(name, history: log, incarnation: info.incarnation, sequence: installed)
-            if installed > info.lowWaterMark { try store.setLowWaterMark(name, to: installed) }
+    /// Fetches the zone's history page by page (Spec/SYNC.md §3.12) into a complete piece at the
+    /// list's last change, with the list's own entries through it, and raises the local mark
+    /// there, so `history` reads the piece and the log after it. Memory holds one page, never the
+    /// whole history. A history that moved between pages (`tokenExpired`: the service compacted
+    /// it) is read again from its start, a few times. Returns nil, or why the history could not
+    /// be installed (a local failure, or pages that do not decode); the service's errors are thrown.
+    func fetchHistoryPages(_ name: String, _ zone: ZoneID) async throws(SyncError) -> String? {
+        var attempt = 0
+        while true {
+            attempt += 1
+            guard let info = store.zone(name), !info.isDeleted else { return "the list is not on this device" }
+            let installed = info.lastChange
+            let q = ListQuery(store: store, fs: store.fileSystem)
+            let install: HistoryInstall
+            do { install = try HistoryInstall(q, zone: name, incarnation: info.incarnation, sequence: installed) } catch {
+                return "cannot install the service's history: \(error)"
+            }
+            var cursor: HistoryCursor? = nil
+            do {
+                repeat {
+                    let after = cursor
+                    let page = try await retrying { () async throws(SyncError) -> HistoryPage in try await service.fetchZoneHistoryPage(zone, after: after) }
+                    if let why = Self.add(page: page.bytes, of: name, to: install) {
+                        install.abandon()
+                        return why
+                    }
+                    cursor = page.next
+                } while cursor != nil
+            } catch {
+                install.abandon()
+                guard case .tokenExpired = error else { throw error }
+                guard attempt < 3 else { throw .serviceBusy(retryAfter: nil) }
+                continue
+            }
+            // The list may have been replaced or deleted while the pages came.
+            guard let now = store.zone(name), !now.isDeleted, now.incarnation == info.incarnation else {
+                install.abandon()
+                return "the list changed while its history came"
+            }
+            do {
+                for (s, e) in try q.entries(name).entries where s <= installed { try install.add(e) }
+                try install.finish()
+                if installed > now.lowWaterMark { try store.setLowWaterMark(name, to: installed) }
+            } catch {
+                install.abandon()
+                return "cannot install the service's history: \(error)"
+            }
             return nil
+        }
+    }
+
+    /// Adds a page's events to the history being installed; nil, or why not.
+    static func add(page bytes: [UInt8], of name: String, to install: HistoryInstall) -> String? {
+        guard !bytes.isEmpty else { return nil }
+        do throws(ActivityLogError) {
+            guard let (header, start) = try HistoryPieceCodec.startOfEvents(bytes) else {
+                return "the service sent a history page in an older encoding"
+            }
+            guard header.zone == name else { return "the service's history names another list" }
+            var failure: QueryError? = nil
+            _ = try HistoryPieceCodec.events(bytes, from: start) { e in
+                do throws(QueryError) { try install.add(e) } catch {
+                    failure = error
+                    return false
+                }
+                return true
+            }
+            return failure.map { "cannot install the service's history: \($0)" }
         } catch {
-            return "cannot install the service's history: \(error)"
+            return "the service's history page does not decode: \(error)"
         }
     }
 }

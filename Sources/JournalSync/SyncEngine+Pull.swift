@@ -326,10 +326,9 @@ extension SyncEngine {
         }
         // The history the service keeps (purged events live only there), with what was fetched;
         // a list installed from a snapshot fetches it when asked.
-        var blob: [UInt8] = []
         var historyProblem: String? = nil
         if !based { do {
-            blob = try await retrying { () async throws(SyncError) -> [UInt8] in try await service.fetchZoneHistory(z.zone) }
+            if let why = try await fetchHistoryPages(name, z.zone) { return note(why, zone: name, &report) }
         } catch {
             guard case .invalidRequest(let why) = error else {
                 _ = stop(on: error, &report, zone: name)
@@ -343,7 +342,6 @@ extension SyncEngine {
         } }
         guard let info = store.zone(name), !info.isDeleted else { return }
         let installed = info.lastChange
-        if !blob.isEmpty, let why = installHistory(name, blob) { return note(why, zone: name, &report) }
         // Local changes the service has not taken go back on top (those made while the copy came
         // in are there already), and everything fetched counts as uploaded: it came from the
         // service. Never past a local change.

@@ -307,6 +307,12 @@ public protocol SyncService: Sendable {
     /// since purged events live nowhere else. Empty when the zone was never compacted.
     func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8]
 
+    /// One page of the zone's activity history (Spec/SYNC.md §3.12): its events as a history
+    /// piece, and the cursor of the next page. A device reads from a nil cursor until the page
+    /// whose `next` is nil; its memory holds one page, never the whole history. `tokenExpired`
+    /// when the history moved since the first page (a compaction): start again from nil.
+    func fetchZoneHistoryPage(_ zone: ZoneID, after cursor: HistoryCursor?) async throws(SyncError) -> HistoryPage
+
     /// The zone's current state as one snapshot (SNAPSHOT.md, LZ4) and the token after it, or nil
     /// when the service keeps none to give (never compacted, or too large for a base): what a
     /// device that has no token, or whose token expired, installs instead of the entries behind

@@ -110,6 +110,20 @@ public struct HTTPSyncService: SyncService {
         }
     }
 
+    public func fetchZoneHistoryPage(_ zone: ZoneID, after cursor: HistoryCursor?) async throws(SyncError) -> HistoryPage {
+        let a = try await call("GET", HTTPBinding.zonePath(zone) + "/history/pages", query: cursor.map { [("after", $0.text)] } ?? [],
+                               accept: CompressedBody.mediaType)
+        let next = a.header(HTTPBinding.historyNextHeader)
+        guard next.map({ !$0.isEmpty && $0.utf8.count <= HistoryCursor.maxBytes }) != false else { throw .serviceBusy(retryAfter: nil) }
+        var bytes = a.body
+        if a.header("Content-Type")?.lowercased() == CompressedBody.mediaType {
+            do { bytes = try CompressedBody.decode(a.body, limit: Self.maxResponseBytes) } catch {
+                throw .serviceBusy(retryAfter: nil)  // not this binding's answer: a proxy, a broken server
+            }
+        }
+        return HistoryPage(bytes: bytes, next: next.map(HistoryCursor.init))
+    }
+
     public func fetchZoneSnapshot(_ zone: ZoneID) async throws(SyncError) -> ZoneSnapshot? {
         let a = try await call("GET", HTTPBinding.zonePath(zone) + "/snapshot")
         guard a.status != 204 else { return nil }

@@ -10,6 +10,9 @@ package enum HTTPBinding {
     /// The longest change token a request may carry: what a client keeps (SYNC.md §3.8 I2).
     package static let maxTokenBytes = 1_024
     package static let moreComingHeader = "JLog-More-Coming"
+    /// The response header of a history page that names the next page's cursor (SYNC.md §3.12);
+    /// absent on the last page.
+    package static let historyNextHeader = "JLog-History-Next"
     /// Largest JSON request body a server reads (invitations, accept).
     package static let maxJSONBody = 8 << 10
 

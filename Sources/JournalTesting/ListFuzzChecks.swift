@@ -75,7 +75,15 @@ package enum ListFuzzChecks {
     /// re-encodes as a piece that decodes to the same history, and re-encoding that is canonical.
     package static func history(_ bytes: UnsafeRawBufferPointer) {
         _ = try? HistoryPieceCodec.decodeHeader(bytes)
+        // Streamed, as a service pages it (SYNC.md §3.12): never a crash, and a piece that
+        // decodes streams whole, each id of the history at least once.
+        var streamed: Set<CompactID>? = nil
+        if let (_, start) = try? HistoryPieceCodec.startOfEvents(Array(bytes)) {
+            var ids = Set<CompactID>()
+            if (try? HistoryPieceCodec.events(Array(bytes), from: start, { ids.insert($0.entry); return true })) != nil { streamed = ids }
+        }
         guard let (header, log) = try? HistoryPieceCodec.decode(Array(bytes)) else { return }
+        if header.major == HistoryPieceCodec.major, streamed?.count != log.count { fatalError("a piece streams unlike it decodes") }
         var h = header
         h.major = HistoryPieceCodec.major
         if h.major != header.major { h.incarnation = 1; h.sequence = 2 }

@@ -54,6 +54,8 @@ package enum WireFuzzChecks {
         for n in [8, 32] where Base64URL.isEncoding(Substring(text).utf8, ofBytes: n) != (Base64URL.decode(text)?.count == n) {
             fatalError("base64url validity disagrees with decoding")
         }
+        // A history cursor (SYNC.md §3.12): what parses prints back as its text.
+        if let p = HistoryPosition(HistoryCursor(text)), p.cursor.text != text { fatalError("history cursor round trip failed") }
         // A compressed body (SYNC.md §9.5): what decodes re-encodes to what decodes the same.
         if let raw = try? CompressedBody.decode(input, limit: 1 << 20), let again = CompressedBody.encode(raw),
            (try? CompressedBody.decode(again, limit: 1 << 20)) != raw {

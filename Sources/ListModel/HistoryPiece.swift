@@ -261,54 +261,63 @@ package enum HistoryPieceCodec {
     }
 
     private static func decodeEvents(_ r: inout ByteReader, into log: inout ActivityLog) throws(CodecError) {
-        var authors: [Int32] = []  // piece's author number → the log's
+        var authors: [String] = []
+        var interned: [Int32] = []  // piece's author number → the log's
         var previous: UInt64 = 0
-        while true {
-            let at = r.offset
-            let k = try r.u8()
-            if k == 0 { break }
-            guard let kind = ActivityKind(rawValue: k) else { throw CodecError(.invalidValue(field: "event kind"), at: at) }
-            let entry = try CompactID.decoded(&r, field: "entry")
-            let authorAt = r.offset
-            let a = try r.varint()
-            let author: Int32
-            if a < UInt64(authors.count) {
-                author = authors[Int(a)]
-            } else if a == UInt64(authors.count) {
-                let s = try r.string("author", limit: Limits.maxAuthorBytes)
-                // Each author is defined once: the encoding stays canonical.
-                guard !authors.contains(where: { sameBytes(log.authors.strings[Int($0)], s) }) else {
-                    throw CodecError(.invalidValue(field: "author defined twice"), at: authorAt)
-                }
-                author = log.authors.intern(s)
-                authors.append(author)
-            } else {
-                throw CodecError(.invalidValue(field: "author index"), at: authorAt)
-            }
-            // Any 64 bits are a clock (a 48-bit physical part and a counter): deltas wrap.
-            let clock = previous &+ UInt64(bitPattern: try r.zigzag())
-            previous = clock
-            let wallAt = r.offset
-            let (wall, wallOverflow) = Int64(bitPattern: HybridTime(rawValue: clock).physicalMillis).addingReportingOverflow(try r.zigzag())
-            guard !wallOverflow else { throw CodecError(.invalidValue(field: "wallTime"), at: wallAt) }
-            var item: CompactID? = nil, text: String? = nil, addText: String? = nil
-            if kind.isItemEvent {
-                item = try CompactID.decoded(&r, field: "item")
-                if kind == .added {
-                    let flagAt = r.offset
-                    switch try r.u8() {
-                    case 0: break
-                    case 1: addText = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
-                    default: throw CodecError(.invalidValue(field: "text flag"), at: flagAt)
-                    }
-                }
-            } else {
-                let limit = kind == .joined || kind == .left ? Limits.maxAuthorBytes : Limits.maxTextBytes
-                text = try r.string("text", limit: limit, allowEmpty: kind == .renamed || kind == .recoloured)
-            }
-            log.recordEvent(entry: entry, kind: kind, author: author, clock: clock, wallTime: wall, item: item, text: text, addText: addText)
+        while let (e, number) = try decodeEvent(&r, authors: &authors, previous: &previous) {
+            if interned.count < authors.count { interned.append(log.authors.intern(authors[authors.count - 1])) }
+            log.recordEvent(entry: e.entry, kind: e.kind, author: interned[number], clock: e.clock, wallTime: e.wallTime, item: e.item,
+                            text: e.text, addText: e.addText)
         }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
+    }
+
+    /// The next event at `r` and its author's number in the piece, or nil at the `00` byte that
+    /// ends them; `authors` (the piece's numbering so far) and `previous` (the clock the next
+    /// delta adds to) carry from one to the next.
+    static func decodeEvent(_ r: inout ByteReader, authors: inout [String], previous: inout UInt64) throws(CodecError) -> (HistoryPieceEvent, Int)? {
+        let at = r.offset
+        let k = try r.u8()
+        if k == 0 { return nil }
+        guard let kind = ActivityKind(rawValue: k) else { throw CodecError(.invalidValue(field: "event kind"), at: at) }
+        let entry = try CompactID.decoded(&r, field: "entry")
+        let authorAt = r.offset
+        let a = try r.varint()
+        let author: String
+        if a < UInt64(authors.count) {
+            author = authors[Int(a)]
+        } else if a == UInt64(authors.count) {
+            author = try r.string("author", limit: Limits.maxAuthorBytes)
+            // Each author is defined once: the encoding stays canonical.
+            guard !authors.contains(where: { sameBytes($0, author) }) else {
+                throw CodecError(.invalidValue(field: "author defined twice"), at: authorAt)
+            }
+            authors.append(author)
+        } else {
+            throw CodecError(.invalidValue(field: "author index"), at: authorAt)
+        }
+        // Any 64 bits are a clock (a 48-bit physical part and a counter): deltas wrap.
+        let clock = previous &+ UInt64(bitPattern: try r.zigzag())
+        previous = clock
+        let wallAt = r.offset
+        let (wall, wallOverflow) = Int64(bitPattern: HybridTime(rawValue: clock).physicalMillis).addingReportingOverflow(try r.zigzag())
+        guard !wallOverflow else { throw CodecError(.invalidValue(field: "wallTime"), at: wallAt) }
+        var e = HistoryPieceEvent(kind: kind, entry: entry, author: author, clock: clock, wallTime: wall)
+        if kind.isItemEvent {
+            e.item = try CompactID.decoded(&r, field: "item")
+            if kind == .added {
+                let flagAt = r.offset
+                switch try r.u8() {
+                case 0: break
+                case 1: e.addText = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
+                default: throw CodecError(.invalidValue(field: "text flag"), at: flagAt)
+                }
+            }
+        } else {
+            let limit = kind == .joined || kind == .left ? Limits.maxAuthorBytes : Limits.maxTextBytes
+            e.text = try r.string("text", limit: limit, allowEmpty: kind == .renamed || kind == .recoloured)
+        }
+        return (e, Int(a))
     }
 
     /// A whole history as one piece (what `writeHistory` installs: complete, or a delta when

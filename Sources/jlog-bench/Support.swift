@@ -55,6 +55,19 @@ struct StepCost {
                         bytesWritten: after.flatMap { a in written.map { a - $0 } })
     }
 
+    /// `of` for a step that awaits: `started()` before it, then `finished()` on what it returned.
+    static func started() -> StepCost {
+        returnFreedHeap()
+        let reset = (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil
+        return StepCost(rssBefore: procStatusBytes("VmRSS"), peakRSS: reset ? 0 : nil, bytesWritten: procIOField("wchar"))
+    }
+
+    func finished() -> StepCost {
+        let after = procIOField("wchar")
+        return StepCost(rssBefore: rssBefore, peakRSS: peakRSS == nil ? nil : procStatusBytes("VmHWM"),
+                        bytesWritten: after.flatMap { a in bytesWritten.map { a - $0 } })
+    }
+
     /// `peak_rss_mb` and `peak_rss_above_start_mb`: the highest of `costs` (one per run).
     static func fields(_ costs: [StepCost]) -> [(String, JSON)] {
         let peaks = costs.compactMap(\.peakRSS), above = costs.compactMap(\.peakAboveStart)

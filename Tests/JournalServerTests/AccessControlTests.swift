@@ -49,7 +49,7 @@ import NIOHTTP1
 
     /// Every call alice could make on a zone of bob's, and what any such zone answers.
     enum Trespass: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case fetchZoneChanges, fetchZoneHistory, fetchZoneSnapshot, upload, deleteZone, shareZone, stopSharing, removeParticipant, removeSelf, createZone
+        case fetchZoneChanges, fetchZoneHistory, fetchZoneHistoryPage, fetchZoneSnapshot, upload, deleteZone, shareZone, stopSharing, removeParticipant, removeSelf, createZone
 
         var testDescription: String { rawValue }
 
@@ -59,6 +59,7 @@ import NIOHTTP1
             case .fetchZoneChanges: return (.GET, path + "/changes", nil, nil)
             case .fetchZoneHistory: return (.GET, path + "/history", nil, nil)
             case .fetchZoneSnapshot: return (.GET, path + "/snapshot", nil, nil)
+            case .fetchZoneHistoryPage: return (.GET, path + "/history/pages", nil, nil)
             case .upload:
                 return (.POST, path + "/entries", WireBatch.encode([addEntry(zone, author: "alice:phone", text: "Sneaked in")]), WireBatch.mediaType)
             case .deleteZone: return (.DELETE, path, nil, nil)

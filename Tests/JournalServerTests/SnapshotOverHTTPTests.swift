@@ -76,6 +76,31 @@ import ListModel
         await server.stop()
     }
 
+    @Test func aHistoryComesInPagesWithTheNextCursorInAHeader() async throws {
+        var limits = Self.limits()
+        limits.maxHistoryPageEvents = 16
+        let server = try await TestServer(limits: limits)
+        let (_, list) = try await Self.compactedList(server)
+        let alice = try server.credential("alice")
+        let client = server.client(alice)
+        var log = ActivityLog(zone: list.storeName)
+        var cursor: HistoryCursor? = nil, pages = 0
+        repeat {
+            let page = try await client.fetchZoneHistoryPage(list, after: cursor)
+            try HistoryPieceCodec.decode(page.bytes, into: &log)
+            cursor = page.next
+            pages += 1
+        } while cursor != nil && pages < 100
+        #expect(pages > 2)
+        #expect(log == (try ListQuery(store: server.store).history(list.storeName).log))
+        let first = try await server.send(.GET, HTTPBinding.zonePath(list) + "/history/pages", authorization: alice.bearer)
+        #expect(first.status == 200)
+        #expect(first.header(HTTPBinding.historyNextHeader) != nil)
+        let refused = try await server.send(.GET, HTTPBinding.zonePath(list) + "/history/pages?after=nonsense", authorization: alice.bearer)
+        #expect(refused.status == 400)
+        await server.stop()
+    }
+
     @Test func aCompressedBodyThatDoesNotCheckOutIsRefused() throws {
         let raw = Array(repeating: Array("milk bread eggs ".utf8), count: 64).flatMap { $0 }
         var packed = try #require(CompressedBody.encode(raw))
