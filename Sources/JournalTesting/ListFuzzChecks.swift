@@ -80,7 +80,10 @@ package enum ListFuzzChecks {
         var streamed: Set<CompactID>? = nil
         if let (_, start) = try? HistoryPieceCodec.startOfEvents(Array(bytes)) {
             var ids = Set<CompactID>()
-            if (try? HistoryPieceCodec.events(Array(bytes), from: start, { ids.insert($0.entry); return true })) != nil { streamed = ids }
+            // Read to the end (nil: every event read), or a decoding error (no set).
+            if case .success(nil) = Result(catching: { try HistoryPieceCodec.events(Array(bytes), from: start) { ids.insert($0.entry); return true } }) {
+                streamed = ids
+            }
         }
         guard let (header, log) = try? HistoryPieceCodec.decode(Array(bytes)) else { return }
         if header.major == HistoryPieceCodec.major, streamed?.count != log.count { fatalError("a piece streams unlike it decodes") }
