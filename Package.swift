@@ -33,6 +33,9 @@ let package = Package(
         // `jlog serve`'s metrics: swift-metrics (Hummingbird already uses it) exported by Prometheus.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // The PostgreSQL backend's client (JournalPostgres, and the CLI that links it).
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.5.3"),
         // `swift package generate-documentation` (the DocC catalogs; CI builds them).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -100,6 +103,15 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
+        // Layer 4: the sync service's storage over PostgreSQL (schema migrations, positions that
+        // no reader can see out of order, entries as their stored encodings): what nodes over one
+        // shared database use instead of the engine's own store. Server-side only.
+        .target(name: "JournalPostgres", dependencies: [
+            "JournalLog",
+            "JournalSyncWire",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // The project's test rigs (an in-memory file system that loses unsynced bytes, a service
         // that injects faults, the fuzz targets' checks): for tests, fuzzers and the simulation,
         // never linked by a library an app uses.
@@ -119,6 +131,7 @@ let package = Package(
                 "JournalSyncHTTP",
                 "JournalSyncHTTPNIO",
                 "JournalSyncWire",
+                "JournalPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -168,6 +181,11 @@ let package = Package(
             name: "JournalServerTests",
             dependencies: ["JournalServer", "JournalTesting", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
                            .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
+        .testTarget(
+            name: "JournalPostgresTests",
+            dependencies: ["JournalPostgres", "JournalLog", "JournalSyncWire", .product(name: "Logging", package: "swift-log"),
+                           .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         .testTarget(
             name: "ListModelTests",

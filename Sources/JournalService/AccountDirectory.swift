@@ -147,7 +147,7 @@ package final class AccountDirectory: @unchecked Sendable {
     }
 
     /// SHA-256 of `secret`, in lowercase hex (what the accounts file keeps).
-    static func hash(_ secret: String) -> String {
+    package static func hash(_ secret: String) -> String {
         var hex: [UInt8] = []
         hex.reserveCapacity(64)
         for b in digest(secret) {

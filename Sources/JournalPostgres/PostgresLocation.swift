@@ -1,0 +1,59 @@
+import Foundation
+import PostgresNIO
+
+/// Where the database is, from a `postgres://` URL (libpq's form, the parts this program uses):
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE` over TCP, or
+/// `postgres://USER@/DATABASE?host=/SOCKET/DIRECTORY` over the Unix socket in that directory.
+/// TLS is off on a socket and preferred over TCP (`?sslmode=disable` turns it off).
+public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
+    public var user: String
+    public var password: String?
+    public var database: String
+    /// A host name, or a directory holding the server's socket (starts with `/`).
+    public var host: String
+    public var port: Int
+    public var usesTLS: Bool
+
+    public init(_ url: String) throws(PostgresStorageError) {
+        guard let c = URLComponents(string: url), c.scheme == "postgres" || c.scheme == "postgresql" else {
+            throw .invalidLocation("expected postgres://USER@HOST/DATABASE")
+        }
+        guard let user = c.user, !user.isEmpty else { throw .invalidLocation("no user") }
+        let db = c.path.hasPrefix("/") ? String(c.path.dropFirst()) : c.path
+        guard !db.isEmpty, !db.contains("/") else { throw .invalidLocation("no database") }
+        let query = Dictionary((c.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        let host = query["host"] ?? c.host ?? ""
+        guard !host.isEmpty else { throw .invalidLocation("no host, and no ?host=/socket/directory") }
+        self.user = user
+        password = c.password
+        database = db
+        self.host = host
+        port = c.port ?? 5432
+        guard (1...65_535).contains(port) else { throw .invalidLocation("port \(port)") }
+        usesTLS = !host.hasPrefix("/") && query["sslmode"] != "disable"
+    }
+
+    /// The client's configuration for this location.
+    public var clientConfiguration: PostgresClient.Configuration {
+        if host.hasPrefix("/") {
+            return .init(unixSocketPath: host + "/.s.PGSQL.\(port)", username: user, password: password, database: database)
+        }
+        return .init(host: host, port: port, username: user, password: password, database: database,
+                     tls: usesTLS ? .prefer(.makeClientConfiguration()) : .disable)
+    }
+
+    /// One connection's configuration for this location (a first connection, whose failure
+    /// says why, where the pool would retry for a minute).
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        if host.hasPrefix("/") {
+            return .init(unixSocketPath: host + "/.s.PGSQL.\(port)", username: user, password: password, database: database)
+        }
+        let tls: PostgresConnection.Configuration.TLS = usesTLS ? .prefer(try NIOSSLContext(configuration: .makeClientConfiguration())) : .disable
+        return .init(host: host, port: port, username: user, password: password, database: database, tls: tls)
+    }
+
+    /// The URL without its password.
+    public var description: String {
+        host.hasPrefix("/") ? "postgres://\(user)@/\(database)?host=\(host)" : "postgres://\(user)@\(host):\(port)/\(database)"
+    }
+}

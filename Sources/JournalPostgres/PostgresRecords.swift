@@ -1,0 +1,144 @@
+import JournalLog
+import NIOCore
+import PostgresNIO
+
+/// Records at positions (Spec/SYNC.md §11.2). Every write that takes positions first locks the
+/// one row of `jlog_positions` and holds it until it commits: writers take turns, each gets the
+/// positions after the last committed one, and the row's value is the next position. So positions
+/// commit in order, none is ever skipped, and a reader that sees N+1 sees N: a token (a position)
+/// can never pass an entry that commits later. A writer that fails rolls back its positions too.
+extension PostgresStorage {
+    /// Record kinds in `jlog_records`.
+    enum RecordKind: Int16 {
+        case entry = 0
+        case zoneMade = 1
+    }
+
+    /// Makes the zone's first incarnation, or answers its live one; the incarnation.
+    @discardableResult
+    public func makeZone(_ name: String) async throws(PostgresStorageError) -> SequenceNumber {
+        try await Self.mapped {
+            try await client.withTransaction(logger: logger) { c in
+                let next = try await Self.lockPositions(c, logger)
+                if let z = try await Self.zone(name, on: c, logger), !z.isDeleted { return z.incarnation }
+                try await c.query("""
+                    INSERT INTO jlog_zones (name, incarnation, last_change) VALUES (\(name), \(next), \(next))
+                    ON CONFLICT (name) DO UPDATE SET incarnation = \(next), low_water_mark = 0, last_change = \(next),
+                        deleted_at = NULL, deletion_reason = NULL
+                    """, logger: logger)
+                try await c.query("""
+                    INSERT INTO jlog_records (position, zone, incarnation, kind, body)
+                    VALUES (\(next), \(name), \(next), \(RecordKind.zoneMade.rawValue), \(ByteBuffer()))
+                    """, logger: logger)
+                try await c.query("UPDATE jlog_positions SET next = \(next + 1)", logger: logger)
+                return SequenceNumber(next)
+            }
+        }
+    }
+
+    /// The zone's newest incarnation, or nil for a zone never made.
+    public func zone(_ name: String) async throws(PostgresStorageError) -> PostgresZone? {
+        try await Self.mapped { try await client.withConnection { c in try await Self.zone(name, on: c, logger) } }
+    }
+
+    /// Appends `entries` to the zone's live incarnation, all or nothing: an id the zone holds with
+    /// the same content is not stored again; with other content the whole append is refused
+    /// (`idConflict`). Durable once it returns (the commit's, as the server is configured).
+    public func append(_ entries: [JournalEntry], to zone: String) async throws(PostgresStorageError) -> PostgresAppend {
+        let encoded = entries.map { (id: $0.id, key: Self.idBytes($0.id), body: EntryCodec.encode($0)) }
+        return try await Self.mapped {
+            try await client.withTransaction(logger: logger) { c in
+                let next = try await Self.lockPositions(c, logger)
+                guard let z = try await Self.zone(zone, on: c, logger), !z.isDeleted else { throw PostgresStorageError.zoneNotFound(zone) }
+                var held: [[UInt8]: [UInt8]] = [:]
+                let keys = encoded.map { ByteBuffer(bytes: $0.key) }
+                let rows = try await c.query("""
+                    SELECT entry_id, body FROM jlog_records
+                    WHERE zone = \(zone) AND incarnation = \(Int64(z.incarnation)) AND entry_id = ANY(\(keys))
+                    """, logger: logger)
+                for try await (key, body) in rows.decode((ByteBuffer, ByteBuffer).self) {
+                    held[Array(buffer: key)] = Array(buffer: body)
+                }
+                var append = PostgresAppend(saved: [], alreadyHeld: [])
+                var positions: [Int64] = [], ids: [ByteBuffer] = [], bodies: [ByteBuffer] = []
+                for e in encoded {
+                    if let body = held[e.key] {
+                        guard body == e.body else { throw PostgresStorageError.idConflict(zone: zone, id: e.id.description) }
+                        append.alreadyHeld.append(e.id)
+                        continue
+                    }
+                    held[e.key] = e.body
+                    let p = next + Int64(positions.count)
+                    positions.append(p)
+                    ids.append(ByteBuffer(bytes: e.key))
+                    bodies.append(ByteBuffer(bytes: e.body))
+                    append.saved.append((e.id, SequenceNumber(p)))
+                }
+                guard let last = positions.last else { return append }
+                try await c.query("""
+                    INSERT INTO jlog_records (position, zone, incarnation, kind, entry_id, body)
+                    SELECT p, \(zone), \(Int64(z.incarnation)), \(RecordKind.entry.rawValue), i, b
+                    FROM unnest(\(positions)::bigint[], \(ids)::bytea[], \(bodies)::bytea[]) AS t(p, i, b)
+                    """, logger: logger)
+                try await c.query("UPDATE jlog_zones SET last_change = \(last) WHERE name = \(zone)", logger: logger)
+                try await c.query("UPDATE jlog_positions SET next = \(last + 1)", logger: logger)
+                return append
+            }
+        }
+    }
+
+    /// The zone incarnation's entries after `position`, in order, at most `limit`.
+    public func entries(of zone: String, incarnation: SequenceNumber, after position: SequenceNumber,
+                        limit: Int) async throws(PostgresStorageError) -> [(position: SequenceNumber, entry: JournalEntry)] {
+        let rows: [(Int64, ByteBuffer)] = try await Self.mapped {
+            var out: [(Int64, ByteBuffer)] = []
+            let query: PostgresQuery = """
+                SELECT position, body FROM jlog_records
+                WHERE zone = \(zone) AND incarnation = \(Int64(incarnation)) AND position > \(Int64(position)) AND kind = \(RecordKind.entry.rawValue)
+                ORDER BY position LIMIT \(max(1, limit))
+                """
+            for try await row in try await client.query(query, logger: logger).decode((Int64, ByteBuffer).self) { out.append(row) }
+            return out
+        }
+        var out: [(position: SequenceNumber, entry: JournalEntry)] = []
+        out.reserveCapacity(rows.count)
+        for (p, body) in rows {
+            do { out.append((SequenceNumber(p), try EntryCodec.decode(Array(buffer: body)))) } catch {
+                throw .damaged("the entry at position \(p) of zone \(zone): \(error)")
+            }
+        }
+        return out
+    }
+
+    /// The highest position written and committed (0: none).
+    public func horizon() async throws(PostgresStorageError) -> SequenceNumber {
+        try await Self.mapped {
+            var next: Int64 = 1
+            for try await n in try await client.query("SELECT next FROM jlog_positions", logger: logger).decode(Int64.self) { next = n }
+            return SequenceNumber(next - 1)
+        }
+    }
+
+    /// Locks the positions row until the transaction ends; the next position.
+    static func lockPositions(_ c: PostgresConnection, _ logger: Logger) async throws -> Int64 {
+        for try await next in try await c.query("SELECT next FROM jlog_positions FOR UPDATE", logger: logger).decode(Int64.self) { return next }
+        throw PostgresStorageError.damaged("jlog_positions has no row")
+    }
+
+    static func zone(_ name: String, on c: PostgresConnection, _ logger: Logger) async throws -> PostgresZone? {
+        let rows = try await c.query("""
+            SELECT incarnation, low_water_mark, last_change, deleted_at IS NOT NULL FROM jlog_zones WHERE name = \(name)
+            """, logger: logger)
+        for try await (inc, mark, last, deleted) in rows.decode((Int64, Int64, Int64, Bool).self) {
+            return PostgresZone(name: name, incarnation: SequenceNumber(inc), lowWaterMark: SequenceNumber(mark),
+                                lastChange: SequenceNumber(last), isDeleted: deleted)
+        }
+        return nil
+    }
+
+    static func idBytes(_ id: CompactID) -> [UInt8] {
+        var w = ByteWriter(capacity: 24)
+        id.encoded(into: &w)
+        return w.bytes
+    }
+}

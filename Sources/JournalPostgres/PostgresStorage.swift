@@ -1,0 +1,102 @@
+import JournalLog
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The sync service's storage in one PostgreSQL database that any number of nodes share
+/// (Spec/SYNC.md §11): zones and their incarnations, and records at positions that commit in
+/// order. Opening applies the schema's migrations; `close` ends the connection pool.
+public final class PostgresStorage: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+    private let running: Task<Void, Never>
+    /// The migrations this opening applied (empty when the schema was current).
+    public let migrated: [Int]
+
+    private init(client: PostgresClient, logger: Logger, running: Task<Void, Never>, migrated: [Int]) {
+        self.client = client
+        self.logger = logger
+        self.running = running
+        self.migrated = migrated
+    }
+
+    /// Connects (a pool of at most `connections`), and brings the schema to the newest version.
+    /// `schema`, when given, is the PostgreSQL schema the tables live in (tests give each its own).
+    public static func open(_ location: PostgresLocation, connections: Int = 20, schema: String? = nil,
+                            logger: Logger = Logger(label: "jlog.postgres")) async throws(PostgresStorageError) -> PostgresStorage {
+        var configuration = location.clientConfiguration
+        configuration.options.maximumConnections = connections
+        if let schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
+        // One connection first: a database that is missing, refuses the user or does not answer
+        // is reported at once with the server's reason (the pool would retry for a minute).
+        try await mapped {
+            var probe = try location.connectionConfiguration()
+            probe.options.connectTimeout = .seconds(10)
+            let connection = try await PostgresConnection.connect(configuration: probe, id: 0, logger: logger)
+            try await connection.close()
+        }
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let running = Task { await client.run() }
+        await Task.yield()  // let the pool start before the first lease
+        do {
+            let migrated = try await mapped { try await SchemaMigrations.apply(client, logger: logger) }
+            return PostgresStorage(client: client, logger: logger, running: running, migrated: migrated)
+        } catch {
+            running.cancel()
+            throw error
+        }
+    }
+
+    /// Ends the connection pool; calls after it fail.
+    public func close() async {
+        running.cancel()
+        _ = await running.value
+    }
+
+    /// The schema version the database is at.
+    public func schemaVersion() async throws(PostgresStorageError) -> Int {
+        try await Self.mapped {
+            var v = 0
+            for try await n in try await client.query("SELECT coalesce(max(version), 0) FROM jlog_migrations", logger: logger).decode(Int.self) { v = n }
+            return v
+        }
+    }
+
+    /// Runs one SQL statement as given (tests and repairs; never with a caller's input).
+    package func execute(_ sql: String) async throws(PostgresStorageError) {
+        try await Self.mapped { try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
+    }
+
+    /// Runs `body`, its failures as `PostgresStorageError` (the server's own words kept:
+    /// PostgresNIO's `description` hides them).
+    static func mapped<T>(_ body: () async throws -> T) async throws(PostgresStorageError) -> T {
+        do { return try await body() } catch let e as PostgresStorageError { throw e } catch let e as PostgresTransactionError {
+            // A refusal thrown inside a transaction comes back wrapped, after the rollback.
+            if let inner = e.closureError as? PostgresStorageError { throw inner }
+            throw .database(String(reflecting: e))
+        } catch {
+            throw .database(String(reflecting: error))
+        }
+    }
+}
+
+/// A zone's newest incarnation as the database holds it.
+public struct PostgresZone: Sendable, Equatable {
+    public var name: String
+    public var incarnation: SequenceNumber
+    public var lowWaterMark: SequenceNumber
+    public var lastChange: SequenceNumber
+    public var isDeleted: Bool
+}
+
+/// What an append did: the positions of the entries it saved, and the ids it did not store again.
+public struct PostgresAppend: Sendable, Equatable {
+    /// Each saved entry's position, in the batch's order.
+    public var saved: [(id: CompactID, position: SequenceNumber)]
+    /// Ids the zone held already with the same content.
+    public var alreadyHeld: [CompactID]
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.alreadyHeld == b.alreadyHeld && a.saved.map(\.id) == b.saved.map(\.id) && a.saved.map(\.position) == b.saved.map(\.position)
+    }
+}

@@ -1,0 +1,107 @@
+import Logging
+import PostgresNIO
+
+/// The schema, as numbered migrations applied in order on start (Spec/SYNC.md §11.1). Each runs
+/// in its own transaction and records its version; nodes starting at once take turns under an
+/// advisory lock, so each migration runs exactly once. A database at a version this program does
+/// not know is refused before anything is written. Columns hold positions, ids and encodings,
+/// never text the service would have to read.
+enum SchemaMigrations {
+    struct Migration {
+        let version: Int
+        let name: String
+        let statements: [String]
+    }
+
+    /// The advisory lock nodes take while migrating ("jlogmigr").
+    static let lockKey: Int64 = 0x6A6C_6F67_6D69_6772
+
+    static let all: [Migration] = [
+        Migration(version: 1, name: "positions, zones and records", statements: [
+            // One row: the next position. An append locks it until it commits, so positions
+            // commit in order and a reader never sees N+1 before N (SYNC.md §11.2).
+            """
+            CREATE TABLE jlog_positions (
+                only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+                next bigint NOT NULL CHECK (next >= 1))
+            """,
+            "INSERT INTO jlog_positions (next) VALUES (1)",
+            // Each zone's newest incarnation (a zone made again gets a new one).
+            """
+            CREATE TABLE jlog_zones (
+                name text PRIMARY KEY,
+                incarnation bigint NOT NULL,
+                low_water_mark bigint NOT NULL DEFAULT 0,
+                last_change bigint NOT NULL,
+                deleted_at bigint,
+                deletion_reason smallint)
+            """,
+            // Every record at its position: entries (kind 0: the entry's FORMAT.md §6 encoding,
+            // its id beside it) and the zone's own records (kind 1: made).
+            """
+            CREATE TABLE jlog_records (
+                position bigint PRIMARY KEY,
+                zone text NOT NULL,
+                incarnation bigint NOT NULL,
+                kind smallint NOT NULL,
+                entry_id bytea,
+                body bytea NOT NULL)
+            """,
+            "CREATE UNIQUE INDEX jlog_records_entry ON jlog_records (zone, incarnation, entry_id) WHERE entry_id IS NOT NULL",
+            "CREATE INDEX jlog_records_zone ON jlog_records (zone, incarnation, position)",
+        ]),
+        Migration(version: 2, name: "accounts and device credentials", statements: [
+            // What the accounts file holds (SYNC.md §9.2), a row per credential: never a secret,
+            // only the SHA-256 of it.
+            """
+            CREATE TABLE jlog_credentials (
+                id text PRIMARY KEY,
+                account text NOT NULL,
+                secret_sha256 text NOT NULL CHECK (length(secret_sha256) = 64),
+                issued_at bigint NOT NULL,
+                expires_at bigint,
+                revoked_at bigint)
+            """,
+            "CREATE INDEX jlog_credentials_account ON jlog_credentials (account)",
+        ]),
+    ]
+
+    static var newest: Int { all.last?.version ?? 0 }
+
+    /// Applies the migrations the database lacks; the versions it applied.
+    static func apply(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
+        try await client.withConnection { connection in
+            try await connection.query("SELECT pg_advisory_lock(\(lockKey))", logger: logger)
+            do {
+                let applied = try await applyLocked(connection, logger: logger)
+                try await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
+                return applied
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    private static func applyLocked(_ connection: PostgresConnection, logger: Logger) async throws -> [Int] {
+        try await connection.query("""
+            CREATE TABLE IF NOT EXISTS jlog_migrations (
+                version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+            """, logger: logger)
+        var current = 0
+        for try await version in try await connection.query("SELECT coalesce(max(version), 0) FROM jlog_migrations", logger: logger).decode(Int.self) {
+            current = version
+        }
+        guard current <= newest else { throw PostgresStorageError.schemaTooNew(found: current, known: newest) }
+        var applied: [Int] = []
+        for m in all where m.version > current {
+            try await connection.withTransaction(logger: logger) { c in
+                for sql in m.statements { try await c.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
+                try await c.query("INSERT INTO jlog_migrations (version, name) VALUES (\(m.version), \(m.name))", logger: logger)
+            }
+            logger.info("applied schema migration", metadata: ["version": "\(m.version)", "name": "\(m.name)"])
+            applied.append(m.version)
+        }
+        return applied
+    }
+}

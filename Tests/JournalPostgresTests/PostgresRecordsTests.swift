@@ -1,0 +1,109 @@
+import JournalLog
+import JournalPostgres
+import Synchronization
+import Testing
+
+/// A flag set until cleared, read from another task.
+final class Flag: Sendable {
+    private let value = Mutex(true)
+    var isSet: Bool { value.withLock { $0 } }
+    func clear() { value.withLock { $0 = false } }
+}
+
+/// Entries at positions in PostgreSQL (Spec/SYNC.md §11.2): stored once, read back in order, and
+/// never visible out of order, whichever node wrote them.
+@Suite(.enabled(if: PostgresTestDatabase.url != nil, Comment(rawValue: PostgresTestDatabase.missing)))
+struct PostgresRecordsTests {
+    let zone = "alice/weekly"
+
+    @Test func appendedEntriesReadBackInOrderAfterTheZonesIncarnation() async throws {
+        let node = try await PostgresTestDatabase.open(try await PostgresTestDatabase.freshSchema())
+        let inc = try await node.makeZone(zone)
+        let batch = (0..<5).map { PostgresTestDatabase.entry("e\($0)", zone) }
+        let append = try await node.append(batch, to: zone)
+        #expect(append.saved.map(\.position) == (1...5).map { inc + SequenceNumber($0) })
+        let read = try await node.entries(of: zone, incarnation: inc, after: 0, limit: 100)
+        #expect(read.map(\.entry) == batch)
+        #expect(try await node.horizon() == inc + 5)
+        #expect(try await node.zone(zone)?.lastChange == inc + 5)
+        #expect(try await node.entries(of: zone, incarnation: inc, after: inc + 3, limit: 100).map(\.entry) == Array(batch[3...]))
+        await node.close()
+    }
+
+    @Test func anIDTheZoneHoldsWithTheSameContentIsNotStoredAgain() async throws {
+        let node = try await PostgresTestDatabase.open(try await PostgresTestDatabase.freshSchema())
+        let inc = try await node.makeZone(zone)
+        _ = try await node.append([PostgresTestDatabase.entry("a", zone)], to: zone)
+        let again = try await node.append([PostgresTestDatabase.entry("a", zone), PostgresTestDatabase.entry("b", zone)], to: zone)
+        #expect(again.alreadyHeld == [CompactID("a")!])
+        #expect(again.saved.map(\.id) == [CompactID("b")!])
+        #expect(try await node.entries(of: zone, incarnation: inc, after: 0, limit: 10).count == 2)
+        await node.close()
+    }
+
+    @Test func anIDTheZoneHoldsWithOtherContentRefusesTheWholeAppend() async throws {
+        let node = try await PostgresTestDatabase.open(try await PostgresTestDatabase.freshSchema())
+        let inc = try await node.makeZone(zone)
+        _ = try await node.append([PostgresTestDatabase.entry("a", zone)], to: zone)
+        await #expect(throws: PostgresStorageError.idConflict(zone: zone, id: "a")) {
+            try await node.append([PostgresTestDatabase.entry("b", zone), PostgresTestDatabase.entry("a", zone, text: "eggs")], to: zone)
+        }
+        #expect(try await node.entries(of: zone, incarnation: inc, after: 0, limit: 10).count == 1)
+        // Nothing was taken: the next append's position follows the first's.
+        #expect(try await node.append([PostgresTestDatabase.entry("c", zone)], to: zone).saved.map(\.position) == [inc + 2])
+        await node.close()
+    }
+
+    @Test func anAppendToAZoneNeverMadeIsRefused() async throws {
+        let node = try await PostgresTestDatabase.open(try await PostgresTestDatabase.freshSchema())
+        await #expect(throws: PostgresStorageError.zoneNotFound("bob/none")) {
+            try await node.append([PostgresTestDatabase.entry("a", "bob/none")], to: "bob/none")
+        }
+        await node.close()
+    }
+
+    /// Two nodes, four uploaders each, and a reader that pages after the last position it saw
+    /// while they write: it must see every entry exactly once, in order (a position committed
+    /// after a higher one would be skipped for ever). Several runs, each on fresh tables.
+    @Test func concurrentUploadsThroughTwoNodesLeaveNoPositionAReaderCouldSkip() async throws {
+        for run in 0..<5 {
+            let schema = try await PostgresTestDatabase.freshSchema()
+            let a = try await PostgresTestDatabase.open(schema), b = try await PostgresTestDatabase.open(schema)
+            let inc = try await a.makeZone(zone)
+            let zone = self.zone
+            let writing = Flag()
+            let reader = Task { () async throws -> [SequenceNumber] in
+                var seen: [SequenceNumber] = [], last = inc, quiet = 0
+                while quiet < 3 {
+                    let page = try await b.entries(of: zone, incarnation: inc, after: last, limit: 25)
+                    seen += page.map(\.position)
+                    last = page.last?.position ?? last
+                    if !writing.isSet { quiet = page.isEmpty ? quiet + 1 : 0 }
+                }
+                return seen
+            }
+            let saved = try await withThrowingTaskGroup(of: [SequenceNumber].self) { group in
+                for w in 0..<8 {
+                    let node = w % 2 == 0 ? a : b
+                    group.addTask {
+                        var mine: [SequenceNumber] = []
+                        for i in 0..<12 {
+                            let batch = (0...(i % 3)).map { PostgresTestDatabase.entry("r\(run)-w\(w)-\(i)-\($0)", zone) }
+                            mine += try await node.append(batch, to: zone).saved.map(\.position)
+                        }
+                        return mine
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            writing.clear()
+            let seen = try await reader.value
+            #expect(seen == seen.sorted() && Set(seen).count == seen.count, "run \(run): the reader saw a position twice or out of order")
+            #expect(Set(seen) == Set(saved), "run \(run): the reader skipped \(Set(saved).subtracting(seen).sorted())")
+            // No position is left unused: the next is the one after the last.
+            #expect(saved.sorted() == Array((inc + 1)...(inc + SequenceNumber(saved.count))), "run \(run)")
+            await a.close()
+            await b.close()
+        }
+    }
+}
