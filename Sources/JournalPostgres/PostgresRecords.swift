@@ -31,6 +31,7 @@ extension PostgresStorage {
                     VALUES (\(next), \(name), \(next), \(RecordKind.zoneMade.rawValue), \(ByteBuffer()))
                     """, logger: logger)
                 try await c.query("UPDATE jlog_positions SET next = \(next + 1)", logger: logger)
+                try await self.notifyChange(name, on: c)
                 return SequenceNumber(next)
             }
         }
@@ -82,6 +83,7 @@ extension PostgresStorage {
                     """, logger: logger)
                 try await c.query("UPDATE jlog_zones SET last_change = \(last) WHERE name = \(zone)", logger: logger)
                 try await c.query("UPDATE jlog_positions SET next = \(last + 1)", logger: logger)
+                try await self.notifyChange(zone, on: c)
                 return append
             }
         }

@@ -2,6 +2,7 @@ import JournalLog
 import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// The sync service's storage in one PostgreSQL database that any number of nodes share
 /// (Spec/SYNC.md §11): zones and their incarnations, and records at positions that commit in
@@ -9,24 +10,32 @@ import PostgresNIO
 public final class PostgresStorage: Sendable {
     let client: PostgresClient
     let logger: Logger
+    /// The `LISTEN/NOTIFY` channel of this database's (or schema's) writes.
+    let changesChannel: String
     private let running: Task<Void, Never>
+    /// The tasks listening for other nodes' changes (`changeSignals`), ended by `close`.
+    let listeners = Mutex<[Task<Void, Never>]>([])
     /// The migrations this opening applied (empty when the schema was current).
     public let migrated: [Int]
 
-    private init(client: PostgresClient, logger: Logger, running: Task<Void, Never>, migrated: [Int]) {
+    private init(client: PostgresClient, logger: Logger, changesChannel: String, running: Task<Void, Never>, migrated: [Int]) {
         self.client = client
+        self.changesChannel = changesChannel
         self.logger = logger
         self.running = running
         self.migrated = migrated
     }
 
     /// Connects (a pool of at most `connections`), and brings the schema to the newest version.
-    /// `schema`, when given, is the PostgreSQL schema the tables live in (tests give each its own).
+    /// `schema`, when given, is the PostgreSQL schema the tables live in (tests give each its own);
+    /// it names the nodes' change channel too, so schemas of one database do not hear each other.
     public static func open(_ location: PostgresLocation, connections: Int = 20, schema: String? = nil,
                             logger: Logger = Logger(label: "jlog.postgres")) async throws(PostgresStorageError) -> PostgresStorage {
         var configuration = location.clientConfiguration
         configuration.options.maximumConnections = connections
-        if let schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
+        // Named, so an operator tells the nodes' connections apart in pg_stat_activity.
+        configuration.options.additionalStartupParameters = [("application_name", "jlog" + (schema.map { "-" + $0 } ?? ""))]
+        if let schema { configuration.options.additionalStartupParameters.append(("search_path", schema)) }
         // One connection first: a database that is missing, refuses the user or does not answer
         // is reported at once with the server's reason (the pool would retry for a minute).
         try await mapped {
@@ -40,7 +49,8 @@ public final class PostgresStorage: Sendable {
         await Task.yield()  // let the pool start before the first lease
         do {
             let migrated = try await mapped { try await SchemaMigrations.apply(client, logger: logger) }
-            return PostgresStorage(client: client, logger: logger, running: running, migrated: migrated)
+            return PostgresStorage(client: client, logger: logger, changesChannel: "jlog_changes" + (schema.map { "_" + $0 } ?? ""),
+                                   running: running, migrated: migrated)
         } catch {
             running.cancel()
             throw error
@@ -49,6 +59,10 @@ public final class PostgresStorage: Sendable {
 
     /// Ends the connection pool; calls after it fail.
     public func close() async {
+        for task in listeners.withLock({ $0 }) {
+            task.cancel()
+            _ = await task.value
+        }
         running.cancel()
         _ = await running.value
     }

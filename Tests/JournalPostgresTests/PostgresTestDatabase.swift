@@ -18,7 +18,9 @@ enum PostgresTestDatabase {
     /// A new, empty schema's name.
     static func freshSchema() async throws -> String {
         let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let client = PostgresClient(configuration: try location.clientConfiguration, backgroundLogger: Logger(label: "test"))
+        var quiet = Logger(label: "test")
+        quiet.logLevel = .error
+        let client = PostgresClient(configuration: try location.clientConfiguration, backgroundLogger: quiet)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await client.run() }
             try await client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(name)"))

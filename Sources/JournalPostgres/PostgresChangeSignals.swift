@@ -1,0 +1,47 @@
+import JournalLog
+import Logging
+import PostgresNIO
+
+/// What another node's writes tell this one (Spec/SYNC.md §11.4): a signal only, never data.
+public enum PostgresChangeSignal: Sendable, Equatable {
+    /// Listening began, or began again after the connection was lost: something may have changed
+    /// unheard, so a node re-reads and tells its devices to fetch.
+    case listening
+    /// A write to this zone committed.
+    case zone(String)
+}
+
+extension PostgresStorage {
+    /// Signals of writes committed by any node, through PostgreSQL's `LISTEN/NOTIFY` on one
+    /// connection of the pool. Begins with `listening`; a lost connection is listened to again
+    /// (after `retry`), with `listening` again. Ends when the consumer stops iterating, or at `close`.
+    public func changeSignals(retry: Duration = .milliseconds(200)) -> AsyncStream<PostgresChangeSignal> {
+        let (stream, continuation) = AsyncStream<PostgresChangeSignal>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
+        let listener = Task { [client, logger, changesChannel] in
+            while !Task.isCancelled {
+                do {
+                    try await client.withConnection { connection in
+                        try await connection.listen(on: changesChannel) { notifications in
+                            continuation.yield(.listening)
+                            for try await n in notifications { continuation.yield(.zone(n.payload)) }
+                        }
+                    }
+                } catch {
+                    if Task.isCancelled { break }
+                    logger.warning("listening for other nodes' changes failed; listening again", metadata: ["error": "\(String(reflecting: error))"])
+                }
+                try? await Task.sleep(for: retry)
+            }
+            continuation.finish()
+        }
+        listeners.withLock { $0.append(listener) }
+        continuation.onTermination = { _ in listener.cancel() }
+        return stream
+    }
+
+    /// Notifies the other nodes that `zone` changed, inside the transaction: at its commit, and
+    /// only then.
+    func notifyChange(_ zone: String, on c: PostgresConnection) async throws {
+        try await c.query("SELECT pg_notify(\(changesChannel), \(zone))", logger: logger)
+    }
+}
