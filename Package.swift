@@ -135,7 +135,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "JournalSync", "JournalSyncWire", "JournalService", "CSQLite"]),
+        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "JournalSync", "JournalSyncWire", "JournalService", "CSQLite",
+                                                            "JournalPostgres", .product(name: "Logging", package: "swift-log")]),
         // The server's load test: devices over loopback against `jlog serve`, beside Hummingbird's ceiling.
         .executableTarget(name: "jlog-load", dependencies: [
             "JournalLog", "JournalSync", "JournalSyncWire", "JournalService", "JournalSyncHTTP", "JournalSyncHTTPNIO",

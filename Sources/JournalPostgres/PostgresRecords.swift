@@ -42,53 +42,6 @@ extension PostgresStorage {
         try await Self.mapped { try await client.withConnection { c in try await Self.zone(name, on: c, logger) } }
     }
 
-    /// Appends `entries` to the zone's live incarnation, all or nothing: an id the zone holds with
-    /// the same content is not stored again; with other content the whole append is refused
-    /// (`idConflict`). Durable once it returns (the commit's, as the server is configured).
-    public func append(_ entries: [JournalEntry], to zone: String) async throws(PostgresStorageError) -> PostgresAppend {
-        let encoded = entries.map { (id: $0.id, key: Self.idBytes($0.id), body: EntryCodec.encode($0)) }
-        return try await Self.mapped {
-            try await client.withTransaction(logger: logger) { c in
-                let next = try await Self.lockPositions(c, logger)
-                guard let z = try await Self.zone(zone, on: c, logger), !z.isDeleted else { throw PostgresStorageError.zoneNotFound(zone) }
-                var held: [[UInt8]: [UInt8]] = [:]
-                let keys = encoded.map { ByteBuffer(bytes: $0.key) }
-                let rows = try await c.query("""
-                    SELECT entry_id, body FROM jlog_records
-                    WHERE zone = \(zone) AND incarnation = \(Int64(z.incarnation)) AND entry_id = ANY(\(keys))
-                    """, logger: logger)
-                for try await (key, body) in rows.decode((ByteBuffer, ByteBuffer).self) {
-                    held[Array(buffer: key)] = Array(buffer: body)
-                }
-                var append = PostgresAppend(saved: [], alreadyHeld: [])
-                var positions: [Int64] = [], ids: [ByteBuffer] = [], bodies: [ByteBuffer] = []
-                for e in encoded {
-                    if let body = held[e.key] {
-                        guard body == e.body else { throw PostgresStorageError.idConflict(zone: zone, id: e.id.description) }
-                        append.alreadyHeld.append(e.id)
-                        continue
-                    }
-                    held[e.key] = e.body
-                    let p = next + Int64(positions.count)
-                    positions.append(p)
-                    ids.append(ByteBuffer(bytes: e.key))
-                    bodies.append(ByteBuffer(bytes: e.body))
-                    append.saved.append((e.id, SequenceNumber(p)))
-                }
-                guard let last = positions.last else { return append }
-                try await c.query("""
-                    INSERT INTO jlog_records (position, zone, incarnation, kind, entry_id, body)
-                    SELECT p, \(zone), \(Int64(z.incarnation)), \(RecordKind.entry.rawValue), i, b
-                    FROM unnest(\(positions)::bigint[], \(ids)::bytea[], \(bodies)::bytea[]) AS t(p, i, b)
-                    """, logger: logger)
-                try await c.query("UPDATE jlog_zones SET last_change = \(last) WHERE name = \(zone)", logger: logger)
-                try await c.query("UPDATE jlog_positions SET next = \(last + 1)", logger: logger)
-                try await self.notifyChange(zone, on: c)
-                return append
-            }
-        }
-    }
-
     /// The zone incarnation's entries after `position`, in order, at most `limit`.
     public func entries(of zone: String, incarnation: SequenceNumber, after position: SequenceNumber,
                         limit: Int) async throws(PostgresStorageError) -> [(position: SequenceNumber, entry: JournalEntry)] {

@@ -15,6 +15,9 @@ public final class PostgresStorage: Sendable {
     private let running: Task<Void, Never>
     /// The tasks listening for other nodes' changes (`changeSignals`), ended by `close`.
     let listeners = Mutex<[Task<Void, Never>]>([])
+    /// Group commit of appends (nil: each append commits alone). Set once by `open`, before the
+    /// storage is returned to anyone: never written while shared.
+    private(set) nonisolated(unsafe) var batcher: AppendBatcher? = nil
     /// The migrations this opening applied (empty when the schema was current).
     public let migrated: [Int]
 
@@ -29,7 +32,9 @@ public final class PostgresStorage: Sendable {
     /// Connects (a pool of at most `connections`), and brings the schema to the newest version.
     /// `schema`, when given, is the PostgreSQL schema the tables live in (tests give each its own);
     /// it names the nodes' change channel too, so schemas of one database do not hear each other.
-    public static func open(_ location: PostgresLocation, connections: Int = 20, schema: String? = nil,
+    /// `batchesAppends`: appends that arrive while another commits share its successor's
+    /// transaction (group commit; off, each commits alone).
+    public static func open(_ location: PostgresLocation, connections: Int = 20, schema: String? = nil, batchesAppends: Bool = true,
                             logger: Logger = Logger(label: "jlog.postgres")) async throws(PostgresStorageError) -> PostgresStorage {
         var configuration = location.clientConfiguration
         configuration.options.maximumConnections = connections
@@ -49,8 +54,10 @@ public final class PostgresStorage: Sendable {
         await Task.yield()  // let the pool start before the first lease
         do {
             let migrated = try await mapped { try await SchemaMigrations.apply(client, logger: logger) }
-            return PostgresStorage(client: client, logger: logger, changesChannel: "jlog_changes" + (schema.map { "_" + $0 } ?? ""),
-                                   running: running, migrated: migrated)
+            let storage = PostgresStorage(client: client, logger: logger, changesChannel: "jlog_changes" + (schema.map { "_" + $0 } ?? ""),
+                                          running: running, migrated: migrated)
+            if batchesAppends { storage.batcher = AppendBatcher { [weak storage] in await storage?.commit($0) ?? $0.map { _ in .failure(.database("closed")) } } }
+            return storage
         } catch {
             running.cancel()
             throw error

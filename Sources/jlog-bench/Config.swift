@@ -139,6 +139,8 @@ enum Group: String, CaseIterable, Sendable {
     /// Append → observed list state, in process and through a reader; what an append holds its
     /// caller for.
     case observe = "observe_list"
+    /// Uploads appended to PostgreSQL, alone and grouped, one node and two, beside the engine's store.
+    case postgres = "postgres_append"
 
     static func parse(_ s: String) -> Group? {
         switch s {
@@ -156,6 +158,7 @@ enum Group: String, CaseIterable, Sendable {
         case "lifecycle_open", "lifecycle": .lifecycleOpen
         case "observe_list", "observe", "caller_blocked": .observe
         case "tail", "append_tail": .tail
+        case "postgres_append", "postgres", "postgresql": .postgres
         default: nil
         }
     }

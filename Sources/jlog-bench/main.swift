@@ -145,6 +145,10 @@ if only.contains(.observe) && systems.contains("journallog") {
     ObserveBench(counts: counts, dir: workDir, report: report).run()
 }
 
+if only.contains(.postgres) {
+    PostgresBench(counts: counts, dir: workDir, report: report).run()
+}
+
 report.emit(Measurement(name: "load_average", system: "machine", unit: "1-min load", runs: [loadAtStart, loadAverage()],
                         extra: [("cores", .i(ProcessInfo.processInfo.activeProcessorCount)), ("runs_are", .s("[at start, at end]")),
                                 ("mode", .s(quick ? "quick" : "full"))]))

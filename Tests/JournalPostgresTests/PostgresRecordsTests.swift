@@ -62,6 +62,39 @@ struct PostgresRecordsTests {
         await node.close()
     }
 
+    @Test func appendsCommittedTogetherKeepTheirOwnOutcomes() async throws {
+        let node = try await PostgresTestDatabase.open(try await PostgresTestDatabase.freshSchema())
+        let inc = try await node.makeZone(zone)
+        _ = try await node.append([PostgresTestDatabase.entry("held", zone)], to: zone)
+        let zone = self.zone
+        let outcomes = await withTaskGroup(of: (Int, Result<PostgresAppend, PostgresStorageError>).self) { group in
+            for i in 0..<24 {
+                group.addTask {
+                    // Every eighth conflicts with what the zone holds; every twelfth names no zone.
+                    let target = i % 12 == 5 ? "bob/none" : zone
+                    let batch = [PostgresTestDatabase.entry("n\(i)", target), PostgresTestDatabase.entry("held", target, text: i % 8 == 3 ? "other" : "milk")]
+                    do throws(PostgresStorageError) { return (i, .success(try await node.append(batch, to: target))) } catch { return (i, .failure(error)) }
+                }
+            }
+            return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        for i in 0..<24 {
+            switch (i % 12 == 5, i % 8 == 3, outcomes[i]!) {
+            case (true, _, .failure(.zoneNotFound)): break
+            case (false, true, .failure(.idConflict(_, let id))): #expect(id == "held")
+            case (false, false, .success(let a)):
+                #expect(a.saved.map { $0.id } == [CompactID("n\(i)")!])
+                #expect(a.alreadyHeld == [CompactID("held")!])
+            default: Issue.record("append \(i): \(outcomes[i]!)")
+            }
+        }
+        // What was saved is what the zone holds, at consecutive positions.
+        let read = try await node.entries(of: zone, incarnation: inc, after: 0, limit: 100)
+        #expect(read.count == 1 + outcomes.values.filter { if case .success = $0 { true } else { false } }.count)
+        #expect(read.map(\.position) == Array((inc + 1)...(inc + SequenceNumber(read.count))))
+        await node.close()
+    }
+
     /// Two nodes, four uploaders each, and a reader that pages after the last position it saw
     /// while they write: it must see every entry exactly once, in order (a position committed
     /// after a higher one would be skipped for ever). Several runs, each on fresh tables.
