@@ -17,7 +17,7 @@ python3 - "$dir" "$strict" <<'PY'
 import glob, json, os, sys
 directory, strict = sys.argv[1], sys.argv[2] == "1"
 app = ["JournalCodec", "JournalLog", "ListModel", "JournalQuery", "JournalSync", "JournalSyncWire", "JournalSyncHTTP"]
-others = ["JournalService", "JournalServer", "JournalSyncHTTPNIO", "JournalSimulation", "JournalTesting"]
+others = ["JournalService", "JournalServer", "JournalPostgres", "JournalSyncHTTPNIO", "JournalSimulation", "JournalTesting"]
 witnesses = {"==(_:_:)", "!=(_:_:)", "<(_:_:)", "description", "hash(into:)", "hashValue",
              "makeIterator()", "next()", "makeAsyncIterator()", "unownedExecutor", "init(rawValue:)",
              "rawValue", "errorDescription", "allCases", "id", "enqueue(_:)"}

@@ -6,14 +6,20 @@ import PostgresNIO
 /// `postgres://USER@/DATABASE?host=/SOCKET/DIRECTORY` over the Unix socket in that directory.
 /// TLS is off on a socket and preferred over TCP (`?sslmode=disable` turns it off).
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
+    /// The PostgreSQL role to connect as.
     public var user: String
+    /// Its password (none over a socket with peer or trust authentication).
     public var password: String?
+    /// The database the tables live in.
     public var database: String
     /// A host name, or a directory holding the server's socket (starts with `/`).
     public var host: String
+    /// The TCP port, or the number in the socket's name (`.s.PGSQL.PORT`); 5432 when not given.
     public var port: Int
+    /// Whether TLS is asked for (preferred over TCP unless `?sslmode=disable`; never on a socket).
     public var usesTLS: Bool
 
+    /// Reads a `postgres://` (or `postgresql://`) URL; `invalidLocation` with what is missing.
     public init(_ url: String) throws(PostgresStorageError) {
         guard let c = URLComponents(string: url), c.scheme == "postgres" || c.scheme == "postgresql" else {
             throw .invalidLocation("expected postgres://USER@HOST/DATABASE")
