@@ -65,6 +65,25 @@ extension PostgresStorage {
         return out
     }
 
+    /// The zones whose newest record lies after `position`, by that record's position (each
+    /// zone once, at its newest), at most `limit`: what a database feed pages through. A zone
+    /// that changes again moves past the page, never below it; and since positions commit in
+    /// order (§11.2), a change committed after a page was read lies after the page's last position.
+    public func changedZones(after position: SequenceNumber, limit: Int) async throws(PostgresStorageError) -> [PostgresZone] {
+        try await Self.mapped {
+            var out: [PostgresZone] = []
+            let rows = try await client.query("""
+                SELECT name, incarnation, low_water_mark, last_change, deleted_at IS NOT NULL FROM jlog_zones
+                WHERE last_change > \(Int64(position)) ORDER BY last_change LIMIT \(max(1, limit))
+                """, logger: logger)
+            for try await (name, inc, mark, last, deleted) in rows.decode((String, Int64, Int64, Int64, Bool).self) {
+                out.append(PostgresZone(name: name, incarnation: SequenceNumber(inc), lowWaterMark: SequenceNumber(mark),
+                                        lastChange: SequenceNumber(last), isDeleted: deleted))
+            }
+            return out
+        }
+    }
+
     /// The highest position written and committed (0: none).
     public func horizon() async throws(PostgresStorageError) -> SequenceNumber {
         try await Self.mapped {

@@ -64,6 +64,10 @@ enum SchemaMigrations {
             """,
             "CREATE INDEX jlog_credentials_account ON jlog_credentials (account)",
         ]),
+        Migration(version: 3, name: "zones by their last change", statements: [
+            // The database feed pages zones by the position of their newest record (§11.2).
+            "CREATE INDEX jlog_zones_last_change ON jlog_zones (last_change)",
+        ]),
     ]
 
     static var newest: Int { all.last?.version ?? 0 }

@@ -139,4 +139,46 @@ struct PostgresRecordsTests {
             await b.close()
         }
     }
+
+    /// Two nodes write to twenty lists while a reader pages the zones changed after the last
+    /// position it listed: every change is covered by a zone it saw at that change or later.
+    @Test func zonesChangedThroughTwoNodesArePagedWithoutASkip() async throws {
+        let schema = try await PostgresTestDatabase.freshSchema()
+        let a = try await PostgresTestDatabase.open(schema), b = try await PostgresTestDatabase.open(schema)
+        let zones = (0..<20).map { "z\($0)/list" }
+        for z in zones { try await a.makeZone(z) }
+        let start = try await a.horizon()
+        let writing = Flag()
+        let reader = Task { () async throws -> [String: [SequenceNumber]] in
+            var seen: [String: [SequenceNumber]] = [:], token = start, quiet = 0
+            while quiet < 3 {
+                let page = try await b.changedZones(after: token, limit: 5)
+                for z in page { seen[z.name, default: []].append(z.lastChange) }
+                token = page.last?.lastChange ?? token
+                if !writing.isSet { quiet = page.isEmpty ? quiet + 1 : 0 }
+            }
+            return seen
+        }
+        let saved = try await withThrowingTaskGroup(of: [(String, SequenceNumber)].self) { group in
+            for w in 0..<8 {
+                let node = w % 2 == 0 ? a : b
+                group.addTask {
+                    var mine: [(String, SequenceNumber)] = []
+                    for i in 0..<15 {
+                        let z = zones[(w * 7 + i * 3) % zones.count]
+                        mine += try await node.append([PostgresTestDatabase.entry("w\(w)-\(i)", z)], to: z).saved.map { (z, $0.position) }
+                    }
+                    return mine
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        writing.clear()
+        let seen = try await reader.value
+        for (z, p) in saved {
+            #expect(seen[z]?.contains { $0 >= p } == true, "zone \(z)'s change at \(p) was skipped")
+        }
+        await a.close()
+        await b.close()
+    }
 }
