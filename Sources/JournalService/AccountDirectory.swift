@@ -99,13 +99,18 @@ package final class AccountDirectory: @unchecked Sendable {
     /// Issues a credential for `account` (creating the account): the only time its secret exists
     /// outside the device that keeps it.
     package func issue(account: String, now: Int64, expiresAt: Int64?) throws(JournalError) -> DeviceCredential {
+        let (credential, record) = try Self.newCredential(account: account, now: now, expiresAt: expiresAt)
+        try modify { list in list.append(record) }
+        return credential
+    }
+
+    /// A new credential for `account` and the record a server keeps of it (its secret's hash
+    /// only), wherever the server keeps it (this file, or a shared database).
+    package static func newCredential(account: String, now: Int64, expiresAt: Int64?) throws(JournalError) -> (DeviceCredential, Credential) {
         if let why = SyncNames.accountRefusal(account) { throw JournalError.invalidEntry(why) }
         let credential = DeviceCredential.issue(for: account)
-        try modify { list in
-            list.append(Credential(id: credential.id, account: account, secretHash: Self.hash(credential.secret),
-                                   issuedAt: now, expiresAt: expiresAt, revokedAt: nil))
-        }
-        return credential
+        return (credential, Credential(id: credential.id, account: account, secretHash: hash(credential.secret),
+                                       issuedAt: now, expiresAt: expiresAt, revokedAt: nil))
     }
 
     /// Revokes the credential with this id, or every credential of the account with this name;
@@ -147,7 +152,7 @@ package final class AccountDirectory: @unchecked Sendable {
     }
 
     /// SHA-256 of `secret`, in lowercase hex (what the accounts file keeps).
-    package static func hash(_ secret: String) -> String {
+    static func hash(_ secret: String) -> String {
         var hex: [UInt8] = []
         hex.reserveCapacity(64)
         for b in digest(secret) {

@@ -21,11 +21,13 @@ struct HistoryPages: Sendable {
         }
         guard info.lowWaterMark > 0 else { return HistoryPage(bytes: [], next: nil) }
         var at: HistoryPosition? = try start(info, cursor)
+        // The first page's chain check read the newest piece against its CRC already.
+        let checkedHead = cursor == nil ? at?.head : nil
         var page = HistoryPieceEncoder(HistoryPieceHeader(zone: info.name, incarnation: info.incarnation, sequence: info.incarnation, complete: false))
         while let position = at, !isFull(page) {
             switch position.step {
             case .piece(let sequence, let crc, let index):
-                at = try pieceEvents(info, position, sequence: sequence, crc: crc, index: index, into: &page)
+                at = try pieceEvents(info, position, sequence: sequence, crc: crc, index: index, checked: sequence == checkedHead, into: &page)
             case .log(let floor, let token):
                 at = try logEvents(info, position, floor: floor, token: token, into: &page)
             }
@@ -59,9 +61,10 @@ struct HistoryPages: Sendable {
 
     /// Adds the piece's events from `index` on until the page is full; where the read goes on:
     /// the same piece, the piece before it, or the log. A piece this service has not resumed
-    /// inside before is checked whole against its CRC first (a chunk at a time).
+    /// inside before is checked whole against its CRC first (a chunk at a time), unless this
+    /// request's chain check just did (`checked`).
     private func pieceEvents(_ info: ZoneInfo, _ position: HistoryPosition, sequence: SequenceNumber, crc: UInt32, index: Int,
-                             into page: inout HistoryPieceEncoder) throws(SyncError) -> HistoryPosition? {
+                             checked: Bool, into page: inout HistoryPieceEncoder) throws(SyncError) -> HistoryPosition? {
         let piece = try PieceWindows(store: store, zone: info, sequence: sequence, crc: crc)
         guard let header = try piece.header() else {
             return try olderWholeHistory(info, position, piece, sequence: sequence, index: index, into: &page)
@@ -71,7 +74,7 @@ struct HistoryPages: Sendable {
         if let resumed = resumes.take(key) {
             from = resumed
         } else {
-            try piece.checkWhole(crc: crc)
+            if !checked { try piece.checkWhole(crc: crc) }
             from = HistoryPieceCodec.firstEvent(of: header)
             if index > 0 {
                 var skipped = 0

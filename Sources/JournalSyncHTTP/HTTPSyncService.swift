@@ -103,9 +103,13 @@ public struct HTTPSyncService: SyncService {
     }
 
     public func fetchZoneHistory(_ zone: ZoneID) async throws(SyncError) -> [UInt8] {
-        let a = try await call("GET", HTTPBinding.zonePath(zone) + "/history", accept: CompressedBody.mediaType)
+        try Self.uncompressed(try await call("GET", HTTPBinding.zonePath(zone) + "/history", accept: CompressedBody.mediaType))
+    }
+
+    /// An answer's body, decompressed when it came framed (SYNC.md §9.5).
+    static func uncompressed(_ a: Answer) throws(SyncError) -> [UInt8] {
         guard a.header("Content-Type")?.lowercased() == CompressedBody.mediaType else { return a.body }
-        do { return try CompressedBody.decode(a.body, limit: Self.maxResponseBytes) } catch {
+        do { return try CompressedBody.decode(a.body, limit: maxResponseBytes) } catch {
             throw .serviceBusy(retryAfter: nil)  // not this binding's answer: a proxy, a broken server
         }
     }
@@ -115,13 +119,7 @@ public struct HTTPSyncService: SyncService {
                                accept: CompressedBody.mediaType)
         let next = a.header(HTTPBinding.historyNextHeader)
         guard next.map({ !$0.isEmpty && $0.utf8.count <= HistoryCursor.maxBytes }) != false else { throw .serviceBusy(retryAfter: nil) }
-        var bytes = a.body
-        if a.header("Content-Type")?.lowercased() == CompressedBody.mediaType {
-            do { bytes = try CompressedBody.decode(a.body, limit: Self.maxResponseBytes) } catch {
-                throw .serviceBusy(retryAfter: nil)  // not this binding's answer: a proxy, a broken server
-            }
-        }
-        return HistoryPage(bytes: bytes, next: next.map(HistoryCursor.init))
+        return HistoryPage(bytes: try Self.uncompressed(a), next: next.map(HistoryCursor.init))
     }
 
     public func fetchZoneSnapshot(_ zone: ZoneID) async throws(SyncError) -> ZoneSnapshot? {

@@ -3,7 +3,6 @@ import Foundation
 import JournalLog
 import JournalPostgres
 import JournalService
-import JournalSync
 import JournalSyncWire
 import Logging
 
@@ -80,15 +79,12 @@ struct AccountsAdd: AsyncParsableCommand {
                 throw ExitCode(Status.badInput)
             }
         } else {
-            if let why = SyncNames.accountRefusal(account) {
-                printError(why)
+            let record: AccountCredential
+            do { (credential, record) = try AccountDirectory.newCredential(account: account, now: now, expiresAt: expires) } catch {
+                printError("\(error)")
                 throw ExitCode(Status.badInput)
             }
-            let issued = DeviceCredential.issue(for: account)
-            let record = AccountCredential(id: issued.id, account: account, secretHash: AccountDirectory.hash(issued.secret),
-                                           issuedAt: now, expiresAt: expires, revokedAt: nil)
             try await place.withDatabase { try await $0.addCredential(record) }
-            credential = issued
         }
         if let output {
             guard FileManager.default.createFile(atPath: output, contents: Data((credential.text + "\n").utf8), attributes: [.posixPermissions: 0o600]) else {
