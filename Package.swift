@@ -108,7 +108,11 @@ let package = Package(
         // shared database use instead of the engine's own store. Server-side only.
         .target(name: "JournalPostgres", dependencies: [
             "JournalLog",
+            "JournalQuery",
+            "JournalService",
+            "JournalSync",
             "JournalSyncWire",
+            "ListModel",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -176,7 +180,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JournalSyncTests",
-            dependencies: ["JournalSync", "JournalSyncWire", "JournalService", "JournalSimulation", "JournalTesting", "JournalQuery", "ListModel"]
+            dependencies: ["JournalSync", "JournalSyncWire", "JournalService", "JournalSimulation", "JournalTesting", "JournalQuery", "ListModel", "JournalPostgres"]
         ),
         .testTarget(
             name: "JournalServerTests",

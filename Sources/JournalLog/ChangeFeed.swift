@@ -30,6 +30,18 @@ public struct ZoneInfo: Sendable, Equatable {
     public var historyThrough: SequenceNumber = 0
     /// Whether the incarnation has been deleted (`deletedAt` is set).
     public var isDeleted: Bool { deletedAt != nil }
+
+    package init(name: String, incarnation: SequenceNumber, deletedAt: SequenceNumber?, deletionReason: ZoneDeletionReason?,
+                 entryCount: Int, lastChange: SequenceNumber, lowWaterMark: SequenceNumber, historyThrough: SequenceNumber = 0) {
+        self.name = name
+        self.incarnation = incarnation
+        self.deletedAt = deletedAt
+        self.deletionReason = deletionReason
+        self.entryCount = entryCount
+        self.lastChange = lastChange
+        self.lowWaterMark = lowWaterMark
+        self.historyThrough = historyThrough
+    }
 }
 
 /// `changedZones(since:)`: the zones with changes, and the zones deleted, after the token.
@@ -40,6 +52,12 @@ public struct DatabaseChanges: Sendable {
     public var deleted: [ZoneInfo]
     /// A database token at the horizon, for the next `changedZones(since:)`.
     public var token: FeedToken
+
+    package init(changed: [ZoneInfo], deleted: [ZoneInfo], token: FeedToken) {
+        self.changed = changed
+        self.deleted = deleted
+        self.token = token
+    }
 }
 
 /// One entry of a zone's change feed, with the sequence it was stored at.
@@ -48,6 +66,11 @@ public struct FeedEntry: Sendable, Equatable {
     public var sequence: SequenceNumber
     /// The entry itself.
     public var entry: JournalEntry
+
+    package init(sequence: SequenceNumber, entry: JournalEntry) {
+        self.sequence = sequence
+        self.entry = entry
+    }
 }
 
 /// `changes(in:since:limit:)`: the next page of a zone's entries, in order.
@@ -62,6 +85,14 @@ public struct ZoneChanges: Sendable {
     public var token: FeedToken
     /// More entries are ready now: call again with `token`. Every page makes progress.
     public var moreComing: Bool
+
+    package init(zone: String, incarnation: SequenceNumber, entries: [FeedEntry], token: FeedToken, moreComing: Bool) {
+        self.zone = zone
+        self.incarnation = incarnation
+        self.entries = entries
+        self.token = token
+        self.moreComing = moreComing
+    }
 }
 
 /// What a client needs after `tokenExpired`: the incarnation to re-fetch, and the newest

@@ -27,7 +27,8 @@ final class AppendBatcher: Sendable {
                 s.committing = true
                 return true
             }
-            if leads { Task { await self.drain() } }
+            // On the bridge's threads, like every database call (`BridgeExecutor`).
+            if leads { Task(executorPreference: BridgeExecutor.shared) { await self.drain() } }
         }
     }
 

@@ -29,6 +29,13 @@ extension PostgresStorage {
         }
     }
 
+    /// The account's credentials.
+    package func credentials(of account: String) async throws(PostgresStorageError) -> [AccountCredential] {
+        try await Self.mapped {
+            try await rows("SELECT id, account, secret_sha256, issued_at, expires_at, revoked_at FROM jlog_credentials WHERE account = \(account)")
+        }
+    }
+
     /// Revokes the credential with this id, or every credential of the account of this name,
     /// from `now` on; how many it revoked (those revoked already are left as they were).
     @discardableResult

@@ -1,3 +1,4 @@
+import Foundation
 import JournalLog
 import NIOCore
 import PostgresNIO
@@ -6,6 +7,10 @@ import PostgresNIO
 struct AppendRequest: Sendable {
     var zone: String
     var entries: [(id: CompactID, key: [UInt8], body: [UInt8])]
+    /// Refused (`markMoved`) unless the zone's low-water mark is still this (nil: no check).
+    var expectedMark: SequenceNumber? = nil
+    /// When the service received the entries (milliseconds, the service's clock).
+    var arrivedAt: Int64 = Int64(Date().timeIntervalSince1970 * 1000)
 }
 
 extension PostgresStorage {
@@ -15,7 +20,14 @@ extension PostgresStorage {
     /// Appends that arrive while another commits share the next transaction (`AppendBatcher`),
     /// each keeping its own outcome.
     public func append(_ entries: [JournalEntry], to zone: String) async throws(PostgresStorageError) -> PostgresAppend {
-        let request = AppendRequest(zone: zone, entries: entries.map { (id: $0.id, key: Self.idBytes($0.id), body: EntryCodec.encode($0)) })
+        try await append(entries, to: zone, expectingMark: nil)
+    }
+
+    /// `append(_:to:)`, refused with `markMoved` when the zone's mark is no longer `mark`.
+    package func append(_ entries: [JournalEntry], to zone: String, expectingMark mark: SequenceNumber?,
+                        arrivedAt: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) async throws(PostgresStorageError) -> PostgresAppend {
+        let request = AppendRequest(zone: zone, entries: entries.map { (id: $0.id, key: Self.idBytes($0.id), body: EntryCodec.encode($0)) },
+                                    expectedMark: mark, arrivedAt: arrivedAt)
         if let batcher { return try await batcher.submit(request).get() }
         return try await commit([request])[0].get()
     }
@@ -33,13 +45,16 @@ extension PostgresStorage {
         }
     }
 
-    private func commit(_ requests: [AppendRequest], on c: PostgresConnection) async throws -> [Result<PostgresAppend, PostgresStorageError>] {
+    func commit(_ requests: [AppendRequest], on c: PostgresConnection) async throws -> [Result<PostgresAppend, PostgresStorageError>] {
         let next = try await Self.lockPositions(c, logger)
         let names = Array(Set(requests.map(\.zone)))
-        var live: [String: Int64] = [:]
-        for try await (name, inc) in try await c.query("""
-            SELECT name, incarnation FROM jlog_zones WHERE name = ANY(\(names)) AND deleted_at IS NULL
-            """, logger: logger).decode((String, Int64).self) { live[name] = inc }
+        var live: [String: Int64] = [:], marks: [String: Int64] = [:]
+        for try await (name, inc, mark) in try await c.query("""
+            SELECT name, incarnation, low_water_mark FROM jlog_zones WHERE name = ANY(\(names)) AND deleted_at IS NULL
+            """, logger: logger).decode((String, Int64, Int64).self) {
+            live[name] = inc
+            marks[name] = mark
+        }
         // What the zones hold of the ids these requests carry: (zone, id) → body.
         var held: [String: [[UInt8]: [UInt8]]] = [:]
         let keys = requests.flatMap { $0.entries.map { ByteBuffer(bytes: $0.key) } }
@@ -49,10 +64,14 @@ extension PostgresStorage {
             held[zone, default: [:]][Array(buffer: key)] = Array(buffer: body)
         }
         var rows = Rows(), results: [Result<PostgresAppend, PostgresStorageError>] = []
-        var lastChange: [String: Int64] = [:]
+        var lastChange: [String: Int64] = [:], added: [String: Int64] = [:]
         for r in requests {
             guard let inc = live[r.zone] else {
                 results.append(.failure(.zoneNotFound(r.zone)))
+                continue
+            }
+            if let expected = r.expectedMark, marks[r.zone] != Int64(expected) {
+                results.append(.failure(.markMoved(r.zone)))
                 continue
             }
             var zoneHeld = held[r.zone] ?? [:]
@@ -61,13 +80,14 @@ extension PostgresStorage {
             var conflict: CompactID? = nil
             for e in r.entries {
                 if let body = zoneHeld[e.key] {
-                    guard body == e.body else { conflict = e.id; break }
+                    // A compactor's `place` matches any retry of the add it replaced (TOKENS.md §2).
+                    guard body == e.body || (try? EntryCodec.decode(body))?.operation.isPlace == true else { conflict = e.id; break }
                     append.alreadyHeld.append(e.id)
                     continue
                 }
                 zoneHeld[e.key] = e.body
                 let p = next + Int64(rows.count + mine.count)
-                mine.add(p, r.zone, inc, e.key, e.body)
+                mine.add(p, r.zone, inc, e.key, e.body, arrived: r.arrivedAt)
                 append.saved.append((e.id, SequenceNumber(p)))
             }
             if let conflict {
@@ -77,18 +97,21 @@ extension PostgresStorage {
             held[r.zone] = zoneHeld
             rows.append(mine)
             if let last = mine.positions.last { lastChange[r.zone] = last }
+            added[r.zone, default: 0] += Int64(mine.count)
             results.append(.success(append))
         }
         guard let last = rows.positions.last else { return results }
         // One statement writes it all, and notifies at the commit (fewer round trips under the lock).
-        let changed = Array(lastChange.keys), lasts = changed.map { lastChange[$0]! }
+        let changed = Array(lastChange.keys), lasts = changed.map { lastChange[$0]! }, counts = changed.map { added[$0]! }
         try await c.query("""
             WITH inserted AS (
-                INSERT INTO jlog_records (position, zone, incarnation, kind, entry_id, body)
-                SELECT p, z, n, \(RecordKind.entry.rawValue), i, b
-                FROM unnest(\(rows.positions)::bigint[], \(rows.zones)::text[], \(rows.incarnations)::bigint[], \(rows.ids)::bytea[], \(rows.bodies)::bytea[]) AS t(p, z, n, i, b)),
+                INSERT INTO jlog_records (position, zone, incarnation, kind, entry_id, body, arrived_at)
+                SELECT p, z, n, \(RecordKind.entry.rawValue), i, b, a
+                FROM unnest(\(rows.positions)::bigint[], \(rows.zones)::text[], \(rows.incarnations)::bigint[], \(rows.ids)::bytea[],
+                            \(rows.bodies)::bytea[], \(rows.arrivals)::bigint[]) AS t(p, z, n, i, b, a)),
             zones AS (
-                UPDATE jlog_zones SET last_change = t.l FROM unnest(\(changed)::text[], \(lasts)::bigint[]) AS t(z, l) WHERE name = t.z),
+                UPDATE jlog_zones SET last_change = t.l, entry_count = entry_count + t.c
+                FROM unnest(\(changed)::text[], \(lasts)::bigint[], \(counts)::bigint[]) AS t(z, l, c) WHERE name = t.z),
             positions AS (
                 UPDATE jlog_positions SET next = \(last + 1))
             SELECT pg_notify(\(changesChannel), t.z) FROM unnest(\(changed)::text[]) AS t(z)
@@ -99,9 +122,11 @@ extension PostgresStorage {
     /// The columns of records to insert, one array each (inserted with `unnest`).
     struct Rows {
         var positions: [Int64] = [], zones: [String] = [], incarnations: [Int64] = [], ids: [ByteBuffer] = [], bodies: [ByteBuffer] = []
+        var arrivals: [Int64] = []
         var count: Int { positions.count }
 
-        mutating func add(_ p: Int64, _ zone: String, _ inc: Int64, _ key: [UInt8], _ body: [UInt8]) {
+        mutating func add(_ p: Int64, _ zone: String, _ inc: Int64, _ key: [UInt8], _ body: [UInt8], arrived: Int64) {
+            arrivals.append(arrived)
             positions.append(p)
             zones.append(zone)
             incarnations.append(inc)
@@ -115,6 +140,7 @@ extension PostgresStorage {
             incarnations += other.incarnations
             ids += other.ids
             bodies += other.bodies
+            arrivals += other.arrivals
         }
     }
 }

@@ -17,7 +17,7 @@ extension PostgresStorage {
     /// (after `retry`), with `listening` again. Ends when the consumer stops iterating, or at `close`.
     public func changeSignals(retry: Duration = .milliseconds(200)) -> AsyncStream<PostgresChangeSignal> {
         let (stream, continuation) = AsyncStream<PostgresChangeSignal>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
-        let listener = Task { [client, logger, changesChannel] in
+        let listener = Task(executorPreference: BridgeExecutor.shared) { [client, logger, changesChannel] in
             while !Task.isCancelled {
                 do {
                     try await client.withConnection { connection in

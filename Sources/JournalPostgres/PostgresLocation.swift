@@ -5,6 +5,8 @@ import PostgresNIO
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE` over TCP, or
 /// `postgres://USER@/DATABASE?host=/SOCKET/DIRECTORY` over the Unix socket in that directory.
 /// TLS is off on a socket and preferred over TCP (`?sslmode=disable` turns it off).
+/// `?schema=NAME` puts the tables in that schema (made if missing): one database can hold the
+/// storage of several services (or tests) apart.
 public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// The PostgreSQL role to connect as.
     public var user: String
@@ -18,6 +20,8 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     public var port: Int
     /// Whether TLS is asked for (preferred over TCP unless `?sslmode=disable`; never on a socket).
     public var usesTLS: Bool
+    /// The schema the tables live in (nil: the role's search path).
+    public var schema: String?
 
     /// Reads a `postgres://` (or `postgresql://`) URL; `invalidLocation` with what is missing.
     public init(_ url: String) throws(PostgresStorageError) {
@@ -37,6 +41,13 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         port = c.port ?? 5432
         guard (1...65_535).contains(port) else { throw .invalidLocation("port \(port)") }
         usesTLS = !host.hasPrefix("/") && query["sslmode"] != "disable"
+        if let s = query["schema"] {
+            guard (1...48).contains(s.utf8.count), s.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F }),
+                  !(s.first!.isNumber) else {
+                throw .invalidLocation("schema must be 1–48 of a-z, 0-9 and _, not starting with a digit")
+            }
+            schema = s
+        }
     }
 
     /// The client's configuration for this location.
@@ -60,6 +71,7 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// The URL without its password.
     public var description: String {
-        host.hasPrefix("/") ? "postgres://\(user)@/\(database)?host=\(host)" : "postgres://\(user)@\(host):\(port)/\(database)"
+        (host.hasPrefix("/") ? "postgres://\(user)@/\(database)?host=\(host)" : "postgres://\(user)@\(host):\(port)/\(database)")
+            + (schema.map { (host.hasPrefix("/") ? "&" : "?") + "schema=" + $0 } ?? "")
     }
 }

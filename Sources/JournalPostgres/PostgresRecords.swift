@@ -12,6 +12,8 @@ extension PostgresStorage {
     enum RecordKind: Int16 {
         case entry = 0
         case zoneMade = 1
+        case zoneDeleted = 2
+        case lowWaterMark = 3
     }
 
     /// Makes the zone's first incarnation, or answers its live one; the incarnation.
@@ -24,7 +26,7 @@ extension PostgresStorage {
                 try await c.query("""
                     INSERT INTO jlog_zones (name, incarnation, last_change) VALUES (\(name), \(next), \(next))
                     ON CONFLICT (name) DO UPDATE SET incarnation = \(next), low_water_mark = 0, last_change = \(next),
-                        deleted_at = NULL, deletion_reason = NULL
+                        deleted_at = NULL, deletion_reason = NULL, entry_count = 0, history_through = 0
                     """, logger: logger)
                 try await c.query("""
                     INSERT INTO jlog_records (position, zone, incarnation, kind, body)

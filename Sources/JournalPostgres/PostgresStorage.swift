@@ -36,6 +36,7 @@ public final class PostgresStorage: Sendable {
     /// transaction (group commit; off, each commits alone).
     public static func open(_ location: PostgresLocation, connections: Int = 20, schema: String? = nil, batchesAppends: Bool = true,
                             logger: Logger = Logger(label: "jlog.postgres")) async throws(PostgresStorageError) -> PostgresStorage {
+        let schema = schema ?? location.schema
         var configuration = location.clientConfiguration
         configuration.options.maximumConnections = connections
         // Named, so an operator tells the nodes' connections apart in pg_stat_activity.
@@ -47,11 +48,15 @@ public final class PostgresStorage: Sendable {
             var probe = try location.connectionConfiguration()
             probe.options.connectTimeout = .seconds(10)
             let connection = try await PostgresConnection.connect(configuration: probe, id: 0, logger: logger)
+            // The location's schema is made by the first node that opens it.
+            if let schema { try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(schema)"), logger: logger) }
             try await connection.close()
         }
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let running = Task { await client.run() }
-        await Task.yield()  // let the pool start before the first lease
+        // On the bridge's threads: a synchronous caller blocked on the cooperative pool never holds up the pool's connections.
+        let running = Task(executorPreference: BridgeExecutor.shared) { await client.run() }
+        // Let the pool start before the first lease (it runs on the bridge's threads, not this one).
+        try? await Task.sleep(for: .milliseconds(20))
         do {
             let migrated = try await mapped { try await SchemaMigrations.apply(client, logger: logger) }
             let storage = PostgresStorage(client: client, logger: logger, changesChannel: "jlog_changes" + (schema.map { "_" + $0 } ?? ""),

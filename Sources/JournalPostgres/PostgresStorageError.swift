@@ -10,6 +10,8 @@ public enum PostgresStorageError: Error, Equatable, Sendable, CustomStringConver
     case idConflict(zone: String, id: String)
     /// A stored row that does not decode: the database was changed outside this program.
     case damaged(String)
+    /// The zone was compacted since the caller read it (its mark moved): read it again.
+    case markMoved(String)
     /// A location that is not a `postgres://` URL this program reads.
     case invalidLocation(String)
 
@@ -21,6 +23,7 @@ public enum PostgresStorageError: Error, Equatable, Sendable, CustomStringConver
         case .zoneNotFound(let zone): "no live zone \(zone)"
         case .idConflict(let zone, let id): "zone \(zone) holds entry \(id) with other content"
         case .damaged(let why): "a stored row is damaged: \(why)"
+        case .markMoved(let zone): "zone \(zone) was compacted meanwhile: try again"
         case .invalidLocation(let why): "not a PostgreSQL location: \(why)"
         }
     }

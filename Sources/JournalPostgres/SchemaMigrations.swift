@@ -68,6 +68,64 @@ enum SchemaMigrations {
             // The database feed pages zones by the position of their newest record (§11.2).
             "CREATE INDEX jlog_zones_last_change ON jlog_zones (last_change)",
         ]),
+        Migration(version: 4, name: "the service's storage: counts, deletions, histories, snapshots and keys", statements: [
+            // How many entries each incarnation holds, and how far its history pieces reach.
+            "ALTER TABLE jlog_zones ADD COLUMN entry_count bigint NOT NULL DEFAULT 0, ADD COLUMN history_through bigint NOT NULL DEFAULT 0",
+            // Every incarnation deleted, at the position of its deletion: the database feed's
+            // `deleted` (a zone made again keeps only its newest incarnation in jlog_zones).
+            """
+            CREATE TABLE jlog_deleted_zones (
+                name text NOT NULL,
+                incarnation bigint NOT NULL,
+                deleted_at bigint NOT NULL,
+                reason smallint NOT NULL,
+                PRIMARY KEY (name, incarnation))
+            """,
+            "CREATE INDEX jlog_deleted_zones_at ON jlog_deleted_zones (deleted_at)",
+            // History pieces (SNAPSHOT.md §5) and state snapshots (§1), as the engine writes them
+            // to files: opaque bytes; the service never reads text from them.
+            """
+            CREATE TABLE jlog_history_pieces (
+                zone text NOT NULL,
+                incarnation bigint NOT NULL,
+                sequence bigint NOT NULL,
+                crc bigint NOT NULL,
+                body bytea NOT NULL,
+                PRIMARY KEY (zone, incarnation, sequence))
+            """,
+            """
+            CREATE TABLE jlog_snapshots (
+                zone text NOT NULL,
+                incarnation bigint NOT NULL,
+                sequence bigint NOT NULL,
+                body bytea NOT NULL,
+                PRIMARY KEY (zone, incarnation, sequence))
+            """,
+            // The database's identity and keys (its id in tokens, the key that signs tokens, the
+            // key that signs invitations): made once, by whichever node needs one first.
+            """
+            CREATE TABLE jlog_keys (
+                name text PRIMARY KEY,
+                k0 bigint NOT NULL,
+                k1 bigint NOT NULL)
+            """,
+        ]),
+        Migration(version: 5, name: "where each device last caught up with each zone, and when each entry arrived", statements: [
+            // SYNC.md §6.6: every node merges its rows at each compaction and at shutdown.
+            """
+            CREATE TABLE jlog_device_fetches (
+                device text NOT NULL,
+                zone text NOT NULL,
+                account text NOT NULL,
+                mark bigint NOT NULL,
+                at bigint NOT NULL,
+                PRIMARY KEY (device, zone))
+            """,
+            // When the service received each entry, by the receiving node's clock (SYNC.md §6.2
+            // rule 9): any node's compaction knows what arrived when, whichever node took it.
+            "ALTER TABLE jlog_records ADD COLUMN arrived_at bigint",
+            "CREATE INDEX jlog_records_arrived ON jlog_records (arrived_at) WHERE arrived_at IS NOT NULL",
+        ]),
     ]
 
     static var newest: Int { all.last?.version ?? 0 }

@@ -17,6 +17,16 @@ public struct ZoneCompaction: Sendable, Equatable {
     /// The history and snapshot written at this sequence; the snapshot is what an expired client
     /// re-fetches from.
     public var snapshotSequence: SequenceNumber
+
+    package init(zone: String, incarnation: SequenceNumber, lowWaterMark: SequenceNumber, chosen: Int, rewritten: Int = 0,
+                 snapshotSequence: SequenceNumber) {
+        self.zone = zone
+        self.incarnation = incarnation
+        self.lowWaterMark = lowWaterMark
+        self.chosen = chosen
+        self.rewritten = rewritten
+        self.snapshotSequence = snapshotSequence
+    }
 }
 
 /// Why a live zone had nothing to compact: what an operator waits for, or fixes.
@@ -58,4 +68,6 @@ public struct ListCompactionReport: Sendable {
     /// entries re-read), `rewrite` (the store's rewrite, with the history pieces written during
     /// it), `snapshot` (the state that stays, read and written).
     package var phaseMillis: [String: Double] = [:]
+
+    package init() {}
 }

@@ -269,43 +269,12 @@ public struct ListCompactor: Sendable {
     /// nothing more, or `ListRetention.maxPasses`.
     private func morePasses(_ plan: inout Plan, cutoff: Int64) throws(QueryError) {
         plan.decisions.removeSubrange(1...)
-        while plan.decisions.last!.needsAnotherPass && !plan.decisions.last!.isEmpty && plan.decisions.count < ListRetention.maxPasses {
-            var next = RetentionPlanner()
-            var walks = plan.decisions.map { $0.walk() }
-            _ = try query.replayPages(plan.zone.zone, after: nil, until: plan.readThrough) { page in
-                for e in page {
-                    switch Self.verdict(&walks, e.sequence, e.entry) {
-                    case .purge: continue
-                    case .keep: next.add(e.sequence, e.entry)
-                    case .replace(let op):
-                        var x = e.entry
-                        x.operation = op
-                        next.add(e.sequence, x)
-                    }
-                }
-            }
-            let d = next.decide(cutoff: cutoff, mark: plan.mark)
-            if d.isEmpty { break }
-            plan.decisions.append(d)
-        }
-    }
-
-    /// What the passes decided for one entry, one after another (each pass's walk asked in
-    /// ascending order): purged if any pass purges it, else written over by the last operation a
-    /// pass gives it.
-    static func verdict(_ walks: inout [RetentionDecision.Walk], _ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
-        var current: JournalEntry? = nil
-        for k in walks.indices {
-            let v = current.map { walks[k].verdict(seq, $0) } ?? walks[k].verdict(seq, e)
-            switch v {
-            case .keep: continue
-            case .purge: return .purge
-            case .replace(let op):
-                if current == nil { current = e }
-                current!.operation = op
+        let (zone, through) = (plan.zone.zone, plan.readThrough)
+        try RetentionPasses.more(&plan.decisions, cutoff: cutoff, mark: plan.mark) { (each: (SequenceNumber, JournalEntry) -> Void) throws(QueryError) in
+            _ = try query.replayPages(zone, after: nil, until: through) { page in
+                for e in page { each(e.sequence, e.entry) }
             }
         }
-        return current.map { .replace($0.operation) } ?? .keep
     }
 
     /// Steps 3 to 7 of COMPACTION.md §1 for one group of planned zones, with one atomic rewrite;
@@ -395,7 +364,7 @@ public struct ListCompactor: Sendable {
                         lastPlan = byName[e.zone]?.first { sameBytes(plans[$0].zone.zone, e.zone) }
                     }
                     guard let k = lastPlan, seq >= bounds[k].from, seq <= bounds[k].through else { return .keep }
-                    let v = walks[k].count == 1 ? walks[k][0].verdict(seq, e) : Self.verdict(&walks[k], seq, e)
+                    let v = walks[k].count == 1 ? walks[k][0].verdict(seq, e) : RetentionPasses.verdict(&walks[k], seq, e)
                     switch v {
                     case .keep: return .keep
                     case .purge:

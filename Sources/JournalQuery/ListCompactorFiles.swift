@@ -39,7 +39,7 @@ extension ListCompactor {
         var walks = plan.decisions.map { $0.walk() }
         _ = try query.replayPages(plan.zone.zone, after: nil, until: plan.readThrough) { page in
             for e in page {
-                switch Self.verdict(&walks, e.sequence, e.entry) {
+                switch RetentionPasses.verdict(&walks, e.sequence, e.entry) {
                 case .keep: continue
                 case .purge: purged.append(e.sequence)
                 case .replace: rewritten.append(e.sequence)

@@ -23,7 +23,8 @@ package struct BlockingBackend: ServiceBackend {
     package var hints: HintHub { core.hints }
     package func unreadiness() async -> String? { core.unreadiness() }
 
-    private func run<T: Sendable>(_ body: @escaping @Sendable () throws(SyncError) -> T) async throws(SyncError) -> T {
+    /// `body` on the pool: what may block (the disk, a database) never runs on an event loop.
+    package func run<T: Sendable>(_ body: @escaping @Sendable () throws(SyncError) -> T) async throws(SyncError) -> T {
         let work = { @Sendable () -> Result<T, SyncError> in
             do throws(SyncError) { return .success(try body()) } catch { return .failure(error) }
         }

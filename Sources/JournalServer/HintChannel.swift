@@ -48,7 +48,7 @@ extension SyncServer {
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             try await writer.write(ByteBuffer(string: "event: ready\ndata: subscribed\n\n"))
             for await event in events {
-                guard accounts.authenticate(credential, now: now()) == caller else { break }
+                guard await accounts.authenticate(credential, now: now()) == caller else { break }
                 keepAliveQueued.clear()
                 try await writer.write(ByteBuffer(string: event))
             }

@@ -36,13 +36,13 @@ package struct ServerOptions: Sendable {
 /// the binding's status codes (`HTTPBinding`). It never answers 5xx for a client's mistake.
 package struct SyncServer: Sendable {
     package let backend: any ServiceBackend
-    package let accounts: AccountDirectory
+    package let accounts: any CredentialCheck
     package let options: ServerOptions
     let limiter: RateLimiter
     /// Wall-clock milliseconds (credential expiry).
     let now: @Sendable () -> Int64
 
-    package init(backend: any ServiceBackend, accounts: AccountDirectory, options: ServerOptions = ServerOptions(),
+    package init(backend: any ServiceBackend, accounts: any CredentialCheck, options: ServerOptions = ServerOptions(),
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.backend = backend
         self.accounts = accounts
@@ -269,7 +269,7 @@ package struct SyncServer: Sendable {
     }
 
     func authenticated(_ request: Request, _ body: (ServiceCaller) async throws(SyncError) -> Response) async -> Response {
-        guard let credential = Self.bearer(request), let caller = accounts.authenticate(credential, now: now()) else {
+        guard let credential = Self.bearer(request), let caller = await accounts.authenticate(credential, now: now()) else {
             var r = Self.error(.notAuthenticated)
             r.headers[.wwwAuthenticate] = "Bearer realm=\"jlog\""
             return r

@@ -9,7 +9,7 @@ import JournalSyncWire
 /// was issued, when it expires and whether it was revoked. Never a secret. `jlog accounts` edits
 /// the file (under a lock, replaced atomically) while `jlog serve` runs; the server notices a new
 /// file on the next request, so a revoked credential is refused from then on.
-package final class AccountDirectory: @unchecked Sendable {
+package final class AccountDirectory: CredentialCheck, @unchecked Sendable {
     /// A credential's record in the accounts file (`AccountsFileCodec`).
     package typealias Credential = AccountCredential
 
@@ -165,7 +165,7 @@ package final class AccountDirectory: @unchecked Sendable {
     /// Whether `hash(secret) == hexHash`, in time that does not depend on where they differ.
     /// Every request checks one: the digest is compared digit by digit as it is read, with no
     /// string built.
-    static func secret(_ secret: String, hashesTo hexHash: String) -> Bool {
+    package static func secret(_ secret: String, hashesTo hexHash: String) -> Bool {
         guard hexHash.utf8.count == 64 else { return false }
         var d: UInt8 = 0
         var stored = hexHash.utf8.makeIterator()

@@ -36,6 +36,14 @@ public final class DeviceFetches: @unchecked Sendable {
         public var mark: UInt64
         /// When, in milliseconds since 1970 by the service's clock.
         public var at: Int64
+
+        package init(device: String, account: String, zone: String, mark: UInt64, at: Int64) {
+            self.device = device
+            self.account = account
+            self.zone = zone
+            self.mark = mark
+            self.at = at
+        }
     }
 
     /// Rows kept at most (a device × zone each).
@@ -54,6 +62,11 @@ public final class DeviceFetches: @unchecked Sendable {
             guard let row = try? JSONDecoder().decode(Row.self, from: Data(line)) else { continue }
             rows[Self.key(row.device, row.zone)] = row
         }
+    }
+
+    /// These rows (read from a database every node shares).
+    package init(rows: [Row]) {
+        for row in rows { self.rows[Self.key(row.device, row.zone)] = row }
     }
 
     static func key(_ device: String, _ zone: String) -> String { device + "\u{0}" + zone }

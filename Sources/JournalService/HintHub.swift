@@ -63,6 +63,13 @@ public final class HintHub: @unchecked Sendable {
         for c in targets { c.yield(zone) }
     }
 
+    /// Tells every subscriber to fetch, naming no zone (`*`): a node that may have missed other
+    /// nodes' changes (its database listener was reconnected, SYNC.md §11.4).
+    public func remindAll() {
+        let all = lock.withLock { subscribers.values.flatMap(\.values) }
+        for c in all { c.yield("*") }
+    }
+
     /// Ends every subscription (the server is stopping).
     public func finishAll() {
         let all = lock.withLock {

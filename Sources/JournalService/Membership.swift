@@ -66,7 +66,13 @@ struct Membership: Sendable {
     /// Records of different zones may be applied out of their log order (each is applied once
     /// durable): an account's history stays sorted by position.
     mutating func record(_ e: Event) {
-        current[e.zone, default: [:]][e.account] = e
+        // Applied once: a node reads back the records it wrote when it catches up with others'.
+        if history[e.account]?.contains(where: { $0.sequence == e.sequence }) == true { return }
+        if let now = current[e.zone]?[e.account], now.sequence > e.sequence {
+            // An older event arriving late leaves the latest in place.
+        } else {
+            current[e.zone, default: [:]][e.account] = e
+        }
         var events = history.removeValue(forKey: e.account) ?? []
         events.insert(e, at: events.partitionPoint { $0.sequence <= e.sequence })
         history[e.account] = events

@@ -50,7 +50,7 @@ struct ServiceCompaction: Sendable {
         do { try context.arrivals.note(at: context.now, force: true, write: context.appendRecord) } catch {
             throw .serviceBusy(retryAfter: .seconds(60))
         }
-        let arrivedThrough = context.arrivals.arrived(by: time - retention)
+        let arrivedThrough = store.arrivedThrough(by: time - retention) ?? context.arrivals.arrived(by: time - retention)
         context.arrivals.forget(before: time - retention)
         let purgeWillBegin: @Sendable (String) -> Void = { [context] zone in
             context.locked {

@@ -45,7 +45,7 @@ final class ServiceContext: @unchecked Sendable {
     var clock = HybridClock()
     /// Per zone: ids its history holds that its log no longer does (entries compaction purged):
     /// a late retry of one is acknowledged, never stored again (Spec/SYNC.md §6). Under `lock`.
-    var purged: [String: Set<CompactID>] = [:]
+    var purged: [String: (incarnation: SequenceNumber, mark: SequenceNumber, ids: Set<CompactID>)] = [:]
     /// Zones a running compaction is purging, from just before it raises their mark until the
     /// service's last raise (Spec/SYNC.md §6.2 rule 3): fetches of them are refused meanwhile.
     /// Under `lock`.

@@ -13,8 +13,11 @@ import ListModel
 /// and the lock order): `ServiceUploads`, `ServiceFeed`, `ServiceSharing` and
 /// `ServiceCompaction`. A fetch never waits for another call's fsync.
 public final class ServiceCore: @unchecked Sendable {
-    /// The store holding every account's zones and the service's own records (`_service/…`).
-    public let store: JournalStore
+    /// The engine store holding every account's zones and the service's own records
+    /// (`_service/…`); nil when the service runs over another storage (PostgreSQL).
+    public let store: JournalStore?
+    /// What the service stores in: the engine's store, or a shared database.
+    package let storage: any ServiceStorage
     /// What the service accepts: upload and page sizes, quotas, retention.
     public let limits: ServiceLimits
     /// Wall-clock milliseconds: the service's time for the entries it writes and for compaction.
@@ -29,6 +32,7 @@ public final class ServiceCore: @unchecked Sendable {
     private let historyPages: HistoryPages
     private let sharing: ServiceSharing
     private let compaction: ServiceCompaction
+    private let records: ServiceRecordReader
 
     /// What the service has taken in since it started (what the simulation measures).
     public struct Counters: Sendable, Equatable {
@@ -52,20 +56,32 @@ public final class ServiceCore: @unchecked Sendable {
 
     /// Throws `ServiceCoreError.notDurable` for a store of durability `none` ("saved" means
     /// durable, Spec/SYNC.md §3.2), and the store's `JournalError` when its state cannot be read.
-    public init(store: JournalStore, limits: ServiceLimits = ServiceLimits(), now: @escaping @Sendable () -> Int64,
-                accountExists: @escaping @Sendable (String) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws {
+    public convenience init(store: JournalStore, limits: ServiceLimits = ServiceLimits(), now: @escaping @Sendable () -> Int64,
+                            accountExists: @escaping @Sendable (String) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws {
         guard store.isDurable else { throw ServiceCoreError.notDurable(path: store.path) }
-        self.store = store
+        try self.init(storage: store, engine: store, devices: DeviceFetches(loadingFrom: store.path + "/" + DeviceFetches.file, fs: store.fileSystem),
+                      limits: limits, now: now, accountExists: accountExists)
+    }
+
+    /// The service over any storage (the engine's store, or a database several nodes share):
+    /// the same policy, token rules, sharing rules and compaction decisions over each.
+    package init(storage: any ServiceStorage, engine: JournalStore? = nil, devices: DeviceFetches = DeviceFetches(),
+                 limits: ServiceLimits = ServiceLimits(), now: @escaping @Sendable () -> Int64,
+                 accountExists: @escaping @Sendable (String) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws {
+        guard storage.isDurable else { throw ServiceCoreError.notDurable(path: engine?.path ?? "(storage)") }
+        self.store = engine
+        self.storage = storage
         self.limits = limits
         self.now = now
-        context = try ServiceContext(store: store, limits: limits, now: now)
+        context = try ServiceContext(store: storage, limits: limits, now: now)
         uploads = ServiceUploads(context: context)
         feed = ServiceFeed(context: context)
         historyPages = HistoryPages(context: context)
-        sharing = ServiceSharing(context: context, invitations: InvitationSigner(key: try store.invitationKey()),
+        sharing = ServiceSharing(context: context, invitations: InvitationSigner(key: try storage.invitationKey()),
                                  accountExists: accountExists)
         compaction = ServiceCompaction(context: context)
-        devices = DeviceFetches(loadingFrom: store.path + "/" + DeviceFetches.file, fs: store.fileSystem)
+        records = ServiceRecordReader(context: context)
+        self.devices = storage.deviceRows().map { DeviceFetches(rows: $0) } ?? devices
         try rebuild()
         // What the store holds had arrived by now, at the latest.
         try context.arrivals.note(at: now, force: true, write: context.appendRecord)
@@ -74,32 +90,8 @@ public final class ServiceCore: @unchecked Sendable {
     /// Membership from `_service/members`, the announcements from `_service/compactions`, and
     /// the marks a crash may have left behind a compaction.
     private func rebuild() throws(JournalError) {
-        try readAll(Membership.zone, what: "membership") { e in
-            context.membership.observe(e.entry, at: e.sequence)
-            context.clock.observe(e.entry.clock)
-        }
-        try readAll(ServiceCompaction.zone, what: "compactions") { e in
-            if case .opaque(ServiceCompaction.kind, let body) = e.entry.operation,
-               let (zone, mark) = ServiceCompaction.decodeAnnouncement(body) {
-                context.announced[zone] = (mark, e.sequence)
-            }
-            context.clock.observe(e.entry.clock)
-        }
+        try records.readNew()
         try compaction.raiseMarksOfCommittedPurges()
-    }
-
-    /// Feeds every entry of one of the service's own zones to `body`, in order.
-    private func readAll(_ zone: String, what: String, _ body: (FeedEntry) -> Void) throws(JournalError) {
-        guard store.zone(zone) != nil else { return }
-        var token: FeedToken? = nil
-        do {
-            while true {
-                let page = try context.store.zoneChanges(zone, since: token, limit: 10_000)
-                page.entries.forEach(body)
-                token = page.token
-                if !page.moreComing { break }
-            }
-        } catch { throw JournalError.invalidEntry("the service's \(what) zone cannot be read: \(error)") }
     }
 
     /// Whether `name` is one of the service's own zones (`_service/…`), which no account sees.
@@ -119,7 +111,7 @@ public final class ServiceCore: @unchecked Sendable {
         case (.fetchZoneSnapshot(let z), .snapshot(let s)) where s != nil: z
         default: nil
         }
-        if let zone, let info = store.zone(zone.storeName) {
+        if let zone, let info = storage.zone(zone.storeName) {
             devices.note(device: device, account: caller.account, zone: zone.storeName, mark: info.lowWaterMark, at: now())
         }
         return answer
@@ -128,24 +120,22 @@ public final class ServiceCore: @unchecked Sendable {
     /// How many devices a compaction sends back to the snapshot: those caught up with a zone it
     /// compacted under a mark below the new one (their tokens expired).
     public func devicesSentBack(by report: ListCompactionReport) -> Int {
-        report.zones.reduce(0) { n, z in n + devices.behind(z.zone, mark: store.zone(z.zone)?.lowWaterMark ?? 0).count }
+        report.zones.reduce(0) { n, z in n + devices.behind(z.zone, mark: storage.zone(z.zone)?.lowWaterMark ?? 0).count }
     }
 
-    /// Writes `devices` to `service/devices` (at each compaction, and by `jlog serve` at shutdown).
+    /// Writes `devices` to `service/devices` (at each compaction, and by `jlog serve` at shutdown);
+    /// over a shared database, merges them into its table.
     public func saveDevices() throws(JournalError) {
+        guard let store else { return try storage.saveDeviceRows(devices.all) }
         try devices.save(to: store.path + "/" + DeviceFetches.file, fs: store.fileSystem)
     }
 
-    /// Why the service cannot take requests now (its store refuses appends), or nil.
-    public func unreadiness() -> String? {
-        do throws(JournalError) {
-            try store.checkWritable()
-            return nil
-        } catch { return error.description }
-    }
+    /// Why the service cannot take requests now (its storage refuses appends or does not answer), or nil.
+    public func unreadiness() -> String? { storage.unreadiness() }
 
     /// Answers `call` for `caller`: the one place a call as a value meets the method for it.
     public func perform(caller: String, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
+        try catchUp()
         switch call {
         case .upload(let entries, let zone, let since): return .upload(try upload(caller: caller, entries: entries, to: zone, since: since))
         case .fetchBothDatabases(let tokens, let limit):
@@ -260,11 +250,21 @@ public final class ServiceCore: @unchecked Sendable {
     /// and every device adopts the compacted copy.
     @discardableResult
     public func compact(now time: Int64) throws(SyncError) -> ListCompactionReport {
+        try catchUp()
         let report = try compaction.compact(now: time)
         // A report for the operator: a run is not undone for it.
         try? saveDevices()
         return report
     }
+
+    /// Over a storage other nodes share: their membership changes and announcements read
+    /// before this node answers (`ServiceRecordReader`).
+    package func catchUp() throws(SyncError) {
+        do { try records.catchUp() } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+    }
+
+    /// The accounts that see a zone (store name): its owner and its members.
+    package func audience(of zone: String) -> [String] { context.locked { context.audience(zone) } }
 
     /// Who belongs to a zone now (for tests and diagnostics).
     public func members(of zone: ZoneID) -> [String] { context.locked { context.membership.members(of: zone.storeName) } }

@@ -61,7 +61,7 @@ struct ServiceFeed: Sendable {
     /// The zones of the caller's own database changed or gone after `position`. Under `lock`.
     private func privateItems(_ caller: String, after position: SequenceNumber?) -> [String: Item] {
         var items: [String: Item] = [:]
-        for z in store.zones() {
+        for z in store.zones(ownedBy: caller) {
             guard let id = ZoneID(storeName: z.name), id.owner == caller else { continue }
             if let d = z.deletedAt {
                 // A client without a token has nothing to delete.
@@ -126,7 +126,7 @@ struct ServiceFeed: Sendable {
 
     /// A store database token at the horizon.
     private func headToken() throws(SyncError) -> FeedToken {
-        do { return try store.databaseChanges(since: nil).token } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        do { return try store.databaseHead() } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
     }
 
     /// A zone's entries after `token`, in pages held to the limits' entries and bytes; refused

@@ -9,9 +9,18 @@ import ListModel
 /// rules. `JournalStore` is the engine's own; a backend over a shared database implements the
 /// same operations with the same invariants, and the parts' policy, token rules and membership
 /// logic serve both. The names say what each does, so none shadows a store method.
-protocol ServiceStorage: AnyObject, Sendable {
+package protocol ServiceStorage: AnyObject, Sendable {
     /// Whether an append is acknowledged only once durable ("saved" means durable, SYNC.md §3.2).
     var isDurable: Bool { get }
+    /// Whether other service nodes write to it too (a shared database): each node then reads
+    /// the service's own records the others wrote before it answers (`ServiceCore.catchUp`).
+    var isShared: Bool { get }
+    /// The newest of these zones' last changes (0: none of them made).
+    func lastChange(ofAny zones: [String]) -> SequenceNumber
+    /// `appendBatch`, refused with `compactionRunning` when the first entry's zone's mark is no
+    /// longer `mark` (a compaction on another node purged since the caller checked the
+    /// history for retries of purged entries). Nil: no check.
+    func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber>
     /// Every zone's newest incarnation.
     func zones() -> [ZoneInfo]
     /// A zone's newest incarnation, or nil for a zone never made.
@@ -42,6 +51,11 @@ protocol ServiceStorage: AnyObject, Sendable {
     func databaseChanges(since token: FeedToken?) throws(FeedError) -> DatabaseChanges
     /// The position a database token covers through, or nil for one this storage did not issue.
     func databasePosition(_ token: FeedToken) -> SequenceNumber?
+    /// A database token at the horizon (what `databaseChanges(since: nil)` ends with, without
+    /// listing every zone).
+    func databaseHead() throws(FeedError) -> FeedToken
+    /// The zones `owner` owns (`owner/…`), newest incarnations, deleted ones too.
+    func zones(ownedBy owner: String) -> [ZoneInfo]
 
     /// The zone's activity history, whole (COMPACTION.md §4).
     func history(of zone: String) throws(QueryError) -> ActivityLog
@@ -63,56 +77,81 @@ protocol ServiceStorage: AnyObject, Sendable {
     func compact(_ plan: ServiceCompactionPlan) throws(QueryError) -> ListCompactionReport
     /// The key that signs invitations, made on first use.
     func invitationKey() throws(JournalError) -> (UInt64, UInt64)
+    /// Why the storage cannot take writes now, or nil (a server's readiness).
+    func unreadiness() -> String?
+    /// The device rows this storage keeps (SYNC.md §6.6), or nil when the service keeps them in a
+    /// file of its own (the engine's `service/devices`).
+    func deviceRows() -> [DeviceFetches.Row]?
+    /// The highest position every entry at or below which had arrived by `time`, when the storage
+    /// records arrivals itself (every node's, in a shared database); nil: the service's
+    /// `ArrivalLog` knows (SYNC.md §6.2 rule 9).
+    func arrivedThrough(by time: Int64) -> SequenceNumber?
+    /// Merges a node's device rows into the storage's (each device and zone: the newest row).
+    func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError)
+}
+
+extension ServiceStorage {
+    package func deviceRows() -> [DeviceFetches.Row]? { nil }
+    package func arrivedThrough(by time: Int64) -> SequenceNumber? { nil }
+    package func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError) {}
+    package var isShared: Bool { false }
+    package func lastChange(ofAny zones: [String]) -> SequenceNumber { zones.map { zone($0)?.lastChange ?? 0 }.max() ?? 0 }
+    /// One store, one service: uploads and compactions are ordered by `ServiceContext.compaction`.
+    package func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber> {
+        try appendBatch(batch)
+    }
+    package func databaseHead() throws(FeedError) -> FeedToken { try databaseChanges(since: nil).token }
+    package func zones(ownedBy owner: String) -> [ZoneInfo] { zones().filter { ZoneID(storeName: $0.name)?.owner == owner } }
 }
 
 /// A compaction run as the service asks for it: the list compactor's settings and the hooks that
 /// open and close each zone's purge window (SYNC.md §6.2 rules 3 and 9).
-struct ServiceCompactionPlan: Sendable {
-    var now: Int64
-    var retentionMillis: Int64
-    var maxEntriesPerGroup: Int
-    var arrivedThrough: SequenceNumber
-    var zoneFilter: @Sendable (ZoneInfo) -> Bool
-    var purgeWillBegin: @Sendable (String) -> Void
-    var groupDidFinish: @Sendable ([ZoneCompaction]) -> Void
+package struct ServiceCompactionPlan: Sendable {
+    package var now: Int64
+    package var retentionMillis: Int64
+    package var maxEntriesPerGroup: Int
+    package var arrivedThrough: SequenceNumber
+    package var zoneFilter: @Sendable (ZoneInfo) -> Bool
+    package var purgeWillBegin: @Sendable (String) -> Void
+    package var groupDidFinish: @Sendable ([ZoneCompaction]) -> Void
 }
 
 extension JournalStore: ServiceStorage {
-    var isDurable: Bool { options.durability != .none }
-    func appendEntry(_ e: JournalEntry) throws(JournalError) -> SequenceNumber { try append(e) }
-    func appendBatch(_ batch: [JournalEntry]) throws(JournalError) -> ClosedRange<SequenceNumber> { try append(batch: batch) }
-    func makeZone(_ name: String) throws(JournalError) { _ = try createZone(name) }
-    func removeZone(_ name: String) throws(JournalError) { _ = try deleteZone(name) }
-    func raiseMark(_ zone: String, to mark: SequenceNumber) throws(JournalError) { try setLowWaterMark(zone, to: mark) }
+    package var isDurable: Bool { options.durability != .none }
+    package func appendEntry(_ e: JournalEntry) throws(JournalError) -> SequenceNumber { try append(e) }
+    package func appendBatch(_ batch: [JournalEntry]) throws(JournalError) -> ClosedRange<SequenceNumber> { try append(batch: batch) }
+    package func makeZone(_ name: String) throws(JournalError) { _ = try createZone(name) }
+    package func removeZone(_ name: String) throws(JournalError) { _ = try deleteZone(name) }
+    package func raiseMark(_ zone: String, to mark: SequenceNumber) throws(JournalError) { try setLowWaterMark(zone, to: mark) }
 
-    func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> ZoneChanges {
+    package func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> ZoneChanges {
         try changes(in: zone, since: token, limit: limit, expiry: .issuedUnderAnOlderMark)
     }
-    func databaseChanges(since token: FeedToken?) throws(FeedError) -> DatabaseChanges { try changedZones(since: token) }
-    func databasePosition(_ token: FeedToken) -> SequenceNumber? { databaseTokenPosition(token) }
+    package func databaseChanges(since token: FeedToken?) throws(FeedError) -> DatabaseChanges { try changedZones(since: token) }
+    package func databasePosition(_ token: FeedToken) -> SequenceNumber? { databaseTokenPosition(token) }
 
-    func history(of zone: String) throws(QueryError) -> ActivityLog { try ListQuery(store: self).history(zone).log }
+    package func history(of zone: String) throws(QueryError) -> ActivityLog { try ListQuery(store: self).history(zone).log }
 
-    func historyChainHead(of zone: String) throws(QueryError) -> (sequence: SequenceNumber, crc: UInt32)? {
+    package func historyChainHead(of zone: String) throws(QueryError) -> (sequence: SequenceNumber, crc: UInt32)? {
         try ListQuery(store: self).historyChainHead(zone)
     }
 
-    func historyPieceLength(of zone: ZoneInfo, at sequence: SequenceNumber) throws(QueryError) -> Int {
+    package func historyPieceLength(of zone: ZoneInfo, at sequence: SequenceNumber) throws(QueryError) -> Int {
         try ListQuery(store: self).historyPieceLength(zone.name, incarnation: zone.incarnation, sequence: sequence)
     }
 
-    func historyPiece(of zone: ZoneInfo, at sequence: SequenceNumber, range: Range<Int>) throws(QueryError) -> [UInt8] {
+    package func historyPiece(of zone: ZoneInfo, at sequence: SequenceNumber, range: Range<Int>) throws(QueryError) -> [UInt8] {
         try ListQuery(store: self).historyPieceBytes(zone.name, incarnation: zone.incarnation, sequence: sequence, range: range)
     }
 
-    func purgedIDs(of zone: String) throws(QueryError) -> Set<CompactID> {
+    package func purgedIDs(of zone: String) throws(QueryError) -> Set<CompactID> {
         let q = ListQuery(store: self)
         var ids = Set(try q.storedHistory(zone).log.allEvents().map(\.entryID))
         for (_, e) in try q.entries(zone).entries { ids.remove(e.id) }
         return ids
     }
 
-    func newestSnapshot(of zone: ZoneInfo) throws(QueryError) -> (bytes: [UInt8], sequence: SequenceNumber)? {
+    package func newestSnapshot(of zone: ZoneInfo) throws(QueryError) -> (bytes: [UInt8], sequence: SequenceNumber)? {
         let files = SnapshotDirectory.list(store: path, zone: zone.name, incarnation: zone.incarnation, kinds: SnapshotFile.Kind.states, fs: fileSystem)
         let h = horizon
         for file in files where file.sequence >= zone.lowWaterMark && file.sequence <= h {
@@ -133,12 +172,12 @@ extension JournalStore: ServiceStorage {
         return nil
     }
 
-    func newestHistory(of zone: ZoneInfo) -> SequenceNumber {
+    package func newestHistory(of zone: ZoneInfo) -> SequenceNumber {
         SnapshotDirectory.list(store: path, zone: zone.name, incarnation: zone.incarnation, kind: .history,
                                fs: fileSystem).first?.sequence ?? 0
     }
 
-    func compact(_ plan: ServiceCompactionPlan) throws(QueryError) -> ListCompactionReport {
+    package func compact(_ plan: ServiceCompactionPlan) throws(QueryError) -> ListCompactionReport {
         var compactor = ListCompactor(store: self, fs: fileSystem, retentionMillis: plan.retentionMillis)
         compactor.isTheSyncService = true
         compactor.zoneFilter = plan.zoneFilter
@@ -149,7 +188,14 @@ extension JournalStore: ServiceStorage {
         return try compactor.run(now: plan.now)
     }
 
-    func invitationKey() throws(JournalError) -> (UInt64, UInt64) {
+    package func unreadiness() -> String? {
+        do throws(JournalError) {
+            try checkWritable()
+            return nil
+        } catch { return error.description }
+    }
+
+    package func invitationKey() throws(JournalError) -> (UInt64, UInt64) {
         try StoreKey.loadOrCreate(file: path + "/" + StoreLayout.serviceDirectory + "/invite.key", fs: fileSystem)
     }
 }

@@ -12,10 +12,10 @@ struct ServiceUploads: Sendable {
     /// Stores the caller's entries in a zone: idempotent by entry id.
     func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
         try context.changing(zone.storeName) { () throws(SyncError) -> UploadResult in
-            var (result, fresh) = try context.locked { () throws(SyncError) -> (UploadResult, [JournalEntry]) in
+            var (result, fresh, mark) = try context.locked { () throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) in
                 try admit(caller: caller, entries: entries, to: zone)
             }
-            let stored = try append(&fresh, to: zone, result: &result)
+            let stored = try append(&fresh, to: zone, expectingMark: mark, result: &result)
             if stored > 0 {
                 let told = context.locked {
                     context.counters.entriesStored += stored
@@ -31,8 +31,9 @@ struct ServiceUploads: Sendable {
     }
 
     /// Checks the caller's access, the limits and the quota, and sorts the entries: refused,
-    /// acknowledged (purged retries), or fresh (to store). Under `lock`.
-    private func admit(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> (UploadResult, [JournalEntry]) {
+    /// acknowledged (purged retries), or fresh (to store); and the zone's mark the purged ids
+    /// were read under. Under `lock`.
+    private func admit(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) {
         let limits = context.limits
         _ = try context.access(caller, zone)
         guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
@@ -42,7 +43,7 @@ struct ServiceUploads: Sendable {
         guard entries.reduce(0, { $0 + UploadPolicy.encodedBytes($1) }) <= limits.maxUploadBytes else { throw .limitExceeded }
         var result = UploadResult()
         var fresh: [JournalEntry] = []
-        let gone = try purgedIDs(zone.storeName)
+        let (gone, mark) = try purgedIDs(zone.storeName)
         let latest = context.now() + UploadPolicy.maxClockSkewMillis
         for e in entries {
             if let why = UploadPolicy.refusal(e, caller: caller, zone: zone, latest: latest) {
@@ -54,7 +55,7 @@ struct ServiceUploads: Sendable {
             }
         }
         if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
-            let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == zone.owner }
+            let owned = store.zones(ownedBy: zone.owner).filter { !$0.isDeleted }
             let used = owned.reduce(0, { $0 + $1.entryCount })
             // An id twice in the request is stored once.
             let ids = Set(fresh.map(\.id))
@@ -64,17 +65,18 @@ struct ServiceUploads: Sendable {
                 throw .quotaExceeded
             }
         }
-        return (result, fresh)
+        return (result, fresh, mark)
     }
 
     /// Appends the fresh entries as one batch, outside the memory's lock; an entry whose id the
     /// zone holds with other content is reported and the rest appended. Returns how many the
     /// zone gained.
-    private func append(_ fresh: inout [JournalEntry], to zone: ZoneID, result: inout UploadResult) throws(SyncError) -> Int {
+    private func append(_ fresh: inout [JournalEntry], to zone: ZoneID, expectingMark mark: SequenceNumber,
+                        result: inout UploadResult) throws(SyncError) -> Int {
         let before = store.zone(zone.storeName)?.entryCount ?? 0
         while !fresh.isEmpty {
             do throws(JournalError) {
-                _ = try store.appendBatch(fresh)
+                _ = try store.appendBatch(fresh, expectingMark: mark)
                 result.saved += fresh.map(\.id)
                 break
             } catch .idConflict(_, let id, let at) {
@@ -109,13 +111,18 @@ struct ServiceUploads: Sendable {
 
     /// Ids the zone's history holds and its log does not: what compaction purged. Under `lock`
     /// (the cache is the memory's).
-    private func purgedIDs(_ zone: String) throws(SyncError) -> Set<CompactID> {
-        if let known = context.purged[zone] { return known }
-        guard let info = store.zone(zone), info.lowWaterMark > 0 else { return [] }
+    /// Keyed by the zone's incarnation and mark: another node's compaction raises the mark in the
+    /// transaction that purges, so a cache from before it is never used after it.
+    private func purgedIDs(_ zone: String) throws(SyncError) -> (ids: Set<CompactID>, mark: SequenceNumber) {
+        guard let info = store.zone(zone) else { return ([], 0) }
+        guard info.lowWaterMark > 0 else { return ([], 0) }
+        if let known = context.purged[zone], known.incarnation == info.incarnation, known.mark == info.lowWaterMark {
+            return (known.ids, known.mark)
+        }
         do throws(QueryError) {
             let ids = try store.purgedIDs(of: zone)
-            context.purged[zone] = ids
-            return ids
+            context.purged[zone] = (info.incarnation, info.lowWaterMark, ids)
+            return (ids, info.lowWaterMark)
         } catch {
             // Without the history a late retry of a purged entry cannot be told from a new one
             // (§6.2 rule 7); only an operator can repair it, so no retry is asked for.

@@ -123,7 +123,7 @@ final class SimulationRun {
             let e = try await node.engine.record(op, in: zone)
             // A change made to a list the service already took from this account (the device has
             // not heard yet) goes with the list: it is not counted.
-            let access = zone.owner == node.account ? box.core.store.zone(zone.storeName)?.isDeleted != true
+            let access = zone.owner == node.account ? box.core.storage.zone(zone.storeName)?.isDeleted != true
                 : box.core.members(of: zone).contains(node.account)
             acked.append(SyncSimulation.Acked(id: e.id, zone: zone.storeName, account: node.account,
                                               generation: generation[key(node.account, zone.storeName), default: 0] + (access ? 0 : 1_000_000)))
@@ -135,7 +135,7 @@ final class SimulationRun {
 
     /// The service compacts while someone pages a list as the run rewrites the log (`WindowReader`).
     func compactBesideAReader() throws {
-        let listed = box.core.store.zones().filter { !$0.isDeleted && !$0.name.hasPrefix("_") }
+        let listed = box.core.storage.zones().filter { !$0.isDeleted && !$0.name.hasPrefix("_") }
         let reader = pick(listed).flatMap { ZoneID(storeName: $0.name) }.map { WindowReader(core: box.core, zone: $0) }
         serverFS.openHook = { path in if path.hasSuffix(".cleaned") { reader?.fetchOnce() } }
         let report: ListCompactionReport

@@ -195,7 +195,7 @@ package enum SyncSimulation {
     /// Every service list's participants.
     static func memberships(_ core: ServiceCore) -> [String: Set<String>] {
         var m: [String: Set<String>] = [:]
-        for z in core.store.zones() where !z.isDeleted {
+        for z in core.storage.zones() where !z.isDeleted {
             if let id = ZoneID(storeName: z.name) { m[z.name] = Set(core.members(of: id)) }
         }
         return m

@@ -61,10 +61,16 @@ final class WindowReader: @unchecked Sendable {
             token = page.token
             if !page.moreComing { break }
         }
-        let held: [CompactID]
-        do { held = try ListQuery(store: core.store, fs: core.store.fileSystem).entries(zone.storeName).entries.map(\.1.id) } catch {
-            return .refused
-        }
+        var held: [CompactID] = []
+        var at: FeedToken? = nil
+        do {
+            while true {
+                let page = try core.storage.zoneChanges(zone.storeName, since: at, limit: 10_000)
+                held += page.entries.map(\.entry.id)
+                at = page.token
+                if !page.moreComing { break }
+            }
+        } catch { return .refused }
         guard ids != held else { return .same }
         let gone = Set(ids).subtracting(held).count, missing = Set(held).subtracting(ids).count
         return .differs("a fetch of \(zone.storeName) paged across a compaction and kept \(gone) entries the service purged, lacking \(missing)")

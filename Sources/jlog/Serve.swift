@@ -19,7 +19,12 @@ struct Serve: AsyncParsableCommand {
         SIGINT or SIGTERM stops it cleanly; SIGKILL loses nothing acknowledged.
         """)
 
-    @Argument(help: "The server's store directory (created if missing).") var store: String
+    @Argument(help: "The server's store directory (created if missing); or give --database.") var store: String?
+    @Option(help: ArgumentHelp("Serve over this PostgreSQL database instead of a store (postgres://user@host/db, or ?host=/socket/dir); any number of nodes may share it.",
+                               valueName: "url"))
+    var database: String?
+    @Option(help: ArgumentHelp("With --database: the PostgreSQL schema the tables live in (default: the user's search path).", valueName: "name"))
+    var schema: String?
     @Option(help: ArgumentHelp("Address and port to listen on.", valueName: "host:port")) var listen = "127.0.0.1:8080"
     @Option(help: ArgumentHelp("Days a finished lifecycle stays before compaction purges it.", valueName: "days")) var retentionDays: Double = 14
     @Option(help: ArgumentHelp("Seconds between compactions (0: never).", valueName: "s")) var compactEvery: Double = 3_600
@@ -36,6 +41,8 @@ struct Serve: AsyncParsableCommand {
     var logLevel = "warning"
 
     func validate() throws {
+        guard (store == nil) != (database == nil) else { throw ValidationError("give a store directory or --database postgres://…, not both") }
+        guard schema == nil || database != nil else { throw ValidationError("--schema goes with --database") }
         guard hostPort != nil else { throw ValidationError("--listen takes HOST:PORT (port 0 picks a free one)") }
         guard retentionDays >= 0, retentionDays <= 3_650 else { throw ValidationError("--retention-days must be 0…3650") }
         guard compactEvery >= 0, compactEvery <= 86_400 * 365 else { throw ValidationError("--compact-every must be 0…31536000 seconds") }
@@ -58,36 +65,51 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let (host, port) = hostPort!
-        let s: JournalStore
-        do { s = try JournalStore.open(store, options: StoreOptions()) } catch { throw fail(error, path: store) }
-        if let p = s.recovery.problem { printError("recovered: \(p.description)") }
         var limits = ServiceLimits()
         limits.retentionMillis = Int64(retentionDays * 86_400_000)
         limits.maxUploadEntries = maxUploadEntries
         limits.maxZonesPerAccount = maxZonesPerAccount
         limits.maxEntriesPerAccount = maxEntriesPerAccount
-        let accounts: AccountDirectory
-        let core: ServiceCore
-        do {
-            accounts = try AccountDirectory(store: store)
-            core = try ServiceCore(store: s, limits: limits, now: { nowMillis() },
-                                   accountExists: { [accounts] in accounts.accountExists($0, now: nowMillis()) })
-        } catch {
-            try? s.close()
-            throw fail(error, path: store)
+        var log = Logger(label: "jlog-serve")
+        log.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
+        let place: ServePlace = if let database {
+            try await ServePlace.database(database, schema: schema, limits: limits, logger: log)
+        } else {
+            try ServePlace.store(store!, limits: limits)
         }
         var options = ServerOptions()
         options.host = host
         options.port = port
         if let metrics, let (mh, mp) = Self.hostPort(metrics) { options.metrics = (mh, mp, ServerMetrics.bootstrapPrometheus()) }
-        var log = Logger(label: "jlog-serve")
-        log.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
         options.requestsPerSecond = rateLimit
         options.burst = burst
-        let backend = BlockingBackend(core: core)
-        let server = SyncServer(backend: MeteredBackend(backend), accounts: accounts, options: options)
-        let every = compactEvery
-        let compaction = Task.detached {
+        let backend = BlockingBackend(core: place.core)
+        let server = SyncServer(backend: MeteredBackend(backend), accounts: place.accounts, options: options)
+        let compaction = Self.compactions(every: compactEvery, backend: backend)
+        let signals = place.startSignals(backend)
+        let portFile = self.portFile
+        let name = place.name
+        do {
+            try await server.run(logger: log) { bound in
+                printError("serving \(name) on http://\(host):\(bound)")
+                if let portFile { try? "\(bound)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
+            }
+        } catch {
+            compaction.cancel()
+            signals?.cancel()
+            await place.close()
+            printError("the server stopped: \(error)")
+            throw ExitCode(Status.failure)
+        }
+        compaction.cancel()
+        signals?.cancel()
+        try? place.core.saveDevices()
+        await place.close()
+    }
+
+    /// Compacts every `every` seconds (never when 0), on the backend's pool.
+    static func compactions(every: Double, backend: BlockingBackend) -> Task<Void, Never> {
+        Task.detached {
             guard every > 0 else { return }
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(every))
@@ -95,34 +117,18 @@ struct Serve: AsyncParsableCommand {
                 do {
                     // On the backend's pool: this process's tasks run on its event loops.
                     let r = try await backend.compact(now: nowMillis())
-                    let sentBack = backend.core.devicesSentBack(by: r)
+                    let sentBack = try await backend.run { [core = backend.core] () throws(SyncError) in core.devicesSentBack(by: r) }
+                    let purged = r.storage.entriesPurged, replaced = r.storage.entriesReplaced
                     ServerMetrics.compactionRuns.increment()
-                    ServerMetrics.entriesPurged.increment(by: r.storage.entriesPurged)
+                    ServerMetrics.entriesPurged.increment(by: purged)
                     ServerMetrics.devicesSentBack.increment(by: sentBack)
-                    if r.storage.entriesPurged + r.storage.entriesReplaced > 0 {
-                        printError("compacted: \(r.storage.entriesPurged) purged, \(r.storage.entriesReplaced) replaced; "
-                            + "\(sentBack) devices will re-fetch from the snapshot")
+                    if purged + replaced > 0 {
+                        printError("compacted: \(purged) purged, \(replaced) replaced; \(sentBack) devices will re-fetch from the snapshot")
                     }
                 } catch {
                     printError("compaction failed: \(error); the next one tries again")
                 }
             }
         }
-        let portFile = self.portFile
-        let storePath = store
-        do {
-            try await server.run(logger: log) { bound in
-                printError("serving \(storePath) on http://\(host):\(bound)")
-                if let portFile { try? "\(bound)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
-            }
-        } catch {
-            compaction.cancel()
-            try? s.close()
-            printError("the server stopped: \(error)")
-            throw ExitCode(Status.failure)
-        }
-        compaction.cancel()
-        try? core.saveDevices()
-        try? s.close()
     }
 }

@@ -10,7 +10,9 @@ import JournalTesting
 
 /// A fetch that runs beside the service's compaction (fetches do not wait for it, Spec/SYNC.md
 /// §6.2): what it serves is the log before the purge or after it, never half of each.
-@Suite struct CompactionWindowTests {
+// The engine's compaction has windows between its steps (the mark raised, the log rewritten, the
+// snapshot written) that these tests open; over PostgreSQL a zone's compaction is one transaction.
+@Suite(.enabled(if: World.isEngine, "the engine's compaction windows")) struct CompactionWindowTests {
     /// What a fetch made inside the hook got.
     final class Window: @unchecked Sendable {
         let lock = NSLock()

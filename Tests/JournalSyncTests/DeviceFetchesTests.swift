@@ -36,7 +36,7 @@ import JournalTesting
         let report = try world.compact(after: 2 * day)
         #expect(world.core.devicesSentBack(by: report) == 2)
         await settle([phone, ipad])
-        let mark = try #require(world.serverStore.zone(list.storeName)?.lowWaterMark)
+        let mark = try #require(world.core.storage.zone(list.storeName)?.lowWaterMark)
         #expect(world.core.devices.all.allSatisfy { $0.mark == mark }, "both re-fetched under the new mark")
         #expect(world.core.devicesSentBack(by: try world.compact(after: 2 * day)) == 0, "nothing new to compact: nobody goes back")
     }

@@ -7,7 +7,7 @@ import JournalTesting
 
 /// A fetch never waits for another call's fsync (SYNC.md §2): the service appends its own records
 /// outside the lock fetches take. A slow disk here is a sync held in `MemoryFileSystem.syncHook`.
-@Suite struct ServiceLockTests {
+@Suite(.enabled(if: World.isEngine, "it holds the engine's fsync")) struct ServiceLockTests {
     /// Holds the next sync of a log segment until released.
     final class HeldSync: @unchecked Sendable {
         private let lock = NSLock()

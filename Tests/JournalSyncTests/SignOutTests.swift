@@ -146,6 +146,6 @@ import ListModel
         await settle([phone], rounds: 2)
         #expect(await phone.engine.lists.isEmpty, "the deleted list came back")
         #expect(!phone.holds(list))
-        #expect(world.serverStore.zone(list.storeName)?.isDeleted == true, "the deletion never reached the service")
+        #expect(world.core.storage.zone(list.storeName)?.isDeleted == true, "the deletion never reached the service")
     }
 }

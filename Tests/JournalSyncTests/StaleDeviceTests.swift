@@ -111,8 +111,8 @@ import JournalTesting
 
         try world.compact(after: 2 * day)
         if scenario == .overwrittenByAPlace {
-            let stored = try ListQuery(store: world.serverStore, fs: world.serverFS).entries(list.storeName).entries.first { $0.1.id == bread.id }
-            #expect(stored?.1.operation.isPlace == true, "the compactor wrote a place over Bread's add")
+            let stored = try world.serviceEntries(list).first { $0.id == bread.id }
+            #expect(stored?.operation.isPlace == true, "the compactor wrote a place over Bread's add")
         } else {
             #expect(try !world.serviceEntryIDs(list).contains(bread.id), "Bread's add was purged")
         }

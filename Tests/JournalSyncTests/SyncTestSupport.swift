@@ -2,28 +2,54 @@ import Foundation
 import Testing
 import JournalLog
 import JournalQuery
+import JournalPostgres
 import JournalService
 import ListModel
 @testable import JournalSync
 import JournalTesting
 
-/// A service and devices, all in memory, on one virtual clock.
+/// A service and devices, all in memory, on one virtual clock. The service runs over the
+/// engine's store, or over PostgreSQL when `JLOG_TEST_BACKEND=postgres` (and `JLOG_TEST_POSTGRES`
+/// names the database): one suite, two backends (`scripts/test.sh` runs both).
 final class World: @unchecked Sendable {
+    /// The database the service runs over, or nil for the engine's store.
+    static let postgres: String? = {
+        let env = ProcessInfo.processInfo.environment
+        return env["JLOG_TEST_BACKEND"] == "postgres" ? env["JLOG_TEST_POSTGRES"] : nil
+    }()
+    /// Whether the service runs over the engine's store (tests of its files need it).
+    static var isEngine: Bool { postgres == nil }
+
     let clock = VirtualClock(startingAt: 1_795_424_400_000)
     let serverFS = MemoryFileSystem()
-    var serverStore: JournalStore
+    /// The engine's store (nil over PostgreSQL).
+    var serverStore: JournalStore!
+    /// The PostgreSQL storage (nil over the engine's store).
+    var database: PostgresServiceStorage?
+    /// The database's URL with this world's schema (nil over the engine's store).
+    var databaseURL: String?
     var core: ServiceCore
     let limits: ServiceLimits
 
     init(limits: ServiceLimits = ServiceLimits()) throws {
         self.limits = limits
+        let clock = self.clock
+        if let url = Self.postgres {
+            let located = url + "&schema=w\(UInt64.random(in: 0...UInt64.max))"
+            databaseURL = located
+            let storage = try PostgresServiceStorage.openWaiting(located, now: { clock.now() })
+            database = storage
+            core = try ServiceCore(storage: storage, limits: limits, now: { clock.now() })
+            return
+        }
         try serverFS.createDirectory("/srv")
         var o = StoreOptions(durability: .always, segmentSize: 16 << 10, preallocate: false)
         o.fileSystem = serverFS
         serverStore = try JournalStore.open("/srv/service.wal", options: o)
-        let clock = self.clock
         core = try ServiceCore(store: serverStore, limits: limits, now: { clock.now() })
     }
+
+    deinit { database?.closeInBackground() }
 
     /// A service that purges what finished more than `retentionMillis` ago.
     convenience init(retentionMillis: Int64) throws {
@@ -34,11 +60,15 @@ final class World: @unchecked Sendable {
 
     /// The service restarted (its process died): the store reopened, the core rebuilt.
     func restartService() throws {
+        let clock = self.clock
+        if let database {
+            core = try ServiceCore(storage: database, limits: limits, now: { clock.now() })
+            return
+        }
         try? serverStore.close()
         var o = StoreOptions(durability: .always, segmentSize: 16 << 10, preallocate: false)
         o.fileSystem = serverFS
         serverStore = try JournalStore.open("/srv/service.wal", options: o)
-        let clock = self.clock
         core = try ServiceCore(store: serverStore, limits: limits, now: { clock.now() })
     }
 
@@ -55,7 +85,19 @@ final class World: @unchecked Sendable {
 
     /// The ids of the zone's entries as the service's log holds them, in log order.
     func serviceEntryIDs(_ zone: ZoneID) throws -> [CompactID] {
-        try ListQuery(store: serverStore, fs: serverFS).entries(zone.storeName).entries.map(\.1.id)
+        try serviceEntries(zone).map(\.id)
+    }
+
+    /// The zone's entries as the service's storage holds them, in order.
+    func serviceEntries(_ zone: ZoneID) throws -> [JournalEntry] {
+        var all: [JournalEntry] = []
+        var token: FeedToken? = nil
+        while true {
+            let page = try core.storage.zoneChanges(zone.storeName, since: token, limit: 10_000)
+            all += page.entries.map(\.entry)
+            token = page.token
+            if !page.moreComing { return all }
+        }
     }
 
     /// Moves time on and lets the service compact (what it alone decides, Spec/SYNC.md §6).
@@ -67,11 +109,14 @@ final class World: @unchecked Sendable {
 
     /// The list as the service holds it.
     func serviceList(_ zone: ZoneID) throws -> ListState {
-        try ListQuery(store: serverStore, fs: serverFS).materialise(zone.storeName).state
+        guard database != nil else { return try ListQuery(store: serverStore, fs: serverFS).materialise(zone.storeName).state }
+        var reducer = ListReducer(zone: zone.storeName)
+        _ = reducer.apply(contentsOf: try serviceEntries(zone))
+        return reducer.state()
     }
 
     func serviceHistory(_ zone: ZoneID) throws -> ActivityLog {
-        try ListQuery(store: serverStore, fs: serverFS).history(zone.storeName).log
+        try core.storage.history(of: zone.storeName)
     }
 }
 

@@ -1,0 +1,49 @@
+import Foundation
+import JournalService
+import JournalSyncWire
+import Synchronization
+
+/// The device credentials of every node over one database (`jlog_credentials`, SYNC.md §11.1):
+/// what `AccountDirectory` is for a single server. Each credential's row is read at most once a
+/// second per node (`maxAge`), so a revocation reaches every node within a second, and a device
+/// syncing steadily costs the database one lookup a second, not one a request.
+package final class PostgresCredentials: CredentialCheck {
+    /// How long a row read stays good.
+    static let maxAge: Duration = .seconds(1)
+    private let database: PostgresStorage
+    private let cache = Mutex<[String: (row: AccountCredential?, read: ContinuousClock.Instant)]>([:])
+    private let accounts = Mutex<[String: (exists: Bool, read: ContinuousClock.Instant)]>([:])
+
+    package init(_ database: PostgresStorage) { self.database = database }
+
+    package func authenticate(_ text: String, now: Int64) async -> String? {
+        guard let presented = DeviceCredential(text) else { return nil }
+        let at = ContinuousClock.now
+        var record: AccountCredential?
+        if let hit = cache.withLock({ $0[presented.id] }), at - hit.read < Self.maxAge {
+            record = hit.row
+        } else {
+            guard let row = try? await database.credential(id: presented.id) else { return nil }
+            record = row
+            cache.withLock {
+                if $0.count > 100_000 { $0.removeAll() }
+                $0[presented.id] = (row, at)
+            }
+        }
+        guard let record, record.account == presented.account, record.isValid(now: now) else { return nil }
+        return AccountDirectory.secret(presented.secret, hashesTo: record.secretHash) ? record.account : nil
+    }
+
+    package func accountExists(_ account: String, now: Int64) -> Bool {
+        let at = ContinuousClock.now
+        if let hit = accounts.withLock({ $0[account] }), at - hit.read < Self.maxAge { return hit.exists }
+        let exists = (try? BridgeExecutor.shared.wait { [database] () async throws(PostgresStorageError) -> Bool in
+            try await database.credentials(of: account).contains { $0.isValid(now: now) }
+        }) ?? false
+        accounts.withLock {
+            if $0.count > 100_000 { $0.removeAll() }
+            $0[account] = (exists, at)
+        }
+        return exists
+    }
+}
