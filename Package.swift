@@ -114,7 +114,9 @@ let package = Package(
             "JournalSyncWire",
             "ListModel",
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
         ]),
         // The project's test rigs (an in-memory file system that loses unsynced bytes, a service
         // that injects faults, the fuzz targets' checks): for tests, fuzzers and the simulation,
@@ -143,8 +145,9 @@ let package = Package(
                                                             "JournalPostgres", .product(name: "Logging", package: "swift-log")]),
         // The server's load test: devices over loopback against `jlog serve`, beside Hummingbird's ceiling.
         .executableTarget(name: "jlog-load", dependencies: [
-            "JournalLog", "JournalSync", "JournalSyncWire", "JournalService", "JournalSyncHTTP", "JournalSyncHTTPNIO",
+            "JournalLog", "JournalSync", "JournalSyncWire", "JournalService", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalPostgres",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
         // An app-shaped example: an @Observable model over ListStore's observation, syncing through

@@ -17,6 +17,9 @@
 # It also checks what schemathesis cannot: the hint channel's first event, and that SIGTERM
 # stops the server while a device listens for hints.
 #
+# With POSTGRES=1 the server runs over PostgreSQL (`jlog serve --database`, a private cluster
+# started for the run, scripts/postgres.sh) and the accounts live in the database.
+#
 # Environment: JLOG_SCRATCH, the SwiftPM scratch path to build in (default .build);
 # API_FUZZ_SEED, a seed for a reproducible run; API_FUZZ_REPORT, a directory for JUnit and HAR
 # reports (default: none kept); API_FUZZ_EXCLUDE_CHECKS, schemathesis checks to skip
@@ -67,16 +70,22 @@ cleanup() {
         for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
         kill -9 "$server_pid" 2>/dev/null || true
     fi
+    [[ "${POSTGRES:-0}" == 1 ]] && bash "$root/scripts/postgres.sh" stop "$work/pg" || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-store="$work/store"
-"$jlog" accounts add "$store" alice --output "$work/alice.cred" 2>/dev/null
-"$jlog" accounts add "$store" bob --output "$work/bob.cred" 2>/dev/null
+store=("$work/store")
+if [[ "${POSTGRES:-0}" == 1 ]]; then
+    chmod 755 "$work"
+    bash "$root/scripts/postgres.sh" start "$work/pg" >/dev/null
+    store=(--database "postgres://jlog@/jlog?host=$work/pg")
+fi
+"$jlog" accounts add "${store[@]}" alice --output "$work/alice.cred" 2>/dev/null
+"$jlog" accounts add "${store[@]}" bob --output "$work/bob.cred" 2>/dev/null
 alice="$(cat "$work/alice.cred")"
-"$jlog" serve "$store" --listen 127.0.0.1:0 --port-file "$work/port" --rate-limit 0 --compact-every 0 2>"$work/serve.log" &
+"$jlog" serve "${store[@]}" --listen 127.0.0.1:0 --port-file "$work/port" --rate-limit 0 --compact-every 0 2>"$work/serve.log" &
 server_pid=$!
 for _ in $(seq 1 300); do
     [[ -s "$work/port" ]] && break

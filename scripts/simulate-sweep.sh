@@ -4,18 +4,30 @@
 # replays it.
 #
 #   scripts/simulate-sweep.sh [FIRST] [LAST] [OPS] [REPLICAS]   (default 1 30 200 3)
+#
+# With POSTGRES=1 the service runs over PostgreSQL (`jlog simulate --database`): a private
+# cluster is started for the sweep (scripts/postgres.sh), each seed in a schema of its own.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 first="${1:-1}" last="${2:-30}" ops="${3:-200}" replicas="${4:-3}"
 (cd "$root" && swift build --product jlog >&2)
 jlog="$(cd "$root" && swift build --product jlog --show-bin-path)/jlog"
+extra=()
+over=""
+if [[ "${POSTGRES:-0}" == 1 ]]; then
+    pg="$(mktemp -d /tmp/jlog-sim-pg.XXXXXX)"
+    trap 'bash "$root/scripts/postgres.sh" stop "$pg"; rm -rf "$pg"' EXIT
+    bash "$root/scripts/postgres.sh" start "$pg" >/dev/null
+    extra=(--database "postgres://jlog@/jlog?host=$pg")
+    over=", over PostgreSQL"
+fi
 failed=0
 for seed in $(seq "$first" "$last"); do
-    if ! out="$("$jlog" simulate --replicas "$replicas" --ops "$ops" --seed "$seed" --faults all --json 2>&1)"; then
+    if ! out="$("$jlog" simulate --replicas "$replicas" --ops "$ops" --seed "$seed" --faults all --json "${extra[@]}" 2>&1)"; then
         echo "simulate-sweep: seed $seed FAILED: $out" >&2
-        echo "  replay: jlog simulate --replicas $replicas --ops $ops --seed $seed --faults all" >&2
+        echo "  replay: jlog simulate --replicas $replicas --ops $ops --seed $seed --faults all${extra[*]:+ --database URL}" >&2
         failed=1
     fi
 done
-[[ $failed -eq 0 ]] && echo "simulate-sweep: seeds $first–$last ($ops steps, $replicas devices, every fault) converged, nothing lost or duplicated"
+[[ $failed -eq 0 ]] && echo "simulate-sweep: seeds $first–$last ($ops steps, $replicas devices, every fault$over) converged, nothing lost or duplicated"
 exit $failed

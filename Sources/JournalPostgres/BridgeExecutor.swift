@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 
 /// Threads of their own on which the database's async calls run when a synchronous caller waits
@@ -40,8 +41,20 @@ final class BridgeExecutor: TaskExecutor, @unchecked Sendable {
         }
     }
 
+    /// Calls waiting on the database now (`jlog_database_calls_in_flight`): against the pool's
+    /// size, how much of it the node uses.
+    static var inFlight: CoreMetrics.Meter { CoreMetrics.Meter(label: "jlog_database_calls_in_flight") }
+    /// How long each call took, its wait for a connection included (`jlog_database_call_seconds`).
+    static var duration: CoreMetrics.Timer { CoreMetrics.Timer(label: "jlog_database_call_seconds", preferredDisplayUnit: .seconds) }
+
     /// Runs `body` on these threads and waits for it on the caller's thread.
     func wait<T: Sendable, E: Error>(_ body: @escaping @Sendable () async throws(E) -> T) throws(E) -> T {
+        let started = DispatchTime.now().uptimeNanoseconds
+        Self.inFlight.increment()
+        defer {
+            Self.inFlight.decrement()
+            Self.duration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started))
+        }
         let done = DispatchSemaphore(value: 0)
         let box = ResultBox<T, E>()
         Task(executorPreference: self) {

@@ -1,5 +1,6 @@
 import Foundation
 import JournalLog
+import Logging
 import JournalQuery
 import JournalService
 import ListModel
@@ -252,7 +253,9 @@ extension PostgresServiceStorage {
                                     now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(PostgresStorageError) -> PostgresServiceStorage {
         let location = try PostgresLocation(url)
         return try BridgeExecutor.shared.wait { () async throws(PostgresStorageError) -> PostgresServiceStorage in
-            let db = try await PostgresStorage.open(location, connections: connections)
+            var logger = Logger(label: "jlog.postgres")
+            logger.logLevel = .warning
+            let db = try await PostgresStorage.open(location, connections: connections, logger: logger)
             do throws(PostgresStorageError) { return try await PostgresServiceStorage(db, now: now) } catch {
                 await db.close()
                 throw error

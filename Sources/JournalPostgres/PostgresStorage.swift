@@ -1,6 +1,7 @@
 import JournalLog
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
 import Synchronization
 
@@ -52,7 +53,7 @@ public final class PostgresStorage: Sendable {
             if let schema { try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(schema)"), logger: logger) }
             try await connection.close()
         }
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: configuration, eventLoopGroup: eventLoops, backgroundLogger: logger)
         // On the bridge's threads: a synchronous caller blocked on the cooperative pool never holds up the pool's connections.
         let running = Task(executorPreference: BridgeExecutor.shared) { await client.run() }
         // Let the pool start before the first lease (it runs on the bridge's threads, not this one).
@@ -68,6 +69,11 @@ public final class PostgresStorage: Sendable {
             throw error
         }
     }
+
+    /// The event loop the database's connections run on, apart from the process's other loops:
+    /// a synchronous caller that blocks one of those (`jlog simulate`'s devices, a test) never
+    /// holds up the answer it waits for (`BridgeExecutor` runs the async side).
+    static let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// Ends the connection pool; calls after it fail.
     public func close() async {

@@ -17,7 +17,10 @@ final class SimulationRun {
     let clock = VirtualClock(startingAt: 1_795_424_400_000)
     let serverFS = MemoryFileSystem()
     var limits = ServiceLimits()
-    var serverStore: JournalStore
+    /// The engine's store, or nil over another storage (`SimulationOptions.storage`).
+    var serverStore: JournalStore?
+    /// The other storage, kept across service restarts.
+    var storage: (any ServiceStorage)?
     let box: CoreBox
     let accounts: [String]
     var nodes: [Node] = []
@@ -41,9 +44,16 @@ final class SimulationRun {
         // Histories come in pages of a few events, so that most take several and a compaction
         // can land between two of them (SYNC.md §3.12).
         limits.maxHistoryPageEvents = 5 + Int(o.seed % 7)
-        serverStore = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
         let clock = clock
-        box = CoreBox(try ServiceCore(store: serverStore, limits: limits, now: { clock.now() }))
+        if let make = o.storage {
+            let storage = try make { clock.now() }
+            self.storage = storage
+            box = CoreBox(try ServiceCore(storage: storage, limits: limits, now: { clock.now() }))
+        } else {
+            let store = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
+            serverStore = store
+            box = CoreBox(try ServiceCore(store: store, limits: limits, now: { clock.now() }))
+        }
         accounts = (0..<max(1, min(o.accounts, o.replicas))).map { "a\($0)" }
         for i in 0..<max(1, o.replicas) {
             let account = accounts[i % accounts.count]
@@ -157,11 +167,19 @@ final class SimulationRun {
 
     /// The service restarts; half the time its machine lost power.
     func restartService() throws {
-        try? serverStore.close()
-        if rng.next() % 2 == 0 { serverFS.crash(.dropUnsynced) }
-        serverStore = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
         let clock = clock
-        box.core = try ServiceCore(store: serverStore, limits: limits, now: { clock.now() })
+        let lostPower = rng.next() % 2 == 0
+        if let storage {
+            // A database keeps what it committed; the node's memory is what goes.
+            box.core = try ServiceCore(storage: storage, limits: limits, now: { clock.now() })
+            result.serviceRestarts += 1
+            return
+        }
+        try? serverStore?.close()
+        if lostPower { serverFS.crash(.dropUnsynced) }
+        let store = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
+        serverStore = store
+        box.core = try ServiceCore(store: store, limits: limits, now: { clock.now() })
         result.serviceRestarts += 1
     }
 

@@ -15,6 +15,8 @@
 import AsyncHTTPClient
 import Foundation
 import JournalLog
+import JournalPostgres
+import Logging
 import JournalService
 import JournalSync
 import JournalSyncWire
@@ -31,6 +33,13 @@ struct Options {
     var jlog: String?
     /// The open-loop run's offered load, as a fraction of the ceiling's requests/s (0: none).
     var offered = 0.5
+    /// Serve over this PostgreSQL database (`jlog serve --database`), the accounts in it.
+    var database: String?
+    /// Drive the server(s) already at this URL (a load balancer in front of nodes) instead of
+    /// starting one.
+    var url: String?
+    /// What the JSON lines name as the system under test.
+    var label = "journallog"
 }
 
 func log(_ s: String) { FileHandle.standardError.write(Data((s + "\n").utf8)) }
@@ -52,8 +61,11 @@ func parseOptions() -> Options {
         case "--runs": options.runs = Int(value()) ?? 3
         case "--jlog": options.jlog = value()
         case "--offered": options.offered = Double(value()) ?? 0.5
+        case "--database": options.database = value()
+        case "--url": options.url = value()
+        case "--label": options.label = value()
         case "-h", "--help":
-            print("usage: jlog-load [--devices N] [--families N] [--seconds S] [--runs N] [--offered FRACTION] [--jlog PATH]")
+            print("usage: jlog-load [--devices N] [--families N] [--seconds S] [--runs N] [--offered FRACTION] [--jlog PATH] [--database URL [--url URL]] [--label NAME]")
             exit(0)
         default:
             log("jlog-load: unknown argument \(a)")
@@ -96,11 +108,11 @@ final class ServerProcess {
     let dir: String
     var port = 0
 
-    init(jlog: String, dir: String) throws {
+    init(jlog: String, dir: String, database: String?) throws {
         self.dir = dir
         process.executableURL = URL(fileURLWithPath: jlog)
-        process.arguments = ["serve", dir + "/server.wal", "--listen", "127.0.0.1:0", "--port-file", dir + "/port", "--rate-limit", "0",
-                             "--compact-every", "0"]
+        process.arguments = (database.map { ["serve", "--database", $0] } ?? ["serve", dir + "/server.wal"])
+            + ["--listen", "127.0.0.1:0", "--port-file", dir + "/port", "--rate-limit", "0", "--compact-every", "0"]
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
     }
 
@@ -145,17 +157,15 @@ struct Load {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
 
-        // Accounts first (the server reads the file on each request): one per family.
-        let accounts = try AccountDirectory(store: dir + "/server.wal")
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        var credentials: [DeviceCredential] = []
-        for d in 0..<options.devices {
-            credentials.append(try accounts.issue(account: "family\(d % options.families)", now: now, expiresAt: nil))
+        // Accounts first (the server reads them on each request): one per family.
+        let credentials = try await issueCredentials(options, dir: dir)
+        var server: ServerProcess? = nil
+        if options.url == nil {
+            server = try ServerProcess(jlog: jlog, dir: dir, database: options.database)
+            try server!.start()
         }
-        let server = try ServerProcess(jlog: jlog, dir: dir)
-        try server.start()
-        defer { server.stop() }
-        let url = "http://127.0.0.1:\(server.port)"
+        defer { server?.stop() }
+        let url = options.url ?? "http://127.0.0.1:\(server!.port)"
         var config = HTTPClient.Configuration()
         config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = options.devices + 8
         config.timeout = .init(connect: .seconds(10), read: .seconds(60))
@@ -221,7 +231,7 @@ struct Load {
                     ("p50_ms", top.percentile(0.5)), ("p99_ms", top.percentile(0.99)), ("errors", top.errors)]))
         let fraction = median(requestRates) / median(ceilingRates)
         let p99 = all.percentile(0.99)
-        print(json([("name", "server_sync"), ("system", "journallog"), ("unit", "round trips/s"), ("median", median(syncRates)),
+        print(json([("name", "server_sync"), ("system", "\(options.label)"), ("unit", "round trips/s"), ("median", median(syncRates)),
                     ("runs", syncRates), ("devices", options.devices), ("families", options.families),
                     ("requests_per_s", median(requestRates)), ("uploaded_entries_per_s", median(entryRates)),
                     ("p50_ms", all.percentile(0.5)), ("p99_ms", p99), ("p999_ms", all.percentile(0.999)),
@@ -232,7 +242,7 @@ struct Load {
             let achieved = Double(open.operations) / options.seconds / Double(options.runs)
             let fractionOpen = achieved * 2 / median(ceilingRates)
             let p99Open = open.percentile(0.99)
-            print(json([("name", "server_sync_open_loop"), ("system", "journallog"), ("unit", "round trips/s"), ("median", achieved),
+            print(json([("name", "server_sync_open_loop"), ("system", "\(options.label)"), ("unit", "round trips/s"), ("median", achieved),
                         ("offered_round_trips_per_s", offeredRoundTrips), ("offered_fraction_of_ceiling", options.offered),
                         ("devices", options.devices), ("requests_per_s", achieved * 2), ("fraction_of_ceiling", fractionOpen),
                         ("p50_ms", open.percentile(0.5)), ("p99_ms", p99Open), ("p999_ms", open.percentile(0.999)),
@@ -362,4 +372,26 @@ struct Load {
         }
         return lost
     }
+}
+
+/// One credential per device, its account the family's: in the store's accounts file, or in the
+/// database (`--database`) where every node reads them.
+func issueCredentials(_ options: Options, dir: String) async throws -> [DeviceCredential] {
+    let now = Int64(Date().timeIntervalSince1970 * 1000)
+    let families = (0..<options.devices).map { "family\($0 % options.families)" }
+    guard let database = options.database else {
+        let accounts = try AccountDirectory(store: dir + "/server.wal")
+        return try families.map { try accounts.issue(account: $0, now: now, expiresAt: nil) }
+    }
+    var logger = Logger(label: "jlog-load")
+    logger.logLevel = .warning
+    let db = try await PostgresStorage.open(try PostgresLocation(database), connections: 2, logger: logger)
+    var out: [DeviceCredential] = []
+    for account in families {
+        let (credential, record) = try AccountDirectory.newCredential(account: account, now: now, expiresAt: nil)
+        try await db.addCredential(record)
+        out.append(credential)
+    }
+    await db.close()
+    return out
 }

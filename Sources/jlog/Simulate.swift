@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JournalPostgres
 import JournalSimulation
 
 /// `jlog simulate`: the seeded multi-device run of Spec/SYNC.md §8, for users and for CI sweeps.
@@ -22,6 +23,9 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: "The seed; a failing seed replays exactly.") var seed: UInt64 = 1
     @Option(help: "Which faults to inject: none or all.") var faults: Faults = .none
     @Option(help: "Accounts (at most --replicas).") var accounts = 3
+    @Option(help: ArgumentHelp("Run the service over this PostgreSQL database (postgres://…), in a schema of its own per run, instead of an in-memory store.",
+                               valueName: "url"))
+    var database: String?
     @Flag(help: "One JSON object: {converged, lost, duplicated, uploadsPerChange, sendsPerChange, seed, …}.") var json = false
 
     func validate() throws {
@@ -37,6 +41,10 @@ struct Simulate: AsyncParsableCommand {
         o.seed = seed
         o.faults = faults == .all
         o.accounts = accounts
+        if let database {
+            let url = database + (database.contains("?") ? "&" : "?") + "schema=sim_\(seed)_\(UInt32.random(in: 0...UInt32.max))"
+            o.storage = { now in try PostgresServiceStorage.openWaiting(url, now: now) }
+        }
         let r = await SyncSimulation.run(o)
         if json {
             let out: JSON = .object([

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Two `jlog serve --database` nodes over one PostgreSQL (a private cluster, scripts/postgres.sh),
+# behind nginx (round robin; a request a dead node refused goes to the other), on loopback. Three
+# device processes (alice, bob and carol, each its own store) edit one shared list and sync at
+# random through nginx while one node or the other is killed with SIGKILL and restarted, ROUNDS
+# times (default 10); both nodes compact every 2 s with no retention. Then every device syncs
+# until quiet and the script checks: every device shows the same list; every change a device
+# acknowledged (`jlog add` etc. printed its id) is in the service's history (read through alice's
+# device); no entry id is stored twice on any device; the database holds each id once per zone;
+# `jlog verify` passes on every device's store.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS="${1:-10}"
+OPS="${OPS:-25}"
+[ -x "${JLOG:-.build/debug/jlog}" ] || swift build --product jlog >/dev/null
+JLOG="$(pwd)/${JLOG:-.build/debug/jlog}"
+PSQL="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)/psql"
+scripts="$(pwd)/scripts"
+work="$(mktemp -d /tmp/jlog-nodes.XXXXXX)"
+chmod 755 "$work"
+pids=("" "")
+devices=()
+cleanup() {
+  for p in "${devices[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  bash "$scripts/nginx-front.sh" stop "$work/nginx" || true
+  bash "$scripts/postgres.sh" stop "$work/pg" || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+bash "$scripts/postgres.sh" start "$work/pg" >/dev/null
+db="postgres://jlog@/jlog?host=$work/pg"
+for a in alice bob carol; do "$JLOG" accounts add --database "$db" "$a" --output "$a.cred" 2>/dev/null; done
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+ports=("$(free_port)" "$(free_port)")
+front="$(free_port)"
+start_node() {   # start_node K: node K on its port, until it answers /v1/health
+  local k=$1
+  "$JLOG" serve --database "$db" --listen "127.0.0.1:${ports[$k]}" --retention-days 0 --compact-every 2 --rate-limit 0 >>"node$k.log" 2>&1 &
+  pids[$k]=$!
+  disown "${pids[$k]}" 2>/dev/null || true
+  for _ in $(seq 1 200); do curl -sf "http://127.0.0.1:${ports[$k]}/v1/health" >/dev/null 2>&1 && return 0; sleep 0.05; done
+  echo "node $k did not start" >&2; cat "node$k.log" >&2; exit 1
+}
+start_node 0
+start_node 1
+
+bash "$scripts/nginx-front.sh" start "$work/nginx" "$front" "${ports[0]}" "${ports[1]}"
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$front/v1/health" >/dev/null 2>&1 && break; sleep 0.05; done
+url="http://127.0.0.1:$front"
+sync_once() { "$JLOG" sync "$1.wal" --server "$url" --credential "$1.cred" --device "$2" >/dev/null 2>&1; }
+
+# Alice makes the list and shares it; Bob and Carol join (each call through either node).
+sync_once alice phone; "$JLOG" create-list alice.wal shared >/dev/null
+sync_once alice phone
+for p in bob carol; do
+  sync_once "$p" phone
+  inv=$("$JLOG" share alice.wal --zone shared --with "$p" --server "$url" --credential alice.cred)
+  "$JLOG" accept "$p.wal" "$inv" --server "$url" --credential "$p.cred" >/dev/null
+  sync_once "$p" phone
+done
+zone=alice/shared
+
+# One device: OPS random steps; every change it acknowledges goes into NAME.acked.
+device() {
+  local who=$1 n=0
+  RANDOM=$(( $(od -An -N2 -tu2 /dev/urandom) ))
+  while [ $n -lt "$OPS" ]; do
+    n=$((n + 1))
+    case $((RANDOM % 10)) in
+      0|1|2|3)
+        out=$("$JLOG" add "$who.wal" --zone "$zone" "$who item $n" 2>/dev/null) && echo "$out" | sed -n 's/.* as \([^;]*\);.*/\1/p' >> "$who.acked" ;;
+      4|5)
+        item=$("$JLOG" show "$who.wal" --zone "$zone" --json 2>/dev/null | python3 -c '
+import json, random, sys
+items = [i["item"] for i in json.load(sys.stdin)["items"] if i["state"] == "active"]
+print(random.choice(items) if items else "")' || true)
+        if [ -n "$item" ]; then
+          out=$("$JLOG" mark-off "$who.wal" --zone "$zone" "$item" 2>/dev/null) && echo "$out" | sed -n 's/.* as \([^;]*\);.*/\1/p' >> "$who.acked" || true
+        fi ;;
+      *) sync_once "$who" phone || true ;;
+    esac
+  done
+}
+for p in alice bob carol; do device "$p" & devices+=($!); done
+
+# One node or the other dies (SIGKILL) and comes back at random moments while the devices work.
+kills=0
+while [ $kills -lt "$ROUNDS" ]; do
+  if [ $((RANDOM % 3)) -eq 0 ]; then sleep "2.$((RANDOM % 9))"; else sleep "0.$((RANDOM % 8 + 2))"; fi
+  k=$((RANDOM % 2))
+  kill -9 "${pids[$k]}" 2>/dev/null || true
+  wait "${pids[$k]}" 2>/dev/null || true
+  kills=$((kills + 1))
+  sleep "0.$((RANDOM % 4))"
+  start_node "$k"
+done
+for p in "${devices[@]}"; do wait "$p" || true; done
+devices=()
+
+# Compaction stops before the quiet phase (with no retention it would race the check): both
+# nodes are killed and one comes back without it.
+for k in 0 1; do kill -9 "${pids[$k]}" 2>/dev/null || true; wait "${pids[$k]}" 2>/dev/null || true; pids[$k]=""; done
+kills=$((kills + 2))
+"$JLOG" serve --database "$db" --listen "127.0.0.1:${ports[0]}" --compact-every 0 --rate-limit 0 >>node0.log 2>&1 &
+pids[0]=$!
+disown "${pids[0]}" 2>/dev/null || true
+for _ in $(seq 1 200); do curl -sf "http://127.0.0.1:${ports[0]}/v1/health" >/dev/null 2>&1 && break; sleep 0.05; done
+
+for _ in 1 2 3 4; do for p in alice bob carol; do sync_once "$p" phone || true; done; done
+
+"$JLOG" history alice.wal --zone "$zone" --json --server "$url" --credential alice.cred > history.json
+dupes=$("$PSQL" -h "$work/pg" -U jlog -d jlog -qAtc "SELECT count(*) - count(DISTINCT (zone, incarnation, entry_id)) FROM jlog_records WHERE entry_id IS NOT NULL")
+python3 - "$JLOG" "$zone" "$dupes" <<'PY'
+import json, subprocess, sys
+jlog, zone, dupes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def run(*args):
+    return json.loads(subprocess.check_output([jlog, *args]))
+def state(store):
+    d = run("show", store, "--zone", zone, "--json")
+    return {k: v for k, v in d.items() if k not in ("incarnation", "sequence")}
+problems = []
+lists = {p: state(p + ".wal") for p in ("alice", "bob", "carol")}
+for p in ("bob", "carol"):
+    if lists[p] != lists["alice"]:
+        problems.append(f"{p}'s list differs from alice's")
+history = {e["entry"] for e in json.load(open("history.json"))["events"]}
+acked = 0
+for p in ("alice", "bob", "carol"):
+    try:
+        ids = [l.strip() for l in open(p + ".acked") if l.strip()]
+    except FileNotFoundError:
+        ids = []
+    acked += len(ids)
+    missing = [i for i in ids if i not in history]
+    if missing:
+        problems.append(f"{len(missing)} of {p}'s acknowledged changes are not in the service's history: {missing[:3]}")
+for p in ("alice", "bob", "carol"):
+    ids = [e["id"] for e in run("changes", p + ".wal", "--zone", zone, "--limit", "100000", "--json")["entries"]]
+    if len(ids) != len(set(ids)):
+        problems.append(f"{p}.wal holds {len(ids) - len(set(ids))} duplicated entries")
+if dupes:
+    problems.append(f"the database holds {dupes} duplicated entries")
+print(f"acknowledged changes: {acked}; history events: {len(history)}; items on the list: {len(lists['alice']['items'])}")
+for p in problems: print("PROBLEM:", p)
+sys.exit(1 if problems else 0)
+PY
+for s in alice.wal bob.wal carol.wal; do "$JLOG" verify "$s" >/dev/null || { echo "verify failed on $s" >&2; exit 1; }; done
+compactions=$(cat node*.log | grep -c compacted || true)
+echo "nodes-kill9: $kills SIGKILLs of two nodes over one PostgreSQL behind nginx, $compactions compactions, 3 devices: converged, nothing lost, nothing duplicated"
