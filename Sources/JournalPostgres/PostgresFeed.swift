@@ -35,43 +35,86 @@ package struct PostgresTokens: Sendable {
 
 /// The feed over the database (TOKENS.md §6, SYNC.md §11.2): each answer read in one snapshot.
 extension PostgresStorage {
-    /// `changes(in:since:limit:expiry: .issuedUnderAnOlderMark)`: rules 1–5 of TOKENS.md §6.
+    /// `changes(in:since:limit:expiry: .issuedUnderAnOlderMark)`: rules 1–5 of TOKENS.md §6. The
+    /// horizon, the zone's row and the page are read by one statement, so in one snapshot and one
+    /// round trip; only a refusal (a deleted incarnation, an expired token) reads more.
     package func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int,
                              tokens: PostgresTokens) async throws(PostgresStorageError) -> Result<ZoneChanges, FeedError> {
         guard limit >= 1 else { return .failure(.invalidLimit(limit)) }
-        return try await reading { c in
-            let h = try await Self.horizon(on: c, self.logger)
-            guard let info = try await Self.zoneInfo(zone, on: c, self.logger) else {
-                return .failure(token == nil ? .zoneNotFound(zone) : .invalidToken("it names no incarnation of zone \(zone)"))
+        var parsed: ChangeToken? = nil
+        if let token {
+            switch tokens.parse(token, kind: .zone, horizon: .max) {
+            case .success(let t): parsed = t
+            case .failure(let e): return .failure(e)
             }
-            var position: SequenceNumber = 0, floor: SequenceNumber = 0
-            if let token {
-                let t: ChangeToken
-                switch tokens.parse(token, kind: .zone, horizon: h) {
-                case .success(let parsed): t = parsed
-                case .failure(let e): return .failure(e)
+            guard parsed!.zoneHash == ChangeToken.zoneHash(zone, key: tokens.key) else { return .failure(.invalidToken("it was issued for another zone")) }
+        }
+        let position = parsed?.position ?? 0
+        let page = try await zonePage(zone, after: position, limit: limit + 1)
+        let h = page.horizon
+        guard let info = page.zone else {
+            return .failure(token == nil ? .zoneNotFound(zone) : .invalidToken("it names no incarnation of zone \(zone)"))
+        }
+        var floor: SequenceNumber = 0
+        if let t = parsed {
+            guard t.position <= h else {
+                return .failure(.invalidToken("it is ahead of this database (position \(t.position), database at \(h)): was it restored from an older copy?"))
+            }
+            if t.incarnation != info.incarnation {
+                let gone = try await Self.mapped { try await client.withConnection { c in try await Self.deletedIncarnation(zone, t.incarnation, on: c, logger) } }
+                return .failure(gone ?? .invalidToken("it names no incarnation of zone \(zone)"))
+            }
+            floor = t.floor
+        }
+        if let d = info.deletedAt { return .failure(.zoneDeleted(zone: zone, at: d, reason: info.deletionReason ?? .deleted)) }
+        if token != nil && floor < info.lowWaterMark {
+            let snapshot = try await Self.mapped {
+                try await client.withConnection { c in try await Self.newestSnapshotSequence(info, horizon: h, on: c, logger) }
+            }
+            return .failure(.tokenExpired(zone: zone, lowWaterMark: info.lowWaterMark,
+                                          refetch: Refetch(zone: zone, incarnation: info.incarnation, snapshotSequence: snapshot)))
+        }
+        let more = page.entries.count > limit
+        let entries = more ? Array(page.entries.prefix(limit)) : page.entries
+        let next = more ? entries.last!.sequence : max(position, h)
+        return .success(ZoneChanges(zone: zone, incarnation: info.incarnation, entries: entries,
+                                    token: tokens.issue(.zone, zone: zone, incarnation: info.incarnation, position: next, floor: info.lowWaterMark),
+                                    moreComing: more))
+    }
+
+    /// The horizon, the zone's newest incarnation and its entries in `(position, horizon]` (at
+    /// most `limit`), by one statement: one snapshot of the database.
+    private func zonePage(_ zone: String, after position: SequenceNumber,
+                          limit: Int) async throws(PostgresStorageError) -> (horizon: SequenceNumber, zone: ZoneInfo?, entries: [FeedEntry]) {
+        try await Self.mapped {
+            let rows = try await client.query("""
+                WITH h AS (SELECT next - 1 AS horizon FROM jlog_positions),
+                     z AS (SELECT \(unescaped: Self.zoneColumns) FROM jlog_zones WHERE name = \(zone))
+                SELECT h.horizon, z.name, z.incarnation, z.low_water_mark, z.last_change, z.deleted_at, z.deletion_reason,
+                       z.entry_count, z.history_through, r.position, r.body
+                FROM h LEFT JOIN z ON true
+                LEFT JOIN LATERAL (
+                    SELECT position, body FROM jlog_records
+                    WHERE zone = z.name AND incarnation = z.incarnation AND kind = \(RecordKind.entry.rawValue)
+                      AND position > \(Int64(position)) AND position <= h.horizon
+                    ORDER BY position LIMIT \(limit)) r ON true
+                ORDER BY r.position
+                """, logger: logger)
+            var horizon: SequenceNumber = 0
+            var info: ZoneInfo? = nil
+            var entries: [FeedEntry] = []
+            for try await (h, name, inc, mark, last, deletedAt, reason, count, through, p, body) in rows.decode(
+                (Int64, String?, Int64?, Int64?, Int64?, Int64?, Int16?, Int64?, Int64?, Int64?, ByteBuffer?).self) {
+                horizon = SequenceNumber(h)
+                if info == nil, let name, let inc, let mark, let last, let count, let through {
+                    info = Self.zoneInfo((name, inc, mark, last, deletedAt, reason, count, through))
                 }
-                guard t.zoneHash == ChangeToken.zoneHash(zone, key: tokens.key) else { return .failure(.invalidToken("it was issued for another zone")) }
-                if t.incarnation != info.incarnation {
-                    if let gone = try await Self.deletedIncarnation(zone, t.incarnation, on: c, self.logger) { return .failure(gone) }
-                    return .failure(.invalidToken("it names no incarnation of zone \(zone)"))
+                guard let p, let body else { continue }
+                do { entries.append(FeedEntry(sequence: SequenceNumber(p), entry: try EntryCodec.decode(Array(buffer: body)))) } catch {
+                    throw PostgresStorageError.damaged("the entry at position \(p) of zone \(zone): \(error)")
                 }
-                position = t.position
-                floor = t.floor
             }
-            if let d = info.deletedAt { return .failure(.zoneDeleted(zone: zone, at: d, reason: info.deletionReason ?? .deleted)) }
-            if token != nil && floor < info.lowWaterMark {
-                let snapshot = try await Self.newestSnapshotSequence(info, horizon: h, on: c, self.logger)
-                return .failure(.tokenExpired(zone: zone, lowWaterMark: info.lowWaterMark,
-                                              refetch: Refetch(zone: zone, incarnation: info.incarnation, snapshotSequence: snapshot)))
-            }
-            let rows = try await Self.entries(zone, incarnation: info.incarnation, after: position, through: h, limit: limit + 1, on: c, self.logger)
-            let more = rows.count > limit
-            let page = more ? Array(rows.prefix(limit)) : rows
-            let next = more ? page.last!.sequence : max(position, h)
-            return .success(ZoneChanges(zone: zone, incarnation: info.incarnation, entries: page,
-                                        token: tokens.issue(.zone, zone: zone, incarnation: info.incarnation, position: next, floor: info.lowWaterMark),
-                                        moreComing: more))
+            return (horizon, info, entries)
         }
     }
 

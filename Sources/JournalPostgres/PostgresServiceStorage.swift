@@ -42,6 +42,7 @@ package final class PostgresServiceStorage: ServiceStorage {
 
     package var isDurable: Bool { true }
     package var isShared: Bool { true }
+    package var recordsArrivals: Bool { true }
 
     package func lastChange(ofAny zones: [String]) -> SequenceNumber {
         (try? wait { [database] () async throws(PostgresStorageError) in try await database.lastChange(ofAny: zones) }) ?? .max
@@ -77,6 +78,18 @@ package final class PostgresServiceStorage: ServiceStorage {
     }
 
     package func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber> {
+        let positions = try appendPositions(batch, expectingMark: mark)
+        let h = positions.max() ?? horizon
+        return (positions.min() ?? h)...h
+    }
+
+    /// From what the database saved: no read of the zone's count.
+    package func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> Int {
+        try appendPositions(batch, expectingMark: mark).count
+    }
+
+    /// The positions of the entries the append saved (none for ids held already).
+    private func appendPositions(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> [SequenceNumber] {
         guard let first = batch.first else { throw .invalidEntry("an empty batch") }
         for attempt in 0..<2 {
             do throws(PostgresStorageError) {
@@ -90,8 +103,7 @@ package final class PostgresServiceStorage: ServiceStorage {
                     let rs = try wait { [database, now] () async throws(PostgresStorageError) in try await database.appendAll(batch, arrivedAt: now()) }
                     positions = rs.flatMap { $0.saved.map(\.position) }
                 }
-                let h = positions.max() ?? horizon
-                return (positions.min() ?? h)...h
+                return positions
             } catch .zoneNotFound(let z) where attempt == 0 {
                 if let info = zone(z), let at = info.deletedAt { throw .zoneDeleted(zone: z, at: at) }
                 do throws(PostgresStorageError) {
@@ -141,6 +153,10 @@ package final class PostgresServiceStorage: ServiceStorage {
 
     package func databaseHead() throws(FeedError) -> FeedToken {
         tokens.issue(.database, zone: nil, incarnation: 0, position: horizon)
+    }
+
+    package func checkDatabaseToken(_ token: FeedToken) throws(FeedError) {
+        _ = try tokens.parse(token, kind: .database, horizon: horizon).get()
     }
 
     package func databasePosition(_ token: FeedToken) -> SequenceNumber? {

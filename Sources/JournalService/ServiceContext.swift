@@ -133,7 +133,12 @@ final class ServiceContext: @unchecked Sendable {
     /// see answers exactly like one that does not exist; a zone it was removed from, or that was
     /// deleted while it belonged to it, answers `zoneDeleted` with the reason. Under `lock`.
     func access(_ caller: String, _ zone: ZoneID) throws(SyncError) -> (Access, ZoneInfo) {
-        let info = store.zone(zone.storeName)
+        try access(caller, zone, info: store.zone(zone.storeName))
+    }
+
+    /// `access(_:_:)` with the zone's newest incarnation as read before `lock` was taken (over a
+    /// shared database a read is a round trip, and the lock is every call's). Under `lock`.
+    func access(_ caller: String, _ zone: ZoneID, info: ZoneInfo?) throws(SyncError) -> (Access, ZoneInfo) {
         if zone.owner == caller {
             guard let info else { throw .zoneNotFound }
             if info.isDeleted { throw .zoneDeleted(reason: info.deletionReason == .purged ? .purged : .deleted) }

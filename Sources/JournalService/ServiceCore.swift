@@ -135,7 +135,9 @@ public final class ServiceCore: @unchecked Sendable {
 
     /// Answers `call` for `caller`: the one place a call as a value meets the method for it.
     public func perform(caller: String, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
-        try catchUp()
+        // An owner's call on its own list needs no membership: only the others read what other
+        // nodes wrote first (membership, announcements; one query over a shared database).
+        if Self.zoneOwned(by: caller, call) == nil { try catchUp() }
         switch call {
         case .upload(let entries, let zone, let since): return .upload(try upload(caller: caller, entries: entries, to: zone, since: since))
         case .fetchBothDatabases(let tokens, let limit):
@@ -255,6 +257,16 @@ public final class ServiceCore: @unchecked Sendable {
         // A report for the operator: a run is not undone for it.
         try? saveDevices()
         return report
+    }
+
+    /// The zone of a call on one zone that `caller` owns, or nil (any other call).
+    static func zoneOwned(by caller: String, _ call: SyncCall) -> ZoneID? {
+        let zone: ZoneID? = switch call {
+        case .upload(_, let z, _), .fetchZoneChanges(let z, _, _), .fetchZoneHistory(let z), .fetchZoneSnapshot(let z),
+             .fetchZoneHistoryPage(let z, _): z
+        default: nil
+        }
+        return zone?.owner == caller ? zone : nil
     }
 
     /// Over a storage other nodes share: their membership changes and announcements read

@@ -17,11 +17,24 @@ struct ServiceFeed: Sendable {
     /// a change after it and is listed by a later page: nothing is skipped. Keys are distinct:
     /// each position is one record, about one zone.
     func fetchDatabaseChanges(caller: String, scope: DatabaseScope, since token: ServiceToken?, limit: Int) throws(SyncError) -> DatabaseChangesPage {
-        try context.locked { () throws(SyncError) -> DatabaseChangesPage in
-            let position = try databasePosition(token, scope: scope)
-            // Taken before anything is read: the last page's token covers no more than was read.
-            let head = try headToken()
-            let items = scope == .private ? privateItems(caller, after: position) : sharedItems(caller, after: position)
+        // What the storage says is read before the memory's lock: over a shared database each read
+        // is a round trip, and the lock is every call's.
+        let position = try databasePosition(token, scope: scope)
+        // Taken before anything is read: the last page's token covers no more than was read.
+        let head = try headToken()
+        var known: [String: ZoneInfo?] = [:]
+        if scope == .private {
+            for z in store.zones(ownedBy: caller) { known[z.name] = z }
+        } else {
+            let names = context.locked {
+                Set(context.membership.zones(of: caller)).union(context.membership.events(of: caller, after: position ?? 0, through: .max).map(\.zone))
+            }
+            for name in names { known[name] = .some(store.zone(name)) }
+        }
+        return try context.locked { () throws(SyncError) -> DatabaseChangesPage in
+            let zone = { (name: String) -> ZoneInfo? in known[name] ?? store.zone(name) }
+            let items = scope == .private ? privateItems(caller, after: position, owned: known.values.compactMap { $0 })
+                                          : sharedItems(caller, after: position, zone: zone)
             let ordered = items.compactMap { name, v in ZoneID(storeName: name).map { (id: $0, key: v.key, gone: v.gone) } }
                 .sorted { ($0.key, $0.id.storeName) < ($1.key, $1.id.storeName) }
             let page = max(1, limit)
@@ -40,7 +53,7 @@ struct ServiceFeed: Sendable {
             let changed = listed.filter { $0.gone == nil }.map(\.id).sorted()
             // Each changed zone's head as it stands: a device holding it has every change.
             var heads: [ZoneID: ZoneHead] = [:]
-            for z in changed { if let info = store.zone(z.storeName), !info.isDeleted { heads[z] = ZoneHeads.of(info) } }
+            for z in changed { if let info = zone(z.storeName), !info.isDeleted { heads[z] = ZoneHeads.of(info) } }
             return DatabaseChangesPage(changed: changed,
                                        deleted: listed.compactMap { i in i.gone.map { ZoneGone(zone: i.id, reason: $0) } }.sorted { $0.zone < $1.zone },
                                        token: next.serviceToken, moreComing: moreComing, heads: heads)
@@ -59,9 +72,9 @@ struct ServiceFeed: Sendable {
     }
 
     /// The zones of the caller's own database changed or gone after `position`. Under `lock`.
-    private func privateItems(_ caller: String, after position: SequenceNumber?) -> [String: Item] {
+    private func privateItems(_ caller: String, after position: SequenceNumber?, owned: [ZoneInfo]) -> [String: Item] {
         var items: [String: Item] = [:]
-        for z in store.zones(ownedBy: caller) {
+        for z in owned {
             guard let id = ZoneID(storeName: z.name), id.owner == caller else { continue }
             if let d = z.deletedAt {
                 // A client without a token has nothing to delete.
@@ -75,12 +88,12 @@ struct ServiceFeed: Sendable {
     }
 
     /// The zones shared with the caller changed, gone or left after `position`. Under `lock`.
-    private func sharedItems(_ caller: String, after position: SequenceNumber?) -> [String: Item] {
+    private func sharedItems(_ caller: String, after position: SequenceNumber?, zone: (String) -> ZoneInfo?) -> [String: Item] {
         let membership = context.membership
         var items: [String: Item] = [:]
         guard let position else {
             for name in membership.zones(of: caller) {
-                guard let info = store.zone(name), !info.isDeleted else { continue }
+                guard let info = zone(name), !info.isDeleted else { continue }
                 items[name] = (max(changedAt(info, after: nil), membership.latest(caller, in: name)?.sequence ?? 0), nil)
             }
             return items
@@ -88,7 +101,7 @@ struct ServiceFeed: Sendable {
         // The caller's latest membership change after the token decides for its zone.
         for name in Set(membership.events(of: caller, after: position, through: .max).map(\.zone)) {
             guard let e = membership.latest(caller, in: name) else { continue }
-            let info = store.zone(name)
+            let info = zone(name)
             if !e.member {
                 // Keyed by the leave alone: what the zone did after it is none of the caller's
                 // business, and a page's key is visible in its token.
@@ -99,7 +112,7 @@ struct ServiceFeed: Sendable {
             items[name] = (key, info?.isDeleted != false ? .deleted : nil)
         }
         for name in membership.zones(of: caller) where items[name] == nil {
-            guard let info = store.zone(name) else { continue }
+            guard let info = zone(name) else { continue }
             if let d = info.deletedAt {
                 if d > position { items[name] = (d, .deleted) }
             } else {
@@ -117,7 +130,7 @@ struct ServiceFeed: Sendable {
         guard let token else { return nil }
         guard let parsed = DatabaseToken(token.text, scope: scope) else { throw .tokenExpired }
         // The store checks its own token (signature, epoch, not ahead of it).
-        do { _ = try store.databaseChanges(since: parsed.store) } catch { throw .tokenExpired }
+        do { try store.checkDatabaseToken(parsed.store) } catch { throw .tokenExpired }
         guard let base = store.databasePosition(parsed.store) else { throw .tokenExpired }
         guard let cursor = parsed.cursor else { return base }
         guard cursor <= base else { throw .tokenExpired }
@@ -134,8 +147,9 @@ struct ServiceFeed: Sendable {
     func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
         // The head is taken before the read: it may be older than what the page covers (a later
         // database page then names a newer one, and the device fetches again), never newer.
+        let known = store.zone(zone.storeName)
         let (begun, info) = try context.locked { () throws(SyncError) -> (UInt64, ZoneInfo) in
-            let (_, info) = try context.access(caller, zone)
+            let (_, info) = try context.access(caller, zone, info: known)
             return (try context.unpurged(zone), info)
         }
         context.fetchReadHooks?.afterCheck()

@@ -21,6 +21,9 @@ package protocol ServiceStorage: AnyObject, Sendable {
     /// longer `mark` (a compaction on another node purged since the caller checked the
     /// history for retries of purged entries). Nil: no check.
     func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber>
+    /// `appendBatch(_:expectingMark:)`, answering how many entries the zone gained (ids it held
+    /// already are not stored again).
+    func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> Int
     /// Every zone's newest incarnation.
     func zones() -> [ZoneInfo]
     /// A zone's newest incarnation, or nil for a zone never made.
@@ -54,6 +57,9 @@ package protocol ServiceStorage: AnyObject, Sendable {
     /// A database token at the horizon (what `databaseChanges(since: nil)` ends with, without
     /// listing every zone).
     func databaseHead() throws(FeedError) -> FeedToken
+    /// Checks a database token as `databaseChanges(since:)` would (signature, epoch, not ahead),
+    /// without listing what changed.
+    func checkDatabaseToken(_ token: FeedToken) throws(FeedError)
     /// The zones `owner` owns (`owner/…`), newest incarnations, deleted ones too.
     func zones(ownedBy owner: String) -> [ZoneInfo]
 
@@ -86,6 +92,9 @@ package protocol ServiceStorage: AnyObject, Sendable {
     /// records arrivals itself (every node's, in a shared database); nil: the service's
     /// `ArrivalLog` knows (SYNC.md §6.2 rule 9).
     func arrivedThrough(by time: Int64) -> SequenceNumber?
+    /// Whether it records when each entry arrived (`arrivedThrough` answers): uploads then note
+    /// nothing in the service's `ArrivalLog`.
+    var recordsArrivals: Bool { get }
     /// Merges a node's device rows into the storage's (each device and zone: the newest row).
     func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError)
 }
@@ -93,6 +102,7 @@ package protocol ServiceStorage: AnyObject, Sendable {
 extension ServiceStorage {
     package func deviceRows() -> [DeviceFetches.Row]? { nil }
     package func arrivedThrough(by time: Int64) -> SequenceNumber? { nil }
+    package var recordsArrivals: Bool { false }
     package func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError) {}
     package var isShared: Bool { false }
     package func lastChange(ofAny zones: [String]) -> SequenceNumber { zones.map { zone($0)?.lastChange ?? 0 }.max() ?? 0 }
@@ -100,7 +110,15 @@ extension ServiceStorage {
     package func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber> {
         try appendBatch(batch)
     }
+    /// By the zone's count before and after (exact: one zone's uploads take turns, `ServiceContext.changing`).
+    package func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> Int {
+        let zone = batch.first?.zone ?? ""
+        let before = self.zone(zone)?.entryCount ?? 0
+        _ = try appendBatch(batch, expectingMark: mark)
+        return max(0, (self.zone(zone)?.entryCount ?? 0) - before)
+    }
     package func databaseHead() throws(FeedError) -> FeedToken { try databaseChanges(since: nil).token }
+    package func checkDatabaseToken(_ token: FeedToken) throws(FeedError) { _ = try databaseChanges(since: token) }
     package func zones(ownedBy owner: String) -> [ZoneInfo] { zones().filter { ZoneID(storeName: $0.name)?.owner == owner } }
 }
 

@@ -12,8 +12,10 @@ struct ServiceUploads: Sendable {
     /// Stores the caller's entries in a zone: idempotent by entry id.
     func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
         try context.changing(zone.storeName) { () throws(SyncError) -> UploadResult in
+            // Read before the memory's lock (over a shared database, a round trip).
+            let info = store.zone(zone.storeName)
             var (result, fresh, mark) = try context.locked { () throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) in
-                try admit(caller: caller, entries: entries, to: zone)
+                try admit(caller: caller, entries: entries, to: zone, info: info)
             }
             let stored = try append(&fresh, to: zone, expectingMark: mark, result: &result)
             if stored > 0 {
@@ -23,7 +25,7 @@ struct ServiceUploads: Sendable {
                 }
                 context.hints.changed(zone.storeName, for: told)
                 // The entries are saved; a checkpoint that cannot be written only makes a purge later.
-                try? context.arrivals.note(at: context.now, force: false, write: context.appendRecord)
+                if !store.recordsArrivals { try? context.arrivals.note(at: context.now, force: false, write: context.appendRecord) }
             }
             if !result.failed.isEmpty { throw .partialFailure(result) }
             return result
@@ -33,9 +35,10 @@ struct ServiceUploads: Sendable {
     /// Checks the caller's access, the limits and the quota, and sorts the entries: refused,
     /// acknowledged (purged retries), or fresh (to store); and the zone's mark the purged ids
     /// were read under. Under `lock`.
-    private func admit(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) {
+    private func admit(caller: String, entries: [JournalEntry], to zone: ZoneID,
+                       info: ZoneInfo?) throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) {
         let limits = context.limits
-        _ = try context.access(caller, zone)
+        _ = try context.access(caller, zone, info: info)
         guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
         context.counters.uploads += 1
         context.counters.entriesReceived += entries.count
@@ -43,7 +46,7 @@ struct ServiceUploads: Sendable {
         guard entries.reduce(0, { $0 + UploadPolicy.encodedBytes($1) }) <= limits.maxUploadBytes else { throw .limitExceeded }
         var result = UploadResult()
         var fresh: [JournalEntry] = []
-        let (gone, mark) = try purgedIDs(zone.storeName)
+        let (gone, mark) = try purgedIDs(zone.storeName, info: info)
         let latest = context.now() + UploadPolicy.maxClockSkewMillis
         for e in entries {
             if let why = UploadPolicy.refusal(e, caller: caller, zone: zone, latest: latest) {
@@ -73,10 +76,10 @@ struct ServiceUploads: Sendable {
     /// zone gained.
     private func append(_ fresh: inout [JournalEntry], to zone: ZoneID, expectingMark mark: SequenceNumber,
                         result: inout UploadResult) throws(SyncError) -> Int {
-        let before = store.zone(zone.storeName)?.entryCount ?? 0
+        var gained = 0
         while !fresh.isEmpty {
             do throws(JournalError) {
-                _ = try store.appendBatch(fresh, expectingMark: mark)
+                gained = try store.appendCounting(fresh, expectingMark: mark)
                 result.saved += fresh.map(\.id)
                 break
             } catch .idConflict(_, let id, let at) {
@@ -88,7 +91,7 @@ struct ServiceUploads: Sendable {
                 throw .serviceBusy(retryAfter: .seconds(1))
             }
         }
-        return max(0, (store.zone(zone.storeName)?.entryCount ?? 0) - before)
+        return gained
     }
 
     /// How many of `ids` the zone's live incarnation holds.
@@ -113,8 +116,8 @@ struct ServiceUploads: Sendable {
     /// (the cache is the memory's).
     /// Keyed by the zone's incarnation and mark: another node's compaction raises the mark in the
     /// transaction that purges, so a cache from before it is never used after it.
-    private func purgedIDs(_ zone: String) throws(SyncError) -> (ids: Set<CompactID>, mark: SequenceNumber) {
-        guard let info = store.zone(zone) else { return ([], 0) }
+    private func purgedIDs(_ zone: String, info: ZoneInfo?) throws(SyncError) -> (ids: Set<CompactID>, mark: SequenceNumber) {
+        guard let info else { return ([], 0) }
         guard info.lowWaterMark > 0 else { return ([], 0) }
         if let known = context.purged[zone], known.incarnation == info.incarnation, known.mark == info.lowWaterMark {
             return (known.ids, known.mark)
