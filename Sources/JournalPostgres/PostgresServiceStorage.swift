@@ -52,12 +52,20 @@ package final class PostgresServiceStorage: ServiceStorage {
         (try? wait { [database] () async throws(PostgresStorageError) in try await database.zoneInfos(nil) }) ?? []
     }
 
-    package func zones(ownedBy owner: String) -> [ZoneInfo] {
-        (try? wait { [database] () async throws(PostgresStorageError) in try await database.zoneInfos(owner) }) ?? []
+    package func zones(ownedBy owner: String) throws(JournalError) -> [ZoneInfo] {
+        do { return try wait { [database] () async throws(PostgresStorageError) in try await database.zoneInfos(owner) } } catch {
+            throw Self.journal(error)
+        }
     }
 
     package func zone(_ name: String) -> ZoneInfo? {
-        (try? wait { [database] () async throws(PostgresStorageError) in try await database.zoneInfo(name) }) ?? nil
+        (try? checkedZone(name)) ?? nil
+    }
+
+    package func checkedZone(_ name: String) throws(JournalError) -> ZoneInfo? {
+        do { return try wait { [database] () async throws(PostgresStorageError) in try await database.zoneInfo(name) } } catch {
+            throw Self.journal(error)
+        }
     }
 
     package var nextSequence: SequenceNumber { horizon + 1 }
@@ -152,7 +160,11 @@ package final class PostgresServiceStorage: ServiceStorage {
     }
 
     package func databaseHead() throws(FeedError) -> FeedToken {
-        tokens.issue(.database, zone: nil, incarnation: 0, position: horizon)
+        let h: SequenceNumber
+        do { h = try wait { [database] () async throws(PostgresStorageError) in try await database.horizon() } } catch {
+            throw .storage(Self.journal(error))
+        }
+        return tokens.issue(.database, zone: nil, incarnation: 0, position: h)
     }
 
     package func checkDatabaseToken(_ token: FeedToken) throws(FeedError) {

@@ -15,7 +15,7 @@ struct HistoryPages: Sendable {
     private var store: any ServiceStorage { context.store }
 
     func page(caller: String, zone: ZoneID, after cursor: HistoryCursor?) throws(SyncError) -> HistoryPage {
-        let read = store.zone(zone.storeName)
+        let read = try context.readZone(zone)
         let (info, begun) = try context.locked { () throws(SyncError) in
             let (_, info) = try context.access(caller, zone, info: read)
             return (info, try context.unpurged(zone))

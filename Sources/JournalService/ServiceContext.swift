@@ -133,7 +133,13 @@ final class ServiceContext: @unchecked Sendable {
     /// see answers exactly like one that does not exist; a zone it was removed from, or that was
     /// deleted while it belonged to it, answers `zoneDeleted` with the reason. Under `lock`.
     func access(_ caller: String, _ zone: ZoneID) throws(SyncError) -> (Access, ZoneInfo) {
-        try access(caller, zone, info: store.zone(zone.storeName))
+        try access(caller, zone, info: readZone(zone))
+    }
+
+    /// The zone's newest incarnation as the storage has it; `serviceBusy` when the storage does
+    /// not answer (never `zoneNotFound`: a device would take that for a list gone).
+    func readZone(_ zone: ZoneID) throws(SyncError) -> ZoneInfo? {
+        do { return try store.checkedZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
     }
 
     /// `access(_:_:)` with the zone's newest incarnation as read before `lock` was taken (over a

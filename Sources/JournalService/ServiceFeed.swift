@@ -22,15 +22,19 @@ struct ServiceFeed: Sendable {
         let position = try databasePosition(token, scope: scope)
         // Taken before anything is read: the last page's token covers no more than was read.
         let head = try headToken()
+        // A storage that does not answer is never taken for one without zones: the token would
+        // move past their changes.
         var known: [String: ZoneInfo?] = [:]
-        if scope == .private {
-            for z in store.zones(ownedBy: caller) { known[z.name] = z }
-        } else {
-            let names = context.locked {
-                Set(context.membership.zones(of: caller)).union(context.membership.events(of: caller, after: position ?? 0, through: .max).map(\.zone))
+        do throws(JournalError) {
+            if scope == .private {
+                for z in try store.zones(ownedBy: caller) { known[z.name] = z }
+            } else {
+                let names = context.locked {
+                    Set(context.membership.zones(of: caller)).union(context.membership.events(of: caller, after: position ?? 0, through: .max).map(\.zone))
+                }
+                for name in names { known[name] = .some(try store.checkedZone(name)) }
             }
-            for name in names { known[name] = .some(store.zone(name)) }
-        }
+        } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
         return try context.locked { () throws(SyncError) -> DatabaseChangesPage in
             let zone = { (name: String) -> ZoneInfo? in known[name] ?? store.zone(name) }
             let items = scope == .private ? privateItems(caller, after: position, owned: known.values.compactMap { $0 })
@@ -147,7 +151,7 @@ struct ServiceFeed: Sendable {
     func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
         // The head is taken before the read: it may be older than what the page covers (a later
         // database page then names a newer one, and the device fetches again), never newer.
-        let known = store.zone(zone.storeName)
+        let known = try context.readZone(zone)
         let (begun, info) = try context.locked { () throws(SyncError) -> (UInt64, ZoneInfo) in
             let (_, info) = try context.access(caller, zone, info: known)
             return (try context.unpurged(zone), info)

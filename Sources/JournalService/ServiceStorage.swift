@@ -28,6 +28,9 @@ package protocol ServiceStorage: AnyObject, Sendable {
     func zones() -> [ZoneInfo]
     /// A zone's newest incarnation, or nil for a zone never made.
     func zone(_ name: String) -> ZoneInfo?
+    /// `zone(_:)`, or the storage's failure to answer (a database that does not answer is not a
+    /// zone that does not exist).
+    func checkedZone(_ name: String) throws(JournalError) -> ZoneInfo?
     /// The position the next record takes.
     var nextSequence: SequenceNumber { get }
     /// The highest position the feed serves.
@@ -60,8 +63,9 @@ package protocol ServiceStorage: AnyObject, Sendable {
     /// Checks a database token as `databaseChanges(since:)` would (signature, epoch, not ahead),
     /// without listing what changed.
     func checkDatabaseToken(_ token: FeedToken) throws(FeedError)
-    /// The zones `owner` owns (`owner/…`), newest incarnations, deleted ones too.
-    func zones(ownedBy owner: String) -> [ZoneInfo]
+    /// The zones `owner` owns (`owner/…`), newest incarnations, deleted ones too; or the
+    /// storage's failure to answer (never a shorter list).
+    func zones(ownedBy owner: String) throws(JournalError) -> [ZoneInfo]
 
     /// The zone's activity history, whole (COMPACTION.md §4).
     func history(of zone: String) throws(QueryError) -> ActivityLog
@@ -100,6 +104,7 @@ package protocol ServiceStorage: AnyObject, Sendable {
 }
 
 extension ServiceStorage {
+    package func checkedZone(_ name: String) throws(JournalError) -> ZoneInfo? { zone(name) }
     package func deviceRows() -> [DeviceFetches.Row]? { nil }
     package func arrivedThrough(by time: Int64) -> SequenceNumber? { nil }
     package var recordsArrivals: Bool { false }
@@ -119,7 +124,9 @@ extension ServiceStorage {
     }
     package func databaseHead() throws(FeedError) -> FeedToken { try databaseChanges(since: nil).token }
     package func checkDatabaseToken(_ token: FeedToken) throws(FeedError) { _ = try databaseChanges(since: token) }
-    package func zones(ownedBy owner: String) -> [ZoneInfo] { zones().filter { ZoneID(storeName: $0.name)?.owner == owner } }
+    package func zones(ownedBy owner: String) throws(JournalError) -> [ZoneInfo] {
+        zones().filter { ZoneID(storeName: $0.name)?.owner == owner }
+    }
 }
 
 /// A compaction run as the service asks for it: the list compactor's settings and the hooks that

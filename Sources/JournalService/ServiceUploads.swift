@@ -13,7 +13,7 @@ struct ServiceUploads: Sendable {
     func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
         try context.changing(zone.storeName) { () throws(SyncError) -> UploadResult in
             // Read before the memory's lock (over a shared database, a round trip).
-            let info = store.zone(zone.storeName)
+            let info = try context.readZone(zone)
             var (result, fresh, mark) = try context.locked { () throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) in
                 try admit(caller: caller, entries: entries, to: zone, info: info)
             }
@@ -58,7 +58,8 @@ struct ServiceUploads: Sendable {
             }
         }
         if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
-            let owned = store.zones(ownedBy: zone.owner).filter { !$0.isDeleted }
+            let owned: [ZoneInfo]
+            do { owned = try store.zones(ownedBy: zone.owner).filter { !$0.isDeleted } } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
             let used = owned.reduce(0, { $0 + $1.entryCount })
             // An id twice in the request is stored once.
             let ids = Set(fresh.map(\.id))

@@ -142,6 +142,23 @@ import JournalService
         #expect(seen == (try world.serviceEntryIDs(zone)), "in the order they were stored")
     }
 
+    /// A node whose database does not answer says it is busy: never that a list does not exist
+    /// or that nothing changed (a device would drop the list, or move its token past changes).
+    @Test func aNodeWhoseDatabaseDoesNotAnswerIsBusyNotEmpty() async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        await phone.sync()
+        let node = try Self.secondNode(world)
+        await (node.storage as! PostgresServiceStorage).database.close()
+        #expect(throws: SyncError.serviceBusy(retryAfter: .seconds(1))) {
+            try node.fetchZoneChanges(caller: "alice", zone: list, since: nil, limit: 10)
+        }
+        #expect(throws: SyncError.serviceBusy(retryAfter: .seconds(1))) {
+            try node.fetchDatabaseChanges(caller: "alice", scope: .private, since: nil, limit: 10)
+        }
+    }
+
     /// `body` on a thread of its own.
     final class ThreadRun: @unchecked Sendable {
         private let lock = NSLock()
