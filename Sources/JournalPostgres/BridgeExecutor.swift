@@ -1,44 +1,30 @@
 import CoreMetrics
 import Foundation
+import NIOCore
 
-/// Threads of their own on which the database's async calls run when a synchronous caller waits
-/// for them (`wait`): the service's parts are synchronous (they run on a server's blocking pool,
-/// or in a test), and Swift's cooperative pool has one thread per core. A caller blocked on
-/// that pool must not wait for work that needs the same pool, so the database client, its
-/// connection pool and every bridged call run here instead, and blocking the caller's thread
-/// never holds up the answer it waits for.
+/// Where the database's async calls run when a synchronous caller waits for them (`wait`): the
+/// event loop of the database's own connections (`PostgresStorage.eventLoops`), apart from the
+/// process's other threads. The service's parts are synchronous (they run on a server's
+/// blocking pool, or in a test), and Swift's cooperative pool has one thread per core: a caller
+/// blocked on that pool must not wait for work that needs the same pool, so the database
+/// client, its connection pool and every bridged call run on that loop instead, and blocking
+/// the caller's thread never holds up the answer it waits for. Running the calls on the loop
+/// that reads their answers saves two thread wake-ups per statement against threads of their
+/// own (measured: 780 → 1,040 sync round trips/s with the other changes of that commit).
+/// Nothing that runs here may block: a synchronous storage call made on the loop would wait
+/// for itself.
 final class BridgeExecutor: TaskExecutor, @unchecked Sendable {
-    /// The process's one bridge (its threads live as long as the process).
-    static let shared = BridgeExecutor()
+    /// The process's one bridge, on the database's event loop.
+    static let shared = BridgeExecutor(loop: PostgresStorage.eventLoops.next())
 
-    private let cond = NSCondition()
-    private var jobs: [UnownedJob] = []
+    private let loop: any EventLoop
 
-    /// Starts `threads` threads, named for a debugger.
-    init(threads: Int = 4) {
-        for k in 0..<max(1, threads) {
-            let thread = Thread { [unowned(unsafe) self] in self.serve() }
-            thread.name = "jlog postgres \(k)"
-            thread.start()
-        }
-    }
+    /// A bridge whose jobs run on `loop`.
+    init(loop: any EventLoop) { self.loop = loop }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        cond.lock()
-        jobs.append(job)
-        cond.signal()
-        cond.unlock()
-    }
-
-    private func serve() {
-        while true {
-            cond.lock()
-            while jobs.isEmpty { cond.wait() }
-            let job = jobs.removeFirst()
-            cond.unlock()
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 
     /// Calls waiting on the database now (`jlog_database_calls_in_flight`): against the pool's

@@ -37,9 +37,13 @@ extension PostgresStorage {
     /// take consecutive positions. A failed transaction fails every request (none was stored).
     func commit(_ requests: [AppendRequest]) async -> [Result<PostgresAppend, PostgresStorageError>] {
         do throws(PostgresStorageError) {
-            return try await Self.mapped {
+            let outcome = try await Self.mapped {
                 try await client.withTransaction(logger: logger) { c in try await self.commit(requests, on: c) }
             }
+            if firstStatistics.appended(outcome.reduce(0) { $0 + ((try? $1.get())?.saved.count ?? 0) }) {
+                Task(executorPreference: BridgeExecutor.shared) { [client, logger, firstStatistics] in await firstStatistics.analyseIfNever(client, logger) }
+            }
+            return outcome
         } catch {
             return requests.map { _ in .failure(error) }
         }
@@ -48,20 +52,24 @@ extension PostgresStorage {
     func commit(_ requests: [AppendRequest], on c: PostgresConnection) async throws -> [Result<PostgresAppend, PostgresStorageError>] {
         let next = try await Self.lockPositions(c, logger)
         let names = Array(Set(requests.map(\.zone)))
+        // The live zones, and what they hold of the ids these requests carry ((zone, id) → body),
+        // by one statement: a row per zone and id sought (the body nil when not held).
         var live: [String: Int64] = [:], marks: [String: Int64] = [:]
-        for try await (name, inc, mark) in try await c.query("""
-            SELECT name, incarnation, low_water_mark FROM jlog_zones WHERE name = ANY(\(names)) AND deleted_at IS NULL
-            """, logger: logger).decode((String, Int64, Int64).self) {
+        var held: [String: [[UInt8]: [UInt8]]] = [:]
+        let sought = requests.flatMap { r in r.entries.map { (zone: r.zone, key: ByteBuffer(bytes: $0.key)) } }
+        // Each id sought by its own lookup, which only the unique index answers: the cost follows
+        // the batch, never the zone's size, whatever the table's statistics say (a join let the
+        // planner scan whole zones while the table was not yet analysed: 1–3 ms a batch).
+        let zones = sought.map(\.zone), keys = sought.map(\.key)
+        for try await (name, inc, mark, key, body) in try await c.query("""
+            SELECT z.name, z.incarnation, z.low_water_mark, k.id,
+                   (SELECT r.body FROM jlog_records r WHERE r.zone = z.name AND r.incarnation = z.incarnation AND r.entry_id = k.id)
+            FROM jlog_zones z LEFT JOIN unnest(\(zones)::text[], \(keys)::bytea[]) AS k(zone, id) ON k.zone = z.name
+            WHERE z.name = ANY(\(names)::text[]) AND z.deleted_at IS NULL
+            """, logger: logger).decode((String, Int64, Int64, ByteBuffer?, ByteBuffer?).self) {
             live[name] = inc
             marks[name] = mark
-        }
-        // What the zones hold of the ids these requests carry: (zone, id) → body.
-        var held: [String: [[UInt8]: [UInt8]]] = [:]
-        let keys = requests.flatMap { $0.entries.map { ByteBuffer(bytes: $0.key) } }
-        for try await (zone, inc, key, body) in try await c.query("""
-            SELECT zone, incarnation, entry_id, body FROM jlog_records WHERE zone = ANY(\(names)) AND entry_id = ANY(\(keys))
-            """, logger: logger).decode((String, Int64, ByteBuffer, ByteBuffer).self) where live[zone] == inc {
-            held[zone, default: [:]][Array(buffer: key)] = Array(buffer: body)
+            if let key, let body { held[name, default: [:]][Array(buffer: key)] = Array(buffer: body) }
         }
         var rows = Rows(), results: [Result<PostgresAppend, PostgresStorageError>] = []
         var lastChange: [String: Int64] = [:], added: [String: Int64] = [:]
@@ -103,19 +111,8 @@ extension PostgresStorage {
         guard let last = rows.positions.last else { return results }
         // One statement writes it all, and notifies at the commit (fewer round trips under the lock).
         let changed = Array(lastChange.keys), lasts = changed.map { lastChange[$0]! }, counts = changed.map { added[$0]! }
-        try await c.query("""
-            WITH inserted AS (
-                INSERT INTO jlog_records (position, zone, incarnation, kind, entry_id, body, arrived_at)
-                SELECT p, z, n, \(RecordKind.entry.rawValue), i, b, a
-                FROM unnest(\(rows.positions)::bigint[], \(rows.zones)::text[], \(rows.incarnations)::bigint[], \(rows.ids)::bytea[],
-                            \(rows.bodies)::bytea[], \(rows.arrivals)::bigint[]) AS t(p, z, n, i, b, a)),
-            zones AS (
-                UPDATE jlog_zones SET last_change = t.l, entry_count = entry_count + t.c
-                FROM unnest(\(changed)::text[], \(lasts)::bigint[], \(counts)::bigint[]) AS t(z, l, c) WHERE name = t.z),
-            positions AS (
-                UPDATE jlog_positions SET next = \(last + 1))
-            SELECT pg_notify(\(changesChannel), t.z) FROM unnest(\(changed)::text[]) AS t(z)
-            """, logger: logger)
+        for try await _ in try await c.execute(InsertEntriesStatement(rows: rows, changed: changed, lasts: lasts, counts: counts,
+                                                                       next: last + 1, channel: changesChannel), logger: logger) {}
         return results
     }
 

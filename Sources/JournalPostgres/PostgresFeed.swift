@@ -37,9 +37,10 @@ package struct PostgresTokens: Sendable {
 extension PostgresStorage {
     /// `changes(in:since:limit:expiry: .issuedUnderAnOlderMark)`: rules 1–5 of TOKENS.md §6. The
     /// horizon, the zone's row and the page are read by one statement, so in one snapshot and one
-    /// round trip; only a refusal (a deleted incarnation, an expired token) reads more.
+    /// round trip; only a refusal (a deleted incarnation, an expired token) reads more. The page
+    /// comes with the zone's row as that statement read it.
     package func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int,
-                             tokens: PostgresTokens) async throws(PostgresStorageError) -> Result<ZoneChanges, FeedError> {
+                             tokens: PostgresTokens) async throws(PostgresStorageError) -> Result<(ZoneChanges, ZoneInfo), FeedError> {
         guard limit >= 1 else { return .failure(.invalidLimit(limit)) }
         var parsed: ChangeToken? = nil
         if let token {
@@ -77,9 +78,9 @@ extension PostgresStorage {
         let more = page.entries.count > limit
         let entries = more ? Array(page.entries.prefix(limit)) : page.entries
         let next = more ? entries.last!.sequence : max(position, h)
-        return .success(ZoneChanges(zone: zone, incarnation: info.incarnation, entries: entries,
-                                    token: tokens.issue(.zone, zone: zone, incarnation: info.incarnation, position: next, floor: info.lowWaterMark),
-                                    moreComing: more))
+        return .success((ZoneChanges(zone: zone, incarnation: info.incarnation, entries: entries,
+                                     token: tokens.issue(.zone, zone: zone, incarnation: info.incarnation, position: next, floor: info.lowWaterMark),
+                                     moreComing: more), info))
     }
 
     /// The horizon, the zone's newest incarnation and its entries in `(position, horizon]` (at
@@ -87,24 +88,11 @@ extension PostgresStorage {
     private func zonePage(_ zone: String, after position: SequenceNumber,
                           limit: Int) async throws(PostgresStorageError) -> (horizon: SequenceNumber, zone: ZoneInfo?, entries: [FeedEntry]) {
         try await Self.mapped {
-            let rows = try await client.query("""
-                WITH h AS (SELECT next - 1 AS horizon FROM jlog_positions),
-                     z AS (SELECT \(unescaped: Self.zoneColumns) FROM jlog_zones WHERE name = \(zone))
-                SELECT h.horizon, z.name, z.incarnation, z.low_water_mark, z.last_change, z.deleted_at, z.deletion_reason,
-                       z.entry_count, z.history_through, r.position, r.body
-                FROM h LEFT JOIN z ON true
-                LEFT JOIN LATERAL (
-                    SELECT position, body FROM jlog_records
-                    WHERE zone = z.name AND incarnation = z.incarnation AND kind = \(RecordKind.entry.rawValue)
-                      AND position > \(Int64(position)) AND position <= h.horizon
-                    ORDER BY position LIMIT \(limit)) r ON true
-                ORDER BY r.position
-                """, logger: logger)
+            let rows = try await client.execute(ZonePageStatement(zone: zone, after: Int64(position), limit: Int64(limit)), logger: logger)
             var horizon: SequenceNumber = 0
             var info: ZoneInfo? = nil
             var entries: [FeedEntry] = []
-            for try await (h, name, inc, mark, last, deletedAt, reason, count, through, p, body) in rows.decode(
-                (Int64, String?, Int64?, Int64?, Int64?, Int64?, Int16?, Int64?, Int64?, Int64?, ByteBuffer?).self) {
+            for try await (h, name, inc, mark, last, deletedAt, reason, count, through, p, body) in rows {
                 horizon = SequenceNumber(h)
                 if info == nil, let name, let inc, let mark, let last, let count, let through {
                     info = Self.zoneInfo((name, inc, mark, last, deletedAt, reason, count, through))
@@ -199,4 +187,39 @@ extension PostgresStorage {
         }
         return nil
     }
+}
+
+/// A zone's page (`PostgresStorage.zonePage`) as a prepared statement: the hottest statement of
+/// the service (every fetch), planned once per connection instead of at every call (measured:
+/// planning took 0.13 ms of its 0.18 ms in PostgreSQL).
+struct ZonePageStatement: PostgresPreparedStatement {
+    static let sql = """
+        WITH h AS (SELECT next - 1 AS horizon FROM jlog_positions),
+             z AS (SELECT \(PostgresStorage.zoneColumns) FROM jlog_zones WHERE name = $1)
+        SELECT h.horizon, z.name, z.incarnation, z.low_water_mark, z.last_change, z.deleted_at, z.deletion_reason,
+               z.entry_count, z.history_through, r.position, r.body
+        FROM h LEFT JOIN z ON true
+        LEFT JOIN LATERAL (
+            SELECT position, body FROM jlog_records
+            WHERE zone = z.name AND incarnation = z.incarnation AND kind = \(PostgresStorage.RecordKind.entry.rawValue)
+              AND position > $2 AND position <= h.horizon
+            ORDER BY position LIMIT $3) r ON true
+        ORDER BY r.position
+        """
+    typealias Row = (Int64, String?, Int64?, Int64?, Int64?, Int64?, Int16?, Int64?, Int64?, Int64?, ByteBuffer?)
+    static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .int8]
+
+    let zone: String
+    let after: Int64
+    let limit: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var b = PostgresBindings(capacity: 3)
+        b.append(zone)
+        b.append(after)
+        b.append(limit)
+        return b
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }

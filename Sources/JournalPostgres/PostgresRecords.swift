@@ -97,7 +97,7 @@ extension PostgresStorage {
 
     /// Locks the positions row until the transaction ends; the next position.
     static func lockPositions(_ c: PostgresConnection, _ logger: Logger) async throws -> Int64 {
-        for try await next in try await c.query("SELECT next FROM jlog_positions FOR UPDATE", logger: logger).decode(Int64.self) { return next }
+        for try await next in try await c.execute(LockPositionsStatement(), logger: logger) { return next }
         throw PostgresStorageError.damaged("jlog_positions has no row")
     }
 

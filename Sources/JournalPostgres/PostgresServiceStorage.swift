@@ -148,7 +148,15 @@ package final class PostgresServiceStorage: ServiceStorage {
     }
 
     package func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> ZoneChanges {
-        try feed { [database, tokens] () async throws(PostgresStorageError) in try await database.zoneChanges(zone, since: token, limit: limit, tokens: tokens) }
+        try zonePage(zone, since: token, limit: limit).changes
+    }
+
+    /// One statement reads the page and the zone's row (one snapshot, one round trip).
+    package func zonePage(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> (changes: ZoneChanges, zone: ZoneInfo?) {
+        let (changes, info) = try feed { [database, tokens] () async throws(PostgresStorageError) in
+            try await database.zoneChanges(zone, since: token, limit: limit, tokens: tokens)
+        }
+        return (changes, info)
     }
 
     package func zoneToken(_ zone: String, position: SequenceNumber?) throws(FeedError) -> FeedToken {

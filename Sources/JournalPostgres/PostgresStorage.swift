@@ -21,6 +21,8 @@ public final class PostgresStorage: Sendable {
     private(set) nonisolated(unsafe) var batcher: AppendBatcher? = nil
     /// The migrations this opening applied (empty when the schema was current).
     public let migrated: [Int]
+    /// The records table's first statistics (`FirstStatistics`).
+    let firstStatistics = FirstStatistics()
 
     private init(client: PostgresClient, logger: Logger, changesChannel: String, running: Task<Void, Never>, migrated: [Int]) {
         self.client = client
@@ -101,6 +103,7 @@ public final class PostgresStorage: Sendable {
 
     /// Runs `body`, its failures as `PostgresStorageError` (the server's own words kept:
     /// PostgresNIO's `description` hides them).
+    @discardableResult
     static func mapped<T>(_ body: () async throws -> T) async throws(PostgresStorageError) -> T {
         do { return try await body() } catch let e as PostgresStorageError { throw e } catch let e as PostgresTransactionError {
             // A refusal thrown inside a transaction comes back wrapped, after the rollback.

@@ -54,6 +54,11 @@ final class ServiceContext: @unchecked Sendable {
     /// change may rest on the log before a purge (its window opened and closed during the read).
     /// Under `lock`.
     var purgesBegun: [String: UInt64] = [:]
+    /// Over a shared storage: each zone's row as this node last read it (a fetch's page, an
+    /// upload's read). An upload checks access and purged ids against it with no read of its
+    /// own; the append then refuses it if the zone's incarnation or mark moved, and the upload
+    /// starts over from a fresh read (`ServiceUploads`). Under `lock`.
+    private var rows: [String: ZoneInfo] = [:]
     /// Upload calls and entries received, and entries stored new. Under `lock`.
     var counters = ServiceCore.Counters()
     /// For tests: called after a fetch's first purge check and after its read, beside which a
@@ -135,6 +140,30 @@ final class ServiceContext: @unchecked Sendable {
     func access(_ caller: String, _ zone: ZoneID) throws(SyncError) -> (Access, ZoneInfo) {
         try access(caller, zone, info: readZone(zone))
     }
+
+    /// Over a shared storage, the zone's live row as this node last read it (nil: not kept, or
+    /// the storage is the engine's, whose rows are in memory anyway).
+    func rememberedZone(_ zone: ZoneID) -> ZoneInfo? {
+        guard store.isShared else { return nil }
+        return locked { rows[zone.storeName] }
+    }
+
+    /// Keeps a zone's row as read (a live one only; at most `maxRememberedZones`). Under `lock`.
+    func remember(_ info: ZoneInfo?, of zone: ZoneID) {
+        guard store.isShared else { return }
+        guard let info, !info.isDeleted else {
+            rows[zone.storeName] = nil
+            return
+        }
+        if rows.count >= Self.maxRememberedZones, rows[zone.storeName] == nil { rows.removeAll(keepingCapacity: true) }
+        rows[zone.storeName] = info
+    }
+
+    /// Forgets a zone's row (an upload that went wrong with it reads afresh). Under `lock`.
+    func forget(_ zone: String) { rows[zone] = nil }
+
+    /// The rows `rows` keeps at most (about 100 bytes each).
+    static let maxRememberedZones = 100_000
 
     /// The zone's newest incarnation as the storage has it; `serviceBusy` when the storage does
     /// not answer (never `zoneNotFound`: a device would take that for a list gone).

@@ -101,18 +101,11 @@ public final class ServiceCore: @unchecked Sendable {
 
     /// `perform(caller:_:)` for a caller whose device the transport knows: a fetch that reaches
     /// the zone's end, an upload that moved the device's token, and a snapshot fetched are noted
-    /// as the device catching up with the zone under its current mark (`devices`).
+    /// as the device catching up with the zone under the mark the call read (`devices`).
     public func perform(_ caller: ServiceCaller, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
-        let answer = try perform(caller: caller.account, call)
-        guard let device = caller.device else { return answer }
-        let zone: ZoneID? = switch (call, answer) {
-        case (.fetchZoneChanges(let z, _, _), .zoneChanges(let p)) where !p.moreComing: z
-        case (.upload(_, let z, _), .upload(let r)) where r.token != nil: z
-        case (.fetchZoneSnapshot(let z), .snapshot(let s)) where s != nil: z
-        default: nil
-        }
-        if let zone, let info = storage.zone(zone.storeName) {
-            devices.note(device: device, account: caller.account, zone: zone.storeName, mark: info.lowWaterMark, at: now())
+        let (answer, caughtUp) = try answer(caller: caller.account, call)
+        if let device = caller.device, let (zone, mark) = caughtUp {
+            devices.note(device: device, account: caller.account, zone: zone.storeName, mark: mark, at: now())
         }
         return answer
     }
@@ -135,29 +128,42 @@ public final class ServiceCore: @unchecked Sendable {
 
     /// Answers `call` for `caller`: the one place a call as a value meets the method for it.
     public func perform(caller: String, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
+        try answer(caller: caller, call).answer
+    }
+
+    /// What a device caught up with: the zone, and the mark its token is under.
+    private typealias CaughtUp = (zone: ZoneID, mark: SequenceNumber)
+
+    /// The answer to `call`, and the zone a device is caught up with after it (nil: none).
+    private func answer(caller: String, _ call: SyncCall) throws(SyncError) -> (answer: SyncAnswer, caughtUp: CaughtUp?) {
         // An owner's call on its own list needs no membership: only the others read what other
         // nodes wrote first (membership, announcements; one query over a shared database).
         if Self.zoneOwned(by: caller, call) == nil { try catchUp() }
         switch call {
-        case .upload(let entries, let zone, let since): return .upload(try upload(caller: caller, entries: entries, to: zone, since: since))
-        case .fetchBothDatabases(let tokens, let limit):
-            return .bothDatabases(BothDatabasesPage(private: try fetchDatabaseChanges(caller: caller, scope: .private, since: tokens.private, limit: limit),
-                                                    shared: try fetchDatabaseChanges(caller: caller, scope: .shared, since: tokens.shared, limit: limit)))
-        case .fetchDatabaseChanges(let scope, let token, let limit):
-            return .databaseChanges(try fetchDatabaseChanges(caller: caller, scope: scope, since: token, limit: limit))
+        case .upload(let entries, let zone, let since):
+            let (result, mark) = try upload(caller: caller, entries: entries, to: zone, since: since)
+            return (.upload(result), mark.map { (zone, $0) })
         case .fetchZoneChanges(let zone, let token, let limit):
-            return .zoneChanges(try fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit))
-        case .fetchZoneHistory(let zone): return .history(try fetchZoneHistory(caller: caller, zone: zone))
-        case .fetchZoneSnapshot(let zone): return .snapshot(try fetchZoneSnapshot(caller: caller, zone: zone))
-        case .fetchZoneHistoryPage(let zone, let cursor): return .historyPage(try fetchZoneHistoryPage(caller: caller, zone: zone, after: cursor))
+            let (page, mark) = try feed.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit)
+            return (.zoneChanges(page), page.moreComing ? nil : (zone, mark))
+        case .fetchZoneSnapshot(let zone):
+            let (snapshot, mark) = try feed.fetchZoneSnapshot(caller: caller, zone: zone)
+            return (.snapshot(snapshot), snapshot == nil ? nil : (zone, mark))
+        case .fetchBothDatabases(let tokens, let limit):
+            return (.bothDatabases(BothDatabasesPage(private: try fetchDatabaseChanges(caller: caller, scope: .private, since: tokens.private, limit: limit),
+                                                     shared: try fetchDatabaseChanges(caller: caller, scope: .shared, since: tokens.shared, limit: limit))), nil)
+        case .fetchDatabaseChanges(let scope, let token, let limit):
+            return (.databaseChanges(try fetchDatabaseChanges(caller: caller, scope: scope, since: token, limit: limit)), nil)
+        case .fetchZoneHistory(let zone): return (.history(try fetchZoneHistory(caller: caller, zone: zone)), nil)
+        case .fetchZoneHistoryPage(let zone, let cursor): return (.historyPage(try fetchZoneHistoryPage(caller: caller, zone: zone, after: cursor)), nil)
         case .createZone(let zone): try createZone(caller: caller, zone: zone)
         case .deleteZone(let zone): try deleteZone(caller: caller, zone: zone)
-        case .shareZone(let zone, let participant): return .invitation(try shareZone(caller: caller, zone: zone, with: participant))
-        case .acceptShare(let invitation): return .zone(try acceptShare(caller: caller, invitation: invitation))
+        case .shareZone(let zone, let participant): return (.invitation(try shareZone(caller: caller, zone: zone, with: participant)), nil)
+        case .acceptShare(let invitation): return (.zone(try acceptShare(caller: caller, invitation: invitation)), nil)
         case .removeParticipant(let participant, let zone): try removeParticipant(caller: caller, participant: participant, from: zone)
         case .stopSharing(let zone): try stopSharing(caller: caller, zone: zone)
         }
-        return .done
+        return (.done, nil)
     }
 
     /// Stores the caller's entries in a zone (`SyncService.upload`): idempotent by entry id, and a
@@ -170,16 +176,21 @@ public final class ServiceCore: @unchecked Sendable {
     /// holds nothing there but this upload's entries, the answer carries the token after them and
     /// the zone's head, so the device need not fetch its own entries back.
     public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?) throws(SyncError) -> UploadResult {
+        try upload(caller: caller, entries: entries, to: zone, since: since).result
+    }
+
+    /// `upload(caller:entries:to:since:)`, and the mark of the token it answers (nil: none).
+    private func upload(caller: String, entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?) throws(SyncError) -> (result: UploadResult, mark: SequenceNumber?) {
         var result = try uploads.upload(caller: caller, entries: entries, to: zone)
-        guard let since else { return result }
+        guard let since else { return (result, nil) }
         // Any refusal (a purge under way, an expired token) only leaves the token out.
-        guard let page = try? feed.fetchZoneChanges(caller: caller, zone: zone, since: since, limit: entries.count + 1),
-              !page.moreComing, page.head != nil else { return result }
+        guard let (page, mark) = try? feed.fetchZoneChanges(caller: caller, zone: zone, since: since, limit: entries.count + 1),
+              !page.moreComing, page.head != nil else { return (result, nil) }
         let mine = Set(result.saved)
-        guard page.entries.allSatisfy({ mine.contains($0.id) }) else { return result }
+        guard page.entries.allSatisfy({ mine.contains($0.id) }) else { return (result, nil) }
         result.token = page.token
         result.head = page.head
-        return result
+        return (result, mark)
     }
 
     /// The zones of one of the caller's databases changed or gone since `token`
@@ -191,13 +202,13 @@ public final class ServiceCore: @unchecked Sendable {
     /// A zone's entries after `token`, in pages held to the limits' entries and bytes
     /// (`SyncService.fetchZoneChanges`); refused for a moment while the zone is purged.
     public func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
-        try feed.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit)
+        try feed.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit).page
     }
 
     /// The zone's state as one snapshot and the token after it (`SyncService.fetchZoneSnapshot`),
     /// or nil when the service keeps none to give.
     public func fetchZoneSnapshot(caller: String, zone: ZoneID) throws(SyncError) -> ZoneSnapshot? {
-        try feed.fetchZoneSnapshot(caller: caller, zone: zone)
+        try feed.fetchZoneSnapshot(caller: caller, zone: zone).snapshot
     }
 
     /// One page of the zone's activity history and the cursor of the next
@@ -254,6 +265,8 @@ public final class ServiceCore: @unchecked Sendable {
     public func compact(now time: Int64) throws(SyncError) -> ListCompactionReport {
         try catchUp()
         let report = try compaction.compact(now: time)
+        // The rows this node keeps for uploads are under the old marks now.
+        context.locked { for z in report.zones { context.forget(z.zone) } }
         // A report for the operator: a run is not undone for it.
         try? saveDevices()
         return report

@@ -147,37 +147,58 @@ struct ServiceFeed: Sendable {
     }
 
     /// A zone's entries after `token`, in pages held to the limits' entries and bytes; refused
-    /// for a moment while the zone is purged.
-    func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> ZoneChangesPage {
-        // The head is taken before the read: it may be older than what the page covers (a later
-        // database page then names a newer one, and the device fetches again), never newer.
-        let known = try context.readZone(zone)
-        let (begun, info) = try context.locked { () throws(SyncError) -> (UInt64, ZoneInfo) in
-            let (_, info) = try context.access(caller, zone, info: known)
-            return (try context.unpurged(zone), info)
+    /// for a moment while the zone is purged. With the page, the mark its token is under (the
+    /// device is then caught up with the zone under it, `DeviceFetches`).
+    ///
+    /// The page is read first and the caller's access checked against the zone's row that came
+    /// with it (over a shared database, one round trip for the whole fetch); nothing read is
+    /// answered before the check, and a refusal is answered only after it, so a zone the caller
+    /// may not see still looks exactly like one that does not exist.
+    func fetchZoneChanges(caller: String, zone: ZoneID, since token: ServiceToken?, limit: Int) throws(SyncError) -> (page: ZoneChangesPage, mark: SequenceNumber) {
+        let begun: UInt64
+        do { begun = try context.locked { () throws(SyncError) in try context.unpurged(zone) } } catch {
+            try checkAccess(caller, zone)
+            throw error
         }
         context.fetchReadHooks?.afterCheck()
         let since = token.map { FeedToken($0.text) }
-        var page = try read(zone, since: since, limit: max(1, min(limit, context.limits.maxPageEntries)))
+        var (page, info) = try read(zone, caller: caller, since: since, limit: max(1, min(limit, context.limits.maxPageEntries)))
         if let fit = UploadPolicy.entriesWithin(context.limits.maxPageBytes, page.entries.lazy.map(\.entry)), fit < page.entries.count {
             // Over the page's bytes: the same read, cut where the bytes run out, so that the
             // token is the one after the last entry sent.
-            page = try read(zone, since: since, limit: fit)
+            (page, info) = try read(zone, caller: caller, since: since, limit: fit)
         }
         context.fetchReadHooks?.afterRead()
         // A purge that began while the page was read may have raised the mark the page's token
         // carries as its floor, and read it from the log before the rewrite: that token would
         // outlive the purge, even when the whole run ended during the read.
-        _ = try context.locked { () throws(SyncError) in try context.unpurged(zone, since: begun) }
-        return ZoneChangesPage(zone: zone, entries: page.entries.map(\.entry), token: ServiceToken(page.token.text), moreComing: page.moreComing,
-                               head: page.moreComing ? nil : ZoneHeads.of(info))
+        let (_, checked) = try context.locked { () throws(SyncError) -> (ServiceContext.Access, ZoneInfo) in
+            let access = try context.access(caller, zone, info: info)
+            _ = try context.unpurged(zone, since: begun)
+            context.remember(info, of: zone)
+            return access
+        }
+        return (ZoneChangesPage(zone: zone, entries: page.entries.map(\.entry), token: ServiceToken(page.token.text), moreComing: page.moreComing,
+                                head: page.moreComing ? nil : ZoneHeads.of(checked)), checked.lowWaterMark)
     }
 
-    /// One read of the zone's feed, tokens expiring under an older mark (SYNC.md §6).
-    private func read(_ zone: ZoneID, since token: FeedToken?, limit: Int) throws(SyncError) -> ZoneChanges {
+    /// The caller's access to `zone`, read now: what a refused call answers first.
+    private func checkAccess(_ caller: String, _ zone: ZoneID) throws(SyncError) {
+        let info = try context.readZone(zone)
+        _ = try context.locked { () throws(SyncError) in try context.access(caller, zone, info: info) }
+    }
+
+    /// One read of the zone's feed, tokens expiring under an older mark (SYNC.md §6), with the
+    /// zone's row as it stood no later than the read. A refusal is answered after the caller's
+    /// access is checked.
+    private func read(_ zone: ZoneID, caller: String, since token: FeedToken?, limit: Int) throws(SyncError) -> (ZoneChanges, ZoneInfo?) {
         do throws(FeedError) {
-            return try store.zoneChanges(zone.storeName, since: token, limit: limit)
-        } catch { throw fetchError(error, zone) }
+            return try store.zonePage(zone.storeName, since: token, limit: limit)
+        } catch {
+            if case .storage = error { throw .serviceBusy(retryAfter: .seconds(1)) }
+            try checkAccess(caller, zone)
+            throw fetchError(error, zone)
+        }
     }
 
     /// What a fetch answers for what the feed said.
@@ -220,22 +241,23 @@ struct ServiceFeed: Sendable {
     /// Refused for a moment while the zone is purged, like a page (SYNC.md §6.2 rule 3), and when
     /// the mark moved while the snapshot was read: a token under the new mark at the old
     /// snapshot's sequence would let the device keep an add whose mark-off the purge took.
-    func fetchZoneSnapshot(caller: String, zone: ZoneID) throws(SyncError) -> ZoneSnapshot? {
+    /// With it, the mark it was taken under.
+    func fetchZoneSnapshot(caller: String, zone: ZoneID) throws(SyncError) -> (snapshot: ZoneSnapshot?, mark: SequenceNumber) {
         let (info, begun) = try context.locked { () throws(SyncError) in
             let (_, info) = try context.access(caller, zone)
             return (info, try context.unpurged(zone))
         }
-        guard info.lowWaterMark > 0, !info.isDeleted else { return nil }
+        guard info.lowWaterMark > 0, !info.isDeleted else { return (nil, info.lowWaterMark) }
         let found: (bytes: [UInt8], sequence: SequenceNumber)?
         do throws(QueryError) { found = try store.newestSnapshot(of: info) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
-        guard let found, found.bytes.count <= ListBase.maxSnapshotBytes else { return nil }
+        guard let found, found.bytes.count <= ListBase.maxSnapshotBytes else { return (nil, info.lowWaterMark) }
         let token: FeedToken
         do throws(FeedError) { token = try store.zoneToken(zone.storeName, position: found.sequence) } catch { throw fetchError(error, zone) }
         _ = try context.locked { () throws(SyncError) in try context.unpurged(zone, since: begun) }
         guard let now = store.zone(zone.storeName), now.incarnation == info.incarnation, now.lowWaterMark == info.lowWaterMark else {
             throw .serviceBusy(retryAfter: .seconds(1))
         }
-        return ZoneSnapshot(bytes: found.bytes, token: ServiceToken(token.text))
+        return (ZoneSnapshot(bytes: found.bytes, token: ServiceToken(token.text)), info.lowWaterMark)
     }
 
     /// What a history fetch answers for what the query said.

@@ -10,12 +10,38 @@ struct ServiceUploads: Sendable {
     private var store: any ServiceStorage { context.store }
 
     /// Stores the caller's entries in a zone: idempotent by entry id.
+    ///
+    /// Over a shared storage the zone's row this node read last stands in for a read (one
+    /// round trip fewer): the append refuses the upload if the zone's mark moved since (a
+    /// compaction) or its incarnation is gone, and then, as after any refusal or failure that
+    /// may come from an old row, the upload starts over from a fresh read, so it answers what
+    /// it would have answered with one (and is counted once).
     func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
+        guard let remembered = context.rememberedZone(zone) else { return try upload(caller: caller, entries: entries, to: zone, info: nil, counting: true) }
+        do throws(SyncError) {
+            return try upload(caller: caller, entries: entries, to: zone, info: remembered, counting: true)
+        } catch {
+            switch error {
+            case .zoneNotFound, .zoneDeleted, .serviceBusy:
+                context.locked { context.forget(zone.storeName) }
+                return try upload(caller: caller, entries: entries, to: zone, info: nil, counting: false)
+            default: throw error
+            }
+        }
+    }
+
+    /// `upload(caller:entries:to:)` with the zone's row as given (nil: read now); `counting`: the
+    /// call and its entries count as received (not again when an upload starts over).
+    private func upload(caller: String, entries: [JournalEntry], to zone: ZoneID, info known: ZoneInfo?,
+                        counting: Bool) throws(SyncError) -> UploadResult {
         try context.changing(zone.storeName) { () throws(SyncError) -> UploadResult in
             // Read before the memory's lock (over a shared database, a round trip).
-            let info = try context.readZone(zone)
+            let info: ZoneInfo?
+            if let known { info = known } else { info = try context.readZone(zone) }
             var (result, fresh, mark) = try context.locked { () throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) in
-                try admit(caller: caller, entries: entries, to: zone, info: info)
+                let admitted = try admit(caller: caller, entries: entries, to: zone, info: info, counting: counting)
+                if known == nil { context.remember(info, of: zone) }
+                return admitted
             }
             let stored = try append(&fresh, to: zone, expectingMark: mark, result: &result)
             if stored > 0 {
@@ -36,12 +62,14 @@ struct ServiceUploads: Sendable {
     /// acknowledged (purged retries), or fresh (to store); and the zone's mark the purged ids
     /// were read under. Under `lock`.
     private func admit(caller: String, entries: [JournalEntry], to zone: ZoneID,
-                       info: ZoneInfo?) throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) {
+                       info: ZoneInfo?, counting: Bool) throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) {
         let limits = context.limits
         _ = try context.access(caller, zone, info: info)
         guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
-        context.counters.uploads += 1
-        context.counters.entriesReceived += entries.count
+        if counting {
+            context.counters.uploads += 1
+            context.counters.entriesReceived += entries.count
+        }
         guard entries.count <= limits.maxUploadEntries else { throw .limitExceeded }
         guard entries.reduce(0, { $0 + UploadPolicy.encodedBytes($1) }) <= limits.maxUploadBytes else { throw .limitExceeded }
         var result = UploadResult()

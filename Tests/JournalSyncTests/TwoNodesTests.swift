@@ -95,6 +95,49 @@ import JournalService
         #expect(try world.serviceList(list).items.map(\.text) == ["Eggs"], "the bought item never comes back")
     }
 
+    /// A node uploads against the zone's row as it last read it: when another node compacted the
+    /// list since, the append refuses that row and the upload starts over from a fresh one, so a
+    /// late retry of a purged add is still acknowledged and never stored again.
+    @Test func anUploadThroughANodeThatLastSawTheListBeforeAnotherNodeCompactedItIsNotStoredAgain() async throws {
+        let world = try World(retentionMillis: day)
+        let other = try Self.secondNode(world)
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        let milk = try await phone.add("Milk", list)
+        try await phone.add("Eggs", list)
+        try await phone.engine.record(.markOff(item: milk), in: list)
+        await phone.sync()   // through the first node, which keeps the row it read (mark 0)
+        let original = try #require(try world.serviceEntries(list).first {
+            if case .add(let item, _, _) = $0.operation { return item == milk } else { return false }
+        })
+        world.clock.advance(by: 2 * day)
+        #expect(try other.compact(now: world.clock.now()).zones.map(\.zone) == [list.storeName])
+        let retry = try world.core.upload(caller: "alice", entries: [original], to: list)
+        #expect(retry.saved == [original.id])
+        #expect(try world.serviceList(list).items.map(\.text) == ["Eggs"], "the bought item never comes back")
+    }
+
+    /// A list another node deleted since this node last read it answers `zoneDeleted` to an
+    /// upload, as it would to a node that never read it: nothing is stored.
+    @Test func anUploadThroughANodeThatLastSawALiveListAnotherNodeDeletedAnswersDeleted() async throws {
+        let world = try World()
+        let other = try Self.secondNode(world)
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        try await phone.add("Milk", list)
+        await phone.sync()
+        try other.deleteZone(caller: "alice", zone: list)
+        let wall = world.clock.now()
+        let tea = JournalEntry(id: CompactID("late-tea")!, zone: list.storeName, author: "alice:phone", wallTime: wall,
+                               clock: HybridTime(derivedFromWallTime: wall), operation: .add(item: CompactID("tea")!, text: "Tea", after: nil))
+        #expect(throws: SyncError.zoneDeleted(reason: .deleted)) {
+            try world.core.upload(caller: "alice", entries: [tea], to: list)
+        }
+        #expect(throws: SyncError.zoneDeleted(reason: .deleted)) {
+            try other.upload(caller: "alice", entries: [tea], to: list)
+        }
+    }
+
     /// Eight uploaders, half through each node, while a reader pages the zone with its tokens,
     /// each page from the other node: the reader's pages cover every entry exactly once, in
     /// order (no token ever skips an entry that commits later), over several runs.
