@@ -7,7 +7,8 @@
 # until quiet and the script checks: every device shows the same list; every change a device
 # acknowledged (`jlog add` etc. printed its id) is in the service's history (read through alice's
 # device); no entry id is stored twice on any device; the database holds each id once per zone;
-# `jlog verify` passes on every device's store.
+# `jlog verify` passes on every device's store; the last node's metrics show the database's
+# series; once it stops, `jlog accounts devices --database` lists each device's catch-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-10}"
@@ -71,12 +72,17 @@ devices=()
 # nodes are killed and one comes back without it.
 for k in 0 1; do kill -9 "${pids[$k]}" 2>/dev/null || true; wait "${pids[$k]}" 2>/dev/null || true; pids[$k]=""; done
 kills=$((kills + 2))
-"$JLOG" serve --database "$db" --listen "127.0.0.1:${ports[0]}" --compact-every 0 --rate-limit 0 >>node0.log 2>&1 &
+mport="$(free_port)"
+"$JLOG" serve --database "$db" --listen "127.0.0.1:${ports[0]}" --compact-every 0 --rate-limit 0 --metrics "127.0.0.1:$mport" >>node0.log 2>&1 &
 pids[0]=$!
 disown "${pids[0]}" 2>/dev/null || true
 for _ in $(seq 1 200); do curl -sf "http://127.0.0.1:${ports[0]}/v1/health" >/dev/null 2>&1 && break; sleep 0.05; done
 
 for _ in 1 2 3 4; do for p in alice bob carol; do sync_once "$p" phone || true; done; done
+curl -sf "http://127.0.0.1:$mport/metrics" > metrics.txt
+for series in jlog_database_calls_in_flight jlog_database_call_seconds hb_requests jlog_entries_saved_total; do
+  grep -q "^$series" metrics.txt || { echo "nodes-kill9: the node's metrics lack $series" >&2; exit 1; }
+done
 
 "$JLOG" history alice.wal --zone "$zone" --json --server "$url" --credential alice.cred > history.json
 dupes=$("$PSQL" -h "$work/pg" -U jlog -d jlog -qAtc "SELECT count(*) - count(DISTINCT (zone, incarnation, entry_id)) FROM jlog_records WHERE entry_id IS NOT NULL")
@@ -115,5 +121,17 @@ for p in problems: print("PROBLEM:", p)
 sys.exit(1 if problems else 0)
 PY
 for s in alice.wal bob.wal carol.wal; do "$JLOG" verify "$s" >/dev/null || { echo "verify failed on $s" >&2; exit 1; }; done
+# A node that stops saves where its devices caught up; the operator reads it from the database.
+kill -TERM "${pids[0]}"
+for _ in $(seq 1 100); do kill -0 "${pids[0]}" 2>/dev/null || break; sleep 0.1; done
+pids[0]=""
+"$JLOG" accounts devices --database "$db" --json > devices.json
+python3 - "$zone" <<'PY'
+import json, sys
+rows = [d for d in json.load(open("devices.json"))["devices"] if d["zone"] == sys.argv[1]]
+accounts = {d["account"] for d in rows}
+if not {"alice", "bob", "carol"} <= accounts:
+    sys.exit(f"nodes-kill9: jlog accounts devices --database lists {sorted(accounts)} for the list, not every device's account")
+PY
 compactions=$(cat node*.log | grep -c compacted || true)
-echo "nodes-kill9: $kills SIGKILLs of two nodes over one PostgreSQL behind nginx, $compactions compactions, 3 devices: converged, nothing lost, nothing duplicated"
+echo "nodes-kill9: $kills SIGKILLs of two nodes over one PostgreSQL behind nginx, $compactions compactions, 3 devices: converged, nothing lost, nothing duplicated; the database metrics and jlog accounts devices --database answer"

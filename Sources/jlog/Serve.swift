@@ -25,6 +25,9 @@ struct Serve: AsyncParsableCommand {
     var database: String?
     @Option(help: ArgumentHelp("With --database: the PostgreSQL schema the tables live in (default: the user's search path).", valueName: "name"))
     var schema: String?
+    @Option(help: ArgumentHelp("With --database: connections this node keeps to it (about twice the database's cores: more only take turns on them).",
+                               valueName: "n"))
+    var databaseConnections = 8
     @Option(help: ArgumentHelp("Address and port to listen on.", valueName: "host:port")) var listen = "127.0.0.1:8080"
     @Option(help: ArgumentHelp("Days a finished lifecycle stays before compaction purges it.", valueName: "days")) var retentionDays: Double = 14
     @Option(help: ArgumentHelp("Seconds between compactions (0: never).", valueName: "s")) var compactEvery: Double = 3_600
@@ -43,6 +46,7 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard (store == nil) != (database == nil) else { throw ValidationError("give a store directory or --database postgres://…, not both") }
         guard schema == nil || database != nil else { throw ValidationError("--schema goes with --database") }
+        guard (1...1_000).contains(databaseConnections) else { throw ValidationError("--database-connections must be 1…1000") }
         guard hostPort != nil else { throw ValidationError("--listen takes HOST:PORT (port 0 picks a free one)") }
         guard retentionDays >= 0, retentionDays <= 3_650 else { throw ValidationError("--retention-days must be 0…3650") }
         guard compactEvery >= 0, compactEvery <= 86_400 * 365 else { throw ValidationError("--compact-every must be 0…31536000 seconds") }
@@ -73,7 +77,7 @@ struct Serve: AsyncParsableCommand {
         var log = Logger(label: "jlog-serve")
         log.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
         let place: ServePlace = if let database {
-            try await ServePlace.database(database, schema: schema, limits: limits, logger: log)
+            try await ServePlace.database(database, schema: schema, connections: databaseConnections, limits: limits, logger: log)
         } else {
             try ServePlace.store(store!, limits: limits)
         }

@@ -35,7 +35,7 @@ struct ServePlace: Sendable {
     }
 
     /// The service over the database at `url` (its schema migrated first), its credentials in it.
-    static func database(_ url: String, schema: String?, limits: ServiceLimits, logger: Logger) async throws -> ServePlace {
+    static func database(_ url: String, schema: String?, connections: Int, limits: ServiceLimits, logger: Logger) async throws -> ServePlace {
         let location: PostgresLocation
         do { location = try PostgresLocation(url) } catch {
             printError("\(error)")
@@ -44,7 +44,7 @@ struct ServePlace: Sendable {
         var dbLogger = logger
         dbLogger[metadataKey: "database"] = "\(location)"
         let db: PostgresStorage
-        do { db = try await PostgresStorage.open(location, schema: schema, logger: dbLogger) } catch {
+        do { db = try await PostgresStorage.open(location, connections: connections, schema: schema, logger: dbLogger) } catch {
             printError("\(location): \(error)")
             throw ExitCode(Status.failure)
         }
@@ -79,11 +79,13 @@ struct ServePlace: Sendable {
                 case .listening:
                     if !first { core.hints.remindAll() }
                     first = false
+                case .zone(let zone) where zone.hasPrefix("_"):
+                    // The service's own records (membership, announcements): read at once.
+                    _ = try? await backend.run { () throws(SyncError) in try core.catchUp() }
                 case .zone(let zone):
-                    guard let audience = try? await backend.run({ () throws(SyncError) -> [String] in
-                        try core.catchUp()
-                        return zone.hasPrefix("_") ? [] : core.audience(of: zone)
-                    }) else { continue }
+                    // A list: its audience from memory, no round trip (membership changes were
+                    // signalled, and read, before the writes that follow them).
+                    let audience = core.audience(of: zone)
                     if !audience.isEmpty { core.hints.changed(zone, for: audience) }
                 }
             }
