@@ -134,13 +134,6 @@ final class ServiceContext: @unchecked Sendable {
     /// How the caller may reach a zone.
     enum Access { case owner, member }
 
-    /// The caller's access to a zone, or the answer a caller without it gets: a zone it may not
-    /// see answers exactly like one that does not exist; a zone it was removed from, or that was
-    /// deleted while it belonged to it, answers `zoneDeleted` with the reason. Under `lock`.
-    func access(_ caller: String, _ zone: ZoneID) throws(SyncError) -> (Access, ZoneInfo) {
-        try access(caller, zone, info: readZone(zone))
-    }
-
     /// Over a shared storage, the zone's live row as this node last read it (nil: not kept, or
     /// the storage is the engine's, whose rows are in memory anyway).
     func rememberedZone(_ zone: ZoneID) -> ZoneInfo? {
@@ -171,8 +164,11 @@ final class ServiceContext: @unchecked Sendable {
         do { return try store.checkedZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
     }
 
-    /// `access(_:_:)` with the zone's newest incarnation as read before `lock` was taken (over a
-    /// shared database a read is a round trip, and the lock is every call's). Under `lock`.
+    /// The caller's access to a zone, or the answer a caller without it gets: a zone it may not
+    /// see answers exactly like one that does not exist; a zone it was removed from, or that was
+    /// deleted while it belonged to it, answers `zoneDeleted` with the reason. `info` is the
+    /// zone's newest incarnation as read before `lock` was taken (`readZone`: over a shared
+    /// database a read is a round trip, and the lock is every call's). Under `lock`.
     func access(_ caller: String, _ zone: ZoneID, info: ZoneInfo?) throws(SyncError) -> (Access, ZoneInfo) {
         if zone.owner == caller {
             guard let info else { throw .zoneNotFound }

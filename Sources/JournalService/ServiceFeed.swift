@@ -206,8 +206,11 @@ struct ServiceFeed: Sendable {
         switch error {
         case .tokenExpired, .invalidToken: return .tokenExpired
         case .zoneDeleted:
-            // The token's incarnation was deleted; a newer one is live: start it over.
-            if store.zone(zone.storeName)?.isDeleted == false { return .tokenExpired }
+            // The token's incarnation was deleted; a newer one is live: start it over. A storage
+            // that does not answer is busy: a device told `zoneDeleted` drops its copy.
+            let newest: ZoneInfo?
+            do throws(JournalError) { newest = try store.checkedZone(zone.storeName) } catch { return .serviceBusy(retryAfter: .seconds(1)) }
+            if newest?.isDeleted == false { return .tokenExpired }
             return .zoneDeleted(reason: .deleted)
         case .zoneNotFound: return .zoneNotFound
         case .invalidLimit(let n): return .invalidRequest("a page holds at least one entry (limit \(n))")
@@ -217,8 +220,9 @@ struct ServiceFeed: Sendable {
 
     /// The zone's activity history, encoded: empty when the zone was never compacted.
     func fetchZoneHistory(caller: String, zone: ZoneID) throws(SyncError) -> [UInt8] {
+        let read = try context.readZone(zone)   // before the memory's lock: a round trip over a database
         let (info, begun) = try context.locked { () throws(SyncError) in
-            let (_, info) = try context.access(caller, zone)
+            let (_, info) = try context.access(caller, zone, info: read)
             return (info, try context.unpurged(zone))
         }
         guard info.lowWaterMark > 0 else { return [] }
@@ -243,8 +247,9 @@ struct ServiceFeed: Sendable {
     /// snapshot's sequence would let the device keep an add whose mark-off the purge took.
     /// With it, the mark it was taken under.
     func fetchZoneSnapshot(caller: String, zone: ZoneID) throws(SyncError) -> (snapshot: ZoneSnapshot?, mark: SequenceNumber) {
+        let read = try context.readZone(zone)   // before the memory's lock: a round trip over a database
         let (info, begun) = try context.locked { () throws(SyncError) in
-            let (_, info) = try context.access(caller, zone)
+            let (_, info) = try context.access(caller, zone, info: read)
             return (info, try context.unpurged(zone))
         }
         guard info.lowWaterMark > 0, !info.isDeleted else { return (nil, info.lowWaterMark) }

@@ -39,7 +39,9 @@ final class ServiceRecordReader: @unchecked Sendable {
 
     /// Under `lock`: one zone's records after its token, applied.
     private func read(_ zone: String) throws(JournalError) {
-        guard context.store.zone(zone) != nil else { return }
+        // A storage that does not answer fails the read: never taken for a zone not made yet,
+        // which would let `readNew` count records it did not read as read.
+        guard try context.store.checkedZone(zone) != nil else { return }
         do {
             while true {
                 let page = try context.store.zoneChanges(zone, since: tokens[zone], limit: 10_000)

@@ -18,8 +18,10 @@ struct ServiceSharing: Sendable {
         guard zone.owner == caller else { throw .invalidRequest("an account creates zones it owns (\(caller)/…) only") }
         try context.changing(zone.storeName) { () throws(SyncError) in
             try context.creatingZone(of: caller) { () throws(SyncError) in
-                if let info = store.zone(zone.storeName), !info.isDeleted { return }
-                let owned = store.zones().filter { !$0.isDeleted && ZoneID(storeName: $0.name)?.owner == caller }.count
+                // A storage that does not answer is busy, never a zone to make or a quota left.
+                if let info = try context.readZone(zone), !info.isDeleted { return }
+                let owned: Int
+                do { owned = try store.zones(ownedBy: caller).filter { !$0.isDeleted }.count } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
                 guard owned < context.limits.maxZonesPerAccount else { throw .quotaExceeded }
                 do { try store.makeZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
                 context.hints.changed(zone.storeName, for: [caller])
@@ -31,8 +33,9 @@ struct ServiceSharing: Sendable {
     /// under the name is not shared.
     func deleteZone(caller: String, zone: ZoneID) throws(SyncError) {
         try context.changing(zone.storeName) { () throws(SyncError) in
+            let read = try context.readZone(zone)   // before the memory's lock: a round trip over a database
             let (told, members) = try context.locked { () throws(SyncError) -> ([String], [String]) in
-                let (kind, _) = try context.access(caller, zone)
+                let (kind, _) = try context.access(caller, zone, info: read)
                 guard kind == .owner else { throw .invalidRequest("only the owner deletes a zone; a participant leaves it (removeParticipant)") }
                 return (context.audience(zone.storeName), context.membership.members(of: zone.storeName))
             }
@@ -45,12 +48,14 @@ struct ServiceSharing: Sendable {
 
     /// The owner's signed invitation of `participant` to a zone.
     func shareZone(caller: String, zone: ZoneID, with participant: String) throws(SyncError) -> ShareInvitation {
-        try context.locked { () throws(SyncError) -> ShareInvitation in
-            let (kind, info) = try context.access(caller, zone)
-            guard kind == .owner else { throw .invalidRequest("only the owner shares a zone") }
-            guard participant != caller, accountExists(participant) else { throw .invalidRequest("no account named \(participant) to share with") }
-            return invitations.issue(.init(zone: zone.storeName, incarnation: info.incarnation, participant: participant, issuedAt: store.horizon))
-        }
+        // What the storage and the accounts say is read before the memory's lock (over a shared
+        // database, round trips); the caller's access is checked first, so a zone it may not see
+        // still answers like one that does not exist.
+        let read = try context.readZone(zone)
+        let (kind, info) = try context.locked { () throws(SyncError) in try context.access(caller, zone, info: read) }
+        guard kind == .owner else { throw .invalidRequest("only the owner shares a zone") }
+        guard participant != caller, accountExists(participant) else { throw .invalidRequest("no account named \(participant) to share with") }
+        return invitations.issue(.init(zone: zone.storeName, incarnation: info.incarnation, participant: participant, issuedAt: store.horizon))
     }
 
     /// Joins the caller to the zone its invitation names, recorded as a `join` entry in the zone.
@@ -61,9 +66,12 @@ struct ServiceSharing: Sendable {
         // Membership changes of one zone run one at a time (`changing`): nothing of the zone's
         // membership changes between the checks and the join.
         return try context.changing(zone.storeName) { () throws(SyncError) -> ZoneID in
+            // Read before the memory's lock; a storage that does not answer is busy, never an
+            // invitation to a list that is gone.
+            let read = try context.readZone(zone)
             let joined = try context.locked { () throws(SyncError) -> Bool in
                 guard i.participant == caller else { throw .zoneNotFound }
-                guard let info = store.zone(i.zone), !info.isDeleted, info.incarnation == i.incarnation else { throw .zoneNotFound }
+                guard let info = read, !info.isDeleted, info.incarnation == i.incarnation else { throw .zoneNotFound }
                 if let last = context.membership.latest(caller, in: i.zone) {
                     if last.member { return true }
                     guard i.issuedAt >= last.sequence else { throw .zoneNotFound }   // issued before its removal
@@ -80,8 +88,9 @@ struct ServiceSharing: Sendable {
     /// one not yet a member withdraws its invitations.
     func removeParticipant(caller: String, participant: String, from zone: ZoneID) throws(SyncError) {
         try context.changing(zone.storeName) { () throws(SyncError) in
+            let read = try context.readZone(zone)   // before the memory's lock: a round trip over a database
             let (kind, isMember) = try context.locked { () throws(SyncError) -> (ServiceContext.Access, Bool) in
-                let (kind, _) = try context.access(caller, zone)
+                let (kind, _) = try context.access(caller, zone, info: read)
                 guard kind == .owner || participant == caller else { throw .invalidRequest("only the owner removes another participant") }
                 return (kind, context.membership.isMember(participant, of: zone.storeName))
             }
@@ -97,8 +106,9 @@ struct ServiceSharing: Sendable {
     /// Removes every participant of a zone the caller owns and voids every invitation issued so far.
     func stopSharing(caller: String, zone: ZoneID) throws(SyncError) {
         try context.changing(zone.storeName) { () throws(SyncError) in
+            let read = try context.readZone(zone)   // before the memory's lock: a round trip over a database
             let members = try context.locked { () throws(SyncError) -> [String] in
-                let (kind, _) = try context.access(caller, zone)
+                let (kind, _) = try context.access(caller, zone, info: read)
                 guard kind == .owner else { throw .invalidRequest("only the owner stops sharing a zone") }
                 return context.membership.members(of: zone.storeName)
             }

@@ -202,6 +202,21 @@ import JournalService
         }
     }
 
+    /// Sharing over a database that does not answer is busy too: an invitation is never refused
+    /// as one to a list that is gone, and a list is never made again for want of an answer.
+    @Test func aNodeWhoseDatabaseDoesNotAnswerIsBusyForSharing() async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        await phone.sync()
+        let invitation = try world.core.shareZone(caller: "alice", zone: list, with: "bob")
+        let node = try Self.secondNode(world)
+        await (node.storage as! PostgresServiceStorage).database.close()
+        #expect(throws: SyncError.serviceBusy(retryAfter: .seconds(1))) { try node.acceptShare(caller: "bob", invitation: invitation) }
+        #expect(throws: SyncError.serviceBusy(retryAfter: .seconds(1))) { try node.shareZone(caller: "alice", zone: list, with: "carol") }
+        #expect(throws: SyncError.serviceBusy(retryAfter: .seconds(1))) { try node.createZone(caller: "alice", zone: list) }
+    }
+
     /// `body` on a thread of its own.
     final class ThreadRun: @unchecked Sendable {
         private let lock = NSLock()
