@@ -8,7 +8,8 @@
 # acknowledged (`jlog add` etc. printed its id) is in the service's history (read through alice's
 # device); no entry id is stored twice on any device; the database holds each id once per zone;
 # `jlog verify` passes on every device's store; the last node's metrics show the database's
-# series; once it stops, `jlog accounts devices --database` lists each device's catch-up.
+# series (database calls, requests, fetches, entries saved);
+# once it stops, `jlog accounts devices --database` lists each device's catch-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-10}"
@@ -78,9 +79,14 @@ pids[0]=$!
 disown "${pids[0]}" 2>/dev/null || true
 for _ in $(seq 1 200); do curl -sf "http://127.0.0.1:${ports[0]}/v1/health" >/dev/null 2>&1 && break; sleep 0.05; done
 
+# One more change each, so that every device uploads and fetches through this node (which notes
+# where each caught up, for `jlog accounts devices` below).
+for p in alice bob carol; do
+  out=$("$JLOG" add "$p.wal" --zone "$zone" "$p quiet item") && echo "$out" | sed -n 's/.* as \([^;]*\);.*/\1/p' >> "$p.acked"
+done
 for _ in 1 2 3 4; do for p in alice bob carol; do sync_once "$p" phone || true; done; done
 curl -sf "http://127.0.0.1:$mport/metrics" > metrics.txt
-for series in jlog_database_calls_in_flight jlog_database_call_seconds hb_requests jlog_entries_saved_total; do
+for series in jlog_database_calls_in_flight jlog_database_call_seconds hb_requests jlog_fetches_total jlog_entries_saved_total; do
   grep -q "^$series" metrics.txt || { echo "nodes-kill9: the node's metrics lack $series" >&2; exit 1; }
 done
 
