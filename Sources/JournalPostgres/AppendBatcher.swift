@@ -27,7 +27,7 @@ final class AppendBatcher: Sendable {
                 s.committing = true
                 return true
             }
-            // On the bridge's threads, like every database call (`BridgeExecutor`).
+            // On the bridge (the connections' event loop), like every database call (`BridgeExecutor`).
             if leads { Task(executorPreference: BridgeExecutor.shared) { await self.drain() } }
         }
     }

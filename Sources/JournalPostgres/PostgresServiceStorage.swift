@@ -7,8 +7,9 @@ import ListModel
 
 /// The sync service's storage over PostgreSQL (SYNC.md §11): `ServiceCore`'s parts call it as
 /// they call the engine's store, synchronously, from a server's blocking pool; each call waits
-/// for its statements, which run on `BridgeExecutor`'s threads. Every node over one database is
-/// the same: nothing here is kept between calls but the database's identity and keys.
+/// for its statements, which run on `BridgeExecutor` (the connections' event loop). Every node
+/// over one database is the same: nothing here is kept between calls but the database's
+/// identity and keys.
 package final class PostgresServiceStorage: ServiceStorage {
     package let database: PostgresStorage
     private let tokens: PostgresTokens

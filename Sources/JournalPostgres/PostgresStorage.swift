@@ -56,9 +56,9 @@ public final class PostgresStorage: Sendable {
             try await connection.close()
         }
         let client = PostgresClient(configuration: configuration, eventLoopGroup: eventLoops, backgroundLogger: logger)
-        // On the bridge's threads: a synchronous caller blocked on the cooperative pool never holds up the pool's connections.
+        // On the bridge (the connections' event loop): a synchronous caller blocked on the cooperative pool never holds up the pool's connections.
         let running = Task(executorPreference: BridgeExecutor.shared) { await client.run() }
-        // Let the pool start before the first lease (it runs on the bridge's threads, not this one).
+        // Let the pool start before the first lease (it runs on the bridge, not this thread).
         try? await Task.sleep(for: .milliseconds(20))
         do {
             let migrated = try await mapped { try await SchemaMigrations.apply(client, logger: logger) }
