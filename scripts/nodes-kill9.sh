@@ -92,40 +92,7 @@ done
 
 "$JLOG" history alice.wal --zone "$zone" --json --server "$url" --credential alice.cred > history.json
 dupes=$("$PSQL" -h "$work/pg" -U jlog -d jlog -qAtc "SELECT count(*) - count(DISTINCT (zone, incarnation, entry_id)) FROM jlog_records WHERE entry_id IS NOT NULL")
-python3 - "$JLOG" "$zone" "$dupes" <<'PY'
-import json, subprocess, sys
-jlog, zone, dupes = sys.argv[1], sys.argv[2], int(sys.argv[3])
-def run(*args):
-    return json.loads(subprocess.check_output([jlog, *args]))
-def state(store):
-    d = run("show", store, "--zone", zone, "--json")
-    return {k: v for k, v in d.items() if k not in ("incarnation", "sequence")}
-problems = []
-lists = {p: state(p + ".wal") for p in ("alice", "bob", "carol")}
-for p in ("bob", "carol"):
-    if lists[p] != lists["alice"]:
-        problems.append(f"{p}'s list differs from alice's")
-history = {e["entry"] for e in json.load(open("history.json"))["events"]}
-acked = 0
-for p in ("alice", "bob", "carol"):
-    try:
-        ids = [l.strip() for l in open(p + ".acked") if l.strip()]
-    except FileNotFoundError:
-        ids = []
-    acked += len(ids)
-    missing = [i for i in ids if i not in history]
-    if missing:
-        problems.append(f"{len(missing)} of {p}'s acknowledged changes are not in the service's history: {missing[:3]}")
-for p in ("alice", "bob", "carol"):
-    ids = [e["id"] for e in run("changes", p + ".wal", "--zone", zone, "--limit", "100000", "--json")["entries"]]
-    if len(ids) != len(set(ids)):
-        problems.append(f"{p}.wal holds {len(ids) - len(set(ids))} duplicated entries")
-if dupes:
-    problems.append(f"the database holds {dupes} duplicated entries")
-print(f"acknowledged changes: {acked}; history events: {len(history)}; items on the list: {len(lists['alice']['items'])}")
-for p in problems: print("PROBLEM:", p)
-sys.exit(1 if problems else 0)
-PY
+python3 "$scripts/shared-list-check.py" "$JLOG" "$zone" history.json alice.wal "$dupes"
 for s in alice.wal bob.wal carol.wal; do "$JLOG" verify "$s" >/dev/null || { echo "verify failed on $s" >&2; exit 1; }; done
 # A node that stops saves where its devices caught up; the operator reads it from the database.
 kill -TERM "${pids[0]}"

@@ -69,37 +69,7 @@ start_server
 # Quiet: sync everyone until nothing moves.
 for _ in 1 2 3 4; do for p in alice bob carol; do sync_once "$p" phone || true; done; done
 
-python3 - "$JLOG" "$srv" "$zone" <<'PY'
-import json, subprocess, sys
-jlog, srv, zone = sys.argv[1:4]
-def run(*args):
-    return json.loads(subprocess.check_output([jlog, *args]))
-def state(store):
-    d = run("show", store, "--zone", zone, "--json")
-    return {k: v for k, v in d.items() if k not in ("incarnation", "sequence")}
-problems = []
-server = state(srv)
-for p in ("alice", "bob", "carol"):
-    if state(p + ".wal") != server:
-        problems.append(f"{p}'s list differs from the server's")
-history = {e["entry"] for e in run("history", srv, "--zone", zone, "--json")["events"]}
-acked = 0
-for p in ("alice", "bob", "carol"):
-    try:
-        ids = [l.strip() for l in open(p + ".acked") if l.strip()]
-    except FileNotFoundError:
-        ids = []
-    acked += len(ids)
-    missing = [i for i in ids if i not in history]
-    if missing:
-        problems.append(f"{len(missing)} of {p}'s acknowledged changes are not on the server: {missing[:3]}")
-for store in (srv, "alice.wal", "bob.wal", "carol.wal"):
-    ids = [e["id"] for e in run("changes", store, "--zone", zone, "--limit", "100000", "--json")["entries"]]
-    if len(ids) != len(set(ids)):
-        problems.append(f"{store} holds {len(ids) - len(set(ids))} duplicated entries")
-print(f"acknowledged changes: {acked}; server history events: {len(history)}; items on the list: {len(server['items'])}")
-for p in problems: print("PROBLEM:", p)
-sys.exit(1 if problems else 0)
-PY
+"$JLOG" history "$srv" --zone "$zone" --json > history.json
+python3 "$scripts/shared-list-check.py" "$JLOG" "$zone" history.json "$srv"
 for s in "$srv" alice.wal bob.wal carol.wal; do "$JLOG" verify "$s" >/dev/null || { echo "verify failed on $s" >&2; exit 1; }; done
 echo "server-kill9: $kills SIGKILLs of the server, $(grep -c compacted server.log || true) compactions, 3 devices: converged, nothing lost, nothing duplicated"

@@ -70,9 +70,9 @@ import JournalService
         #expect(try world.serviceEntryIDs(list).count == Set(try world.serviceEntryIDs(list)).count)
     }
 
-    @Test func aCompactionByOneNodeSendsTheOthersDevicesBackToTheSnapshot() async throws {
-        let world = try World(retentionMillis: day)
-        let other = try Self.secondNode(world)
+    /// Alice's phone makes a list, adds Milk and Eggs, buys the Milk and syncs through `world`'s
+    /// node; with the list, the add of Milk as the service stored it (a later retry of it).
+    static func milkBoughtEggsToBuy(_ world: World) async throws -> (Device, ZoneID, JournalEntry) {
         let phone = try world.device("alice:phone")
         let list = try await phone.engine.createList("weekly")
         let milk = try await phone.add("Milk", list)
@@ -82,6 +82,13 @@ import JournalService
         let original = try #require(try world.serviceEntries(list).first {
             if case .add(let item, _, _) = $0.operation { return item == milk } else { return false }
         })
+        return (phone, list, original)
+    }
+
+    @Test func aCompactionByOneNodeSendsTheOthersDevicesBackToTheSnapshot() async throws {
+        let world = try World(retentionMillis: day)
+        let other = try Self.secondNode(world)
+        let (phone, list, original) = try await Self.milkBoughtEggsToBuy(world)
         world.clock.advance(by: 2 * day)
         let report = try other.compact(now: world.clock.now())
         #expect(report.zones.map(\.zone) == [list.storeName])
@@ -101,15 +108,8 @@ import JournalService
     @Test func anUploadThroughANodeThatLastSawTheListBeforeAnotherNodeCompactedItIsNotStoredAgain() async throws {
         let world = try World(retentionMillis: day)
         let other = try Self.secondNode(world)
-        let phone = try world.device("alice:phone")
-        let list = try await phone.engine.createList("weekly")
-        let milk = try await phone.add("Milk", list)
-        try await phone.add("Eggs", list)
-        try await phone.engine.record(.markOff(item: milk), in: list)
-        await phone.sync()   // through the first node, which keeps the row it read (mark 0)
-        let original = try #require(try world.serviceEntries(list).first {
-            if case .add(let item, _, _) = $0.operation { return item == milk } else { return false }
-        })
+        // Synced through the first node, which keeps the row it read (mark 0).
+        let (_, list, original) = try await Self.milkBoughtEggsToBuy(world)
         world.clock.advance(by: 2 * day)
         #expect(try other.compact(now: world.clock.now()).zones.map(\.zone) == [list.storeName])
         let retry = try world.core.upload(caller: "alice", entries: [original], to: list)
