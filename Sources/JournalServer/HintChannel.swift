@@ -7,9 +7,11 @@ import ServiceLifecycle
 
 extension SyncServer {
     /// `GET /v1/hints`: server-sent events, one `changed` event per zone change the caller sees
-    /// (`data:` the zone, `owner/name`), and a comment every `hintKeepAlive` so idle proxies keep
-    /// the connection. A hint carries no entries: the device fetches (Spec/SYNC.md §7.7). The
-    /// first event, `ready`, tells the device it is subscribed, so it syncs once to miss nothing.
+    /// (a `data:` line with the zone, `owner/name`, and one with its head after the change when
+    /// known; `*`: everything), and a comment every `hintKeepAlive` so idle proxies keep the
+    /// connection. A hint carries no entries: the device fetches (Spec/SYNC.md §7.7). The first
+    /// event, `ready`, tells the device it is subscribed, so it syncs once to miss nothing; a
+    /// hint dropped on the way is followed by a `*`.
     ///
     /// The channel outlives the request that authenticated it, so the credential is asked again
     /// before each event is written: a revoked or expired one ends the channel (a stolen device
@@ -26,7 +28,11 @@ extension SyncServer {
         let keepAliveQueued = KeepAliveFlag()
         let (events, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(HintHub.buffered))
         let forward = Task {
-            for await zone in hints { continuation.yield("event: changed\ndata: \(zone)\n\n") }
+            for await hint in hints {
+                if case .dropped(let old) = continuation.yield(Self.event(hint)), old.hasPrefix("event:"), hint.zone != nil {
+                    continuation.yield(Self.event(.everything))
+                }
+            }
             continuation.finish()
         }
         let ticks = Task {
@@ -56,6 +62,14 @@ extension SyncServer {
             continuation.finish()
             try await writer.finish(nil)
         })
+    }
+}
+
+extension SyncServer {
+    /// A hint as its server-sent event: `data:` the zone (or `*`), then its head when known.
+    static func event(_ hint: ServiceHint) -> String {
+        guard let zone = hint.zone else { return "event: changed\ndata: *\n\n" }
+        return "event: changed\ndata: \(zone)\n" + (hint.head.map { "data: \($0.text)\n" } ?? "") + "\n"
     }
 }
 

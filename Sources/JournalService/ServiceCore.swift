@@ -169,7 +169,7 @@ public final class ServiceCore: @unchecked Sendable {
     /// Stores the caller's entries in a zone (`SyncService.upload`): idempotent by entry id, and a
     /// late retry of an entry compaction purged is acknowledged, never stored again.
     public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
-        try uploads.upload(caller: caller, entries: entries, to: zone)
+        try upload(caller: caller, entries: entries, to: zone, since: nil).result
     }
 
     /// `upload(caller:entries:to:)` that also reads the zone after `since` (SYNC.md §3.11): when it
@@ -179,18 +179,28 @@ public final class ServiceCore: @unchecked Sendable {
         try upload(caller: caller, entries: entries, to: zone, since: since).result
     }
 
-    /// `upload(caller:entries:to:since:)`, and the mark of the token it answers (nil: none).
+    /// `upload(caller:entries:to:since:)`, and the mark of the token it answers (nil: none). The
+    /// zone's audience is hinted once the entries are stored, with the head the answer carries
+    /// when it has one (§7.7): the uploading device holds that head, so its hint costs it nothing.
     private func upload(caller: String, entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?) throws(SyncError) -> (result: UploadResult, mark: SequenceNumber?) {
-        var result = try uploads.upload(caller: caller, entries: entries, to: zone)
-        guard let since else { return (result, nil) }
-        // Any refusal (a purge under way, an expired token) only leaves the token out.
-        guard let (page, mark) = try? feed.fetchZoneChanges(caller: caller, zone: zone, since: since, limit: entries.count + 1),
-              !page.moreComing, page.head != nil else { return (result, nil) }
-        let mine = Set(result.saved)
-        guard page.entries.allSatisfy({ mine.contains($0.id) }) else { return (result, nil) }
-        result.token = page.token
-        result.head = page.head
+        var (result, told) = try uploads.upload(caller: caller, entries: entries, to: zone)
+        var mark: SequenceNumber? = nil
+        if let since, result.failed.isEmpty, let (token, head, m) = tokenAfter(result, caller: caller, zone: zone, since: since) {
+            (result.token, result.head, mark) = (token, head, m)
+        }
+        if !told.isEmpty { context.hints.changed(zone.storeName, head: result.head, for: told) }
+        if !result.failed.isEmpty { throw .partialFailure(result) }
         return (result, mark)
+    }
+
+    /// The token after `since` and the zone's head when the zone holds nothing after `since` but
+    /// this upload's entries (nil otherwise, or on any refusal: a purge under way, an expired token).
+    private func tokenAfter(_ result: UploadResult, caller: String, zone: ZoneID, since: ServiceToken) -> (ServiceToken, ZoneHead, SequenceNumber?)? {
+        guard let (page, mark) = try? feed.fetchZoneChanges(caller: caller, zone: zone, since: since, limit: result.saved.count + 1),
+              !page.moreComing, let head = page.head else { return nil }
+        let mine = Set(result.saved)
+        guard page.entries.allSatisfy({ mine.contains($0.id) }) else { return nil }
+        return (page.token, head, mark)
     }
 
     /// The zones of one of the caller's databases changed or gone since `token`

@@ -9,14 +9,16 @@ struct ServiceUploads: Sendable {
     let context: ServiceContext
     private var store: any ServiceStorage { context.store }
 
-    /// Stores the caller's entries in a zone: idempotent by entry id.
+    /// Stores the caller's entries in a zone: idempotent by entry id. Answers what it did (a
+    /// partial failure too, for the caller to throw) and who sees the zone when it stored any
+    /// entry (empty when it stored none): the caller hints them (Spec/SYNC.md §7.7).
     ///
     /// Over a shared storage the zone's row this node read last stands in for a read (one
     /// round trip fewer): the append refuses the upload if the zone's mark moved since (a
     /// compaction) or its incarnation is gone, and then, as after any refusal or failure that
     /// may come from an old row, the upload starts over from a fresh read, so it answers what
     /// it would have answered with one (and is counted once).
-    func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
+    func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> (result: UploadResult, told: [String]) {
         guard let remembered = context.rememberedZone(zone) else { return try upload(caller: caller, entries: entries, to: zone, info: nil, counting: true) }
         do throws(SyncError) {
             return try upload(caller: caller, entries: entries, to: zone, info: remembered, counting: true)
@@ -33,8 +35,8 @@ struct ServiceUploads: Sendable {
     /// `upload(caller:entries:to:)` with the zone's row as given (nil: read now); `counting`: the
     /// call and its entries count as received (not again when an upload starts over).
     private func upload(caller: String, entries: [JournalEntry], to zone: ZoneID, info known: ZoneInfo?,
-                        counting: Bool) throws(SyncError) -> UploadResult {
-        try context.changing(zone.storeName) { () throws(SyncError) -> UploadResult in
+                        counting: Bool) throws(SyncError) -> (result: UploadResult, told: [String]) {
+        try context.changing(zone.storeName) { () throws(SyncError) -> (result: UploadResult, told: [String]) in
             // Read before the memory's lock (over a shared database, a round trip).
             let info: ZoneInfo?
             if let known { info = known } else { info = try context.readZone(zone) }
@@ -44,17 +46,14 @@ struct ServiceUploads: Sendable {
                 return admitted
             }
             let stored = try append(&fresh, to: zone, expectingMark: mark, result: &result)
-            if stored > 0 {
-                let told = context.locked {
-                    context.counters.entriesStored += stored
-                    return context.audience(zone.storeName)
-                }
-                context.hints.changed(zone.storeName, for: told)
-                // The entries are saved; a checkpoint that cannot be written only makes a purge later.
-                if !store.recordsArrivals { try? context.arrivals.note(at: context.now, force: false, write: context.appendRecord) }
+            guard stored > 0 else { return (result, []) }
+            let told = context.locked {
+                context.counters.entriesStored += stored
+                return context.audience(zone.storeName)
             }
-            if !result.failed.isEmpty { throw .partialFailure(result) }
-            return result
+            // The entries are saved; a checkpoint that cannot be written only makes a purge later.
+            if !store.recordsArrivals { try? context.arrivals.note(at: context.now, force: false, write: context.appendRecord) }
+            return (result, told)
         }
     }
 

@@ -29,6 +29,25 @@ extension SyncEngine {
         }
     }
 
+    /// The hinted zones' changes, with no database request (`sync(hinted:)`); a hint naming a
+    /// zone this device does not sync makes it the full pull.
+    func pull(hinted: [ZoneHint], _ report: inout SyncReport) async {
+        guard hinted.allSatisfy({ state.zones[$0.zone.storeName] != nil }) else { return await pull(&report) }
+        for hint in hinted {
+            let name = hint.zone.storeName
+            guard let z = state.zones[name], !z.pendingDelete else { continue }
+            let current = hint.head != nil && z.head == hint.head && z.token != nil && z.replacing == nil
+                && store.zone(name)?.isDeleted == false
+            if !current { state.zones[name]?.needsFetch = true }
+        }
+        for name in Set(hinted.map(\.zone.storeName)).sorted() {
+            guard let z = state.zones[name], !z.pendingDelete,
+                  z.needsFetch || z.replacing != nil || !z.toApply.isEmpty || z.refetchWanted else { continue }
+            await fetchZone(name, &report)
+            if !report.mayContinue { return }
+        }
+    }
+
     /// One database's changes. Zones gone are removed locally first, then the changed ones are
     /// marked for fetching together with the new token, in one state write. False: stop.
     func pullDatabase(_ scope: DatabaseScope, first: DatabaseChangesPage? = nil, _ report: inout SyncReport) async -> Bool {

@@ -253,7 +253,17 @@ public actor SyncEngine {
 
     /// Push, then pull (Spec/SYNC.md §7).
     @discardableResult
-    public func sync() async -> SyncReport {
+    public func sync() async -> SyncReport { await sync(fetching: nil) }
+
+    /// Push, then fetch only the zones that hints named (Spec/SYNC.md §7.7), with no database
+    /// request: one request per hinted zone, none for a zone whose head this device holds (its
+    /// own upload came back as a hint). A hint naming a zone this device does not sync yet (a new
+    /// share) makes it a full sync. No hints: push only.
+    @discardableResult
+    public func sync(hinted: [ZoneHint]) async -> SyncReport { await sync(fetching: hinted) }
+
+    /// `sync()` (`hinted` nil) or `sync(hinted:)`.
+    private func sync(fetching hinted: [ZoneHint]?) async -> SyncReport {
         var report = SyncReport()
         guard state.account != nil else {
             report.signedOut = true
@@ -261,7 +271,9 @@ public actor SyncEngine {
         }
         let sentBefore = totals.entriesSent
         await push(&report)
-        if report.mayContinue { await pull(&report) }
+        if report.mayContinue {
+            if let hinted { await pull(hinted: hinted, &report) } else { await pull(&report) }
+        }
         if report.mayContinue && options.fetchesHistoryAfterRefetch { await fetchWantedHistories(&report) }
         if report.mayContinue { await restoreSignedOutChanges(&report) }
         state.lastSync = report.isComplete ? clock.now() : state.lastSync

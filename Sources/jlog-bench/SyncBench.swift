@@ -332,19 +332,27 @@ struct SyncBench {
     }
 
     /// One change: Alice's phone records it and syncs; Bob's phone syncs and has it.
+    /// One change at a time between two devices, polling (each device syncs whole: its
+    /// databases, then the zones they name) and hinted (each device listens to the service's
+    /// hints, as `jlog serve`'s `/v1/hints` carries them, and fetches the zone a hint names).
     func steadyState(_ zone: ZoneID) {
+        for hinted in [false, true] { steadyState(zone, hinted: hinted) }
+    }
+
+    private func steadyState(_ zone: ZoneID, hinted: Bool) {
         let changes = counts.syncChanges
+        let label = hinted ? "hinted" : "polling"
         let serviceStore: JournalStore
         let core: ServiceCore
         do {
-            serviceStore = try JournalStore.open(dir + "/steady-service.wal", options: Self.storeOptions())
+            serviceStore = try JournalStore.open(dir + "/steady-service-\(label).wal", options: Self.storeOptions())
             core = try ServiceCore(store: serviceStore, now: { Int64(Date().timeIntervalSince1970 * 1000) })
         } catch { fail("building the steady-state service", error) }
         let a = WireMeter(LocalService(core: core, account: "alice")), b = WireMeter(LocalService(core: core, account: "bob"))
         let dir = self.dir
-        let (perChange, wire) = blocking { () async throws -> ([Double], (Int, Int, Int, Int, Int, Int)) in
-            let sa = try JournalStore.open(dir + "/steady-alice.wal", options: SyncBench.storeOptions())
-            let sb = try JournalStore.open(dir + "/steady-bob.wal", options: SyncBench.storeOptions())
+        let (perChange, wire) = blocking { () async throws -> ([Double], SteadyWire) in
+            let sa = try JournalStore.open(dir + "/steady-alice-\(label).wal", options: SyncBench.storeOptions())
+            let sb = try JournalStore.open(dir + "/steady-bob-\(label).wal", options: SyncBench.storeOptions())
             let alice = try SyncEngine(store: sa, service: a, replica: "alice:phone")
             let bob = try SyncEngine(store: sb, service: b, replica: "bob:phone")
             let list = try await alice.createList(zone.name)
@@ -353,28 +361,62 @@ struct SyncBench {
             _ = try await bob.accept(try await alice.share(list, with: "bob"))
             await bob.sync()
             await alice.sync()
+            guard let heardA = core.hints.subscribe("alice"), let heardB = core.hints.subscribe("bob") else { throw JournalError.invalidEntry("no hint channel") }
+            var (hintsA, hintsB) = (heardA.makeAsyncIterator(), heardB.makeAsyncIterator())
             a.reset(); b.reset()
-            var times: [Double] = []
+            var times: [Double] = [], hintBytes = 0
             for i in 0..<changes {
                 let t0 = now()
                 try await alice.record(.add(item: CompactID.random(), text: "more \(i)", after: nil), in: list)
-                let ra = await alice.sync()
-                let rb = await bob.sync()
-                guard ra.isComplete, rb.isComplete, rb.applied == 1 else { throw JournalError.invalidEntry("a change did not arrive in one sync") }
+                let rb: SyncReport
+                if hinted {
+                    // Alice only pushes; each device then takes the hint the upload made.
+                    let ra = await alice.sync(hinted: [])
+                    guard ra.isComplete, let ha = await hintsA.next(), let hb = await hintsB.next() else { throw JournalError.invalidEntry("no hint") }
+                    hintBytes += Self.eventBytes(ha) + Self.eventBytes(hb)
+                    _ = await Self.sync(alice, on: ha)
+                    rb = await Self.sync(bob, on: hb)
+                } else {
+                    let ra = await alice.sync()
+                    guard ra.isComplete else { throw JournalError.invalidEntry("alice's sync failed") }
+                    rb = await bob.sync()
+                }
+                guard rb.isComplete, rb.applied == 1 else { throw JournalError.invalidEntry("a change did not arrive in one sync") }
                 times.append((now() - t0) * 1000)
             }
             try sa.close(); try sb.close()
-            return (times, (a.entriesUp + b.entriesUp, a.entriesDown + b.entriesDown, a.bytesUp + a.bytesDown + b.bytesUp + b.bytesDown, a.calls + b.calls,
-                            a.bytesUp + b.bytesUp, a.tokenBytes + b.tokenBytes))
+            return (times, SteadyWire(entriesUp: a.entriesUp + b.entriesUp, entriesDown: a.entriesDown + b.entriesDown,
+                                      bytes: a.bytesUp + a.bytesDown + b.bytesUp + b.bytesDown + hintBytes, requests: a.calls + b.calls,
+                                      bytesUp: a.bytesUp + b.bytesUp, tokenBytes: a.tokenBytes + b.tokenBytes, hintBytes: hintBytes))
         }
         try? serviceStore.close()
         let c = Double(changes)
+        let note = hinted
+            ? "one device records an add (durably) and pushes; each device takes the hint of that upload (zone and head, as GET /v1/hints carries it) and syncs the zone it names: the uploader holds the head and fetches nothing, the other fetches the zone; bytes include the two hints"
+            : "one device records an add (durably) and syncs (push, then both databases), the other syncs (both databases, then the zone) and applies it; local work of both, in this process; bytes as the HTTP binding would carry them (wire batches, JSON)"
         report.emit(Measurement(
-            name: "sync_per_change", system: "journallog", unit: "ms", runs: perChange,
-            extra: [("changes", .i(changes)), ("entries_up_per_change", .n(Double(wire.0) / c)),
-                    ("entries_down_per_change", .n(Double(wire.1) / c)), ("bytes_on_wire_per_change", .n(Double(wire.2) / c)),
-                    ("bytes_up_per_change", .n(Double(wire.4) / c)), ("token_bytes_per_change", .n(Double(wire.5) / c)),
-                    ("requests_per_change", .n(Double(wire.3) / c)),
-                    ("note", .s("one device records an add (durably) and syncs (push, then pull: its own entry comes back once), the other syncs and applies it; local work of both, in this process; bytes as the HTTP binding would carry them (wire batches, JSON)"))]))
+            name: hinted ? "sync_per_change_hinted" : "sync_per_change", system: "journallog", unit: "ms", runs: perChange,
+            extra: [("changes", .i(changes)), ("entries_up_per_change", .n(Double(wire.entriesUp) / c)),
+                    ("entries_down_per_change", .n(Double(wire.entriesDown) / c)), ("bytes_on_wire_per_change", .n(Double(wire.bytes) / c)),
+                    ("bytes_up_per_change", .n(Double(wire.bytesUp) / c)), ("token_bytes_per_change", .n(Double(wire.tokenBytes) / c)),
+                    ("hint_bytes_per_change", .n(Double(wire.hintBytes) / c)),
+                    ("requests_per_change", .n(Double(wire.requests) / c)), ("note", .s(note))]))
+    }
+
+    /// What one steady-state run carried.
+    struct SteadyWire: Sendable {
+        var entriesUp = 0, entriesDown = 0, bytes = 0, requests = 0, bytesUp = 0, tokenBytes = 0, hintBytes = 0
+    }
+
+    /// A hint's bytes as `GET /v1/hints` writes it (`event: changed`, the zone, its head).
+    static func eventBytes(_ hint: ServiceHint) -> Int {
+        "event: changed\ndata: \(hint.zone ?? "*")\n".utf8.count + (hint.head.map { "data: \($0.text)\n".utf8.count } ?? 0) + 1
+    }
+
+    /// The sync a hint makes, as the device's listener hands it to the engine: of the zone it
+    /// names, or everything.
+    static func sync(_ engine: SyncEngine, on hint: ServiceHint) async -> SyncReport {
+        guard let name = hint.zone, let zone = ZoneID(storeName: name) else { return await engine.sync() }
+        return await engine.sync(hinted: [ZoneHint(zone: zone, head: hint.head)])
     }
 }

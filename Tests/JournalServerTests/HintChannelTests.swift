@@ -2,7 +2,8 @@ import AsyncHTTPClient
 import Foundation
 import JournalService
 import JournalServer
-import JournalSync
+@testable import JournalSync
+@testable import JournalSyncHTTP
 import Testing
 
 /// `GET /v1/hints` outlives the request that opened it (SYNC.md §7.7): what it may say, and to
@@ -69,5 +70,48 @@ struct HintChannelTests {
         let bobs = hub.subscribe("bob")
         #expect(bobs != nil)
         #expect(hub.subscriptions == 3)
+    }
+
+    /// An upload's hint names the zone and the head the uploading device now holds (SYNC.md
+    /// §7.7): the device that reads it back skips the fetch; a device that lost hints reads `*`.
+    @Test func aChangedEventNamesTheZoneAndTheHeadAfterIt() async throws {
+        let server = try await TestServer()
+        let alice = try server.credential("alice")
+        let phone = try HTTPDevice(server, replica: "alice:phone", credential: alice)
+        let list = try await phone.engine.createList("weekly")
+        try await phone.add("Milk", to: list)
+        #expect(await phone.sync().isComplete)
+        let text = try await withTimeout(15, "the upload's hint") {
+            try await readHints(server, as: alice, onReady: {
+                try await phone.add("Eggs", to: list)
+                #expect(await phone.sync().isComplete)
+            }, until: { $0.contains("event: changed") && $0.hasSuffix("\n\n") })
+        }
+        let hints = SyncHints()
+        var event = HintEvent()
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(3) {
+            event.take(Array(line.utf8))?.deliver(to: hints)
+        }
+        let held = try #require(await phone.engine.state.zones[list.storeName]?.head)
+        #expect(hints.take() == [ZoneHint(zone: list, head: held)])
+        await server.stop()
+    }
+
+    /// The channel's events as a device reads them: a zone and its head, a zone alone, `*`, and
+    /// events it does not know (a full sync each).
+    @Test func aDeviceReadsEachKindOfHint() {
+        func read(_ text: String) -> [ZoneHint]? {
+            let hints = SyncHints()
+            var event = HintEvent()
+            for line in Array(text.utf8).split(separator: 0x0A, omittingEmptySubsequences: false) { event.take(Array(line))?.deliver(to: hints) }
+            return hints.take()
+        }
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        #expect(read("event: changed\ndata: alice/weekly\ndata: h0123456789abcdef\n\n") == [ZoneHint(zone: list, head: ZoneHead("h0123456789abcdef"))])
+        #expect(read("event: changed\r\ndata: alice/weekly\r\n\r\n") == [ZoneHint(zone: list, head: nil)])
+        #expect(read("event: changed\ndata: alice/weekly\ndata: not a head\n\n") == [ZoneHint(zone: list, head: nil)])
+        #expect(read("event: changed\ndata: *\n\n") == nil)
+        #expect(read("event: ready\ndata: subscribed\n\n") == nil)
+        #expect(read(": keep-alive\n\n") == [])
     }
 }
