@@ -37,6 +37,9 @@ public final class SyncHints: Sendable {
 
     /// The hints waiting, taken: nil for a full sync, else the zones named.
     func take() -> [ZoneHint]? { waiting.take() }
+
+    /// The zones named by the hints waiting, not taken (nil: a full sync waits); for checks.
+    package var waitingZones: [ZoneHint]? { waiting.peek() }
 }
 
 /// A server's hint that a zone changed, and the head it has now when the server said it.
@@ -74,6 +77,10 @@ private final class NSLockedHints: @unchecked Sendable {
                 zones = [:]
             }
         }
+    }
+
+    func peek() -> [ZoneHint]? {
+        lock.withLock { everything ? nil : zones.map { ZoneHint(zone: $0.key, head: $0.value) } }
     }
 
     func take() -> [ZoneHint]? {

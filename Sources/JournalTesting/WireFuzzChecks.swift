@@ -37,7 +37,7 @@ package enum WireFuzzChecks {
     /// credential that parses prints back as its text; percent decoding is undone by encoding;
     /// the common upload answer reads as the general JSON decoder reads it; base64url validity
     /// is what decoding says; a compressed body round-trips; database and upload answers map to
-    /// values or nil.
+    /// values or nil; hint events give hints, never more than their bound.
     package static func httpText(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count <= 1 << 16 else { return }
         let input = Array(bytes)
@@ -61,6 +61,11 @@ package enum WireFuzzChecks {
            (try? CompressedBody.decode(again, limit: 1 << 20)) != raw {
             fatalError("a compressed body does not round-trip")
         }
+        // A hint channel's events (SYNC.md §7.7): any lines give hints, at most 64 named zones.
+        let hints = SyncHints()
+        var event = HintEvent()
+        for line in input.split(separator: 0x0A, omittingEmptySubsequences: false) { event.take(Array(line))?.deliver(to: hints) }
+        if let named = hints.waitingZones, named.count > SyncHints.maxNamedZones { fatalError("hints hold more zones than their bound") }
         // The answers a client reads: any JSON maps to a value or to nil, never a crash.
         if let both = try? JSONDecoder().decode(HTTPBinding.BothDatabasesJSON.self, from: Data(input)) { _ = both.page }
         if let upload = try? JSONDecoder().decode(HTTPBinding.UploadJSON.self, from: Data(input)) { _ = upload.result }

@@ -3,7 +3,7 @@ import Foundation
 import JournalService
 import JournalServer
 @testable import JournalSync
-@testable import JournalSyncHTTP
+import JournalSyncWire
 import Testing
 
 /// `GET /v1/hints` outlives the request that opened it (SYNC.md §7.7): what it may say, and to
