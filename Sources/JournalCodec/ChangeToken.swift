@@ -59,6 +59,11 @@ extension UInt64 {
 
 /// An opaque position in a store's change feed, bound to the store and (for zone tokens) to one
 /// incarnation of one zone. Versioned and MAC'd with the store's key (Spec/TOKENS.md).
+///
+/// Version 4 (what a store issues) carries the positions as varints and leaves the store's id
+/// and the zone's hash out of its bytes: its MAC covers them, so the reader that checks a token
+/// names the store and zone it expects. Version 3 (66 bytes, every field written out) is still
+/// read, so tokens devices hold stay good across the upgrade.
 package struct ChangeToken: Hashable, Sendable {
     package enum Kind: UInt8, Sendable {
         /// For `changedZones(since:)`.
@@ -67,11 +72,17 @@ package struct ChangeToken: Hashable, Sendable {
         case zone = 0x5A
     }
 
-    /// Version 2 added `floor`, version 3 `epoch`; older tokens are refused (`unsupportedVersion`).
-    package static let version: UInt8 = 3
-    static let encodedSize = 1 + 1 + 16 + 8 + 8 + 8 + 8 + 8 + 8
+    /// The version a store issues. Version 2 added `floor`, version 3 `epoch`, version 4 the
+    /// short form; 1 and 2 are refused (`unsupportedVersion`), 3 is read.
+    package static let version: UInt8 = 4
+    /// Version 3's size, every field fixed.
+    static let v3Size = 1 + 1 + 16 + 8 + 8 + 8 + 8 + 8 + 8
+    /// Version 4's largest size: three 10-byte varints.
+    package static let v4MaxSize = 1 + 1 + 3 * 10 + 8 + 8
     /// Text form prefix: it makes a token recognisable in logs and bug reports.
-    package static let prefix = "jlt3."
+    package static let prefix = "jlt4."
+    /// The text form prefix of version 3, still read.
+    static let v3Prefix = "jlt3."
 
     package var kind: Kind
     package var storeID: (UInt64, UInt64)
@@ -122,14 +133,30 @@ package struct ChangeToken: Hashable, Sendable {
             switch self {
             case .malformed: "not a change token (garbled or truncated)"
             case .unsupportedVersion(let v): "change token version \(v) is not supported"
-            case .badMAC: "change token failed its integrity check (tampered, or issued by another store)"
+            case .badMAC: "change token failed its integrity check (tampered, or issued by another store or for another zone)"
             }
         }
     }
 
+    /// Version 4's bytes: version, kind, incarnation, position and floor as varints, epoch, and
+    /// the MAC of those bytes followed by the store's id and the zone's hash (0 for a database).
     package func encoded(key: (UInt64, UInt64)) -> [UInt8] {
-        var w = ByteWriter(capacity: ChangeToken.encodedSize)
+        var w = ByteWriter(capacity: ChangeToken.v4MaxSize)
         w.u8(ChangeToken.version)
+        w.u8(kind.rawValue)
+        w.varint(incarnation)
+        w.varint(position)
+        w.varint(floor)
+        w.u64(epoch)
+        let mac = w.bytes.withUnsafeBytes { Self.mac($0, storeID: storeID, zoneHash: kind == .zone ? zoneHash : 0, key: key) }
+        w.u64(mac)
+        return w.bytes
+    }
+
+    /// Version 3's 66 bytes (TOKENS.md §4, as version 3 wrote them): for tests and vectors.
+    package func encodedV3(key: (UInt64, UInt64)) -> [UInt8] {
+        var w = ByteWriter(capacity: ChangeToken.v3Size)
+        w.u8(3)
         w.u8(kind.rawValue)
         w.u64(storeID.0)
         w.u64(storeID.1)
@@ -142,29 +169,93 @@ package struct ChangeToken: Hashable, Sendable {
         return w.bytes
     }
 
-    package static func decode(_ b: UnsafeRawBufferPointer, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
+    /// A version 4 token's MAC: SipHash-2-4 of `body`, then the store's id and the zone's hash
+    /// as three u64 little-endian.
+    static func mac(_ body: UnsafeRawBufferPointer, storeID: (UInt64, UInt64), zoneHash: UInt64, key: (UInt64, UInt64)) -> UInt64 {
+        var w = ByteWriter(capacity: body.count + 24)
+        w.bytes.append(contentsOf: body)
+        w.u64(storeID.0)
+        w.u64(storeID.1)
+        w.u64(zoneHash)
+        return SipHash24.hash(key: key, w.bytes)
+    }
+
+    /// A token of version 3 or 4 from its bytes. A version 4 token is checked against the store
+    /// and zone its reader expects (`zoneHash` is ignored for a database token) and answers
+    /// them as its own; a version 3 token answers the ones it carries, for the reader to compare.
+    package static func decode(_ b: UnsafeRawBufferPointer, key: (UInt64, UInt64), storeID: (UInt64, UInt64),
+                               zoneHash: UInt64) throws(DecodeError) -> ChangeToken {
         // The version byte first: an older token has another length.
-        guard b.count >= 1, b[0] == version else { throw b.count >= 1 && b[0] >= 1 && b[0] < version ? .unsupportedVersion(b[0]) : .malformed }
-        guard b.count == encodedSize else { throw .malformed }
+        guard b.count >= 1 else { throw .malformed }
+        switch b[0] {
+        case 3: return try decodeV3(b, key: key)
+        case 4: return try decodeV4(b, key: key, storeID: storeID, zoneHash: zoneHash)
+        case 1, 2: throw .unsupportedVersion(b[0])
+        default: throw .malformed
+        }
+    }
+
+    private static func decodeV3(_ b: UnsafeRawBufferPointer, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
+        guard b.count == v3Size else { throw .malformed }
         guard let kind = Kind(rawValue: b[1]) else { throw .malformed }
-        let mac = b.u64(at: encodedSize - 8)
-        guard SipHash24.hash(key: key, UnsafeRawBufferPointer(rebasing: b[0..<encodedSize - 8])) == mac else { throw .badMAC }
+        let mac = b.u64(at: v3Size - 8)
+        guard SipHash24.hash(key: key, UnsafeRawBufferPointer(rebasing: b[0..<v3Size - 8])) == mac else { throw .badMAC }
         return ChangeToken(kind: kind, storeID: (b.u64(at: 2), b.u64(at: 10)), incarnation: b.u64(at: 18),
                            zoneHash: b.u64(at: 26), position: b.u64(at: 34), floor: b.u64(at: 42), epoch: b.u64(at: 50))
     }
 
-    /// `jlt3.` + unpadded base64url of the encoded bytes.
+    private static func decodeV4(_ b: UnsafeRawBufferPointer, key: (UInt64, UInt64), storeID: (UInt64, UInt64),
+                                 zoneHash: UInt64) throws(DecodeError) -> ChangeToken {
+        guard b.count <= v4MaxSize, b.count >= 2, let kind = Kind(rawValue: b[1]) else { throw .malformed }
+        var r = ByteReader(b, offset: 2)
+        let fields: (SequenceNumber, SequenceNumber, SequenceNumber, UInt64)
+        do throws(CodecError) {
+            fields = (try r.varint(), try r.varint(), try r.varint(), try r.u64())
+        } catch { throw .malformed }
+        guard r.remaining == 8 else { throw .malformed }
+        let bound = kind == .zone ? zoneHash : 0
+        guard mac(UnsafeRawBufferPointer(rebasing: b[0..<b.count - 8]), storeID: storeID, zoneHash: bound, key: key) == b.u64(at: b.count - 8) else {
+            throw .badMAC
+        }
+        return ChangeToken(kind: kind, storeID: storeID, incarnation: fields.0, zoneHash: bound, position: fields.1,
+                           floor: fields.2, epoch: fields.3)
+    }
+
+    /// `jlt4.` + unpadded base64url of the encoded bytes.
     package func text(key: (UInt64, UInt64)) -> String { ChangeToken.prefix + Base64URL.encode(encoded(key: key)) }
 
-    package static func parse(_ text: String, key: (UInt64, UInt64)) throws(DecodeError) -> ChangeToken {
-        for v in 1..<version where text.hasPrefix("jlt\(v).") { throw .unsupportedVersion(v) }
-        guard text.utf8.count <= 128, text.hasPrefix(prefix), let bytes = Base64URL.decode(String(text.dropFirst(prefix.count))) else {
-            throw .malformed
-        }
+    /// A token from its text (`jlt4.` or `jlt3.`), checked as `decode` does.
+    package static func parse(_ text: String, key: (UInt64, UInt64), storeID: (UInt64, UInt64), zoneHash: UInt64) throws(DecodeError) -> ChangeToken {
+        let bytes = try bytes(of: text)
         let r: Result<ChangeToken, DecodeError> = bytes.withUnsafeBytes { b in
-            do throws(DecodeError) { return .success(try decode(b, key: key)) } catch { return .failure(error) }
+            do throws(DecodeError) { return .success(try decode(b, key: key, storeID: storeID, zoneHash: zoneHash)) } catch { return .failure(error) }
         }
         return try r.get()
+    }
+
+    /// The position a token's text claims, unchecked (no MAC, no store): only for deciding
+    /// whether a reader should look for newer records before it checks the token for real.
+    package static func unverifiedPosition(_ text: String) -> SequenceNumber? {
+        guard let bytes = try? bytes(of: text) else { return nil }
+        return bytes.withUnsafeBytes { b -> SequenceNumber? in
+            if b.count == v3Size, b[0] == 3 { return b.u64(at: 34) }
+            guard b.count >= 2, b.count <= v4MaxSize, b[0] == 4 else { return nil }
+            var r = ByteReader(b, offset: 2)
+            guard (try? r.varint()) != nil, let position = try? r.varint() else { return nil }
+            return position
+        }
+    }
+
+    /// The bytes of a token's text: its prefix known, at most 128 bytes, base64url.
+    private static func bytes(of text: String) throws(DecodeError) -> [UInt8] {
+        for v in 1..<3 where text.hasPrefix("jlt\(v).") { throw .unsupportedVersion(UInt8(v)) }
+        guard text.utf8.count <= 128 else { throw .malformed }
+        let body: Substring
+        if text.hasPrefix(prefix) { body = text.dropFirst(prefix.count) } else if text.hasPrefix(v3Prefix) { body = text.dropFirst(v3Prefix.count) } else { throw .malformed }
+        guard let bytes = Base64URL.decode(String(body)) else { throw .malformed }
+        // The prefix and the version byte agree.
+        guard let first = bytes.first, (first == 4) == text.hasPrefix(prefix) else { throw .malformed }
+        return bytes
     }
 }
 

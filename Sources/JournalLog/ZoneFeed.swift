@@ -17,9 +17,10 @@ struct TokenSigner: Sendable {
 
     /// The token, or `invalidToken` with the reason (TOKENS.md §6, rule 1). `horizon` is the
     /// highest sequence the store has seen: a token past it comes from the future of this log.
-    func parse(_ token: FeedToken, kind: ChangeToken.Kind, horizon: SequenceNumber) throws(FeedError) -> ChangeToken {
+    /// `zone`: the zone a zone token must be for (a version 4 token's MAC covers it).
+    func parse(_ token: FeedToken, kind: ChangeToken.Kind, zone: String? = nil, horizon: SequenceNumber) throws(FeedError) -> ChangeToken {
         let t: ChangeToken
-        do { t = try ChangeToken.parse(token.text, key: key) } catch { throw .invalidToken(error.description) }
+        do { t = try ChangeToken.parse(token.text, key: key, storeID: storeID, zoneHash: zone.map(zoneHash) ?? 0) } catch { throw .invalidToken(error.description) }
         guard t.storeID == storeID else { throw .invalidToken("it was issued by another store") }
         guard t.kind == kind else {
             throw .invalidToken(kind == .zone ? "it is a database token; zone changes need a zone token" : "it is a zone token; changedZones needs a database token")
@@ -120,7 +121,7 @@ enum ZoneFeed {
         let position: SequenceNumber
         var floor: SequenceNumber = 0
         if let token {
-            let t = try signer.parse(token, kind: .zone, horizon: max(seen ?? h, h))
+            let t = try signer.parse(token, kind: .zone, zone: zone, horizon: max(seen ?? h, h))
             guard t.zoneHash == signer.zoneHash(zone) else { throw .invalidToken("it was issued for another zone") }
             guard let i = catalog.track(zone, incarnation: t.incarnation), t.incarnation <= h else {
                 throw .invalidToken("it names no incarnation of zone \(zone)")

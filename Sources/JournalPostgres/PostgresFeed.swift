@@ -2,7 +2,7 @@ import JournalLog
 import NIOCore
 import PostgresNIO
 
-/// Change tokens of a database (TOKENS.md §4–§5): the same 66-byte form the engine issues, the
+/// Change tokens of a database (TOKENS.md §4–§5): the same form the engine issues, the
 /// database's id in place of the store's, its key signing them, epoch 0 (a database restored
 /// from a backup is a new database: `jlog serve` names it by a new id, see SYNC.md §11.6).
 package struct PostgresTokens: Sendable {
@@ -17,9 +17,12 @@ package struct PostgresTokens: Sendable {
     }
 
     /// The token, or `invalidToken` with the reason (TOKENS.md §6 rule 1).
-    func parse(_ token: FeedToken, kind: ChangeToken.Kind, horizon: SequenceNumber) -> Result<ChangeToken, FeedError> {
+    /// `zone`: the zone a zone token must be for (a version 4 token's MAC covers it).
+    func parse(_ token: FeedToken, kind: ChangeToken.Kind, zone: String? = nil, horizon: SequenceNumber) -> Result<ChangeToken, FeedError> {
         let t: ChangeToken
-        do { t = try ChangeToken.parse(token.text, key: key) } catch { return .failure(.invalidToken(error.description)) }
+        do {
+            t = try ChangeToken.parse(token.text, key: key, storeID: databaseID, zoneHash: zone.map { ChangeToken.zoneHash($0, key: key) } ?? 0)
+        } catch { return .failure(.invalidToken(error.description)) }
         guard t.storeID == databaseID else { return .failure(.invalidToken("it was issued by another store")) }
         guard t.kind == kind else {
             return .failure(.invalidToken(kind == .zone ? "it is a database token; zone changes need a zone token"
@@ -44,7 +47,7 @@ extension PostgresStorage {
         guard limit >= 1 else { return .failure(.invalidLimit(limit)) }
         var parsed: ChangeToken? = nil
         if let token {
-            switch tokens.parse(token, kind: .zone, horizon: .max) {
+            switch tokens.parse(token, kind: .zone, zone: zone, horizon: .max) {
             case .success(let t): parsed = t
             case .failure(let e): return .failure(e)
             }

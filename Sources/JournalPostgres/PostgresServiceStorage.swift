@@ -181,7 +181,8 @@ package final class PostgresServiceStorage: ServiceStorage {
     }
 
     package func databasePosition(_ token: FeedToken) -> SequenceNumber? {
-        guard let t = try? ChangeToken.parse(token.text, key: tokens.key), t.storeID == tokens.databaseID, t.kind == .database else { return nil }
+        guard let t = try? ChangeToken.parse(token.text, key: tokens.key, storeID: tokens.databaseID, zoneHash: 0),
+              t.storeID == tokens.databaseID, t.kind == .database else { return nil }
         return t.position
     }
 

@@ -11,37 +11,68 @@ import Testing
         #expect(SipHash24.hash(key: Self.key, Array(0..<15)) == 0xA129_CA61_49BE_45E5)
     }
 
+    static func parse(_ text: String, key: (UInt64, UInt64) = key, zone: String = "List-1") throws(ChangeToken.DecodeError) -> ChangeToken {
+        try ChangeToken.parse(text, key: key, storeID: (1, 2), zoneHash: ChangeToken.zoneHash(zone, key: Self.key))
+    }
+
     @Test func tokenRoundTripsThroughItsTextForm() throws {
         let text = Self.token.text(key: Self.key)
         #expect(text.hasPrefix(ChangeToken.prefix))
-        #expect(try ChangeToken.parse(text, key: Self.key) == Self.token)
+        #expect(try Self.parse(text) == Self.token)
+    }
+
+    /// Version 4 leaves out what its MAC binds (the store, the zone) and writes positions as
+    /// varints: a token of a young store is 33 characters, against version 3's 93.
+    @Test func aVersionFourTokenIsShort() {
+        #expect(Self.token.text(key: Self.key).utf8.count == 5 + 28)
+        let big = ChangeToken(kind: .zone, storeID: (1, 2), incarnation: .max, zoneHash: 9, position: .max, floor: .max, epoch: .max)
+        #expect(big.encoded(key: Self.key).count == ChangeToken.v4MaxSize)
+        #expect(big.text(key: Self.key).utf8.count <= 128)
+    }
+
+    /// Tokens devices held before version 4 stay good.
+    @Test func aVersionThreeTokenIsStillRead() throws {
+        let text = "jlt3." + Base64URL.encode(Self.token.encodedV3(key: Self.key))
+        #expect(try Self.parse(text) == Self.token)
+        #expect(ChangeToken.unverifiedPosition(text) == 42)
     }
 
     @Test func tamperedTokenIsRejected() {
         var bytes = Self.token.encoded(key: Self.key)
-        bytes[34] ^= 1  // position
+        bytes[3] ^= 1  // position
         let text = ChangeToken.prefix + Base64URL.encode(bytes)
-        #expect(throws: ChangeToken.DecodeError.badMAC) { try ChangeToken.parse(text, key: Self.key) }
+        #expect(throws: ChangeToken.DecodeError.badMAC) { try Self.parse(text) }
     }
 
     @Test func tokenFromAnotherStoreIsRejected() {
         let text = Self.token.text(key: (9, 9))
-        #expect(throws: ChangeToken.DecodeError.badMAC) { try ChangeToken.parse(text, key: Self.key) }
+        #expect(throws: ChangeToken.DecodeError.badMAC) { try Self.parse(text) }
+        // The same key, another store's id: the MAC binds it.
+        #expect(throws: ChangeToken.DecodeError.badMAC) {
+            try ChangeToken.parse(Self.token.text(key: Self.key), key: Self.key, storeID: (1, 3), zoneHash: Self.token.zoneHash)
+        }
+    }
+
+    @Test func aZoneTokenForAnotherZoneIsRejected() {
+        #expect(throws: ChangeToken.DecodeError.badMAC) { try Self.parse(Self.token.text(key: Self.key), zone: "List-2") }
     }
 
     @Test func garbageIsMalformedNotACrash() {
-        for text in ["", "jlt2.", "jlt2.!!!!", "hello", "jlt2." + String(repeating: "A", count: 200), "jlt2.AAAA"] {
-            #expect(throws: ChangeToken.DecodeError.self) { try ChangeToken.parse(text, key: Self.key) }
+        let v3Prefix = Self.token.encodedV3(key: Self.key)
+        for text in ["", "jlt4.", "jlt4.!!!!", "hello", "jlt4." + String(repeating: "A", count: 200), "jlt4.AAAA", "jlt3.AAAA",
+                     "jlt4." + Base64URL.encode(v3Prefix), "jlt3." + Base64URL.encode(Self.token.encoded(key: Self.key)),
+                     "jlt4." + Base64URL.encode([4, 0x5A, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F] + Array(repeating: 0, count: 18))] {
+            #expect(throws: ChangeToken.DecodeError.self) { try Self.parse(text) }
         }
     }
 
     @Test func aVersionOneTokenIsRefusedAsUnsupported() {
-        var bytes = Self.token.encoded(key: Self.key)
+        var bytes = Self.token.encodedV3(key: Self.key)
         bytes[0] = 1
         bytes.removeLast(16)
         bytes += Array(repeating: 0, count: 16)
         #expect(throws: ChangeToken.DecodeError.unsupportedVersion(1)) {
-            try ChangeToken.decode(bytes.withUnsafeBytes { UnsafeRawBufferPointer($0) }, key: Self.key)
+            try ChangeToken.decode(bytes.withUnsafeBytes { UnsafeRawBufferPointer($0) }, key: Self.key, storeID: (1, 2), zoneHash: 0)
         }
     }
 

@@ -540,17 +540,32 @@ import JournalTesting
         let token = ChangeToken(kind: .zone, storeID: (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210), incarnation: 7,
                                 zoneHash: ChangeToken.zoneHash("List-db6a6e29", key: key), position: 42, floor: 5,
                                 epoch: 0x1122_3344_5566_7788)
+        let common: [(String, String)] = [
+            ("kind", "zone"), ("storeID", "0123456789abcdef fedcba9876543210 (two u64, written little-endian: bytes efcdab89674523011032547698badcfe)"),
+            ("incarnation", "7"), ("zone", "List-db6a6e29"), ("zoneHash", String(token.zoneHash, radix: 16)), ("position", "42"), ("floor", "5"),
+            ("epoch", "1122334455667788")]
+        let v3 = token.encodedV3(key: key)
         if V.writing {
-            try V.write("tokens.txt", header: "A zone change token (TOKENS.md §4–5) under key 000102…0f.",
-                        blocks: [[("kind", "zone"), ("storeID", "0123456789abcdef fedcba9876543210 (two u64, written little-endian: bytes efcdab89674523011032547698badcfe)"),
-                                  ("incarnation", "7"),
-                                  ("zone", "List-db6a6e29"), ("zoneHash", String(token.zoneHash, radix: 16)), ("position", "42"), ("floor", "5"),
-                                  ("epoch", "1122334455667788"),
-                                  ("binary", V.hex(token.encoded(key: key))), ("text", token.text(key: key))]])
+            try V.write("tokens.txt", header: "A zone change token (TOKENS.md §4–5) under key 000102…0f: as version 4 writes it (what a store issues), then as version 3 wrote it (still read).",
+                        blocks: [common + [("version", "4"), ("macInput", V.hex(Self.v4MACInput(token, key: key))),
+                                           ("binary", V.hex(token.encoded(key: key))), ("text", token.text(key: key))],
+                                 common + [("version", "3"), ("binary", V.hex(v3)), ("text", "jlt3." + Base64URL.encode(v3))]])
         }
-        let b = try V.blocks("tokens.txt")[0]
-        #expect(b["binary"] == V.hex(token.encoded(key: key)))
-        #expect(try ChangeToken.parse(b["text"]!, key: key) == token)
+        let blocks = try V.blocks("tokens.txt")
+        #expect(blocks[0]["binary"] == V.hex(token.encoded(key: key)))
+        #expect(blocks[0]["macInput"] == V.hex(Self.v4MACInput(token, key: key)))
+        #expect(blocks[1]["binary"] == V.hex(v3))
+        for b in blocks {
+            #expect(try ChangeToken.parse(b["text"]!, key: key, storeID: token.storeID, zoneHash: token.zoneHash) == token)
+        }
+    }
+
+    /// What a version 4 token's MAC is computed over: its bytes before the MAC, the store's id
+    /// and the zone's hash (TOKENS.md §4).
+    static func v4MACInput(_ token: ChangeToken, key: (UInt64, UInt64)) -> [UInt8] {
+        var out = Array(token.encoded(key: key).dropLast(8))
+        for v in [token.storeID.0, token.storeID.1, token.zoneHash] { withUnsafeBytes(of: v.littleEndian) { out += $0 } }
+        return out
     }
 
     @Test func epochsVectorMatches() throws {
