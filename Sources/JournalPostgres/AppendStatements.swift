@@ -16,7 +16,8 @@ struct LockPositionsStatement: PostgresPreparedStatement {
 }
 
 /// Inserts the entries, moves each changed zone's last change and count, sets the next position,
-/// and notifies `channel` of each changed zone at the commit: all in one statement.
+/// and notifies `channel` of each changed zone at the commit (`from`: the writer's signal tag
+/// and a tab before the zone, `PostgresStorage.signal`): all in one statement.
 struct InsertEntriesStatement: PostgresPreparedStatement {
     static let sql = """
         WITH inserted AS (
@@ -28,7 +29,7 @@ struct InsertEntriesStatement: PostgresPreparedStatement {
             FROM unnest($7::text[], $8::bigint[], $9::bigint[]) AS t(z, l, c) WHERE name = t.z),
         positions AS (
             UPDATE jlog_positions SET next = $10)
-        SELECT pg_notify($11, t.z) FROM unnest($7::text[]) AS t(z)
+        SELECT pg_notify($11, $12 || t.z) FROM unnest($7::text[]) AS t(z)
         """
     typealias Row = Void
 
@@ -36,9 +37,10 @@ struct InsertEntriesStatement: PostgresPreparedStatement {
     let changed: [String], lasts: [Int64], counts: [Int64]
     let next: Int64
     let channel: String
+    let from: String
 
     func makeBindings() throws -> PostgresBindings {
-        var b = PostgresBindings(capacity: 11)
+        var b = PostgresBindings(capacity: 12)
         b.append(rows.positions)
         b.append(rows.zones)
         b.append(rows.incarnations)
@@ -50,6 +52,7 @@ struct InsertEntriesStatement: PostgresPreparedStatement {
         b.append(counts)
         b.append(next)
         b.append(channel)
+        b.append(from)
         return b
     }
 

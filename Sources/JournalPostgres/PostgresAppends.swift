@@ -112,7 +112,7 @@ extension PostgresStorage {
         // One statement writes it all, and notifies at the commit (fewer round trips under the lock).
         let changed = Array(lastChange.keys), lasts = changed.map { lastChange[$0]! }, counts = changed.map { added[$0]! }
         for try await _ in try await c.execute(InsertEntriesStatement(rows: rows, changed: changed, lasts: lasts, counts: counts,
-                                                                       next: last + 1, channel: changesChannel), logger: logger) {}
+                                                                       next: last + 1, channel: changesChannel, from: signalTag + "\t"), logger: logger) {}
         return results
     }
 

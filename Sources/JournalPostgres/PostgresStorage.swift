@@ -23,6 +23,9 @@ public final class PostgresStorage: Sendable {
     public let migrated: [Int]
     /// The records table's first statistics (`FirstStatistics`).
     let firstStatistics = FirstStatistics()
+    /// This opening's name in its change signals (16 hex digits, random): the signals of its own
+    /// writes are not delivered back to it (`changeSignals`).
+    let signalTag = String(UInt64.random(in: 1...UInt64.max), radix: 16)
 
     private init(client: PostgresClient, logger: Logger, changesChannel: String, running: Task<Void, Never>, migrated: [Int]) {
         self.client = client

@@ -30,6 +30,20 @@ struct PostgresChangeSignalsTests {
         await b.close()
     }
 
+    /// A node hints its devices when it writes: its own writes' signals are not delivered back.
+    @Test func aNodeDoesNotHearItsOwnWrites() async throws {
+        let schema = try await PostgresTestDatabase.freshSchema()
+        let a = try await PostgresTestDatabase.open(schema), b = try await PostgresTestDatabase.open(schema)
+        var signals = a.changeSignals().makeAsyncIterator()
+        #expect(await Self.next(&signals) == .listening)
+        try await a.makeZone("alice/weekly")
+        _ = try await a.append([PostgresTestDatabase.entry("e1", "alice/weekly")], to: "alice/weekly")
+        try await b.makeZone("bob/groceries")
+        #expect(await Self.next(&signals) == .zone("bob/groceries"))
+        await a.close()
+        await b.close()
+    }
+
     @Test func aRefusedAppendSignalsNothing() async throws {
         let schema = try await PostgresTestDatabase.freshSchema()
         let a = try await PostgresTestDatabase.open(schema), b = try await PostgresTestDatabase.open(schema)
