@@ -107,6 +107,12 @@ final class SimulationRun {
             // the service's snapshot fetches its history now (others have it already).
             guard let zone = pick(await node.engine.lists) else { return }
             try? await node.engine.fetchHistory(zone)
+        case 975..<990:
+            // A hint for one list (SYNC.md §7.7): push, then that list alone, no database
+            // request; now and then one for a list the device does not have (a full sync).
+            guard let zone = rng.next() % 8 == 0 ? ZoneID(owner: pick(accounts) ?? "a0", name: "gone-\(rng.next() % 4)") : pick(await node.engine.lists) else { return }
+            _ = await node.engine.sync(hinted: [ZoneHint(zone: zone, head: nil)])
+            result.hintedSyncs += 1
         default: _ = await node.engine.sync()
         }
     }

@@ -60,6 +60,8 @@ package struct SimulationResult: Sendable {
     package var purged = 0
     package var refetches = 0
     package var membershipChanges = 0
+    /// Syncs of one hinted list (`sync(hinted:)`), no database request.
+    package var hintedSyncs = 0
     package var settleRounds = 0
     /// Lists paged by a reader that began while a compaction rewrote the log and was served to
     /// the end, so its entries were compared with the service's (`WindowReader`).

@@ -54,7 +54,7 @@ struct Simulate: AsyncParsableCommand {
                 ("uploadsPerChange", .double(r.uploadsPerChange)), ("sendsPerChange", .double(r.sendsPerChange)),
                 ("foreignUploads", .int(Int64(r.foreignUploads))),
                 ("localChanges", .int(Int64(r.localChanges))), ("entriesSent", .int(Int64(r.entriesSent))),
-                ("faultsInjected", .int(Int64(r.faultsInjected))), ("powerLosses", .int(Int64(r.powerLosses))),
+                ("faultsInjected", .int(Int64(r.faultsInjected))), ("powerLosses", .int(Int64(r.powerLosses))), ("hintedSyncs", .int(Int64(r.hintedSyncs))),
                 ("serviceRestarts", .int(Int64(r.serviceRestarts))), ("compactions", .int(Int64(r.compactions))),
                 ("purged", .int(Int64(r.purged))), ("refetches", .int(Int64(r.refetches))),
                 ("membershipChanges", .int(Int64(r.membershipChanges))), ("settleRounds", .int(Int64(r.settleRounds))),
@@ -67,7 +67,7 @@ struct Simulate: AsyncParsableCommand {
             print("seed \(r.seed): \(r.replicas) devices, \(r.ops) steps, faults \(faults.rawValue)")
             print("  \(r.converged ? "converged" : "DID NOT CONVERGE"): lost \(r.lost), duplicated \(r.duplicated)")
             print("  \(r.localChanges) local changes, \(String(format: "%.3f", r.uploadsPerChange)) uploads and \(String(format: "%.3f", r.sendsPerChange)) sends per change")
-            print("  \(r.faultsInjected) faults, \(r.powerLosses) power losses, \(r.serviceRestarts) service restarts, \(r.compactions) compactions (\(r.purged) entries purged, \(r.windowReads) lists paged across one), \(r.refetches) re-fetches, \(r.membershipChanges) sharing changes")
+            print("  \(r.faultsInjected) faults, \(r.powerLosses) power losses, \(r.serviceRestarts) service restarts, \(r.compactions) compactions (\(r.purged) entries purged, \(r.windowReads) lists paged across one), \(r.refetches) re-fetches, \(r.membershipChanges) sharing changes, \(r.hintedSyncs) hinted syncs")
             print("  settled in \(r.settleRounds) rounds, \(String(format: "%.2f", r.seconds)) s")
             for p in r.problems { print("  problem: \(p)") }
             if !r.converged { print("  replay: jlog simulate --replicas \(replicas) --ops \(ops) --seed \(seed) --faults \(faults.rawValue) --accounts \(accounts)") }
