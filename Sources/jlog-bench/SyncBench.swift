@@ -22,6 +22,8 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
     private(set) var historyPages = 0, largestHistoryPage = 0
     /// Change tokens and heads, sent and received: what the bytes above spend on positions.
     private(set) var tokenBytes = 0
+    /// The last snapshot fetched, as it came (looked into after the timed part).
+    private(set) var lastSnapshot: [UInt8]? = nil
 
     init(_ inner: LocalService) { self.inner = inner }
 
@@ -77,7 +79,9 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
                 historyPages += 1
                 largestHistoryPage = max(largestHistoryPage, n)
             }
-        case (_, .snapshot(let snap?)): count(down: snap.bytes.count + snap.token.text.utf8.count)
+        case (_, .snapshot(let snap?)):
+            count(down: snap.bytes.count + snap.token.text.utf8.count)
+            lock.withLock { lastSnapshot = snap.bytes }
         default: count()
         }
         return answer
@@ -153,7 +157,7 @@ struct SyncBench {
         let w = ListWorkload.generate(n, seed: 41, zone: zone.storeName)
         log("sync: a \(n)-entry list, its first sync on a new device (compacted and not), then one change at a time")
         var results: [String: (ms: [Double], wire: (Int, Int, Int), state: Int)] = [:]
-        var historyMS: [Double] = [], historyBytes = 0, historyPages = 0
+        var historyMS: [Double] = [], historyBytes = 0, historyPages = 0, snapshotIDs = 0
         var firstPage: [Double] = [], firstPageEvents = 0
         for compacted in [true, false] {
             let label = compacted ? "snapshot" : "replay"
@@ -193,6 +197,7 @@ struct SyncBench {
                     return out
                 }
                 ms.append(t.usable * 1000)
+                if compacted, snapshotIDs == 0 { snapshotIDs = Self.idsWritten(meter.lastSnapshot) }
                 items = t.items
                 wire = t.wire
                 if compacted {
@@ -212,7 +217,8 @@ struct SyncBench {
             report.emit(Measurement(
                 name: "initial_sync_\(label)", system: "journallog", unit: "ms", runs: r.ms,
                 extra: [("list_entries", .i(n)), ("entries_on_wire", .i(r.wire.0)), ("bytes_on_wire", .i(r.wire.1)),
-                        ("requests", .i(r.wire.2)), ("items", .i(r.state)),
+                        ("requests", .i(r.wire.2)), ("items", .i(r.state))]
+                    + (label == "snapshot" ? Self.idFloor(snapshotIDs) : []) + [
                         ("note", .s(label == "snapshot"
                             ? "the service compacted the list (14-day retention, 15 days after its last entry): the device installs the service's snapshot as the list's base (durably) and materialises the list; bytes and requests up to the list being usable (the history is history_fetch)"
                             : "the list never compacted: the device fetches and appends every entry durably, then materialises the list (a full replay)"))],
@@ -229,6 +235,19 @@ struct SyncBench {
                     ("note", .s("after initial_sync_snapshot: the device fetches the list's history page by page (SYNC.md §3.12), installs it beside the log and reads it whole"))]))
         refetchAfterAway()
         steadyState(zone)
+    }
+
+    /// The ids a snapshot writes once each (`ListReducer.idsWritten`); 0 when it does not decode
+    /// alone (a delta).
+    static func idsWritten(_ snapshot: [UInt8]?) -> Int {
+        guard let snapshot, let decoded = try? SnapshotCodec.decode(snapshot) else { return 0 }
+        return decoded.reducer.idsWritten
+    }
+
+    /// The snapshot's ids, and the bytes they take at 16 each: random, so incompressible, the
+    /// least any encoding of the list carries while the merge rules order by entry ids.
+    static func idFloor(_ ids: Int) -> [(String, JSON)] {
+        [("snapshot_ids", .i(ids)), ("snapshot_random_id_bytes", .i(16 * ids))]
     }
 
     /// What one device's first sync came to: the list usable, and its history after.
@@ -253,7 +272,7 @@ struct SyncBench {
         log("sync: a \(n)-entry family list; a device away for its last 15 days (\(n - cut) entries) re-fetches it")
         let dir = self.dir
         var ms: [Double] = [], wire = (0, 0, 0), items = 0
-        var historyMS: [Double] = [], historyCosts: [StepCost] = [], historyWire = (0, 0, 0)
+        var historyMS: [Double] = [], historyCosts: [StepCost] = [], historyWire = (0, 0, 0), snapshotIDs = 0
         for run in 0..<max(3, counts.runs) {
             let (store, core, clock): (JournalStore, ServiceCore, ManualNow)
             do {
@@ -310,6 +329,7 @@ struct SyncBench {
                 return (t, state.items.count, refetchWire, historyTime, spent)
             }
             ms.append(result.0 * 1000)
+            if snapshotIDs == 0 { snapshotIDs = Self.idsWritten(meter.lastSnapshot) }
             items = result.1
             wire = result.2
             historyMS.append(result.3 * 1000)
@@ -322,7 +342,7 @@ struct SyncBench {
         report.emit(Measurement(
             name: "refetch_after_15_days", system: "journallog", unit: "ms", runs: ms,
             extra: [("list_entries", .i(n)), ("entries_while_away", .i(n - cut)), ("entries_on_wire", .i(wire.0)),
-                    ("bytes_on_wire", .i(wire.1)), ("requests", .i(wire.2)), ("items", .i(items)),
+                    ("bytes_on_wire", .i(wire.1)), ("requests", .i(wire.2)), ("items", .i(items))] + Self.idFloor(snapshotIDs) + [
                     ("note", .s("a device synced the two-year family list (LifecycleWorkload), was away its last 15 days while the service compacted it; its next sync (token expired) installs the service's snapshot and what followed it, durably, and materialises the list. History on demand: refetch_history_paged"))]))
         report.emit(Measurement(
             name: "refetch_history_paged", system: "journallog", unit: "ms", runs: historyMS,
