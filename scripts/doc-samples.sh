@@ -24,6 +24,11 @@ samples = {
     # The embedding example, then the reader and change stream that continue it.
     "ReadmeEmbedding": readme[0] + readme[1],
     "ReadmeSync": readme[2],
+    # Hints: the app's engine and its HTTP service, then the README's lines.
+    "ReadmeHints": imports + "import JournalSyncHTTP\nimport JournalSyncWire\n"
+        + "let service = HTTPSyncService(server: \"http://127.0.0.1:8080\", credential: DeviceCredential.issue(for: \"alice\"))\n"
+        + "let engine = try SyncEngine(store: JournalStore.open(\"alice.wal\"), service: service, replica: \"alice:phone\")\n"
+        + "let weekly = try await engine.createList(\"weekly\")\n" + readme[3],
     "ReadmeApp": imports + """
 @MainActor final class Model { var items: [ListItem] = []; var lists: [ListSummary] = [] }
 let model = Model()
@@ -31,7 +36,7 @@ struct Widget { func show(_ list: ListState) {} }
 let widget = Widget()
 let entry = JournalEntry(id: .random(), zone: "alice/weekly", author: "alice", wallTime: 0,
                          clock: HybridTime(rawValue: 1), operation: .rename(name: "Weekly"))
-""" + readme[3],
+""" + readme[4],
     "GettingStarted": blocks(os.path.join(docc, "GettingStarted.md"))[0],
     "ObservingLists": imports + "import Observation\nfunc show(_ state: ListState) {}\n"
         + "".join(blocks(os.path.join(docc, "ObservingLists.md"))),
