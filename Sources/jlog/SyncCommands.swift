@@ -18,11 +18,14 @@ struct Sync: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With --watch: seconds between syncs when nothing hints.", valueName: "s")) var interval: Double = 30
     @Flag(help: "One JSON object per sync: {complete, sent, uploaded, applied, held, refetched, gone, rejected, offline, quotaExceeded, signedOut, errors}.")
     var json = false
+    @Flag(help: "Push the device's queued changes and fetch nothing: what an app that listens for hints does after a local change (other devices' changes come as hints, Spec/SYNC.md §7.7).")
+    var pushOnly = false
     @Flag(help: "After the sync, fetch the history of every list installed from its service's snapshot whose history is not here yet (a sync does so itself unless an earlier one was cut short).")
     var history = false
 
     func validate() throws {
         guard interval > 0, interval <= 86_400 else { throw ValidationError("--interval must be 0…86400 seconds") }
+        if pushOnly && (watch || history) { throw ValidationError("--push-only fetches nothing: it goes with neither --watch nor --history") }
     }
 
     func run() async throws {
@@ -38,7 +41,7 @@ struct Sync: AsyncParsableCommand {
             fflush(nil)
         }
         guard watch else {
-            let r = await engine.sync()
+            let r = pushOnly ? await engine.sync(hinted: []) : await engine.sync()
             show(r)
             if !r.isComplete { throw ExitCode(Status.failure) }
             if history {
