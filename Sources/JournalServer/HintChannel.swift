@@ -1,6 +1,7 @@
 import Hummingbird
 import JournalService
 import JournalSync
+import JournalSyncWire
 import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
@@ -67,10 +68,7 @@ extension SyncServer {
 
 extension SyncServer {
     /// A hint as its server-sent event: `data:` the zone (or `*`), then its head when known.
-    static func event(_ hint: ServiceHint) -> String {
-        guard let zone = hint.zone else { return "event: changed\ndata: *\n\n" }
-        return "event: changed\ndata: \(zone)\n" + (hint.head.map { "data: \($0.text)\n" } ?? "") + "\n"
-    }
+    static func event(_ hint: ServiceHint) -> String { HintEvent.text(zone: hint.zone, head: hint.head) }
 }
 
 /// Whether a keep-alive waits in a hint channel's queue: a tick adds one only when none does, so

@@ -21,7 +21,13 @@ extension SyncEngine {
         for scope in DatabaseScope.allCases {
             guard await pullDatabase(scope, first: first?[scope], &report) else { return }
         }
-        for name in state.zones.keys.sorted() where only?.contains(name) ?? true {
+        await fetchMarked(state.zones.keys.sorted().filter { only?.contains($0) ?? true }, &report)
+    }
+
+    /// Fetches those of `names` that have something to fetch (marked, being replaced, queued to
+    /// apply, or wanting a re-fetch), in order, until the sync may not continue.
+    func fetchMarked(_ names: [String], _ report: inout SyncReport) async {
+        for name in names {
             guard let z = state.zones[name], !z.pendingDelete,
                   z.needsFetch || z.replacing != nil || !z.toApply.isEmpty || z.refetchWanted else { continue }
             await fetchZone(name, &report)
@@ -40,12 +46,7 @@ extension SyncEngine {
                 && store.zone(name)?.isDeleted == false
             if !current { state.zones[name]?.needsFetch = true }
         }
-        for name in Set(hinted.map(\.zone.storeName)).sorted() {
-            guard let z = state.zones[name], !z.pendingDelete,
-                  z.needsFetch || z.replacing != nil || !z.toApply.isEmpty || z.refetchWanted else { continue }
-            await fetchZone(name, &report)
-            if !report.mayContinue { return }
-        }
+        await fetchMarked(Set(hinted.map(\.zone.storeName)).sorted(), &report)
     }
 
     /// One database's changes. Zones gone are removed locally first, then the changed ones are

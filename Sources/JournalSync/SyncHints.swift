@@ -8,7 +8,7 @@ import Foundation
 public final class SyncHints: Sendable {
     let stream: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
-    private let waiting = NSLockedHints()
+    private let waiting = WaitingHints()
 
     /// Named zones kept before the waiting hints count as one naming none: a burst over many
     /// lists costs one full sync rather than a fetch per list.
@@ -57,7 +57,7 @@ public struct ZoneHint: Hashable, Sendable {
 }
 
 /// The hints waiting to be taken: everything, or the newest head named for each zone.
-private final class NSLockedHints: @unchecked Sendable {
+private final class WaitingHints: @unchecked Sendable {
     private let lock = NSLock()
     private var everything = false
     private var zones: [ZoneID: ZoneHead?] = [:]

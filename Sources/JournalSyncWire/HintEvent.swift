@@ -21,6 +21,13 @@ package struct HintEvent {
         return nil
     }
 
+    /// A hint as `GET /v1/hints` writes it: `event: changed`, a `data:` line with the zone (nil:
+    /// `*`, everything), then one with its head when known, then a blank line.
+    package static func text(zone: String?, head: ZoneHead?) -> String {
+        guard let zone else { return "event: changed\ndata: *\n\n" }
+        return "event: changed\ndata: \(zone)\n" + (head.map { "data: \($0.text)\n" } ?? "") + "\n"
+    }
+
     /// A field's value: one leading space dropped (SSE).
     private static func value(_ s: Substring) -> String { String(s.first == " " ? s.dropFirst() : s) }
 

@@ -429,9 +429,7 @@ struct SyncBench {
     }
 
     /// A hint's bytes as `GET /v1/hints` writes it (`event: changed`, the zone, its head).
-    static func eventBytes(_ hint: ServiceHint) -> Int {
-        "event: changed\ndata: \(hint.zone ?? "*")\n".utf8.count + (hint.head.map { "data: \($0.text)\n".utf8.count } ?? 0) + 1
-    }
+    static func eventBytes(_ hint: ServiceHint) -> Int { HintEvent.text(zone: hint.zone, head: hint.head).utf8.count }
 
     /// The sync a hint makes, as the device's listener hands it to the engine: of the zone it
     /// names, or everything.
