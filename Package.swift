@@ -78,6 +78,7 @@ let package = Package(
         .target(name: "JournalService", dependencies: [
             "JournalSync", "JournalSyncWire", "JournalLog", "JournalQuery", "ListModel",
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
         ]),
         // Layer 4, transports: `jlog serve`'s HTTP server (Hummingbird) over the reference service,
         // with accounts and access control; and the engine's HTTP client (AsyncHTTPClient).
@@ -90,6 +91,7 @@ let package = Package(
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),

@@ -51,7 +51,30 @@ final class BridgeExecutor: TaskExecutor, @unchecked Sendable {
         return try box.result!.get()
     }
 
+    /// Runs `body` on these threads and waits for it on the caller's thread for at most
+    /// `deadline`: its result, or nil when it did not end in time (it goes on, and its result is
+    /// dropped). For a probe that must answer in a bound whatever the database does.
+    func wait<T: Sendable, E: Error>(deadline: Duration, _ body: @escaping @Sendable () async throws(E) -> T) -> Result<T, E>? {
+        let done = DispatchSemaphore(value: 0)
+        let box = LockedBox<Result<T, E>>()
+        Task(executorPreference: self) {
+            do throws(E) { box.set(.success(try await body())) } catch { box.set(.failure(error)) }
+            done.signal()
+        }
+        let nanos = deadline.components.seconds * 1_000_000_000 + deadline.components.attoseconds / 1_000_000_000
+        guard done.wait(timeout: .now() + .nanoseconds(Int(nanos))) == .success else { return nil }
+        return box.get()
+    }
+
     private final class ResultBox<T, E: Error>: @unchecked Sendable {
         var result: Result<T, E>?
+    }
+
+    /// A value one task sets and another reads, maybe after giving up on it.
+    private final class LockedBox<T>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value: T?
+        func set(_ v: T) { lock.withLock { value = v } }
+        func get() -> T? { lock.withLock { value } }
     }
 }

@@ -1,15 +1,10 @@
 import JournalLog
+import JournalService
 import Logging
 import PostgresNIO
 
 /// What another node's writes tell this one (Spec/SYNC.md §11.4): a signal only, never data.
-public enum PostgresChangeSignal: Sendable, Equatable {
-    /// Listening began, or began again after the connection was lost: something may have changed
-    /// unheard, so a node re-reads and tells its devices to fetch.
-    case listening
-    /// A write to this zone committed.
-    case zone(String)
-}
+public typealias PostgresChangeSignal = NodeSignal
 
 extension PostgresStorage {
     /// Signals of writes committed by other nodes, through PostgreSQL's `LISTEN/NOTIFY` on one

@@ -131,9 +131,7 @@ extension PostgresStorage {
         try await c.query("""
             UPDATE jlog_zones SET entry_count = entry_count - \(Int64(purged.count)), history_through = \(Int64(through)) WHERE name = \(name)
             """, logger: logger)
-        try await Self.raiseMark(name, incarnation: info.incarnation, to: through, at: position, on: c, logger)
-        try await c.query("UPDATE jlog_positions SET next = \(position + 1)", logger: logger)
-        try await notifyChange(name, on: c)
+        try await raiseMark(name, incarnation: info.incarnation, to: through, at: position, on: c)
         return .compacted(ZoneCompaction(zone: name, incarnation: info.incarnation, lowWaterMark: through, chosen: purged.count,
                                          rewritten: rewritten.count, snapshotSequence: through),
                           purged: purged, rewritten: rewritten)

@@ -16,30 +16,40 @@ package final class PostgresCredentials: CredentialCheck {
 
     package init(_ database: PostgresStorage) { self.database = database }
 
-    package func authenticate(_ text: String, now: Int64) async -> String? {
-        guard let presented = DeviceCredential(text) else { return nil }
+    /// A lookup that fails (the database restarting, its pool's circuit breaker tripped) is
+    /// `unavailable`: the device is told to retry, never signed out.
+    package func authenticate(_ text: String, now: Int64) async -> Authentication {
+        guard let presented = DeviceCredential(text) else { return .refused }
         let at = ContinuousClock.now
         var record: AccountCredential?
         if let hit = cache.withLock({ $0[presented.id] }), at - hit.read < Self.maxAge {
             record = hit.row
         } else {
-            guard let row = try? await database.credential(id: presented.id) else { return nil }
+            let row: AccountCredential?
+            do { row = try await database.credential(id: presented.id) } catch {
+                return .unavailable(PostgresServiceStorage.storageError(error))
+            }
             record = row
             cache.withLock {
                 if $0.count > 100_000 { $0.removeAll() }
                 $0[presented.id] = (row, at)
             }
         }
-        guard let record, record.account == presented.account, record.isValid(now: now) else { return nil }
-        return AccountDirectory.secret(presented.secret, hashesTo: record.secretHash) ? record.account : nil
+        guard let record, record.account == presented.account, record.isValid(now: now),
+              AccountDirectory.secret(presented.secret, hashesTo: record.secretHash) else { return .refused }
+        return .accepted(account: record.account)
     }
 
-    package func accountExists(_ account: String, now: Int64) -> Bool {
+    /// A lookup that fails throws: never "no such account".
+    package func accountExists(_ account: String, now: Int64) throws(StorageError) -> Bool {
         let at = ContinuousClock.now
         if let hit = accounts.withLock({ $0[account] }), at - hit.read < Self.maxAge { return hit.exists }
-        let exists = (try? BridgeExecutor.shared.wait { [database] () async throws(PostgresStorageError) -> Bool in
-            try await database.credentials(of: account).contains { $0.isValid(now: now) }
-        }) ?? false
+        let exists: Bool
+        do {
+            exists = try BridgeExecutor.shared.wait { [database] () async throws(PostgresStorageError) -> Bool in
+                try await database.credentials(of: account).contains { $0.isValid(now: now) }
+            }
+        } catch { throw PostgresServiceStorage.storageError(error) }
         accounts.withLock {
             if $0.count > 100_000 { $0.removeAll() }
             $0[account] = (exists, at)

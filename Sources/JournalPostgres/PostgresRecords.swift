@@ -22,26 +22,30 @@ extension PostgresStorage {
         try await Self.mapped {
             try await client.withTransaction(logger: logger) { c in
                 let next = try await Self.lockPositions(c, logger)
-                if let z = try await Self.zone(name, on: c, logger), !z.isDeleted { return z.incarnation }
+                if let z = try await Self.zoneInfo(name, on: c, logger), !z.isDeleted { return z.incarnation }
                 try await c.query("""
                     INSERT INTO jlog_zones (name, incarnation, last_change) VALUES (\(name), \(next), \(next))
                     ON CONFLICT (name) DO UPDATE SET incarnation = \(next), low_water_mark = 0, last_change = \(next),
                         deleted_at = NULL, deletion_reason = NULL, entry_count = 0, history_through = 0
                     """, logger: logger)
-                try await c.query("""
-                    INSERT INTO jlog_records (position, zone, incarnation, kind, body)
-                    VALUES (\(next), \(name), \(next), \(RecordKind.zoneMade.rawValue), \(ByteBuffer()))
-                    """, logger: logger)
-                try await c.query("UPDATE jlog_positions SET next = \(next + 1)", logger: logger)
-                try await self.notifyChange(name, on: c)
+                try await self.writeRecord(.zoneMade, zone: name, incarnation: next, at: next, on: c)
                 return SequenceNumber(next)
             }
         }
     }
 
-    /// The zone's newest incarnation, or nil for a zone never made.
-    public func zone(_ name: String) async throws(PostgresStorageError) -> PostgresZone? {
-        try await Self.mapped { try await client.withConnection { c in try await Self.zone(name, on: c, logger) } }
+    /// Under the positions lock (`lockPositions`), the one way a write other than an append of
+    /// entries takes its position (§11.2): the zone's record of `kind` at `position`, the next
+    /// position moved past it, and the other nodes signalled at the commit (§11.4). Appends of
+    /// entries do the same in one prepared statement (`InsertEntriesStatement`).
+    func writeRecord(_ kind: RecordKind, zone: String, incarnation: Int64, body: [UInt8] = [], at position: Int64,
+                     on c: PostgresConnection) async throws {
+        try await c.query("""
+            INSERT INTO jlog_records (position, zone, incarnation, kind, body)
+            VALUES (\(position), \(zone), \(incarnation), \(kind.rawValue), \(ByteBuffer(bytes: body)))
+            """, logger: logger)
+        try await c.query("UPDATE jlog_positions SET next = \(position + 1)", logger: logger)
+        try await notifyChange(zone, on: c)
     }
 
     /// The zone incarnation's entries after `position`, in order, at most `limit`.
@@ -71,45 +75,27 @@ extension PostgresStorage {
     /// zone once, at its newest), at most `limit`: what a database feed pages through. A zone
     /// that changes again moves past the page, never below it; and since positions commit in
     /// order (§11.2), a change committed after a page was read lies after the page's last position.
-    public func changedZones(after position: SequenceNumber, limit: Int) async throws(PostgresStorageError) -> [PostgresZone] {
+    public func changedZones(after position: SequenceNumber, limit: Int) async throws(PostgresStorageError) -> [ZoneInfo] {
         try await Self.mapped {
-            var out: [PostgresZone] = []
-            let rows = try await client.query("""
-                SELECT name, incarnation, low_water_mark, last_change, deleted_at IS NOT NULL FROM jlog_zones
-                WHERE last_change > \(Int64(position)) ORDER BY last_change LIMIT \(max(1, limit))
-                """, logger: logger)
-            for try await (name, inc, mark, last, deleted) in rows.decode((String, Int64, Int64, Int64, Bool).self) {
-                out.append(PostgresZone(name: name, incarnation: SequenceNumber(inc), lowWaterMark: SequenceNumber(mark),
-                                        lastChange: SequenceNumber(last), isDeleted: deleted))
+            try await client.withConnection { c in
+                try await Self.zoneInfos("""
+                    SELECT \(unescaped: Self.zoneColumns) FROM jlog_zones
+                    WHERE last_change > \(Int64(position)) ORDER BY last_change LIMIT \(max(1, limit))
+                    """, on: c, logger)
             }
-            return out
         }
     }
 
-    /// The highest position written and committed (0: none).
+    /// The highest position written and committed (0: none); `damaged` when `jlog_positions` has
+    /// lost its row (every reader of the horizon agrees: `horizon(on:)`).
     public func horizon() async throws(PostgresStorageError) -> SequenceNumber {
-        try await Self.mapped {
-            var next: Int64 = 1
-            for try await n in try await client.query("SELECT next FROM jlog_positions", logger: logger).decode(Int64.self) { next = n }
-            return SequenceNumber(next - 1)
-        }
+        try await Self.mapped { try await client.withConnection { c in try await Self.horizon(on: c, logger) } }
     }
 
     /// Locks the positions row until the transaction ends; the next position.
     static func lockPositions(_ c: PostgresConnection, _ logger: Logger) async throws -> Int64 {
         for try await next in try await c.execute(LockPositionsStatement(), logger: logger) { return next }
         throw PostgresStorageError.damaged("jlog_positions has no row")
-    }
-
-    static func zone(_ name: String, on c: PostgresConnection, _ logger: Logger) async throws -> PostgresZone? {
-        let rows = try await c.query("""
-            SELECT incarnation, low_water_mark, last_change, deleted_at IS NOT NULL FROM jlog_zones WHERE name = \(name)
-            """, logger: logger)
-        for try await (inc, mark, last, deleted) in rows.decode((Int64, Int64, Int64, Bool).self) {
-            return PostgresZone(name: name, incarnation: SequenceNumber(inc), lowWaterMark: SequenceNumber(mark),
-                                lastChange: SequenceNumber(last), isDeleted: deleted)
-        }
-        return nil
     }
 
     static func idBytes(_ id: CompactID) -> [UInt8] {

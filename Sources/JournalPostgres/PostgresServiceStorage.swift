@@ -31,65 +31,67 @@ package final class PostgresServiceStorage: ServiceStorage {
         try BridgeExecutor.shared.wait(body)
     }
 
-    /// A database failure as the store's error: the service answers `serviceBusy`.
+    /// A database failure as the seam's error, counted by kind (`StorageFailures`): a database
+    /// that did not answer is `unavailable` (retry), a row that does not decode or a schema this
+    /// program does not know is `damaged` (an operator must act).
+    static func storageError(_ e: PostgresStorageError) -> StorageError {
+        let failure: StorageError = switch e {
+        case .damaged, .schemaTooNew: .damaged(e.description)
+        default: .unavailable(e.description)
+        }
+        StorageFailures.note(failure)
+        return failure
+    }
+
+    /// A database failure as the store's error: its refusals as the store's, a failure as
+    /// `writerFailed` (the service answers `serviceBusy`).
     private static func journal(_ e: PostgresStorageError) -> JournalError {
         switch e {
         case .zoneNotFound(let z): .zoneNotFound(z)
         case .idConflict(let zone, let id): .idConflict(zone: zone, id: CompactID(id) ?? CompactID("-")!, storedAt: nil)
         case .markMoved: .compactionRunning
-        default: .writerFailed(e.description)
+        default: .writerFailed(storageError(e).description)
         }
+    }
+
+    /// A read's answer, or its failure as the seam's error.
+    private func read<T: Sendable>(_ body: @escaping @Sendable () async throws(PostgresStorageError) -> T) throws(StorageError) -> T {
+        do throws(PostgresStorageError) { return try wait(body) } catch { throw Self.storageError(error) }
     }
 
     package var isDurable: Bool { true }
     package var isShared: Bool { true }
-    package var recordsArrivals: Bool { true }
 
-    package func lastChange(ofAny zones: [String]) -> SequenceNumber {
-        (try? wait { [database] () async throws(PostgresStorageError) in try await database.lastChange(ofAny: zones) }) ?? .max
+    package func lastChange(ofAny zones: [String]) throws(StorageError) -> SequenceNumber {
+        try read { [database] () async throws(PostgresStorageError) in try await database.lastChange(ofAny: zones) }
     }
 
-    package func zones() -> [ZoneInfo] {
-        (try? wait { [database] () async throws(PostgresStorageError) in try await database.zoneInfos(nil) }) ?? []
+    package func allZones() throws(StorageError) -> [ZoneInfo] {
+        try read { [database] () async throws(PostgresStorageError) in try await database.zoneInfos(nil) }
     }
 
-    package func zones(ownedBy owner: String) throws(JournalError) -> [ZoneInfo] {
-        do { return try wait { [database] () async throws(PostgresStorageError) in try await database.zoneInfos(owner) } } catch {
-            throw Self.journal(error)
-        }
+    package func zones(ownedBy owner: String) throws(StorageError) -> [ZoneInfo] {
+        try read { [database] () async throws(PostgresStorageError) in try await database.zoneInfos(owner) }
     }
 
-    package func zone(_ name: String) -> ZoneInfo? {
-        (try? checkedZone(name)) ?? nil
+    package func zoneInfo(_ name: String) throws(StorageError) -> ZoneInfo? {
+        try read { [database] () async throws(PostgresStorageError) in try await database.zoneInfo(name) }
     }
 
-    package func checkedZone(_ name: String) throws(JournalError) -> ZoneInfo? {
-        do { return try wait { [database] () async throws(PostgresStorageError) in try await database.zoneInfo(name) } } catch {
-            throw Self.journal(error)
-        }
-    }
-
-    package var nextSequence: SequenceNumber { horizon + 1 }
-
-    package var horizon: SequenceNumber {
-        (try? wait { [database] () async throws(PostgresStorageError) in try await database.horizon() }) ?? 0
-    }
-
-    package func appendEntry(_ e: JournalEntry) throws(JournalError) -> SequenceNumber {
-        try appendBatch([e]).upperBound
+    package func readHorizon() throws(StorageError) -> SequenceNumber {
+        try read { [database] () async throws(PostgresStorageError) in try await database.horizon() }
     }
 
     /// Appends all or nothing. One zone's entries go through group commit; a batch that spans
     /// zones (a membership record beside its `join`) commits alone. A service zone (`_service/…`)
     /// is made by its first append, as in the engine's store.
-    package func appendBatch(_ batch: [JournalEntry]) throws(JournalError) -> ClosedRange<SequenceNumber> {
-        try appendBatch(batch, expectingMark: nil)
-    }
-
     package func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber> {
         let positions = try appendPositions(batch, expectingMark: mark)
-        let h = positions.max() ?? horizon
-        return (positions.min() ?? h)...h
+        if let low = positions.min(), let high = positions.max() { return low...high }
+        // Every id was held already: the range of none, at the horizon.
+        let h: SequenceNumber
+        do throws(StorageError) { h = try readHorizon() } catch { throw .writerFailed(error.description) }
+        return h...h
     }
 
     /// From what the database saved: no read of the zone's count.
@@ -114,7 +116,9 @@ package final class PostgresServiceStorage: ServiceStorage {
                 }
                 return positions
             } catch .zoneNotFound(let z) where attempt == 0 {
-                if let info = zone(z), let at = info.deletedAt { throw .zoneDeleted(zone: z, at: at) }
+                let info: ZoneInfo?
+                do throws(StorageError) { info = try zoneInfo(z) } catch { throw .writerFailed(error.description) }
+                if let info, let at = info.deletedAt { throw .zoneDeleted(zone: z, at: at) }
                 do throws(PostgresStorageError) {
                     _ = try wait { [database] () async throws(PostgresStorageError) in try await database.makeZone(z) }
                 } catch { throw Self.journal(error) }
@@ -177,7 +181,11 @@ package final class PostgresServiceStorage: ServiceStorage {
     }
 
     package func checkDatabaseToken(_ token: FeedToken) throws(FeedError) {
-        _ = try tokens.parse(token, kind: .database, horizon: horizon).get()
+        // A horizon that could not be read is busy, never a token ahead of the database (a
+        // device told its token expired would re-fetch every list).
+        let h: SequenceNumber
+        do throws(StorageError) { h = try readHorizon() } catch { throw .storage(.writerFailed(error.description)) }
+        _ = try tokens.parse(token, kind: .database, horizon: h).get()
     }
 
     package func databasePosition(_ token: FeedToken) -> SequenceNumber? {
@@ -227,8 +235,8 @@ package final class PostgresServiceStorage: ServiceStorage {
         }
     }
 
-    package func newestHistory(of zone: ZoneInfo) -> SequenceNumber {
-        (try? wait { [database] () async throws(PostgresStorageError) in try await database.newestHistory(zone) }) ?? 0
+    package func newestHistory(of zone: ZoneInfo) throws(StorageError) -> SequenceNumber {
+        try read { [database] () async throws(PostgresStorageError) in try await database.newestHistory(zone) }
     }
 
     /// Each zone the plan names compacted in a transaction of its own (`compactZone`), and
@@ -236,7 +244,10 @@ package final class PostgresServiceStorage: ServiceStorage {
     package func compact(_ plan: ServiceCompactionPlan) throws(QueryError) -> ListCompactionReport {
         var report = ListCompactionReport()
         let cutoff = plan.now - plan.retentionMillis
-        for z in zones() where !z.isDeleted && plan.zoneFilter(z) {
+        // A zone list that could not be read fails the run: never an empty run reported done.
+        let zones: [ZoneInfo]
+        do throws(StorageError) { zones = try allZones() } catch { throw .storage(.writerFailed(error.description)) }
+        for z in zones where !z.isDeleted && plan.zoneFilter(z) {
             let outcome: PostgresZoneCompaction
             do {
                 outcome = try wait { [database] () async throws(PostgresStorageError) in
@@ -261,13 +272,12 @@ package final class PostgresServiceStorage: ServiceStorage {
 
     package func invitationKey() throws(JournalError) -> (UInt64, UInt64) { invitation }
 
-    package func arrivedThrough(by time: Int64) -> SequenceNumber? {
-        // On failure, nothing counts as arrived: a purge can only come late.
-        (try? wait { [database] () async throws(PostgresStorageError) in try await database.arrivedThrough(by: time) }) ?? 0
+    package func arrivedThrough(by time: Int64) throws(StorageError) -> SequenceNumber? {
+        try read { [database] () async throws(PostgresStorageError) in try await database.arrivedThrough(by: time) }
     }
 
-    package func deviceRows() -> [DeviceFetches.Row]? {
-        (try? wait { [database] () async throws(PostgresStorageError) in try await database.deviceRows() }) ?? []
+    package func deviceRows() throws(StorageError) -> [DeviceFetches.Row]? {
+        try read { [database] () async throws(PostgresStorageError) in try await database.deviceRows() }
     }
 
     package func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError) {
@@ -276,11 +286,17 @@ package final class PostgresServiceStorage: ServiceStorage {
         } catch { throw Self.journal(error) }
     }
 
-    package func unreadiness() -> String? {
-        do throws(PostgresStorageError) {
-            _ = try wait { [database] () async throws(PostgresStorageError) in try await database.horizon() }
-            return nil
-        } catch { return error.description }
+    /// A read of the horizon, given up after `deadline`: while the database is down the pool
+    /// waits up to a minute for a connection, and a load balancer's probe must not.
+    package func unreadiness(deadline: Duration) -> String? {
+        let outcome = BridgeExecutor.shared.wait(deadline: deadline) { [database] () async throws(PostgresStorageError) in
+            try await database.horizon()
+        }
+        switch outcome {
+        case .some(.success): return nil
+        case .some(.failure(let error)): return Self.storageError(error).description
+        case .none: return Self.storageError(.database("no answer within \(deadline)")).description
+        }
     }
 }
 

@@ -118,20 +118,6 @@ public final class PostgresStorage: Sendable {
     }
 }
 
-/// A zone's newest incarnation as the database holds it.
-public struct PostgresZone: Sendable, Equatable {
-    /// The zone's name (`owner/list`).
-    public var name: String
-    /// The position that made this incarnation.
-    public var incarnation: SequenceNumber
-    /// Tokens issued under a lower mark expire (SYNC.md §6).
-    public var lowWaterMark: SequenceNumber
-    /// The position of its last record.
-    public var lastChange: SequenceNumber
-    /// Whether this incarnation was deleted.
-    public var isDeleted: Bool
-}
-
 /// What an append did: the positions of the entries it saved, and the ids it did not store again.
 public struct PostgresAppend: Sendable, Equatable {
     /// Each saved entry's position, in the batch's order.

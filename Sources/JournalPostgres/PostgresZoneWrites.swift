@@ -12,7 +12,7 @@ extension PostgresStorage {
         try await Self.mapped {
             try await client.withTransaction(logger: logger) { c in
                 let next = try await Self.lockPositions(c, logger)
-                guard let z = try await Self.zone(name, on: c, logger), !z.isDeleted else { throw PostgresStorageError.zoneNotFound(name) }
+                guard let z = try await Self.zoneInfo(name, on: c, logger), !z.isDeleted else { throw PostgresStorageError.zoneNotFound(name) }
                 let inc = Int64(z.incarnation)
                 try await c.query("""
                     UPDATE jlog_zones SET deleted_at = \(next), deletion_reason = \(Int16(reason.rawValue)), last_change = \(next), entry_count = 0
@@ -24,12 +24,7 @@ extension PostgresStorage {
                 try await c.query("DELETE FROM jlog_records WHERE zone = \(name) AND incarnation = \(inc)", logger: logger)
                 try await c.query("DELETE FROM jlog_history_pieces WHERE zone = \(name) AND incarnation = \(inc)", logger: logger)
                 try await c.query("DELETE FROM jlog_snapshots WHERE zone = \(name) AND incarnation = \(inc)", logger: logger)
-                try await c.query("""
-                    INSERT INTO jlog_records (position, zone, incarnation, kind, body)
-                    VALUES (\(next), \(name), \(inc), \(RecordKind.zoneDeleted.rawValue), \(ByteBuffer()))
-                    """, logger: logger)
-                try await c.query("UPDATE jlog_positions SET next = \(next + 1)", logger: logger)
-                try await self.notifyChange(name, on: c)
+                try await self.writeRecord(.zoneDeleted, zone: name, incarnation: inc, at: next, on: c)
                 return SequenceNumber(next)
             }
         }
@@ -41,27 +36,22 @@ extension PostgresStorage {
         try await Self.mapped {
             try await client.withTransaction(logger: logger) { c in
                 let next = try await Self.lockPositions(c, logger)
-                guard let z = try await Self.zone(name, on: c, logger), !z.isDeleted else { throw PostgresStorageError.zoneNotFound(name) }
+                guard let z = try await Self.zoneInfo(name, on: c, logger), !z.isDeleted else { throw PostgresStorageError.zoneNotFound(name) }
                 guard mark > z.lowWaterMark else { return }
-                try await Self.raiseMark(name, incarnation: z.incarnation, to: mark, at: next, on: c, logger)
-                try await c.query("UPDATE jlog_positions SET next = \(next + 1)", logger: logger)
-                try await self.notifyChange(name, on: c)
+                try await self.raiseMark(name, incarnation: z.incarnation, to: mark, at: next, on: c)
             }
         }
     }
 
-    /// Under the positions lock: the mark raised, as the record at `position`.
-    static func raiseMark(_ name: String, incarnation: SequenceNumber, to mark: SequenceNumber, at position: Int64,
-                          on c: PostgresConnection, _ logger: Logger) async throws {
+    /// Under the positions lock: the mark raised, as the record at `position` (`writeRecord`).
+    func raiseMark(_ name: String, incarnation: SequenceNumber, to mark: SequenceNumber, at position: Int64,
+                   on c: PostgresConnection) async throws {
         try await c.query("""
             UPDATE jlog_zones SET low_water_mark = greatest(low_water_mark, \(Int64(mark))), last_change = \(position) WHERE name = \(name)
             """, logger: logger)
         var body = ByteWriter()
         body.varint(mark)
-        try await c.query("""
-            INSERT INTO jlog_records (position, zone, incarnation, kind, body)
-            VALUES (\(position), \(name), \(Int64(incarnation)), \(RecordKind.lowWaterMark.rawValue), \(ByteBuffer(bytes: body.bytes)))
-            """, logger: logger)
+        try await writeRecord(.lowWaterMark, zone: name, incarnation: Int64(incarnation), body: body.bytes, at: position, on: c)
     }
 
     /// Appends every request in one transaction, all or nothing: the first refusal (a zone not

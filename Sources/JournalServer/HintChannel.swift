@@ -55,7 +55,9 @@ extension SyncServer {
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             try await writer.write(ByteBuffer(string: "event: ready\ndata: subscribed\n\n"))
             for await event in events {
-                guard await accounts.authenticate(credential, now: now()) == caller else { break }
+                // A credential refused since ends the channel; one that could not be judged (the
+                // credentials unavailable) does not: a hint carries no data.
+                guard await Self.stillSignedIn(accounts.authenticate(credential, now: now()), as: caller) else { break }
                 keepAliveQueued.clear()
                 try await writer.write(ByteBuffer(string: event))
             }
@@ -67,6 +69,15 @@ extension SyncServer {
 }
 
 extension SyncServer {
+    /// Whether a hint channel's credential, checked again, still acts as `caller`.
+    static func stillSignedIn(_ judged: Authentication, as caller: String) -> Bool {
+        switch judged {
+        case .accepted(let account): account == caller
+        case .refused: false
+        case .unavailable: true
+        }
+    }
+
     /// A hint as its server-sent event: `data:` the zone (or `*`), then its head when known.
     static func event(_ hint: ServiceHint) -> String { HintEvent.text(zone: hint.zone, head: hint.head) }
 }

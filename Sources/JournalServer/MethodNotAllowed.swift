@@ -37,15 +37,16 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        // NIO frames no body in an answer to CONNECT (RFC 9110 §9.3.6: a 2xx one switches to a
-        // tunnel), so a refusal's body would have no Content-Length on a kept-alive connection
-        // and the client would wait for a close to find its end: the answer closes it.
+        // NIO's encoder writes no body in an answer to CONNECT (a 2xx one switches to a tunnel),
+        // so the refusal is written past it, with its body, and the connection closed
+        // (`ConnectRefusal`); what the router would answer after that goes nowhere.
         guard request.method != .connect else {
             let allowed = Self.methods(at: request.uri.path)?.map(\.rawValue).joined(separator: ", ")
-            var r = SyncServer.json(allowed == nil ? 404 : 405, HTTPBinding.ErrorJSON(
-                error: "invalidRequest", message: allowed.map { "CONNECT is not a method of this path; it takes \($0)" } ?? "no such path"))
-            if let allowed { r.headers[.allow] = allowed }
-            return SyncServer.closingConnection(r, context.channel)
+            let body = HTTPBinding.ErrorJSON(error: "invalidRequest",
+                                             message: allowed.map { "CONNECT is not a method of this path; it takes \($0)" } ?? "no such path")
+            await ConnectRefusal.write(status: allowed == nil ? .notFound : .methodNotAllowed, json: SyncServer.jsonBytes(body),
+                                       allow: allowed, on: context.channel)
+            return SyncServer.closingConnection(Response(status: allowed == nil ? .notFound : .methodNotAllowed), context.channel)
         }
         do {
             return try await next(request, context)

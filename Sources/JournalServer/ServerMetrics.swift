@@ -23,6 +23,8 @@ package enum ServerMetrics {
     package static var compactionRuns: CoreMetrics.Counter { CoreMetrics.Counter(label: "jlog_compaction_runs_total") }
     package static var entriesPurged: CoreMetrics.Counter { CoreMetrics.Counter(label: "jlog_entries_purged_total") }
     package static var devicesSentBack: CoreMetrics.Counter { CoreMetrics.Counter(label: "jlog_devices_sent_back_total") }
+    /// Compaction runs that failed (the storage did not answer, or is damaged): the next one tries again.
+    package static var compactionFailures: CoreMetrics.Counter { CoreMetrics.Counter(label: "jlog_compaction_failures_total") }
 }
 
 /// A backend whose calls are counted (`ServerMetrics`): uploads and the entries they saved,

@@ -61,8 +61,9 @@ package struct SyncServer: Sendable {
     }
 
     /// Runs until the process is told to stop (SIGINT, SIGTERM) or the task is cancelled;
-    /// `onRunning` gets the port it listens on (useful with port 0).
-    package func run(logger: Logger? = nil, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    /// `onRunning` gets the port it listens on (useful with port 0). With `node`, the metrics
+    /// address also takes `POST /compact` (a compaction now, for an operator or a test).
+    package func run(logger: Logger? = nil, node: ServiceNode? = nil, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         var log = logger ?? Logger(label: "jlog-serve")
         if logger == nil { log.logLevel = .warning }
         let app = Application(
@@ -73,7 +74,7 @@ package struct SyncServer: Sendable {
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
             logger: log)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app)]
-        if let m = options.metrics { services.append(.init(service: Self.metricsApplication(m, logger: log))) }
+        if let m = options.metrics { services.append(.init(service: Self.metricsApplication(m, node: node, logger: log))) }
         // The hint closer is last so that it is told first: a device's hint channel never ends
         // by itself, and the server's graceful shutdown waits for every response to end.
         services.append(.init(service: HintCloser(hints: backend.hints)))
@@ -83,10 +84,22 @@ package struct SyncServer: Sendable {
     }
 
     /// `GET /metrics` on its own address: what a Prometheus server scrapes, never on the API's
-    /// port (a device has no business reading it).
-    static func metricsApplication(_ m: (host: String, port: Int, registry: PrometheusCollectorRegistry), logger: Logger) -> some Service {
+    /// port (a device has no business reading it). With `node`, `POST /compact` runs a compaction
+    /// now and answers its report (SYNC.md §11.5): the operator's address only, like the metrics.
+    static func metricsApplication(_ m: (host: String, port: Int, registry: PrometheusCollectorRegistry), node: ServiceNode?,
+                                   logger: Logger) -> some Service {
         let router = Router()
         let registry = m.registry
+        if let node {
+            router.post("/compact") { _, _ in
+                do throws(SyncError) {
+                    let outcome = try await node.compactOnce()
+                    return Self.json(200, CompactionJSON(outcome))
+                } catch {
+                    return Self.error(error)
+                }
+            }
+        }
         router.get("/metrics") { _, _ in
             var buffer: [UInt8] = []
             registry.emit(into: &buffer)
@@ -97,6 +110,10 @@ package struct SyncServer: Sendable {
                            logger: logger)
     }
 
+    /// The API's routes (Spec/openapi.yaml) behind the middleware that every request passes:
+    /// metrics and request logs, 405 for a known path's other methods, 400 for a path with an
+    /// empty segment, errors mapped to statuses once (`SyncErrorMiddleware`); and, for every route
+    /// but health and readiness, authentication and the account's rate (`AuthenticationMiddleware`).
     package func makeRouter() -> Router<ServerRequestContext> {
         let router = Router(context: ServerRequestContext.self)
         // Requests by route and status, and their latencies (swift-metrics; exported by the
@@ -105,182 +122,174 @@ package struct SyncServer: Sendable {
         router.middlewares.add(MetricsMiddleware())
         router.middlewares.add(LogRequestsMiddleware(.info))
         router.middlewares.add(MethodNotAllowedMiddleware())
+        router.middlewares.add(SyncErrorMiddleware())
+        router.middlewares.add(EmptySegmentMiddleware())
         router.get("/v1/health") { _, _ in Self.json(200, ["status": "ok"]) }
-        // Ready: the service's storage takes writes (a failed store refuses every append).
-        router.get("/v1/ready") { _, _ in
-            guard let why = await backend.unreadiness() else { return Self.json(200, ["status": "ready"]) }
-            return Self.json(503, ["status": "unready", "reason": why])
-        }
-        router.get("/v1/account") { request, context in
-            await handle(request, context) { caller throws(SyncError) in Self.json(200, HTTPBinding.AccountJSON(account: caller.account)) }
-        }
-        router.get("/v1/databases/:scope/changes") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                guard let scope = context.parameters.get("scope").flatMap(DatabaseScope.init(rawValue:)) else {
-                    throw .invalidRequest("the database scope is private or shared")
-                }
-                let (token, limit) = try Self.paging(request)
-                let page = try await backend.perform(caller, .fetchDatabaseChanges(scope: scope, since: token, limit: limit)).databaseChangesPage()
-                return Self.json(200, HTTPBinding.DatabaseChangesJSON(page))
+        router.get("/v1/ready") { _, _ in await readiness() }
+        let api = router.group("/v1").add(middleware: AuthenticationMiddleware(accounts: accounts, limiter: limiter, now: now))
+        addAccountRoutes(api)
+        addZoneRoutes(api)
+        addSharingRoutes(api)
+        return router
+    }
+
+    /// Ready: the service's storage takes writes (a failed store refuses every append), answered
+    /// within `ServiceCore.readinessDeadline` and a second, whatever the storage does (SYNC.md
+    /// §11.5): a load balancer's probe must not hang while the database is down.
+    func readiness() async -> Response {
+        let limit = ServiceCore.readinessDeadline + .seconds(1)
+        let why = await Self.first(within: limit, backend.unreadiness, otherwise: "the storage did not answer within \(limit)")
+        guard let why else { return Self.json(200, ["status": "ready"]) }
+        return Self.json(503, ["status": "unready", "reason": why])
+    }
+
+    /// `body`'s answer, or `otherwise` when it has not answered within `limit` (it goes on, and
+    /// its answer is dropped).
+    static func first(within limit: Duration, _ body: @escaping @Sendable () async -> String?, otherwise: String) async -> String? {
+        let answer = OnceAnswer()
+        return await withCheckedContinuation { (c: CheckedContinuation<String?, Never>) in
+            answer.set(c)
+            Task { answer.give(await body()) }
+            Task {
+                try? await Task.sleep(for: limit)
+                answer.give(otherwise)
             }
         }
-        router.get("/v1/databases/changes") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                let tokens = try Self.databaseTokens(request)
-                let (_, limit) = try Self.paging(request)
-                let page = try await backend.perform(caller, .fetchBothDatabases(since: tokens, limit: limit)).bothDatabasesPage()
-                return Self.json(200, HTTPBinding.BothDatabasesJSON(page))
-            }
+    }
+
+    func addAccountRoutes(_ api: RouterGroup<ServerRequestContext>) {
+        api.get("account") { _, context in
+            Self.json(200, HTTPBinding.AccountJSON(account: try context.authenticatedCaller().account))
         }
-        router.post("/v1/zones/:owner/:name/entries") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                let zone = try Self.zone(context)
-                let bytes = try await Self.body(request, limit: backend.limits.maxUploadBytes + 64 << 10)
-                let entries: [JournalEntry]
-                // Decoded no further than the upload limit: more entries are refused before any is built.
-                do throws(CodecError) { entries = try WireBatch.decode(bytes, maxEntries: backend.limits.maxUploadEntries) } catch {
-                    if case .lengthOutOfRange(field: "entry count", _, _) = error.kind { throw .limitExceeded }
-                    throw .invalidRequest("the body is not a jlog wire batch: \(error)")
-                }
-                guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
-                let result: UploadResult
-                let (since, _) = try Self.paging(request)
-                do throws(SyncError) {
-                    result = try await backend.perform(caller, .upload(entries: entries, zone: zone, since: since)).uploadResult()
-                } catch {
-                    guard case .partialFailure(let r) = error else { throw error }
-                    result = r
-                }
-                return Response(status: .ok, headers: [.contentType: "application/json"],
-                                body: .init(byteBuffer: ByteBuffer(bytes: HTTPBinding.UploadJSON(result).encoded)))
+        api.get("databases/:scope/changes") { request, context in
+            guard let scope = context.parameters.get("scope").flatMap(DatabaseScope.init(rawValue:)) else {
+                throw SyncError.invalidRequest("the database scope is private or shared")
             }
+            let (token, limit) = try Self.paging(request)
+            let page = try await backend.perform(context.authenticatedCaller(), .fetchDatabaseChanges(scope: scope, since: token, limit: limit))
+                .databaseChangesPage()
+            return Self.json(200, HTTPBinding.DatabaseChangesJSON(page))
         }
-        router.get("/v1/zones/:owner/:name/changes") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                let zone = try Self.zone(context)
-                let (token, limit) = try Self.paging(request)
-                let page = try await backend.perform(caller, .fetchZoneChanges(zone: zone, since: token, limit: limit)).zoneChangesPage()
-                var headers = HTTPFields()
-                headers[.contentType] = WireBatch.mediaType
-                headers[HTTPField.Name(HTTPBinding.tokenHeader)!] = page.token.text
-                headers[HTTPField.Name(HTTPBinding.moreComingHeader)!] = page.moreComing ? "true" : "false"
-                if let head = page.head { headers[HTTPField.Name(HTTPBinding.headHeader)!] = head.text }
-                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: WireBatch.encode(page.entries))))
-            }
+        api.get("databases/changes") { request, context in
+            let tokens = try Self.databaseTokens(request)
+            let (_, limit) = try Self.paging(request)
+            let page = try await backend.perform(context.authenticatedCaller(), .fetchBothDatabases(since: tokens, limit: limit)).bothDatabasesPage()
+            return Self.json(200, HTTPBinding.BothDatabasesJSON(page))
         }
-        router.get("/v1/zones/:owner/:name/history") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                let bytes = try await backend.perform(caller, .fetchZoneHistory(zone: try Self.zone(context))).historyBytes()
-                // Compressed when the client takes it and it pays (SYNC.md §9.5).
-                if Self.accepts(request, CompressedBody.mediaType), let packed = CompressedBody.encode(bytes) {
-                    return Response(status: .ok, headers: [.contentType: CompressedBody.mediaType], body: .init(byteBuffer: ByteBuffer(bytes: packed)))
-                }
-                return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
-            }
-        }
-        router.get("/v1/zones/:owner/:name/history/pages") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                let cursor = try Self.historyCursor(request)
-                let page = try await backend.perform(caller, .fetchZoneHistoryPage(zone: try Self.zone(context), after: cursor)).zoneHistoryPage()
-                var headers = HTTPFields()
-                if let next = page.next { headers[HTTPField.Name(HTTPBinding.historyNextHeader)!] = next.text }
-                // Compressed when the client takes it and it pays (SYNC.md §9.5).
-                if Self.accepts(request, CompressedBody.mediaType), let packed = CompressedBody.encode(page.bytes) {
-                    headers[.contentType] = CompressedBody.mediaType
-                    return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: packed)))
-                }
-                headers[.contentType] = "application/octet-stream"
-                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: page.bytes)))
-            }
-        }
-        router.get("/v1/zones/:owner/:name/snapshot") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                guard let snapshot = try await backend.perform(caller, .fetchZoneSnapshot(zone: try Self.zone(context))).zoneSnapshot() else {
-                    return Response(status: .noContent)
-                }
-                var headers = HTTPFields()
-                headers[.contentType] = "application/octet-stream"
-                headers[HTTPField.Name(HTTPBinding.tokenHeader)!] = snapshot.token.text
-                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: snapshot.bytes)))
-            }
-        }
-        router.put("/v1/zones/:owner/:name") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                try await backend.perform(caller, .createZone(try Self.zone(context))).finished()
-                return Response(status: .noContent)
-            }
-        }
-        router.delete("/v1/zones/:owner/:name") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                try await backend.perform(caller, .deleteZone(try Self.zone(context))).finished()
-                return Response(status: .noContent)
-            }
-        }
-        router.post("/v1/zones/:owner/:name/invitations") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                let zone = try Self.zone(context)
-                let body: HTTPBinding.ParticipantJSON = try await Self.decode(request)
-                let invitation = try await backend.perform(caller, .shareZone(zone, participant: body.participant)).shareInvitation()
-                return Self.json(200, HTTPBinding.InvitationJSON(invitation: invitation.text))
-            }
-        }
-        router.post("/v1/invitations/accept") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                let body: HTTPBinding.InvitationJSON = try await Self.decode(request)
-                let zone = try await backend.perform(caller, .acceptShare(ShareInvitation(body.invitation))).zoneID()
-                return Self.json(200, HTTPBinding.ZoneJSON(zone))
-            }
-        }
-        router.delete("/v1/zones/:owner/:name/participants/:account") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                let zone = try Self.zone(context)
-                guard let participant = context.parameters.get("account"), SyncNames.accountRefusal(participant) == nil else {
-                    throw .invalidRequest("not an account name")
-                }
-                try await backend.perform(caller, .removeParticipant(participant, zone: zone)).finished()
-                return Response(status: .noContent)
-            }
-        }
-        router.delete("/v1/zones/:owner/:name/participants") { request, context in
-            await handle(request, context) { caller throws(SyncError) in
-                try await backend.perform(caller, .stopSharing(try Self.zone(context))).finished()
-                return Response(status: .noContent)
-            }
-        }
-        router.get("/v1/hints") { request, context in
+        api.get("hints") { request, context in
             let watcher = try? await context.channel.pipeline.handler(type: ConnectionEndWatcher.self).get()
             let end = watcher?.end ?? context.channel.closeFuture
-            return await handle(request, context) { caller throws(SyncError) in
-                try hintChannel(for: caller.account, credential: Self.bearer(request) ?? "", connectionEnd: end)
-            }
+            return try hintChannel(for: context.authenticatedCaller().account, credential: context.credential ?? "", connectionEnd: end)
         }
-        return router
+    }
+
+    func addZoneRoutes(_ api: RouterGroup<ServerRequestContext>) {
+        api.post("zones/:owner/:name/entries") { request, context in
+            let zone = try Self.zone(context)
+            let entries = try await Self.uploadedEntries(request, limits: backend.limits)
+            let (since, _) = try Self.paging(request)
+            let result: UploadResult
+            do throws(SyncError) {
+                result = try await backend.perform(context.authenticatedCaller(), .upload(entries: entries, zone: zone, since: since)).uploadResult()
+            } catch {
+                guard case .partialFailure(let r) = error else { throw error }
+                result = r
+            }
+            return Response(status: .ok, headers: [.contentType: "application/json"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: HTTPBinding.UploadJSON(result).encoded)))
+        }
+        api.get("zones/:owner/:name/changes") { request, context in
+            let zone = try Self.zone(context)
+            let (token, limit) = try Self.paging(request)
+            let page = try await backend.perform(context.authenticatedCaller(), .fetchZoneChanges(zone: zone, since: token, limit: limit)).zoneChangesPage()
+            var headers = HTTPFields()
+            headers[.contentType] = WireBatch.mediaType
+            headers[HTTPField.Name(HTTPBinding.tokenHeader)!] = page.token.text
+            headers[HTTPField.Name(HTTPBinding.moreComingHeader)!] = page.moreComing ? "true" : "false"
+            if let head = page.head { headers[HTTPField.Name(HTTPBinding.headHeader)!] = head.text }
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: WireBatch.encode(page.entries))))
+        }
+        api.get("zones/:owner/:name/history") { request, context in
+            let bytes = try await backend.perform(context.authenticatedCaller(), .fetchZoneHistory(zone: try Self.zone(context))).historyBytes()
+            return Self.binary(request, bytes, headers: HTTPFields())
+        }
+        api.get("zones/:owner/:name/history/pages") { request, context in
+            let cursor = try Self.historyCursor(request)
+            let page = try await backend.perform(context.authenticatedCaller(), .fetchZoneHistoryPage(zone: try Self.zone(context), after: cursor))
+                .zoneHistoryPage()
+            var headers = HTTPFields()
+            if let next = page.next { headers[HTTPField.Name(HTTPBinding.historyNextHeader)!] = next.text }
+            return Self.binary(request, page.bytes, headers: headers)
+        }
+        api.get("zones/:owner/:name/snapshot") { request, context in
+            guard let snapshot = try await backend.perform(context.authenticatedCaller(), .fetchZoneSnapshot(zone: try Self.zone(context))).zoneSnapshot() else {
+                return Response(status: .noContent)
+            }
+            var headers = HTTPFields()
+            headers[.contentType] = "application/octet-stream"
+            headers[HTTPField.Name(HTTPBinding.tokenHeader)!] = snapshot.token.text
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: snapshot.bytes)))
+        }
+        api.put("zones/:owner/:name") { _, context in
+            try await backend.perform(context.authenticatedCaller(), .createZone(try Self.zone(context))).finished()
+            return Response(status: .noContent)
+        }
+        api.delete("zones/:owner/:name") { _, context in
+            try await backend.perform(context.authenticatedCaller(), .deleteZone(try Self.zone(context))).finished()
+            return Response(status: .noContent)
+        }
+    }
+
+    func addSharingRoutes(_ api: RouterGroup<ServerRequestContext>) {
+        api.post("zones/:owner/:name/invitations") { request, context in
+            let zone = try Self.zone(context)
+            let body: HTTPBinding.ParticipantJSON = try await Self.decode(request)
+            let invitation = try await backend.perform(context.authenticatedCaller(), .shareZone(zone, participant: body.participant)).shareInvitation()
+            return Self.json(200, HTTPBinding.InvitationJSON(invitation: invitation.text))
+        }
+        api.post("invitations/accept") { request, context in
+            let body: HTTPBinding.InvitationJSON = try await Self.decode(request)
+            let zone = try await backend.perform(context.authenticatedCaller(), .acceptShare(ShareInvitation(body.invitation))).zoneID()
+            return Self.json(200, HTTPBinding.ZoneJSON(zone))
+        }
+        api.delete("zones/:owner/:name/participants/:account") { _, context in
+            let zone = try Self.zone(context)
+            guard let participant = context.parameters.get("account"), SyncNames.accountRefusal(participant) == nil else {
+                throw SyncError.invalidRequest("not an account name")
+            }
+            try await backend.perform(context.authenticatedCaller(), .removeParticipant(participant, zone: zone)).finished()
+            return Response(status: .noContent)
+        }
+        api.delete("zones/:owner/:name/participants") { _, context in
+            try await backend.perform(context.authenticatedCaller(), .stopSharing(try Self.zone(context))).finished()
+            return Response(status: .noContent)
+        }
     }
 
     // MARK: Every request
 
-    /// Authenticates, limits the rate, runs `body`, and turns every error into its status.
-    func handle(_ request: Request, _ context: ServerRequestContext, _ body: (ServiceCaller) async throws(SyncError) -> Response) async -> Response {
-        let response = await authenticated(request, body)
-        // A refused request's body may be unread; reading the rest (as keeping the connection
-        // would) lets a client make the server swallow any number of bytes, so it is closed.
-        guard response.status.code >= 400, Self.hasBody(request) else { return response }
-        return Self.closingConnection(response, context.channel)
+    /// The entries of an upload's body: a wire batch within the upload limits (more entries are
+    /// refused before any is built).
+    static func uploadedEntries(_ request: Request, limits: ServiceLimits) async throws(SyncError) -> [JournalEntry] {
+        let bytes = try await Self.body(request, limit: limits.maxUploadBytes + 64 << 10)
+        let entries: [JournalEntry]
+        do throws(CodecError) { entries = try WireBatch.decode(bytes, maxEntries: limits.maxUploadEntries) } catch {
+            if case .lengthOutOfRange(field: "entry count", _, _) = error.kind { throw .limitExceeded }
+            throw .invalidRequest("the body is not a jlog wire batch: \(error)")
+        }
+        guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
+        return entries
     }
 
-    func authenticated(_ request: Request, _ body: (ServiceCaller) async throws(SyncError) -> Response) async -> Response {
-        guard let credential = Self.bearer(request), let caller = await accounts.authenticate(credential, now: now()) else {
-            var r = Self.error(.notAuthenticated)
-            r.headers[.wwwAuthenticate] = "Bearer realm=\"jlog\""
-            return r
+    /// A history body: LZ4-compressed when the client takes it and it pays (SYNC.md §9.5).
+    static func binary(_ request: Request, _ bytes: [UInt8], headers: HTTPFields) -> Response {
+        var headers = headers
+        if Self.accepts(request, CompressedBody.mediaType), let packed = CompressedBody.encode(bytes) {
+            headers[.contentType] = CompressedBody.mediaType
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: packed)))
         }
-        if let wait = limiter.admit(caller) {
-            ServerMetrics.rateLimited.increment()
-            return Self.error(.rateLimited(retryAfter: .seconds(wait)))
-        }
-        // The device is the credential's id: one credential per device (SYNC.md §9.2).
-        let device = DeviceCredential(credential)?.id
-        do throws(SyncError) { return try await body(ServiceCaller(account: caller, device: device)) } catch { return Self.error(error) }
+        headers[.contentType] = "application/octet-stream"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     /// The credential of an `Authorization: Bearer …` header. The scheme's name is matched
@@ -330,6 +339,9 @@ package struct SyncServer: Sendable {
         e.outputFormatting = [.sortedKeys]
         return e
     }()
+
+    /// `value` as the JSON every answer carries (keys sorted).
+    static func jsonBytes(_ value: some Encodable) -> [UInt8] { Array((try? sortedEncoder.encode(value)) ?? Data("{}".utf8)) }
 
     static func json(_ status: Int, _ value: some Encodable) -> Response {
         let data = (try? sortedEncoder.encode(value)) ?? Data("{}".utf8)

@@ -69,24 +69,34 @@ package final class AccountDirectory: CredentialCheck, @unchecked Sendable {
         return bytes
     }
 
-    /// The account `text` authenticates, or nil: unknown, malformed, tampered, expired or revoked
-    /// credentials are all refused alike.
-    package func authenticate(_ text: String, now: Int64) -> String? {
-        guard let presented = DeviceCredential(text) else { return nil }
-        let record: Credential? = lock.withLock {
-            try? reloadIfChanged()
-            return credentials[presented.id]
-        }
-        guard let record, record.account == presented.account, record.isValid(now: now) else { return nil }
-        return Self.secret(presented.secret, hashesTo: record.secretHash) ? record.account : nil
+    /// The account `text` authenticates, or refused: unknown, malformed, tampered, expired or
+    /// revoked credentials are all refused alike. An accounts file that was replaced and cannot
+    /// be read is `unavailable`: the operator must repair it, and no device is signed out meanwhile.
+    package func authenticate(_ text: String, now: Int64) -> Authentication {
+        guard let presented = DeviceCredential(text) else { return .refused }
+        let record: Credential?
+        do throws(StorageError) { record = try current { $0[presented.id] } } catch { return .unavailable(error) }
+        guard let record, record.account == presented.account, record.isValid(now: now),
+              Self.secret(presented.secret, hashesTo: record.secretHash) else { return .refused }
+        return .accepted(account: record.account)
     }
 
     /// Whether an account has a credential that is valid now (only such accounts can be invited).
-    package func accountExists(_ account: String, now: Int64) -> Bool {
-        lock.withLock {
-            try? reloadIfChanged()
-            return credentials.values.contains { $0.account == account && $0.isValid(now: now) }
+    package func accountExists(_ account: String, now: Int64) throws(StorageError) -> Bool {
+        try current { $0.values.contains { $0.account == account && $0.isValid(now: now) } }
+    }
+
+    /// `body` over the credentials as the file holds them now; `StorageError` when it was
+    /// replaced by one that cannot be read (never the credentials of before, never none).
+    private func current<T>(_ body: ([String: Credential]) -> T) throws(StorageError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        do throws(JournalError) { try reloadIfChanged() } catch {
+            let failure: StorageError = if case .io = error { .unavailable(error.description) } else { .damaged(error.description) }
+            StorageFailures.note(failure)
+            throw failure
         }
+        return body(credentials)
     }
 
     package func list() throws(JournalError) -> [Credential] {
@@ -131,11 +141,12 @@ package final class AccountDirectory: CredentialCheck, @unchecked Sendable {
     /// never lose each other's change.
     private func modify(_ change: (inout [Credential]) throws(JournalError) -> Void) throws(JournalError) {
         // The store's directory too: accounts may be added before the server first runs.
-        let dir = (path as NSString).deletingLastPathComponent, store = (dir as NSString).deletingLastPathComponent
+        // Not NSString's `deletingLastPathComponent`: Foundation on Linux traps on a
+        // one-character relative path ("s"), as a store named `s` is.
+        let dir = parentDirectory(path), store = parentDirectory(dir)
         for d in [store, dir] where fs.kind(of: d) == .missing {
             try fs.createDirectory(d)
-            let parent = (d as NSString).deletingLastPathComponent
-            try fs.syncDirectory(parent.isEmpty ? "." : parent)
+            try fs.syncDirectory(parentDirectory(d))
         }
         let dirLock = try fs.lockDirectory(dir)
         defer { dirLock.unlock() }

@@ -18,8 +18,9 @@ final class ArrivalLog: @unchecked Sendable {
     /// How often, in the service's milliseconds, an upload writes a checkpoint.
     static let interval: Int64 = 3_600_000
 
-    /// Arrivals noted within this many milliseconds of the last are folded into it (the later
-    /// time kept): at most one sample a minute stays in memory.
+    /// Arrivals noted within this many milliseconds of the first one a sample took are folded
+    /// into it (the later time kept): at most one sample a minute stays in memory, and no sample
+    /// claims an arrival more than this much later than the truth, however often notes come.
     static let granularity: Int64 = 60_000
 
     private let store: any ServiceStorage
@@ -29,11 +30,15 @@ final class ArrivalLog: @unchecked Sendable {
     private var samples: [(time: Int64, through: SequenceNumber)] = []
     private var lastWritten: Int64?
     private var writing = false
+    /// The time the last sample was first noted at: it takes notes until `granularity` after it.
+    private var lastStarted: Int64?
 
     /// Reads the checkpoints `store` holds.
     init(store: any ServiceStorage) throws(JournalError) {
         self.store = store
-        guard store.zone(Self.zone).map({ !$0.isDeleted }) == true else { return }
+        let info: ZoneInfo?
+        do throws(StorageError) { info = try store.zoneInfo(Self.zone) } catch { throw .writerFailed(error.description) }
+        guard info.map({ !$0.isDeleted }) == true else { return }
         var token: FeedToken? = nil
         do {
             while true {
@@ -69,7 +74,8 @@ final class ArrivalLog: @unchecked Sendable {
     /// position, so it is never earlier than an arrival it covers), and writes a checkpoint when
     /// `force` or when the last one is `interval` old.
     func note(at time: () -> Int64, force: Bool, write: (JournalEntry) throws(JournalError) -> SequenceNumber) throws(JournalError) {
-        let through = store.nextSequence - 1
+        let through: SequenceNumber
+        do throws(StorageError) { through = try store.readHorizon() } catch { throw .writerFailed(error.description) }
         let t = time()
         let due: Bool = lock.withLock {
             add(t, through)
@@ -90,13 +96,18 @@ final class ArrivalLog: @unchecked Sendable {
         lock.withLock { lastWritten = t }
     }
 
-    /// Under `lock` (or in `init`): a sample, folded into the last when it is at most
-    /// `granularity` later (its later time claims no arrival earlier than the truth).
+    /// Under `lock` (or in `init`): a sample, folded into the last when it is less than
+    /// `granularity` after the time that sample was first noted at (its later time claims no
+    /// arrival earlier than the truth). Measured from the first, not the latest: notes that keep
+    /// coming less than a minute apart (a compaction every second, steady uploads) would
+    /// otherwise fold into one sample whose time never stops moving, and nothing would ever
+    /// count as arrived by a cutoff.
     private func add(_ time: Int64, _ through: SequenceNumber) {
-        if let last = samples.last, time >= last.time, time - last.time < Self.granularity, through >= last.through {
+        if let last = samples.last, let started = lastStarted, time >= last.time, time - started < Self.granularity, through >= last.through {
             samples[samples.count - 1] = (time, through)
         } else {
             samples.append((time, through))
+            lastStarted = time
         }
     }
 

@@ -45,7 +45,11 @@ struct HistoryPages: Sendable {
         if let cursor {
             guard let p = HistoryPosition(cursor) else { throw .invalidRequest("not a history cursor this service wrote") }
             // The history moved since the first page (a compaction, a new incarnation): start again.
-            guard p.incarnation == info.incarnation, p.mark == info.lowWaterMark, p.head == store.newestHistory(of: info) else {
+            // A head that could not be read is busy, never a history that moved (the device
+            // would start its pages over).
+            let newest: SequenceNumber
+            do throws(StorageError) { newest = try store.newestHistory(of: info) } catch { throw context.failed(error) }
+            guard p.incarnation == info.incarnation, p.mark == info.lowWaterMark, p.head == newest else {
                 throw .tokenExpired
             }
             return p

@@ -40,7 +40,8 @@ struct Membership: Sendable {
     }
 
     mutating func withdraw(_ account: String?, from zone: String, at sequence: SequenceNumber) {
-        withdrawn[zone, default: [:]][account ?? ""] = sequence
+        // Read back out of order (another node's record after this node's own), the latest stays.
+        withdrawn[zone, default: [:]][account ?? "", default: 0] = max(withdrawn[zone]?[account ?? ""] ?? 0, sequence)
     }
 
     func isMember(_ account: String, of zone: String) -> Bool { current[zone]?[account]?.member == true }
@@ -64,10 +65,11 @@ struct Membership: Sendable {
     }
 
     /// Records of different zones may be applied out of their log order (each is applied once
-    /// durable): an account's history stays sorted by position.
-    mutating func record(_ e: Event) {
-        // Applied once: a node reads back the records it wrote when it catches up with others'.
-        if history[e.account]?.contains(where: { $0.sequence == e.sequence }) == true { return }
+    /// durable): an account's history stays sorted by position. Whether it was new (a node reads
+    /// back the records it wrote when it catches up with others': those change nothing).
+    @discardableResult
+    mutating func record(_ e: Event) -> Bool {
+        if history[e.account]?.contains(where: { $0.sequence == e.sequence }) == true { return false }
         if let now = current[e.zone]?[e.account], now.sequence > e.sequence {
             // An older event arriving late leaves the latest in place.
         } else {
@@ -76,13 +78,16 @@ struct Membership: Sendable {
         var events = history.removeValue(forKey: e.account) ?? []
         events.insert(e, at: events.partitionPoint { $0.sequence <= e.sequence })
         history[e.account] = events
+        return true
     }
 
-    /// Applies a membership entry read from `_service/members`.
-    mutating func observe(_ entry: JournalEntry, at sequence: SequenceNumber) {
-        guard case .opaque(let kind, let body) = entry.operation else { return }
-        if kind == Self.kind, let e = Self.decode(body, sequence: sequence) { record(e) }
+    /// Applies a membership entry read from `_service/members`; the membership change it made,
+    /// when it was not applied already (nil for a withdrawal, or a record read back).
+    mutating func observe(_ entry: JournalEntry, at sequence: SequenceNumber) -> Event? {
+        guard case .opaque(let kind, let body) = entry.operation else { return nil }
+        if kind == Self.kind, let e = Self.decode(body, sequence: sequence) { return record(e) ? e : nil }
         if kind == Self.withdrawalKind, let w = Self.decodeWithdrawal(body) { withdraw(w.account, from: w.zone, at: sequence) }
+        return nil
     }
 
     /// `version u8 (1) | zone string | account string (empty: every account)`.

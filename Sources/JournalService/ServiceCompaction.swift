@@ -50,7 +50,11 @@ struct ServiceCompaction: Sendable {
         do { try context.arrivals.note(at: context.now, force: true, write: context.appendRecord) } catch {
             throw .serviceBusy(retryAfter: .seconds(60))
         }
-        let arrivedThrough = store.arrivedThrough(by: time - retention) ?? context.arrivals.arrived(by: time - retention)
+        // A storage that cannot say what arrived when fails the run: counting nothing as arrived
+        // would report a run that purged nothing as a success.
+        let recorded: SequenceNumber?
+        do throws(StorageError) { recorded = try store.arrivedThrough(by: time - retention) } catch { throw context.failed(error) }
+        let arrivedThrough = recorded ?? context.arrivals.arrived(by: time - retention)
         context.arrivals.forget(before: time - retention)
         let purgeWillBegin: @Sendable (String) -> Void = { [context] zone in
             context.locked {
@@ -80,20 +84,28 @@ struct ServiceCompaction: Sendable {
     /// Idempotent.
     private func finishPurge(_ z: ZoneCompaction) throws(JournalError) {
         context.locked { context.purged[z.zone] = nil }
-        guard let info = store.zone(z.zone), !info.isDeleted else { return }
+        guard let info = try read(z.zone), !info.isDeleted else { return }
         if z.snapshotSequence > info.lowWaterMark { try store.raiseMark(z.zone, to: z.snapshotSequence) }
-        let mark = store.zone(z.zone)?.lowWaterMark ?? 0
+        let mark = try read(z.zone)?.lowWaterMark ?? 0
         if mark > context.locked({ context.announced[z.zone]?.mark ?? 0 }) { try announce(z.zone, mark: mark) }
+    }
+
+    /// A zone's row, for a step that writes: a storage that does not answer fails the step.
+    private func read(_ zone: String) throws(JournalError) -> ZoneInfo? {
+        do throws(StorageError) { return try store.zoneInfo(zone) } catch { throw .writerFailed(error.description) }
     }
 
     /// A compaction that committed without its mark being raised (a crash or a failure between
     /// the two) wrote a history file above the mark first: raise it now, so every older token
     /// expires; and one whose raise was not announced yet is announced now (SYNC.md §6.2 rule 8).
     func raiseMarksOfCommittedPurges() throws(JournalError) {
-        for z in store.zones() where !z.isDeleted && !ServiceCore.isSystemZone(z.name) {
-            let newest = store.newestHistory(of: z)
+        let zones: [ZoneInfo]
+        do throws(StorageError) { zones = try store.allZones() } catch { throw .writerFailed(error.description) }
+        for z in zones where !z.isDeleted && !ServiceCore.isSystemZone(z.name) {
+            let newest: SequenceNumber
+            do throws(StorageError) { newest = try store.newestHistory(of: z) } catch { throw .writerFailed(error.description) }
             if newest > z.lowWaterMark && newest <= z.lastChange { try store.raiseMark(z.name, to: newest) }
-            let mark = store.zone(z.name)?.lowWaterMark ?? 0
+            let mark = try read(z.name)?.lowWaterMark ?? 0
             if mark > 0 && mark > context.locked({ context.announced[z.name]?.mark ?? 0 }) { try announce(z.name, mark: mark) }
         }
     }

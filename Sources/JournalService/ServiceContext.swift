@@ -105,12 +105,15 @@ final class ServiceContext: @unchecked Sendable {
     /// `lock`, and runs `apply` under it with the record's position once it is durable
     /// (`PendingWrites` says what fetches do meanwhile).
     func appendOwnRecord<T>(_ zone: String, kind: UInt8, body: [UInt8], apply: (SequenceNumber) -> T) throws(JournalError) -> T {
+        // Read before the lock (over a shared database, a round trip): the floor it sets is no
+        // higher than the last position assigned when the record is made, which is what it needs.
+        let assigned = try assignedPosition()
         let record: JournalEntry = lock.withLock {
             let wall = now()
             var record = JournalEntry(id: CompactID("-")!, zone: zone, author: Membership.author, wallTime: wall,
                                       clock: clock.tick(wallMillis: wall), operation: .opaque(kind: kind, body: body))
             record.id = CompactID.derived(from: record)
-            pending.begin(assigned: store.nextSequence - 1)
+            pending.begin(assigned: assigned)
             return record
         }
         let at: SequenceNumber
@@ -161,8 +164,18 @@ final class ServiceContext: @unchecked Sendable {
     /// The zone's newest incarnation as the storage has it; `serviceBusy` when the storage does
     /// not answer (never `zoneNotFound`: a device would take that for a list gone).
     func readZone(_ zone: ZoneID) throws(SyncError) -> ZoneInfo? {
-        do { return try store.checkedZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        do throws(StorageError) { return try store.zoneInfo(zone.storeName) } catch { throw failed(error) }
     }
+
+    /// The last position the storage assigned, read for a pending write's floor (`PendingWrites`):
+    /// a storage that does not answer fails the write before anything is appended.
+    func assignedPosition() throws(JournalError) -> SequenceNumber {
+        do throws(StorageError) { return try store.readHorizon() } catch { throw .writerFailed(error.description) }
+    }
+
+    /// What a request is answered when the storage failed it (the storage counted the failure,
+    /// `StorageFailures`).
+    func failed(_ error: StorageError) -> SyncError { error.syncError }
 
     /// The caller's access to a zone, or the answer a caller without it gets: a zone it may not
     /// see answers exactly like one that does not exist; a zone it was removed from, or that was

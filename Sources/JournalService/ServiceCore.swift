@@ -59,6 +59,14 @@ public final class ServiceCore: @unchecked Sendable {
     public convenience init(store: JournalStore, limits: ServiceLimits = ServiceLimits(), now: @escaping @Sendable () -> Int64,
                             accountExists: @escaping @Sendable (String) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws {
         guard store.isDurable else { throw ServiceCoreError.notDurable(path: store.path) }
+        try self.init(store: store, limits: limits, now: now, checkingAccounts: { account throws(StorageError) in accountExists(account) })
+    }
+
+    /// The service over the engine's store, with an account check that can fail
+    /// (`CredentialCheck.accountExists`): a lookup that fails is busy, never "no such account".
+    package convenience init(store: JournalStore, limits: ServiceLimits = ServiceLimits(), now: @escaping @Sendable () -> Int64,
+                             checkingAccounts accountExists: @escaping @Sendable (String) throws(StorageError) -> Bool) throws {
+        guard store.isDurable else { throw ServiceCoreError.notDurable(path: store.path) }
         try self.init(storage: store, engine: store, devices: DeviceFetches(loadingFrom: store.path + "/" + DeviceFetches.file, fs: store.fileSystem),
                       limits: limits, now: now, accountExists: accountExists)
     }
@@ -67,7 +75,7 @@ public final class ServiceCore: @unchecked Sendable {
     /// the same policy, token rules, sharing rules and compaction decisions over each.
     package init(storage: any ServiceStorage, engine: JournalStore? = nil, devices: DeviceFetches = DeviceFetches(),
                  limits: ServiceLimits = ServiceLimits(), now: @escaping @Sendable () -> Int64,
-                 accountExists: @escaping @Sendable (String) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws {
+                 accountExists: @escaping @Sendable (String) throws(StorageError) -> Bool = { SyncNames.accountRefusal($0) == nil }) throws {
         guard storage.isDurable else { throw ServiceCoreError.notDurable(path: engine?.path ?? "(storage)") }
         self.store = engine
         self.storage = storage
@@ -81,7 +89,7 @@ public final class ServiceCore: @unchecked Sendable {
                                  accountExists: accountExists)
         compaction = ServiceCompaction(context: context)
         records = ServiceRecordReader(context: context)
-        self.devices = storage.deviceRows().map { DeviceFetches(rows: $0) } ?? devices
+        self.devices = try storage.deviceRows().map { DeviceFetches(rows: $0) } ?? devices
         try rebuild()
         // What the store holds had arrived by now, at the latest.
         try context.arrivals.note(at: now, force: true, write: context.appendRecord)
@@ -89,7 +97,7 @@ public final class ServiceCore: @unchecked Sendable {
 
     /// Membership from `_service/members`, the announcements from `_service/compactions`, and
     /// the marks a crash may have left behind a compaction.
-    private func rebuild() throws(JournalError) {
+    private func rebuild() throws {
         try records.readNew()
         try compaction.raiseMarksOfCommittedPurges()
     }
@@ -112,8 +120,14 @@ public final class ServiceCore: @unchecked Sendable {
 
     /// How many devices a compaction sends back to the snapshot: those caught up with a zone it
     /// compacted under a mark below the new one (their tokens expired).
-    public func devicesSentBack(by report: ListCompactionReport) -> Int {
-        report.zones.reduce(0) { n, z in n + devices.behind(z.zone, mark: storage.zone(z.zone)?.lowWaterMark ?? 0).count }
+    public func devicesSentBack(by report: ListCompactionReport) throws(SyncError) -> Int {
+        var n = 0
+        for z in report.zones {
+            let mark: SequenceNumber
+            do throws(StorageError) { mark = try storage.zoneInfo(z.zone)?.lowWaterMark ?? 0 } catch { throw context.failed(error) }
+            n += devices.behind(z.zone, mark: mark).count
+        }
+        return n
     }
 
     /// Writes `devices` to `service/devices` (at each compaction, and by `jlog serve` at shutdown);
@@ -124,7 +138,11 @@ public final class ServiceCore: @unchecked Sendable {
     }
 
     /// Why the service cannot take requests now (its storage refuses appends or does not answer), or nil.
-    public func unreadiness() -> String? { storage.unreadiness() }
+    public func unreadiness() -> String? { storage.unreadiness(deadline: Self.readinessDeadline) }
+
+    /// How long a readiness probe waits for the storage (SYNC.md §11.5): a load balancer's probe
+    /// gets an answer within it, whatever the database does.
+    public static let readinessDeadline: Duration = .seconds(2)
 
     /// Answers `call` for `caller`: the one place a call as a value meets the method for it.
     public func perform(caller: String, _ call: SyncCall) throws(SyncError) -> SyncAnswer {
@@ -295,7 +313,7 @@ public final class ServiceCore: @unchecked Sendable {
     /// Over a storage other nodes share: their membership changes and announcements read
     /// before this node answers (`ServiceRecordReader`).
     package func catchUp() throws(SyncError) {
-        do { try records.catchUp() } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+        do throws(StorageError) { try records.catchUp() } catch { throw context.failed(error) }
     }
 
     /// The accounts that see a zone (store name): its owner and its members.

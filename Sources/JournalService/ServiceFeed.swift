@@ -22,46 +22,67 @@ struct ServiceFeed: Sendable {
         let position = try databasePosition(token, scope: scope)
         // Taken before anything is read: the last page's token covers no more than was read.
         let head = try headToken()
-        // A storage that does not answer is never taken for one without zones: the token would
-        // move past their changes.
+        // Membership can change between the read and the lock: the page is built only when
+        // every zone it may name was read, else read again.
+        for _ in 0..<4 {
+            let known = try readZones(caller: caller, scope: scope, after: position)
+            if let page = try context.locked({ () throws(SyncError) -> DatabaseChangesPage? in
+                guard scope == .private || sharedNames(caller, after: position).isSubset(of: known.keys) else { return nil }
+                return try page(caller: caller, scope: scope, after: position, head: head, limit: limit, known: known)
+            }) { return page }
+        }
+        throw .serviceBusy(retryAfter: .seconds(1))
+    }
+
+    /// The zones a page of `scope` may name, read before the memory's lock (over a shared database
+    /// each read is a round trip, and the lock is every call's). A storage that does not answer
+    /// is never taken for one without zones: the token would move past their changes.
+    private func readZones(caller: String, scope: DatabaseScope, after position: SequenceNumber?) throws(SyncError) -> [String: ZoneInfo?] {
         var known: [String: ZoneInfo?] = [:]
-        do throws(JournalError) {
+        do throws(StorageError) {
             if scope == .private {
                 for z in try store.zones(ownedBy: caller) { known[z.name] = z }
             } else {
-                let names = context.locked {
-                    Set(context.membership.zones(of: caller)).union(context.membership.events(of: caller, after: position ?? 0, through: .max).map(\.zone))
-                }
-                for name in names { known[name] = .some(try store.checkedZone(name)) }
+                for name in context.locked({ sharedNames(caller, after: position) }) { known[name] = .some(try store.zoneInfo(name)) }
             }
-        } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
-        return try context.locked { () throws(SyncError) -> DatabaseChangesPage in
-            let zone = { (name: String) -> ZoneInfo? in known[name] ?? store.zone(name) }
-            let items = scope == .private ? privateItems(caller, after: position, owned: known.values.compactMap { $0 })
-                                          : sharedItems(caller, after: position, zone: zone)
-            let ordered = items.compactMap { name, v in ZoneID(storeName: name).map { (id: $0, key: v.key, gone: v.gone) } }
-                .sorted { ($0.key, $0.id.storeName) < ($1.key, $1.id.storeName) }
-            let page = max(1, limit)
-            let listed = ordered.prefix(page)
-            let moreComing = ordered.count > page
-            let headPosition = store.databasePosition(head) ?? 0
-            var cursor = moreComing ? listed.last?.key : nil
-            // The service's own records being written are not in memory yet: the page covers
-            // nothing from the first of them on, and the next page reads them (PendingWrites).
-            if let floor = context.pending.floor, floor < (cursor ?? headPosition) { cursor = floor }
-            var next = DatabaseToken(scope: scope, cursor: nil, store: head)
-            if let cursor {
-                // A store token at or above the cursor names the store and epoch.
-                next = DatabaseToken(scope: scope, cursor: cursor, store: cursor <= headPosition ? head : try headToken())
-            }
-            let changed = listed.filter { $0.gone == nil }.map(\.id).sorted()
-            // Each changed zone's head as it stands: a device holding it has every change.
-            var heads: [ZoneID: ZoneHead] = [:]
-            for z in changed { if let info = zone(z.storeName), !info.isDeleted { heads[z] = ZoneHeads.of(info) } }
-            return DatabaseChangesPage(changed: changed,
-                                       deleted: listed.compactMap { i in i.gone.map { ZoneGone(zone: i.id, reason: $0) } }.sorted { $0.zone < $1.zone },
-                                       token: next.serviceToken, moreComing: moreComing, heads: heads)
+        } catch { throw context.failed(error) }
+        return known
+    }
+
+    /// The zones shared with the caller now or whose membership of it changed after `position`.
+    /// Under `lock`.
+    private func sharedNames(_ caller: String, after position: SequenceNumber?) -> Set<String> {
+        Set(context.membership.zones(of: caller)).union(context.membership.events(of: caller, after: position ?? 0, through: .max).map(\.zone))
+    }
+
+    /// One page from the zones `known` (every one it may name). Under `lock`.
+    private func page(caller: String, scope: DatabaseScope, after position: SequenceNumber?, head: FeedToken, limit: Int,
+                      known: [String: ZoneInfo?]) throws(SyncError) -> DatabaseChangesPage {
+        let zone = { (name: String) -> ZoneInfo? in known[name] ?? nil }
+        let items = scope == .private ? privateItems(caller, after: position, owned: known.values.compactMap { $0 })
+                                      : sharedItems(caller, after: position, zone: zone)
+        let ordered = items.compactMap { name, v in ZoneID(storeName: name).map { (id: $0, key: v.key, gone: v.gone) } }
+            .sorted { ($0.key, $0.id.storeName) < ($1.key, $1.id.storeName) }
+        let page = max(1, limit)
+        let listed = ordered.prefix(page)
+        let moreComing = ordered.count > page
+        let headPosition = store.databasePosition(head) ?? 0
+        var cursor = moreComing ? listed.last?.key : nil
+        // The service's own records being written are not in memory yet: the page covers
+        // nothing from the first of them on, and the next page reads them (PendingWrites).
+        if let floor = context.pending.floor, floor < (cursor ?? headPosition) { cursor = floor }
+        var next = DatabaseToken(scope: scope, cursor: nil, store: head)
+        if let cursor {
+            // A store token at or above the cursor names the store and epoch.
+            next = DatabaseToken(scope: scope, cursor: cursor, store: cursor <= headPosition ? head : try headToken())
         }
+        let changed = listed.filter { $0.gone == nil }.map(\.id).sorted()
+        // Each changed zone's head as it stands: a device holding it has every change.
+        var heads: [ZoneID: ZoneHead] = [:]
+        for z in changed { if let info = zone(z.storeName), !info.isDeleted { heads[z] = ZoneHeads.of(info) } }
+        return DatabaseChangesPage(changed: changed,
+                                   deleted: listed.compactMap { i in i.gone.map { ZoneGone(zone: i.id, reason: $0) } }.sorted { $0.zone < $1.zone },
+                                   token: next.serviceToken, moreComing: moreComing, heads: heads)
     }
 
     /// One zone of a database page: its key, and why it is gone (nil: changed).
@@ -209,7 +230,7 @@ struct ServiceFeed: Sendable {
             // The token's incarnation was deleted; a newer one is live: start it over. A storage
             // that does not answer is busy: a device told `zoneDeleted` drops its copy.
             let newest: ZoneInfo?
-            do throws(JournalError) { newest = try store.checkedZone(zone.storeName) } catch { return .serviceBusy(retryAfter: .seconds(1)) }
+            do throws(StorageError) { newest = try store.zoneInfo(zone.storeName) } catch { return context.failed(error) }
             if newest?.isDeleted == false { return .tokenExpired }
             return .zoneDeleted(reason: .deleted)
         case .zoneNotFound: return .zoneNotFound
@@ -259,7 +280,7 @@ struct ServiceFeed: Sendable {
         let token: FeedToken
         do throws(FeedError) { token = try store.zoneToken(zone.storeName, position: found.sequence) } catch { throw fetchError(error, zone) }
         _ = try context.locked { () throws(SyncError) in try context.unpurged(zone, since: begun) }
-        guard let now = store.zone(zone.storeName), now.incarnation == info.incarnation, now.lowWaterMark == info.lowWaterMark else {
+        guard let now = try context.readZone(zone), now.incarnation == info.incarnation, now.lowWaterMark == info.lowWaterMark else {
             throw .serviceBusy(retryAfter: .seconds(1))
         }
         return (ZoneSnapshot(bytes: found.bytes, token: ServiceToken(token.text)), info.lowWaterMark)
@@ -274,9 +295,13 @@ struct ServiceFeed: Sendable {
             return ServiceContext.historyUnavailable(zone.storeName, why)
         case .feed(.zoneNotFound), .feed(.zoneDeleted): return .zoneNotFound
         case .storage(let e), .feed(.storage(let e)):
-            // A failed read may pass; damage in the log is the operator's, as above.
-            if case .io = e { return .serviceBusy(retryAfter: .seconds(1)) }
-            return ServiceContext.historyUnavailable(zone.storeName, e.description)
+            // Damage in the log is the operator's, as above; any other failure (a read that
+            // failed, a database that did not answer) may pass.
+            switch e {
+            case .corruption, .notAStore, .acknowledgedEntriesMissing, .storeKeyDamaged:
+                return ServiceContext.historyUnavailable(zone.storeName, e.description)
+            default: return .serviceBusy(retryAfter: .seconds(1))
+            }
         default: return .serviceBusy(retryAfter: .seconds(1))  // a compaction overtook the read
         }
     }

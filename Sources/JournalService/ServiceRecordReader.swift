@@ -19,48 +19,63 @@ final class ServiceRecordReader: @unchecked Sendable {
 
     init(context: ServiceContext) { self.context = context }
 
-    /// Reads what the service's zones hold that this node has not read yet.
-    func readNew() throws(JournalError) {
+    /// Reads what the service's zones hold that this node has not read yet. With `hinting`, each
+    /// membership change and compaction announcement it had not applied yet (another node's) is
+    /// hinted to the accounts it concerns, as the node that wrote it hinted its own devices
+    /// (SYNC.md §7.7): the account that joined or left, and the zone's audience.
+    func readNew(hinting: Bool = false) throws(StorageError) {
+        var told: [(zone: String, accounts: [String])] = []
         lock.lock()
-        defer { lock.unlock() }
-        let last = context.store.lastChange(ofAny: Self.zones)
-        for zone in Self.zones { try read(zone) }
-        through = max(through, last)
+        do {
+            defer { lock.unlock() }
+            let last = try context.store.lastChange(ofAny: Self.zones)
+            for zone in Self.zones { try read(zone, told: &told) }
+            through = max(through, last)
+        }
+        guard hinting else { return }
+        for t in told { context.hints.changed(t.zone, for: t.accounts) }
     }
 
     /// Over a shared storage: reads what other nodes wrote since the last read, when the
-    /// zones changed (one look at their last changes otherwise).
-    func catchUp() throws(JournalError) {
+    /// zones changed (one look at their last changes otherwise), hinting what it had not applied.
+    func catchUp() throws(StorageError) {
         guard context.store.isShared else { return }
-        let last = context.store.lastChange(ofAny: Self.zones)
+        let last = try context.store.lastChange(ofAny: Self.zones)
         guard last > lock.withLock({ through }) else { return }
-        try readNew()
+        try readNew(hinting: true)
     }
 
-    /// Under `lock`: one zone's records after its token, applied.
-    private func read(_ zone: String) throws(JournalError) {
+    /// Under `lock`: one zone's records after its token, applied; the hints they call for added
+    /// to `told`.
+    private func read(_ zone: String, told: inout [(zone: String, accounts: [String])]) throws(StorageError) {
         // A storage that does not answer fails the read: never taken for a zone not made yet,
         // which would let `readNew` count records it did not read as read.
-        guard try context.store.checkedZone(zone) != nil else { return }
-        do {
-            while true {
-                let page = try context.store.zoneChanges(zone, since: tokens[zone], limit: 10_000)
-                context.locked { for e in page.entries { apply(e) } }
-                tokens[zone] = page.token
-                if !page.moreComing { break }
+        guard try context.store.zoneInfo(zone) != nil else { return }
+        while true {
+            let page: ZoneChanges
+            do throws(FeedError) { page = try context.store.zoneChanges(zone, since: tokens[zone], limit: 10_000) } catch {
+                if case .storage(let e) = error { throw StorageError(e) }
+                throw .damaged("the service's records (\(zone)) cannot be read: \(error)")
             }
-        } catch { throw JournalError.invalidEntry("the service's records (\(zone)) cannot be read: \(error)") }
+            context.locked { for e in page.entries { if let t = apply(e) { told.append(t) } } }
+            tokens[zone] = page.token
+            if !page.moreComing { break }
+        }
     }
 
-    /// Under the memory's lock: one record.
-    private func apply(_ e: FeedEntry) {
+    /// Under the memory's lock: one record; the zone and accounts to hint when it changed what
+    /// the service knew.
+    private func apply(_ e: FeedEntry) -> (zone: String, accounts: [String])? {
         context.clock.observe(e.entry.clock)
         if e.entry.zone == Membership.zone {
-            context.membership.observe(e.entry, at: e.sequence)
+            guard let event = context.membership.observe(e.entry, at: e.sequence) else { return nil }
+            return (event.zone, context.audience(event.zone) + [event.account])
         } else if case .opaque(ServiceCompaction.kind, let body) = e.entry.operation,
                   let (zone, mark) = ServiceCompaction.decodeAnnouncement(body),
                   (context.announced[zone]?.at ?? 0) < e.sequence {
             context.announced[zone] = (mark, e.sequence)
+            return (zone, context.audience(zone))
         }
+        return nil
     }
 }

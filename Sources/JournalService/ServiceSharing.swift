@@ -10,7 +10,7 @@ struct ServiceSharing: Sendable {
     /// Signs invitations, and checks them.
     let invitations: InvitationSigner
     /// Whether an account exists (a participant must, to be invited).
-    let accountExists: @Sendable (String) -> Bool
+    let accountExists: @Sendable (String) throws(StorageError) -> Bool
     private var store: any ServiceStorage { context.store }
 
     /// Creates a zone the caller owns: idempotent, within the account's zone quota.
@@ -21,7 +21,7 @@ struct ServiceSharing: Sendable {
                 // A storage that does not answer is busy, never a zone to make or a quota left.
                 if let info = try context.readZone(zone), !info.isDeleted { return }
                 let owned: Int
-                do { owned = try store.zones(ownedBy: caller).filter { !$0.isDeleted }.count } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+                do throws(StorageError) { owned = try store.zones(ownedBy: caller).filter { !$0.isDeleted }.count } catch { throw context.failed(error) }
                 guard owned < context.limits.maxZonesPerAccount else { throw .quotaExceeded }
                 do { try store.makeZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
                 context.hints.changed(zone.storeName, for: [caller])
@@ -54,8 +54,13 @@ struct ServiceSharing: Sendable {
         let read = try context.readZone(zone)
         let (kind, info) = try context.locked { () throws(SyncError) in try context.access(caller, zone, info: read) }
         guard kind == .owner else { throw .invalidRequest("only the owner shares a zone") }
-        guard participant != caller, accountExists(participant) else { throw .invalidRequest("no account named \(participant) to share with") }
-        return invitations.issue(.init(zone: zone.storeName, incarnation: info.incarnation, participant: participant, issuedAt: store.horizon))
+        // A lookup that failed is busy, never "no such account".
+        let exists: Bool
+        do throws(StorageError) { exists = participant != caller ? try accountExists(participant) : false } catch { throw context.failed(error) }
+        guard exists else { throw .invalidRequest("no account named \(participant) to share with") }
+        let issuedAt: SequenceNumber
+        do throws(StorageError) { issuedAt = try store.readHorizon() } catch { throw context.failed(error) }
+        return invitations.issue(.init(zone: zone.storeName, incarnation: info.incarnation, participant: participant, issuedAt: issuedAt))
     }
 
     /// Joins the caller to the zone its invitation names, recorded as a `join` entry in the zone.
@@ -123,6 +128,8 @@ struct ServiceSharing: Sendable {
     /// before it is written.
     private func recordMembership(_ account: String, zone: ZoneID, member: Bool, reason: ZoneGoneReason?, by actor: String) throws(SyncError) {
         let leaving = member ? nil : account
+        let assigned: SequenceNumber
+        do { assigned = try context.assignedPosition() } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
         let batch: [JournalEntry] = context.locked {
             let wall = context.now()
             let t1 = context.clock.tick(wallMillis: wall), t2 = context.clock.tick(wallMillis: wall)
@@ -133,7 +140,7 @@ struct ServiceSharing: Sendable {
                                       operation: .opaque(kind: Membership.kind, body: Membership.encode(account: account, zone: zone.storeName,
                                                                                                          member: member, reason: reason)))
             record.id = CompactID.derived(from: record)
-            context.pending.begin(assigned: store.nextSequence - 1, leaving: leaving, zone: zone.storeName, reason: reason ?? .removed)
+            context.pending.begin(assigned: assigned, leaving: leaving, zone: zone.storeName, reason: reason ?? .removed)
             return [visible, record]
         }
         let range: ClosedRange<SequenceNumber>

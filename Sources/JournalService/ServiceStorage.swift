@@ -9,44 +9,68 @@ import ListModel
 /// rules. `JournalStore` is the engine's own; a backend over a shared database implements the
 /// same operations with the same invariants, and the parts' policy, token rules and membership
 /// logic serve both. The names say what each does, so none shadows a store method.
+///
+/// Every read that can fail throws, and says which kind of failure it is (`StorageError`,
+/// or the `.storage` case of the feed's and the query's errors): no read answers a default
+/// in place of a failure (SYNC.md §11.6). Each caller decides what unavailability means for it.
 package protocol ServiceStorage: AnyObject, Sendable {
     /// Whether an append is acknowledged only once durable ("saved" means durable, SYNC.md §3.2).
     var isDurable: Bool { get }
-    /// Whether other service nodes write to it too (a shared database): each node then reads
-    /// the service's own records the others wrote before it answers (`ServiceCore.catchUp`).
+    /// Whether other service nodes write to it too (a shared database): each node then reads the
+    /// service's own records the others wrote before it answers (`ServiceCore.catchUp`), and the
+    /// storage records when each entry arrived itself (`arrivedThrough`).
     var isShared: Bool { get }
-    /// The newest of these zones' last changes (0: none of them made).
-    func lastChange(ofAny zones: [String]) -> SequenceNumber
-    /// `appendBatch`, refused with `compactionRunning` when the first entry's zone's mark is no
-    /// longer `mark` (a compaction on another node purged since the caller checked the
-    /// history for retries of purged entries). Nil: no check.
+
+    // MARK: Reads
+
+    /// A zone's newest incarnation, or nil for a zone never made. Throws `StorageError`.
+    func zoneInfo(_ name: String) throws(StorageError) -> ZoneInfo?
+    /// Every zone's newest incarnation. Throws `StorageError` (never a shorter list).
+    func allZones() throws(StorageError) -> [ZoneInfo]
+    /// The zones `owner` owns (`owner/…`), newest incarnations, deleted ones too. Throws
+    /// `StorageError` (never a shorter list).
+    func zones(ownedBy owner: String) throws(StorageError) -> [ZoneInfo]
+    /// The newest of these zones' last changes (0: none of them made). Throws `StorageError`.
+    func lastChange(ofAny zones: [String]) throws(StorageError) -> SequenceNumber
+    /// The highest position the feed serves. Throws `StorageError`.
+    func readHorizon() throws(StorageError) -> SequenceNumber
+    /// The position the zone incarnation's newest history piece reaches, or 0 for none. Throws
+    /// `StorageError`.
+    func newestHistory(of zone: ZoneInfo) throws(StorageError) -> SequenceNumber
+    /// The highest position every entry at or below which had arrived by `time`, when the storage
+    /// records arrivals itself (`isShared`: every node's); nil: the service's `ArrivalLog`
+    /// knows (SYNC.md §6.2 rule 9). Throws `StorageError`.
+    func arrivedThrough(by time: Int64) throws(StorageError) -> SequenceNumber?
+    /// The device rows this storage keeps (SYNC.md §6.6), or nil when the service keeps them in a
+    /// file of its own (the engine's `service/devices`). Throws `StorageError`.
+    func deviceRows() throws(StorageError) -> [DeviceFetches.Row]?
+    /// Why the storage cannot take writes now, or nil (a server's readiness). Answers within
+    /// `deadline`: a storage that has not answered by then is unready, with that reason.
+    func unreadiness(deadline: Duration) -> String?
+
+    // MARK: Writes
+
+    /// Appends records atomically and durably; their positions. An id a zone holds with the same
+    /// content is not stored again; with other content, `idConflict`. Refused with
+    /// `compactionRunning` when the first entry's zone's mark is no longer `mark` (a compaction
+    /// on another node purged since the caller checked the history for retries of purged
+    /// entries); nil: no check. A storage that does not answer throws `writerFailed`.
     func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber>
     /// `appendBatch(_:expectingMark:)`, answering how many entries the zone gained (ids it held
     /// already are not stored again).
     func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> Int
-    /// Every zone's newest incarnation.
-    func zones() -> [ZoneInfo]
-    /// A zone's newest incarnation, or nil for a zone never made.
-    func zone(_ name: String) -> ZoneInfo?
-    /// `zone(_:)`, or the storage's failure to answer (a database that does not answer is not a
-    /// zone that does not exist).
-    func checkedZone(_ name: String) throws(JournalError) -> ZoneInfo?
-    /// The position the next record takes.
-    var nextSequence: SequenceNumber { get }
-    /// The highest position the feed serves.
-    var horizon: SequenceNumber { get }
-
-    /// Appends one record durably; its position.
-    func appendEntry(_ e: JournalEntry) throws(JournalError) -> SequenceNumber
-    /// Appends records atomically and durably; their positions. An id a zone holds with the same
-    /// content is not stored again; with other content, `idConflict`.
-    func appendBatch(_ batch: [JournalEntry]) throws(JournalError) -> ClosedRange<SequenceNumber>
     /// Makes a new incarnation of a zone (idempotent for a live one).
     func makeZone(_ name: String) throws(JournalError)
     /// Deletes a zone's live incarnation.
     func removeZone(_ name: String) throws(JournalError)
     /// Raises a zone's low-water mark: tokens issued under a lower one expire.
     func raiseMark(_ zone: String, to mark: SequenceNumber) throws(JournalError)
+    /// Merges a node's device rows into the storage's (each device and zone: the newest row).
+    func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError)
+    /// The key that signs invitations, made on first use.
+    func invitationKey() throws(JournalError) -> (UInt64, UInt64)
+
+    // MARK: The feed
 
     /// A zone's entries after `token` (TOKENS.md), tokens issued under an older mark expiring.
     func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> ZoneChanges
@@ -59,7 +83,8 @@ package protocol ServiceStorage: AnyObject, Sendable {
     func zoneToken(_ zone: String, position: SequenceNumber?) throws(FeedError) -> FeedToken
     /// The zones changed and deleted since a database token, and a new token.
     func databaseChanges(since token: FeedToken?) throws(FeedError) -> DatabaseChanges
-    /// The position a database token covers through, or nil for one this storage did not issue.
+    /// The position a database token covers through, or nil for one this storage did not issue
+    /// (a pure check of the token's signature: no read).
     func databasePosition(_ token: FeedToken) -> SequenceNumber?
     /// A database token at the horizon (what `databaseChanges(since: nil)` ends with, without
     /// listing every zone).
@@ -67,9 +92,8 @@ package protocol ServiceStorage: AnyObject, Sendable {
     /// Checks a database token as `databaseChanges(since:)` would (signature, epoch, not ahead),
     /// without listing what changed.
     func checkDatabaseToken(_ token: FeedToken) throws(FeedError)
-    /// The zones `owner` owns (`owner/…`), newest incarnations, deleted ones too; or the
-    /// storage's failure to answer (never a shorter list).
-    func zones(ownedBy owner: String) throws(JournalError) -> [ZoneInfo]
+
+    // MARK: Histories, snapshots, compaction
 
     /// The zone's activity history, whole (COMPACTION.md §4).
     func history(of zone: String) throws(QueryError) -> ActivityLog
@@ -85,51 +109,41 @@ package protocol ServiceStorage: AnyObject, Sendable {
     /// The zone incarnation's newest snapshot at or above its mark and within the horizon, as a
     /// whole snapshot (SNAPSHOT.md), with its sequence; nil when it has none.
     func newestSnapshot(of zone: ZoneInfo) throws(QueryError) -> (bytes: [UInt8], sequence: SequenceNumber)?
-    /// The position the zone incarnation's newest history piece reaches, or 0.
-    func newestHistory(of zone: ZoneInfo) -> SequenceNumber
-    /// Compacts by the list rules (COMPACTION.md §1) as `plan` says.
+    /// Compacts by the list rules (COMPACTION.md §1) as `plan` says; a storage that does not
+    /// answer throws `.storage`, never an empty report.
     func compact(_ plan: ServiceCompactionPlan) throws(QueryError) -> ListCompactionReport
-    /// The key that signs invitations, made on first use.
-    func invitationKey() throws(JournalError) -> (UInt64, UInt64)
-    /// Why the storage cannot take writes now, or nil (a server's readiness).
-    func unreadiness() -> String?
-    /// The device rows this storage keeps (SYNC.md §6.6), or nil when the service keeps them in a
-    /// file of its own (the engine's `service/devices`).
-    func deviceRows() -> [DeviceFetches.Row]?
-    /// The highest position every entry at or below which had arrived by `time`, when the storage
-    /// records arrivals itself (every node's, in a shared database); nil: the service's
-    /// `ArrivalLog` knows (SYNC.md §6.2 rule 9).
-    func arrivedThrough(by time: Int64) -> SequenceNumber?
-    /// Whether it records when each entry arrived (`arrivedThrough` answers): uploads then note
-    /// nothing in the service's `ArrivalLog`.
-    var recordsArrivals: Bool { get }
-    /// Merges a node's device rows into the storage's (each device and zone: the newest row).
-    func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError)
 }
 
 extension ServiceStorage {
-    package func checkedZone(_ name: String) throws(JournalError) -> ZoneInfo? { zone(name) }
-    package func deviceRows() -> [DeviceFetches.Row]? { nil }
-    package func arrivedThrough(by time: Int64) -> SequenceNumber? { nil }
-    package var recordsArrivals: Bool { false }
+    package func deviceRows() throws(StorageError) -> [DeviceFetches.Row]? { nil }
+    package func arrivedThrough(by time: Int64) throws(StorageError) -> SequenceNumber? { nil }
     package func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError) {}
     package var isShared: Bool { false }
-    package func lastChange(ofAny zones: [String]) -> SequenceNumber { zones.map { zone($0)?.lastChange ?? 0 }.max() ?? 0 }
-    /// One store, one service: uploads and compactions are ordered by `ServiceContext.compaction`.
-    package func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber> {
-        try appendBatch(batch)
+    package func lastChange(ofAny zones: [String]) throws(StorageError) -> SequenceNumber {
+        var newest: SequenceNumber = 0
+        for z in zones { newest = max(newest, try zoneInfo(z)?.lastChange ?? 0) }
+        return newest
+    }
+    /// Appends one record durably; its position.
+    package func appendEntry(_ e: JournalEntry) throws(JournalError) -> SequenceNumber {
+        try appendBatch([e], expectingMark: nil).upperBound
+    }
+    /// Appends records atomically and durably, with no check of the zone's mark.
+    package func appendBatch(_ batch: [JournalEntry]) throws(JournalError) -> ClosedRange<SequenceNumber> {
+        try appendBatch(batch, expectingMark: nil)
     }
     /// By the zone's count before and after (exact: one zone's uploads take turns, `ServiceContext.changing`).
     package func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> Int {
         let zone = batch.first?.zone ?? ""
-        let before = self.zone(zone)?.entryCount ?? 0
+        let before: Int
+        do throws(StorageError) { before = try zoneInfo(zone)?.entryCount ?? 0 } catch { throw .writerFailed(error.description) }
         _ = try appendBatch(batch, expectingMark: mark)
-        return max(0, (self.zone(zone)?.entryCount ?? 0) - before)
+        do throws(StorageError) { return max(0, (try zoneInfo(zone)?.entryCount ?? 0) - before) } catch { throw .writerFailed(error.description) }
     }
     package func databaseHead() throws(FeedError) -> FeedToken { try databaseChanges(since: nil).token }
     package func checkDatabaseToken(_ token: FeedToken) throws(FeedError) { _ = try databaseChanges(since: token) }
-    package func zones(ownedBy owner: String) throws(JournalError) -> [ZoneInfo] {
-        zones().filter { ZoneID(storeName: $0.name)?.owner == owner }
+    package func zones(ownedBy owner: String) throws(StorageError) -> [ZoneInfo] {
+        try allZones().filter { ZoneID(storeName: $0.name)?.owner == owner }
     }
 }
 
@@ -147,8 +161,15 @@ package struct ServiceCompactionPlan: Sendable {
 
 extension JournalStore: ServiceStorage {
     package var isDurable: Bool { options.durability != .none }
-    package func appendEntry(_ e: JournalEntry) throws(JournalError) -> SequenceNumber { try append(e) }
-    package func appendBatch(_ batch: [JournalEntry]) throws(JournalError) -> ClosedRange<SequenceNumber> { try append(batch: batch) }
+    /// One store, one service: uploads and compactions are ordered by `ServiceContext.compaction`,
+    /// so the mark needs no check.
+    package func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber> {
+        try append(batch: batch)
+    }
+    /// The store's catalog is in memory: its reads always answer.
+    package func zoneInfo(_ name: String) throws(StorageError) -> ZoneInfo? { zone(name) }
+    package func allZones() throws(StorageError) -> [ZoneInfo] { zones() }
+    package func readHorizon() throws(StorageError) -> SequenceNumber { horizon }
     package func makeZone(_ name: String) throws(JournalError) { _ = try createZone(name) }
     package func removeZone(_ name: String) throws(JournalError) { _ = try deleteZone(name) }
     package func raiseMark(_ zone: String, to mark: SequenceNumber) throws(JournalError) { try setLowWaterMark(zone, to: mark) }
@@ -206,7 +227,7 @@ extension JournalStore: ServiceStorage {
         return nil
     }
 
-    package func newestHistory(of zone: ZoneInfo) -> SequenceNumber {
+    package func newestHistory(of zone: ZoneInfo) throws(StorageError) -> SequenceNumber {
         SnapshotDirectory.list(store: path, zone: zone.name, incarnation: zone.incarnation, kind: .history,
                                fs: fileSystem).first?.sequence ?? 0
     }
@@ -222,7 +243,8 @@ extension JournalStore: ServiceStorage {
         return try compactor.run(now: plan.now)
     }
 
-    package func unreadiness() -> String? {
+    /// The store answers from memory, at once: the deadline never runs out.
+    package func unreadiness(deadline: Duration) -> String? {
         do throws(JournalError) {
             try checkWritable()
             return nil

@@ -52,7 +52,7 @@ struct ServiceUploads: Sendable {
                 return context.audience(zone.storeName)
             }
             // The entries are saved; a checkpoint that cannot be written only makes a purge later.
-            if !store.recordsArrivals { try? context.arrivals.note(at: context.now, force: false, write: context.appendRecord) }
+            if !store.isShared { try? context.arrivals.note(at: context.now, force: false, write: context.appendRecord) }
             return (result, told)
         }
     }
@@ -86,7 +86,7 @@ struct ServiceUploads: Sendable {
         }
         if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
             let owned: [ZoneInfo]
-            do { owned = try store.zones(ownedBy: zone.owner).filter { !$0.isDeleted } } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
+            do throws(StorageError) { owned = try store.zones(ownedBy: zone.owner).filter { !$0.isDeleted } } catch { throw context.failed(error) }
             let used = owned.reduce(0, { $0 + $1.entryCount })
             // An id twice in the request is stored once.
             let ids = Set(fresh.map(\.id))

@@ -21,7 +21,10 @@ final class SimulationRun {
     var serverStore: JournalStore?
     /// The other storage, kept across service restarts.
     var storage: (any ServiceStorage)?
+    /// The service's storage with faults (`SimulationOptions.storageFaults`), when it has them.
+    var faulty: FaultyStorage?
     let box: CoreBox
+    let credentials = SimulatedCredentials()
     let accounts: [String]
     var nodes: [Node] = []
     var acked: [SyncSimulation.Acked] = []
@@ -46,19 +49,35 @@ final class SimulationRun {
         limits.maxHistoryPageEvents = 5 + Int(o.seed % 7)
         let clock = clock
         if let make = o.storage {
-            let storage = try make { clock.now() }
+            let inner = try make { clock.now() }
+            let storage: any ServiceStorage = o.storageFaults == nil ? inner : FaultyStorage(inner, seed: o.seed ^ 0x5707_A6E)
             self.storage = storage
+            faulty = storage as? FaultyStorage
             box = CoreBox(try ServiceCore(storage: storage, limits: limits, now: { clock.now() }))
         } else {
             let store = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
             serverStore = store
-            box = CoreBox(try ServiceCore(store: store, limits: limits, now: { clock.now() }))
+            if o.storageFaults != nil { faulty = FaultyStorage(store, seed: o.seed ^ 0x5707_A6E) }
+            box = CoreBox(try Self.core(over: store, faulty: faulty, limits: limits, clock: clock))
         }
         accounts = (0..<max(1, min(o.accounts, o.replicas))).map { "a\($0)" }
         for i in 0..<max(1, o.replicas) {
             let account = accounts[i % accounts.count]
-            nodes.append(try Node(replica: "\(account):d\(i)", account: account, box: box, clock: clock, seed: rng.next()))
+            nodes.append(try Node(replica: "\(account):d\(i)", account: account, box: box, credentials: credentials, clock: clock, seed: rng.next()))
         }
+    }
+
+    /// The service over the engine's store, through `faulty` when the run injects storage faults.
+    static func core(over store: JournalStore, faulty: FaultyStorage?, limits: ServiceLimits, clock: VirtualClock) throws -> ServiceCore {
+        guard let faulty else { return try ServiceCore(store: store, limits: limits, now: { clock.now() }) }
+        return try ServiceCore(storage: faulty, engine: store, devices: DeviceFetches(loadingFrom: store.path + "/" + DeviceFetches.file, fs: store.fileSystem),
+                               limits: limits, now: { clock.now() })
+    }
+
+    /// The service's zones as its storage holds them, read past any injected fault: the run's
+    /// own bookkeeping, not a call of the service.
+    func serviceZones() throws -> [ZoneInfo] {
+        try (faulty?.inner ?? box.core.storage).allZones()
     }
 
     func key(_ account: String, _ zone: String) -> String { account + "|" + zone }
@@ -76,7 +95,11 @@ final class SimulationRun {
                 _ = try await member.engine.accept(invitation)
             }
         }
-        if options.faults { for n in nodes { n.service.faults = options.serviceFaults } }
+        if options.faults {
+            for n in nodes { n.service.faults = options.serviceFaults }
+            faulty?.faults = options.storageFaults ?? StorageFaults()
+            credentials.storage = faulty
+        }
     }
 
     /// One step: a device edits, syncs, goes offline or loses power; time passes; the service
@@ -139,7 +162,7 @@ final class SimulationRun {
             let e = try await node.engine.record(op, in: zone)
             // A change made to a list the service already took from this account (the device has
             // not heard yet) goes with the list: it is not counted.
-            let access = zone.owner == node.account ? box.core.storage.zone(zone.storeName)?.isDeleted != true
+            let access = zone.owner == node.account ? (try? box.core.storage.zoneInfo(zone.storeName))??.isDeleted != true
                 : box.core.members(of: zone).contains(node.account)
             acked.append(SyncSimulation.Acked(id: e.id, zone: zone.storeName, account: node.account,
                                               generation: generation[key(node.account, zone.storeName), default: 0] + (access ? 0 : 1_000_000)))
@@ -151,13 +174,17 @@ final class SimulationRun {
 
     /// The service compacts while someone pages a list as the run rewrites the log (`WindowReader`).
     func compactBesideAReader() throws {
-        let listed = box.core.storage.zones().filter { !$0.isDeleted && !$0.name.hasPrefix("_") }
+        let listed = try serviceZones().filter { !$0.isDeleted && !$0.name.hasPrefix("_") }
         let reader = pick(listed).flatMap { ZoneID(storeName: $0.name) }.map { WindowReader(core: box.core, zone: $0) }
         serverFS.openHook = { path in if path.hasSuffix(".cleaned") { reader?.fetchOnce() } }
         let report: ListCompactionReport
         do { report = try box.core.compact(now: clock.now()) } catch {
             serverFS.openHook = nil
-            throw error
+            // A storage that did not answer fails the run, as it would a node's: the next runs
+            // try again. Without injected faults, a failure is the run's to report.
+            guard faulty != nil, case .serviceBusy = error else { throw error }
+            result.compactionsFailed += 1
+            return
         }
         serverFS.openHook = nil
         switch reader?.finish() {
@@ -177,7 +204,7 @@ final class SimulationRun {
         let lostPower = rng.next() % 2 == 0
         if let storage {
             // A database keeps what it committed; the node's memory is what goes.
-            box.core = try ServiceCore(storage: storage, limits: limits, now: { clock.now() })
+            box.core = try starting { try ServiceCore(storage: storage, limits: limits, now: { clock.now() }) }
             result.serviceRestarts += 1
             return
         }
@@ -185,8 +212,23 @@ final class SimulationRun {
         if lostPower { serverFS.crash(.dropUnsynced) }
         let store = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
         serverStore = store
-        box.core = try ServiceCore(store: store, limits: limits, now: { clock.now() })
+        let faulty = store === (self.faulty?.inner as? JournalStore) ? self.faulty : self.faulty.map { FaultyStorage(store, seed: rng.next(), faults: $0.faults) }
+        self.faulty = faulty
+        if credentials.storage != nil { credentials.storage = faulty }
+        box.core = try starting { try Self.core(over: store, faulty: faulty, limits: limits, clock: clock) }
         result.serviceRestarts += 1
+    }
+
+    /// A service start, tried again while the storage's injected faults fail it (a node that
+    /// cannot read its records at start does not start; its supervisor starts it again).
+    func starting(_ make: () throws -> ServiceCore) throws -> ServiceCore {
+        for _ in 0..<100 {
+            do { return try make() } catch {
+                guard faulty != nil else { throw error }
+                result.startsFailed += 1
+            }
+        }
+        return try make()
     }
 
     /// Sharing changes: an owner removes a participant, a participant leaves, an owner shares
@@ -194,9 +236,9 @@ final class SimulationRun {
     /// by a call whose response was lost, loses the changes it had not uploaded yet: they go
     /// with the list.
     func changeSharing(around node: Node) async throws {
-        let before = SyncSimulation.memberships(box.core)
+        let before = SyncSimulation.memberships(box.core, zones: try serviceZones())
         defer {
-            let after = SyncSimulation.memberships(box.core)
+            let after = SyncSimulation.memberships(box.core, zones: (try? serviceZones()) ?? [])
             for (zone, members) in before {
                 for a in members.subtracting(after[zone] ?? []) { generation[key(a, zone), default: 0] += 1 }
             }
@@ -234,6 +276,8 @@ final class SimulationRun {
             n.service.faults = ServiceFaults()
             for z in await n.engine.lists { try? await n.engine.setShopping(false, in: z) }
         }
+        faulty?.faults = StorageFaults()
+        result.storageFaultsInjected = faulty?.injected.values.reduce(0, +) ?? 0
         try await SyncSimulation.settle(nodes, &result)
         let final = try box.core.compact(now: clock.now())
         result.compactions += 1

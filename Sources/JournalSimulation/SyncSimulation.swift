@@ -31,6 +31,9 @@ package struct SimulationOptions: Sendable {
     /// The service's storage when not the engine's in-memory store (`jlog simulate --database`:
     /// PostgreSQL), made with the run's clock; it outlives a service restart, as a database does.
     package var storage: (@Sendable (_ now: @escaping @Sendable () -> Int64) throws -> any ServiceStorage)? = nil
+    /// Faults of the service's storage (`FaultyStorage`), when `faults` holds: the database not
+    /// answering, answers lost after a commit, damage read, slow calls. Nil: none.
+    package var storageFaults: StorageFaults? = nil
 
     package init() {}
 }
@@ -63,6 +66,14 @@ package struct SimulationResult: Sendable {
     /// Syncs of one hinted list (`sync(hinted:)`), no database request.
     package var hintedSyncs = 0
     package var settleRounds = 0
+    /// Failures the service's storage injected (`FaultyStorage`), and the compaction runs and
+    /// service starts they failed (each tried again later, as a node does).
+    package var storageFaultsInjected = 0
+    package var compactionsFailed = 0
+    package var startsFailed = 0
+    /// Devices signed out at the end: the simulation revokes no credential, so any is a failure
+    /// read as a refusal.
+    package var signedOut = 0
     /// Lists paged by a reader that began while a compaction rewrote the log and was served to
     /// the end, so its entries were compared with the service's (`WindowReader`).
     package var windowReads = 0
@@ -105,10 +116,31 @@ struct RoutedService: ForwardingSyncService {
     let account: String
     let replica: String
     let ledger = UploadLedger()
+    /// Each call's credential is judged first, as a server's middleware does.
+    let credentials: SimulatedCredentials
 
     func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
+        let caller = try credentials.authenticate(account).account()
         if case .upload(let entries, _, _) = call { ledger.record(entries, replica: replica) }
-        return try box.core.perform(ServiceCaller(account: account, device: replica), call)
+        return try box.core.perform(ServiceCaller(account: caller, device: replica), call)
+    }
+}
+
+/// The simulation's credentials: every account's is valid (the run revokes none), and each
+/// lookup reads through the service's storage, so an injected storage failure makes it
+/// `unavailable`, never `refused`: a device signed out at the end is a failure read as a refusal.
+final class SimulatedCredentials: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storageNow: (any ServiceStorage)?
+    var storage: (any ServiceStorage)? {
+        get { lock.withLock { storageNow } }
+        set { lock.withLock { storageNow = newValue } }
+    }
+
+    func authenticate(_ account: String) -> Authentication {
+        guard let storage else { return .accepted(account: account) }
+        do { _ = try storage.zoneInfo("_service/members") } catch { return .unavailable(error) }
+        return .accepted(account: account)
     }
 }
 
@@ -132,11 +164,11 @@ package enum SyncSimulation {
         /// Totals of the engines this node ran before the current one.
         var earlier = SyncTotals()
 
-        init(replica: String, account: String, box: CoreBox, clock: VirtualClock, seed: UInt64) throws {
+        init(replica: String, account: String, box: CoreBox, credentials: SimulatedCredentials, clock: VirtualClock, seed: UInt64) throws {
             seed0 = seed
             self.replica = replica
             self.account = account
-            let routed = RoutedService(box: box, account: account, replica: replica)
+            let routed = RoutedService(box: box, account: account, replica: replica, credentials: credentials)
             ledger = routed.ledger
             self.service = FaultyService(routed, faults: ServiceFaults(), seed: seed ^ 0x5EED)
             try fs.createDirectory("/d")
@@ -210,9 +242,9 @@ package enum SyncSimulation {
     }
 
     /// Every service list's participants.
-    static func memberships(_ core: ServiceCore) -> [String: Set<String>] {
+    static func memberships(_ core: ServiceCore, zones: [ZoneInfo]) -> [String: Set<String>] {
         var m: [String: Set<String>] = [:]
-        for z in core.storage.zones() where !z.isDeleted {
+        for z in zones where !z.isDeleted {
             if let id = ZoneID(storeName: z.name) { m[z.name] = Set(core.members(of: id)) }
         }
         return m
@@ -226,6 +258,11 @@ package enum SyncSimulation {
             for n in nodes {
                 let r = await n.engine.sync()
                 result.refetches += r.refetched.count
+                if r.signedOut {
+                    result.signedOut += 1
+                    result.problems.append("\(n.replica) was signed out, though no credential was revoked")
+                    return
+                }
                 if r.sent > 0 || r.applied > 0 || !r.refetched.isEmpty || !r.gone.isEmpty || !r.isComplete { moved = true }
             }
             if !moved { return }
@@ -236,7 +273,7 @@ package enum SyncSimulation {
     static func check(_ nodes: [Node], core: ServiceCore, store: JournalStore?, acked: [Acked], generation: [String: Int],
                       _ result: inout SimulationResult) throws {
         var serviceLists: [String: (ListState, ActivityLog)] = [:]
-        for z in core.storage.zones() where !z.isDeleted && !z.name.hasPrefix("_") {
+        for z in try core.storage.allZones() where !z.isDeleted && !z.name.hasPrefix("_") {
             let entries = try serviceEntries(core.storage, z.name)
             var full = ListReducer(zone: z.name)
             for e in entries { _ = full.apply(e) }

@@ -17,6 +17,14 @@ struct Serve: AsyncParsableCommand {
         --compact-every seconds; a device whose token predates a compaction re-fetches. Plain \
         HTTP: put a TLS proxy in front of it for anything but loopback (README, "Running a server"). \
         SIGINT or SIGTERM stops it cleanly; SIGKILL loses nothing acknowledged.
+
+        While its database (or store) does not answer, the node answers every request, sign-in \
+        checks included, 503 serviceBusy with Retry-After: devices keep their lists and \
+        credentials and try again; no device is ever signed out because a credential could not be \
+        looked up. GET /v1/ready answers 503 within 3 s, compaction runs fail and are retried at \
+        the next interval, and jlog_storage_failures_total{kind="unavailable"} (or "damaged": an \
+        operator must act) counts each failure (--metrics). With --metrics, POST /compact on that \
+        address runs a compaction now.
         """)
 
     @Argument(help: "The server's store directory (created if missing); or give --database.") var store: String?
@@ -89,12 +97,13 @@ struct Serve: AsyncParsableCommand {
         options.burst = burst
         let backend = BlockingBackend(core: place.core)
         let server = SyncServer(backend: MeteredBackend(backend), accounts: place.accounts, options: options)
-        let compaction = Self.compactions(every: compactEvery, backend: backend)
-        let signals = place.startSignals(backend)
+        let node = ServiceNode(backend: backend, logger: log)
+        let compaction = node.compactions(every: compactEvery > 0 ? .milliseconds(Int64(compactEvery * 1000)) : nil)
+        let signals = place.signals.map { node.follow($0) }
         let portFile = self.portFile
         let name = place.name
         do {
-            try await server.run(logger: log) { bound in
+            try await server.run(logger: log, node: node) { bound in
                 printError("serving \(name) on http://\(host):\(bound)")
                 if let portFile { try? "\(bound)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
             }
@@ -109,30 +118,5 @@ struct Serve: AsyncParsableCommand {
         signals?.cancel()
         try? place.core.saveDevices()
         await place.close()
-    }
-
-    /// Compacts every `every` seconds (never when 0), on the backend's pool.
-    static func compactions(every: Double, backend: BlockingBackend) -> Task<Void, Never> {
-        Task.detached {
-            guard every > 0 else { return }
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(every))
-                if Task.isCancelled { return }
-                do {
-                    // On the backend's pool: this process's tasks run on its event loops.
-                    let r = try await backend.compact(now: nowMillis())
-                    let sentBack = try await backend.run { [core = backend.core] () throws(SyncError) in core.devicesSentBack(by: r) }
-                    let purged = r.storage.entriesPurged, replaced = r.storage.entriesReplaced
-                    ServerMetrics.compactionRuns.increment()
-                    ServerMetrics.entriesPurged.increment(by: purged)
-                    ServerMetrics.devicesSentBack.increment(by: sentBack)
-                    if purged + replaced > 0 {
-                        printError("compacted: \(purged) purged, \(replaced) replaced; \(sentBack) devices will re-fetch from the snapshot")
-                    }
-                } catch {
-                    printError("compaction failed: \(error); the next one tries again")
-                }
-            }
-        }
     }
 }

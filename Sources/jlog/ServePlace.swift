@@ -26,7 +26,7 @@ struct ServePlace: Sendable {
         do {
             let accounts = try AccountDirectory(store: path)
             let core = try ServiceCore(store: s, limits: limits, now: { nowMillis() },
-                                       accountExists: { [accounts] in accounts.accountExists($0, now: nowMillis()) })
+                                       checkingAccounts: { [accounts] account throws(StorageError) in try accounts.accountExists(account, now: nowMillis()) })
             return ServePlace(name: path, core: core, accounts: accounts, store: s, database: nil)
         } catch {
             try? s.close()
@@ -55,7 +55,7 @@ struct ServePlace: Sendable {
             // (this process's tasks run on them, and the database's connections too).
             let core = try await onThread {
                 try ServiceCore(storage: storage, limits: limits, now: { nowMillis() },
-                                accountExists: { [accounts] in accounts.accountExists($0, now: nowMillis()) })
+                                accountExists: { [accounts] account throws(StorageError) in try accounts.accountExists(account, now: nowMillis()) })
             }
             return ServePlace(name: "\(location)", core: core, accounts: accounts, store: nil, database: db)
         } catch {
@@ -65,32 +65,9 @@ struct ServePlace: Sendable {
         }
     }
 
-    /// Over a database: turns other nodes' writes into this node's hints (SYNC.md §11.4). A
-    /// write to a list hints its owner and members; one to the service's own records (membership,
-    /// announcements) is read at once; a listener that begins again after a lost connection
-    /// tells every device here to fetch, since changes may have gone unheard meanwhile.
-    func startSignals(_ backend: BlockingBackend) -> Task<Void, Never>? {
-        guard let database else { return nil }
-        let core = backend.core
-        return Task.detached {
-            var first = true
-            for await signal in database.changeSignals() {
-                switch signal {
-                case .listening:
-                    if !first { core.hints.remindAll() }
-                    first = false
-                case .zone(let zone) where zone.hasPrefix("_"):
-                    // The service's own records (membership, announcements): read at once.
-                    _ = try? await backend.run { () throws(SyncError) in try core.catchUp() }
-                case .zone(let zone):
-                    // A list: its audience from memory, no round trip (membership changes were
-                    // signalled, and read, before the writes that follow them).
-                    let audience = core.audience(of: zone)
-                    if !audience.isEmpty { core.hints.changed(zone, for: audience) }
-                }
-            }
-        }
-    }
+    /// Over a database: the signals of other nodes' writes (SYNC.md §11.4), which the node turns
+    /// into its devices' hints (`ServiceNode.follow`); nil over a store of its own.
+    var signals: AsyncStream<NodeSignal>? { database?.changeSignals() }
 
     /// `body` on a new thread, awaited: for what blocks before the server's pool exists.
     static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {

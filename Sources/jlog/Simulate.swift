@@ -11,7 +11,9 @@ struct Simulate: AsyncParsableCommand {
         Every device has its own store on a simulated disk; the service is the reference service \
         over its own store. With --faults all, the service drops responses after applying them, \
         duplicates and delays deliveries, refuses large batches and rate-limits; devices go \
-        offline and lose power; the service compacts (expiring tokens), restarts and loses power. \
+        offline and lose power; the service compacts (expiring tokens), restarts and loses power; \
+        and the service's storage fails under it (the database not answering, answers lost after \
+        a commit, damage read, slow calls), which must never sign a device out or lose anything. \
         Exit status 0 when every device converged to the service's lists and histories with \
         nothing lost or duplicated, 2 otherwise. The same seed replays the same run exactly.
         """)
@@ -40,6 +42,7 @@ struct Simulate: AsyncParsableCommand {
         o.ops = ops
         o.seed = seed
         o.faults = faults == .all
+        if o.faults { o.storageFaults = .all }
         o.accounts = accounts
         if let database {
             let url = database + (database.contains("?") ? "&" : "?") + "schema=sim_\(seed)_\(UInt32.random(in: 0...UInt32.max))"
@@ -59,6 +62,8 @@ struct Simulate: AsyncParsableCommand {
                 ("purged", .int(Int64(r.purged))), ("refetches", .int(Int64(r.refetches))),
                 ("membershipChanges", .int(Int64(r.membershipChanges))), ("settleRounds", .int(Int64(r.settleRounds))),
                 ("windowReads", .int(Int64(r.windowReads))),
+                ("storageFaultsInjected", .int(Int64(r.storageFaultsInjected))), ("compactionsFailed", .int(Int64(r.compactionsFailed))),
+                ("startsFailed", .int(Int64(r.startsFailed))), ("signedOut", .int(Int64(r.signedOut))),
                 ("seconds", .double((r.seconds * 1000).rounded() / 1000)),
                 ("problems", .array(r.problems.map { .string($0) })),
             ])
@@ -68,6 +73,7 @@ struct Simulate: AsyncParsableCommand {
             print("  \(r.converged ? "converged" : "DID NOT CONVERGE"): lost \(r.lost), duplicated \(r.duplicated)")
             print("  \(r.localChanges) local changes, \(String(format: "%.3f", r.uploadsPerChange)) uploads and \(String(format: "%.3f", r.sendsPerChange)) sends per change")
             print("  \(r.faultsInjected) faults, \(r.powerLosses) power losses, \(r.serviceRestarts) service restarts, \(r.compactions) compactions (\(r.purged) entries purged, \(r.windowReads) lists paged across one), \(r.refetches) re-fetches, \(r.membershipChanges) sharing changes, \(r.hintedSyncs) hinted syncs")
+            print("  \(r.storageFaultsInjected) storage faults (\(r.compactionsFailed) compactions and \(r.startsFailed) service starts failed by them), \(r.signedOut) devices signed out")
             print("  settled in \(r.settleRounds) rounds, \(String(format: "%.2f", r.seconds)) s")
             for p in r.problems { print("  problem: \(p)") }
             if !r.converged { print("  replay: jlog simulate --replicas \(replicas) --ops \(ops) --seed \(seed) --faults \(faults.rawValue) --accounts \(accounts)") }

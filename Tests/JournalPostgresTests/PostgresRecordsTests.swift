@@ -25,7 +25,7 @@ struct PostgresRecordsTests {
         let read = try await node.entries(of: zone, incarnation: inc, after: 0, limit: 100)
         #expect(read.map(\.entry) == batch)
         #expect(try await node.horizon() == inc + 5)
-        #expect(try await node.zone(zone)?.lastChange == inc + 5)
+        #expect(try await node.zoneInfo(zone)?.lastChange == inc + 5)
         #expect(try await node.entries(of: zone, incarnation: inc, after: inc + 3, limit: 100).map(\.entry) == Array(batch[3...]))
         await node.close()
     }

@@ -325,6 +325,9 @@ import NIOHTTP1
         }
         #expect(text.hasPrefix("HTTP/1.1 40"), "\(text.prefix(200))")
         #expect(text.lowercased().contains("connection: close"), "\(text.prefix(300))")
+        // Its body is the binding's error, like every other refusal's.
+        #expect(text.contains("\r\n\r\n{\"error\":\"invalidRequest\""), "\(text.prefix(400))")
+        #expect(!text.dropFirst(12).contains("HTTP/1.1"), "a second answer followed the refusal: \(text.prefix(400))")
         #expect(closed, "the server kept the connection open: \(text.prefix(200))")
         await server.stop()
     }

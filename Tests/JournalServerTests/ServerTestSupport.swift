@@ -19,19 +19,24 @@ final class TestServer: @unchecked Sendable {
     let port: Int
     var url: String { "http://127.0.0.1:\(port)" }
 
-    init(limits: ServiceLimits = ServiceLimits(), options: ServerOptions = ServerOptions()) async throws {
+    /// With `credentials`, the server checks devices' credentials through it (over the accounts
+    /// file): a test can make them unavailable.
+    init(limits: ServiceLimits = ServiceLimits(), options: ServerOptions = ServerOptions(),
+         credentials: ((AccountDirectory) -> any CredentialCheck)? = nil, backend: ((any ServiceBackend) -> any ServiceBackend)? = nil) async throws {
         dir = NSTemporaryDirectory() + "jlog-server-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         store = try JournalStore.open(dir + "/server.wal", options: StoreOptions(durability: .always, segmentSize: 1 << 20, preallocate: false))
         let accounts = try AccountDirectory(store: dir + "/server.wal")
         self.accounts = accounts
+        let check = credentials?(accounts) ?? accounts
         core = try ServiceCore(store: store, limits: limits, now: { Int64(Date().timeIntervalSince1970 * 1000) },
-                               accountExists: { accounts.accountExists($0, now: Int64(Date().timeIntervalSince1970 * 1000)) })
+                               checkingAccounts: { account throws(StorageError) in try check.accountExists(account, now: Int64(Date().timeIntervalSince1970 * 1000)) })
         var o = options
         o.host = "127.0.0.1"
         o.port = 0
         // A few threads: every TestServer starts a pool of its own that lives as long as the process.
-        let server = SyncServer(backend: MeteredBackend(BlockingBackend(core: core, threads: 4)), accounts: accounts, options: o)
+        let inner: any ServiceBackend = MeteredBackend(BlockingBackend(core: core, threads: 4))
+        let server = SyncServer(backend: backend?(inner) ?? inner, accounts: check, options: o)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         // Quiet: stopping a server by cancelling it logs every open connection as an error.
         var log = Logger(label: "test-server")

@@ -36,6 +36,21 @@ import ListModel
         #expect(late.storage.entriesPurged == 2, "\(late.skipped)")
     }
 
+    /// A short retention is honoured however often the service compacts: runs a second apart
+    /// (each noting what had arrived) never keep pushing the arrival of what they saw later, so
+    /// a purge comes at most a minute (`ArrivalLog.granularity`) after the retention, never never.
+    @Test func runsASecondApartPurgeOnceTheRetentionHasPassedSinceArrival() throws {
+        let world = try World(retentionMillis: 20_000)
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        _ = try world.core.upload(caller: "alice", entries: Self.finishedItem(list, at: world.clock.now() - 60 * 86_400_000), to: list)
+        var purged = 0
+        for _ in 0..<(20 + 60 + 2) where purged == 0 {
+            purged += try world.compact(after: 1_000).storage.entriesPurged
+        }
+        #expect(purged == 2, "a 20 s retention with a run every second never purged in 82 s")
+    }
+
     /// Arrival times survive a restart: checkpoints are in the log, so a service restarted after
     /// the upload still purges once the retention has passed since the arrival, and not before.
     @Test func arrivalsSurviveARestart() throws {

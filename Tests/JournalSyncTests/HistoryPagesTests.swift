@@ -51,7 +51,7 @@ import JournalTesting
     @Test func thePagesHoldTheWholeHistoryInTheReadersOrder() async throws {
         let world = try Self.world()
         let (_, list) = try await Self.twiceCompacted(world)
-        #expect((world.core.storage.zone(list.storeName)?.lowWaterMark ?? 0) > 0)
+        #expect((try world.core.storage.zoneInfo(list.storeName)?.lowWaterMark ?? 0) > 0)
         let (log, pages) = try Self.allPages(world, list)
         #expect(pages > 3)
         #expect(log == (try world.serviceHistory(list)))

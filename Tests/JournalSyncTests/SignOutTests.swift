@@ -146,6 +146,6 @@ import ListModel
         await settle([phone], rounds: 2)
         #expect(await phone.engine.lists.isEmpty, "the deleted list came back")
         #expect(!phone.holds(list))
-        #expect(world.core.storage.zone(list.storeName)?.isDeleted == true, "the deletion never reached the service")
+        #expect(try world.core.storage.zoneInfo(list.storeName)?.isDeleted == true, "the deletion never reached the service")
     }
 }

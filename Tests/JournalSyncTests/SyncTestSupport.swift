@@ -7,6 +7,7 @@ import JournalService
 import ListModel
 @testable import JournalSync
 import JournalTesting
+import JournalSimulation
 
 /// A service and devices, all in memory, on one virtual clock. The service runs over the
 /// engine's store, or over PostgreSQL when `JLOG_TEST_BACKEND=postgres` (and `JLOG_TEST_POSTGRES`
@@ -30,8 +31,11 @@ final class World: @unchecked Sendable {
     var databaseURL: String?
     var core: ServiceCore
     let limits: ServiceLimits
+    /// The storage with faults the service runs over, when the world was made with them: its
+    /// `isDown` is an outage of the database (or store) under the service.
+    var faulty: FaultyStorage?
 
-    init(limits: ServiceLimits = ServiceLimits()) throws {
+    init(limits: ServiceLimits = ServiceLimits(), storageFaults: Bool = false) throws {
         self.limits = limits
         let clock = self.clock
         if let url = Self.postgres {
@@ -39,14 +43,18 @@ final class World: @unchecked Sendable {
             databaseURL = located
             let storage = try PostgresServiceStorage.openWaiting(located, now: { clock.now() })
             database = storage
-            core = try ServiceCore(storage: storage, limits: limits, now: { clock.now() })
+            faulty = storageFaults ? FaultyStorage(storage, seed: 1) : nil
+            core = try ServiceCore(storage: faulty ?? storage, limits: limits, now: { clock.now() })
             return
         }
         try serverFS.createDirectory("/srv")
         var o = StoreOptions(durability: .always, segmentSize: 16 << 10, preallocate: false)
         o.fileSystem = serverFS
         serverStore = try JournalStore.open("/srv/service.wal", options: o)
-        core = try ServiceCore(store: serverStore, limits: limits, now: { clock.now() })
+        faulty = storageFaults ? FaultyStorage(serverStore, seed: 1) : nil
+        core = try ServiceCore(storage: faulty ?? serverStore, engine: serverStore,
+                               devices: DeviceFetches(loadingFrom: "/srv/service.wal/" + DeviceFetches.file, fs: serverFS),
+                               limits: limits, now: { clock.now() })
     }
 
     deinit { database?.closeInBackground() }

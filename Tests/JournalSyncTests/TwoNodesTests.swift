@@ -217,6 +217,41 @@ import JournalService
         #expect(throws: SyncError.serviceBusy(retryAfter: .seconds(1))) { try node.createZone(caller: "alice", zone: list) }
     }
 
+    /// A world with a second node, and alice's list made and synced through the first.
+    static func aliceListOnTwoNodes() async throws -> (World, other: ServiceCore, ZoneID) {
+        let world = try World()
+        let other = try secondNode(world)
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        await phone.sync()
+        return (world, other, list)
+    }
+
+    /// The owner stops sharing through one node: an invitation issued before it is void on every
+    /// node, whether or not anyone had joined (SYNC.md §5.3).
+    @Test func stoppingSharingThroughOneNodeVoidsAnInvitationOnTheOther() async throws {
+        let (world, other, list) = try await Self.aliceListOnTwoNodes()
+        let invitation = try world.core.shareZone(caller: "alice", zone: list, with: "mallory")
+        try world.core.stopSharing(caller: "alice", zone: list)
+        #expect(throws: SyncError.zoneNotFound) { try other.acceptShare(caller: "mallory", invitation: invitation) }
+        #expect(throws: SyncError.zoneNotFound) { try other.fetchZoneChanges(caller: "mallory", zone: list, since: nil, limit: 10) }
+        #expect(other.members(of: list).isEmpty && world.core.members(of: list).isEmpty)
+    }
+
+    /// A participant who joins through one node is hinted on the other, where its hint channel
+    /// is (SYNC.md §7.7): the account concerned hears its join as it hears its removal.
+    @Test func aJoinThroughOneNodeIsHintedToTheParticipantOnTheOther() async throws {
+        let (world, other, list) = try await Self.aliceListOnTwoNodes()
+        let hints = try #require(other.hints.subscribe("bob"))
+        let invitation = try world.core.shareZone(caller: "alice", zone: list, with: "bob")
+        _ = try world.core.acceptShare(caller: "bob", invitation: invitation)
+        // What the node does on the signal of a write to the service's records (ServiceNode.follow).
+        try other.catchUp()
+        other.hints.finishAll()   // what was hinted stays readable; nothing more comes
+        var it = hints.makeAsyncIterator()
+        #expect(await it.next()?.zone == list.storeName)
+    }
+
     /// `body` on a thread of its own.
     final class ThreadRun: @unchecked Sendable {
         private let lock = NSLock()
