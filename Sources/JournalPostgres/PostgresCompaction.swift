@@ -55,11 +55,16 @@ extension PostgresStorage {
     }
 
     /// The planner's decisions for the zone (passes until one finds nothing more), or why it has
-    /// nothing to compact: what the engine's compactor decides, over the rows read.
+    /// nothing to compact: what the engine's compactor decides, over the rows read. A list its
+    /// reader refuses (a base it cannot apply) is skipped whole before anything is written
+    /// (COMPACTION.md §1.1): the snapshot written here would otherwise be a state that is not the list's.
     static func decide(_ entries: [FeedEntry], info: ZoneInfo, horizon: SequenceNumber, cutoff: Int64,
                        arrivedThrough: SequenceNumber) -> Decided {
         var planner = RetentionPlanner()
         for e in entries { planner.add(e.sequence, e.entry) }
+        if planner.bases > 0, let why = ListBase.refusal(zone: info.name, entries.lazy.map(\.entry)) {
+            return .skip(.baseUnreadable(reason: why))
+        }
         let unheld = min(horizon, info.lastChange)
         let mark = min(max(info.lowWaterMark, min(unheld, arrivedThrough)), horizon)
         let first = planner.decide(cutoff: cutoff, mark: mark)

@@ -47,6 +47,12 @@ public enum CompactionSkip: Sendable, Equatable {
     /// written, so none committed: its history, raised mark and a snapshot of its unchanged log
     /// are left, and the next run finishes the job.
     case keptChanging
+    /// Its reader refuses the list (`QueryError.baseUnreadable`: a base it cannot apply,
+    /// Spec/MERGE.md §10), and `reason` says why. Decided before anything of it is written, so
+    /// nothing of it is purged or written over and no snapshot is written for it: purging could
+    /// change what the list reads as (entries purged before a base make it the first). Every run
+    /// skips it again until it is repaired or deleted (COMPACTION.md §1.1).
+    case baseUnreadable(reason: String)
 }
 
 /// What a compaction run did, or in a dry run would do (`ListCompactor.run(now:dryRun:)`).

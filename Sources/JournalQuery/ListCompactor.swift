@@ -192,7 +192,7 @@ public struct ListCompactor: Sendable {
         group = []
         unsnapshotted += live.filter { !zoneFilter($0) && lacksSnapshot($0) }
         // After the groups, when no planner is held any more.
-        for listed in unsnapshotted { try writeMissingSnapshot(listed) }
+        for listed in unsnapshotted { try writeMissingSnapshot(listed, into: &report) }
         report.skipped.sort { $0.zone < $1.zone }
         report.chosen.sort()
         report.rewritten.sort()
@@ -201,7 +201,8 @@ public struct ListCompactor: Sendable {
     }
 
     /// Reads one live zone through a planner and decides (steps 1 and 2 of COMPACTION.md §1);
-    /// nil when it is gone or has nothing to compact (then `report` says why).
+    /// nil when it is gone, its reader refuses it (§1.1) or it has nothing to compact (then
+    /// `report` says why).
     private func plan(_ listed: ZoneInfo, sealed: SequenceNumber, source: LogView, now: Int64, cutoff: Int64,
                       into report: inout ListCompactionReport) throws(QueryError) -> Plan? {
         let store = query.store
@@ -213,6 +214,13 @@ public struct ListCompactor: Sendable {
         do throws(QueryError) {
             (_, read) = try query.replayPages(info.name, after: nil) { page in
                 planner.add(contentsOf: page, sequence: \.sequence, entry: \.entry)
+            }
+            // A list its reader refuses is left whole, decided before anything of it is written
+            // (COMPACTION.md §1.1). Only a base makes a reader refuse a list: a list without one
+            // costs nothing more.
+            if planner.bases > 0, let why = try refusal(info.name, through: read) {
+                report.skipped.append((info.name, .baseUnreadable(reason: why)))
+                return nil
             }
         } catch { if Self.isGone(error) { return nil } else { throw error } }
         // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
@@ -321,6 +329,14 @@ public struct ListCompactor: Sendable {
             for k in plans.indices {
                 guard let tail = try liveTail(plans[k].zone.zone, after: plans[k].readThrough, incarnation: plans[k].zone.incarnation) else {
                     gone.insert(plans[k].zone.zone)  // deleted meanwhile: its entries go with it
+                    continue
+                }
+                // A base appended since the plan (COMPACTION.md §1.1) may make its reader refuse
+                // the list: then nothing of it is purged, and it leaves the group as refused.
+                if tail.contains(where: { ListBase.isBase($0.entry) }), let through = tail.last?.sequence,
+                   let why = try refusal(plans[k].zone.zone, through: through) {
+                    report.skipped.append((plans[k].zone.zone, .baseUnreadable(reason: why)))
+                    gone.insert(plans[k].zone.zone)
                     continue
                 }
                 // Only what names an item: a later rename changes nothing chosen here.

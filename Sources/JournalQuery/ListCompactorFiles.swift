@@ -6,8 +6,9 @@ import ListModel
 extension ListCompactor {
     /// A compacted zone with no snapshot at or above its mark (a run stopped between its rewrite
     /// and its snapshot, COMPACTION.md §1): the one that run would have written, so that a second
-    /// run finishes the job even when nothing is left to purge.
-    func writeMissingSnapshot(_ listed: ZoneInfo) throws(QueryError) {
+    /// run finishes the job even when nothing is left to purge. A list its reader refuses gets
+    /// none (COMPACTION.md §1.1): `report` lists it as skipped, if the run has not already.
+    func writeMissingSnapshot(_ listed: ZoneInfo, into report: inout ListCompactionReport) throws(QueryError) {
         // The position first, then the replay through it: an entry appended meanwhile is above
         // it, and the snapshot never claims one it did not fold in.
         guard let info = query.store.zone(listed.name), !info.isDeleted, info.incarnation == listed.incarnation else { return }
@@ -16,7 +17,12 @@ extension ListCompactor {
         let through = min(max(info.lastChange, info.lowWaterMark), query.store.horizon)
         guard through >= info.lowWaterMark else { return }
         let m: MaterialisedList
-        do { m = try query.materialisedReducer(listed.name, at: .sequence(through)) } catch { if Self.isGone(error) { return } else { throw error } }
+        do { m = try query.materialisedReducer(listed.name, at: .sequence(through)) } catch {
+            if Self.isGone(error) { return }
+            guard case .baseUnreadable(_, let why) = error else { throw error }
+            if !report.skipped.contains(where: { $0.zone == listed.name }) { report.skipped.append((listed.name, .baseUnreadable(reason: why))) }
+            return
+        }
         guard m.incarnation == listed.incarnation else { return }
         try writeSnapshot(listed.name, reducer: m.reducer, incarnation: m.incarnation, sequence: through)
     }
@@ -31,6 +37,17 @@ extension ListCompactor {
         }
         try query.writeState(zone, reducer: reducer, incarnation: incarnation, sequence: sequence)
         _ = remove(bases)
+    }
+
+    /// Why the zone's reader refuses its list through `sequence` (`QueryError.baseUnreadable`: a
+    /// base it cannot apply, Spec/MERGE.md §10), or nil: the reducer's own verdict, from the newest
+    /// snapshot at or below `sequence` (none of a refused list is ever written) plus the log.
+    func refusal(_ zone: String, through sequence: SequenceNumber) throws(QueryError) -> String? {
+        do { _ = try query.materialisedReducer(zone, at: .sequence(sequence)) } catch {
+            guard case .baseUnreadable(_, let why) = error else { throw error }
+            return why
+        }
+        return nil
     }
 
     /// A dry run's counts: the zone read again, each entry decided as a rewrite would.

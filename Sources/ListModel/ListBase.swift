@@ -45,6 +45,15 @@ package enum ListBase {
         if case .opaque(kind, _) = e.operation { return true }
         return false
     }
+
+    /// Why a reader refuses the list `entries` make, applied in order to an empty list (a base it
+    /// cannot apply: the reducer's `baseProblem`), or nil. A compactor asks it of a list with a
+    /// base before deciding anything about it, and leaves a refused list whole (COMPACTION.md §1.1).
+    package static func refusal(zone: String, _ entries: some Sequence<JournalEntry>) -> String? {
+        var r = ListReducer(zone: zone)
+        for e in entries { r.apply(e) }
+        return r.baseProblem
+    }
 }
 
 extension ListReducer {

@@ -371,6 +371,5 @@ extension RetentionPass {
             }
         }
         return d
-        return d
     }
 }

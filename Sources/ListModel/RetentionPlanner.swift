@@ -48,6 +48,10 @@ package struct RetentionPlanner: Sendable {
     var renames: [(seq: UInt64, time: Int64)] = []
     var recolours: [(seq: UInt64, time: Int64)] = []
     package private(set) var entries = 0
+    /// Base entries read (`ListBase`, Spec/MERGE.md §10). A list with one may be a list its
+    /// reader refuses (a base after other entries, or one that does not decode), which compaction
+    /// leaves whole (COMPACTION.md §1.1): only such a list needs the reducer's verdict.
+    package private(set) var bases = 0
     /// The earliest time (`time(_:)`) of any entry read.
     package private(set) var oldestTime = Int64.max
     /// The sum of what `add(contentsOf:)` loaded ahead: kept so the loads are not optimised away.
@@ -197,6 +201,8 @@ package struct RetentionPlanner: Sendable {
             let k = key(e)
             if recolour.map({ less($0.key, k) }) ?? true { recolour = (k, seq) }
             recolours.append((seq, time))
+        case .opaque(ListBase.kind, _):
+            bases += 1
         case .join, .leave, .opaque:
             return
         }

@@ -12,8 +12,9 @@ struct Compact: ParsableCommand {
         rewrites the sealed segments that hold purged entries or entries of deleted zones. The active \
         segment is never rewritten, and nothing above an unexpired consumer's mark goes (`jlog consumers`). \
         Each live zone with nothing to compact is listed with the reason: every entry newer than the cutoff, \
-        older entries held back by consumers, no finished item, or (exit status 1) entries kept arriving \
-        during every rewrite. \
+        older entries held back by consumers, no finished item, a list its reader refuses (a base it cannot \
+        apply: left whole, reported, exit status 0, skipped again until repaired or deleted), or (exit status 1) \
+        entries kept arriving during every rewrite. \
         Opens the store as its writer; --dry-run only reads it (no lock), so it runs beside a live writer and on \
         read-only media. Safe to interrupt: running again finishes the job. \
         A store that syncs (it has sync/state) is refused, dry run or not: only the service compacts a synced \
@@ -81,6 +82,7 @@ struct Compact: ParsableCommand {
                     var fields: [(String, JSON)] = [("zone", .string(z.zone)), ("reason", .string(z.reason.code))]
                     if case .heldByConsumers(let at) = z.reason { fields.append(("mark", .uint(at))) }
                     if case .arrivedRecently(let at) = z.reason { fields.append(("mark", .uint(at))) }
+                    if case .baseUnreadable(let why) = z.reason { fields.append(("detail", .string(why))) }
                     return .object(fields)
                 })),
                 ("filesRemoved", .int(Int64(report.filesRemoved))),
@@ -101,18 +103,18 @@ struct Compact: ParsableCommand {
             }
         }
         // A store of many lists skips most of them on most runs: past a screenful, count them by
-        // reason, but always name a zone that needs running again.
+        // reason, but always name a zone that needs running again or repairing.
         if report.skipped.count <= Self.skippedListed {
             for z in report.skipped { print("skipped \(printable(z.zone)): \(z.reason.explanation)") }
         } else {
             var byReason: [String: (count: Int, explanation: String)] = [:]
-            for z in report.skipped where z.reason != .keptChanging {
+            for z in report.skipped where !z.reason.alwaysNamed {
                 byReason[z.reason.code, default: (0, z.reason.explanation(naming: false))].count += 1
             }
             for (_, r) in byReason.sorted(by: { $0.key < $1.key }) {
                 print("skipped \(r.count) zone\(r.count == 1 ? "" : "s"): \(r.explanation) (`--json` lists them)")
             }
-            for z in report.skipped where z.reason == .keptChanging { print("skipped \(printable(z.zone)): \(z.reason.explanation)") }
+            for z in report.skipped where z.reason.alwaysNamed { print("skipped \(printable(z.zone)): \(z.reason.explanation)") }
         }
         if dryRun {
             print("nothing was written; run without --dry-run to purge \(report.zones.reduce(0) { $0 + $1.chosen }) entries "
@@ -152,11 +154,21 @@ extension CompactionSkip {
         case .arrivedRecently: "arrivedRecently"
         case .nothingFinished: "nothingFinished"
         case .keptChanging: "keptChanging"
+        case .baseUnreadable: "baseUnreadable"
         }
     }
 
     /// What it means, and what to do about it.
     var explanation: String { explanation(naming: true) }
+
+    /// Whether the text lists each zone skipped for it even past a screenful: it needs running
+    /// again (`keptChanging`) or repairing (`baseUnreadable`).
+    var alwaysNamed: Bool {
+        switch self {
+        case .keptChanging, .baseUnreadable: true
+        default: false
+        }
+    }
 
     /// `naming`: with the one zone's mark; without, it reads for several zones at once.
     func explanation(naming: Bool) -> String {
@@ -169,6 +181,9 @@ extension CompactionSkip {
         case .nothingFinished: "no item older than the cutoff is finished (marked off or deleted), and no rename or recolour is superseded"
         case .keptChanging:
             "it gained entries during every one of \(ListCompactor.maxAttempts) rewrites, so nothing of it was purged; run `jlog compact` again when it is quieter"
+        case .baseUnreadable(let why):
+            "its reader refuses the list (\(naming ? why : "a base it cannot apply")), so nothing of it was compacted, and every run skips it "
+                + "until it is repaired: fetch it anew from its service, or delete it (`jlog delete-zone`)"
         }
     }
 }

@@ -176,6 +176,43 @@ import ListModel
         #expect(try Self.files(s.path) == before)
     }
 
+    /// A store on disk holding `CompactorRefusalTests`' lists: one its reader refuses, one to compact.
+    static func storeWithARefusedList(in dir: String) throws -> String {
+        let s = try JournalStore.open(dir + "/s.wal", options: StoreOptions(durability: .always, segmentSize: 4_096, preallocate: false))
+        try CompactorRefusalTests.fill(s, base: .undecodable)
+        try s.close()
+        return s.path
+    }
+
+    /// A list its reader refuses (COMPACTION.md §1.1, issue 46 item 9): `jlog compact --json`
+    /// prints the whole report, naming the list among the skipped with its reason, and exits 0,
+    /// run after run.
+    @Test func compactJSONReportsAListItsReaderRefusesAndExitsZero() throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = try Self.storeWithARefusedList(in: dir)
+        for run in 1...2 {
+            let r = try Self.run(["compact", path, "--json", "--now", String(C.later)])
+            #expect(r.status == 0, "run \(run): \(r.err)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(r.out)) as? [String: Any])
+            let skipped = try #require(object["skipped"] as? [[String: Any]])
+            let refused = skipped.first { $0["zone"] as? String == CompactorRefusalTests.refused }
+            #expect(refused?["reason"] as? String == "baseUnreadable" && refused?["detail"] is String, "run \(run): \(skipped)")
+            if run == 1 { #expect((object["zones"] as? [[String: Any]])?.map { $0["zone"] as? String } == [C.zone]) }
+        }
+    }
+
+    /// The text report names the refused list and what to do, and exits 0.
+    @Test func compactTextReportsAListItsReaderRefusesAndExitsZero() throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = try Self.storeWithARefusedList(in: dir)
+        let r = try Self.run(["compact", path, "--now", String(C.later)])
+        #expect(r.status == 0, "\(r.err)")
+        let out = String(decoding: r.out, as: UTF8.self)
+        #expect(out.contains("skipped \(CompactorRefusalTests.refused): its reader refuses the list") && out.contains("segments "), "\(out)")
+    }
+
     /// A server's store is the server's to compact (it announces each compaction to the devices).
     @Test func compactRefusesAServersStore() throws {
         let dir = try Self.directory()
