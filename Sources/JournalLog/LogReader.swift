@@ -57,9 +57,10 @@ package enum LogReader {
     }
 
     /// Visits every intact record in order under `mode`. A store directory is read as one
-    /// consistent set of segments (`SegmentSet`: a pending compaction commit whole), and damage
-    /// at the very end of it while a writer is live is first given `settle` to turn out to be a
-    /// frame being written (then it is read, or the scan ends before it) before it is reported.
+    /// consistent set of segments (`SegmentSet`: a pending compaction commit whole). Damage at
+    /// the very end of it while `LOCK` names a live writer is looked at again (`LiveTail`, FORMAT.md
+    /// §11.4): a frame being written is read once it is whole, or the scan ends before it when it
+    /// still moves after `settle`; damage that holds still is reported under `mode`.
     package static func scanRecords(_ path: String, mode: RecoveryMode = .tolerateTail, fs: any FileSystem = PosixFileSystem(),
                                    settle: Duration = .milliseconds(200),
                                    visit: (RecordView) throws -> Void) throws -> ScanReport {
@@ -73,31 +74,17 @@ package enum LogReader {
         let inputs = set.segments.map { StoreScanner.ScanInput(name: $0.name, file: $0.file) }
         try scanner.scan(files: inputs, liveTail: true, visit: visit)
         var report = ScanReport(mode: mode, segments: [], problems: [], lastSequence: 0, compactionCommitPending: set.commitPending)
-        if let first = scanner.liveTailProblem, scanner.summaries.count == inputs.count {
-            // Damage at the end: a frame being written, or real. Look again while it moves.
-            let last = inputs[inputs.count - 1]
-            var unchanged = 0
-            var seen = first
-            let deadline = ContinuousClock.now + settle
+        if scanner.liveTailProblem != nil, let last = inputs.last {
             let live = settle > .zero && WriterLock.writerMayBeLive(store: path, fs: fs)
-            while live, scanner.liveTailProblem != nil, ContinuousClock.now < deadline, unchanged < 5 {
-                Thread.sleep(forTimeInterval: 0.01)
-                let from = scanner.summaries.removeLast()
-                scanner.liveTailProblem = nil
-                try scanner.scan(files: [last], liveTail: true, resume: from, visit: visit)
-                if let p = scanner.liveTailProblem, p == seen { unchanged += 1 } else { unchanged = 0 }
-                if let p = scanner.liveTailProblem { seen = p }
-            }
-            if let p = scanner.liveTailProblem {
-                if live && unchanged < 5 {
-                    // Still moving when time ran out: a busy writer. The log ends before its frame.
-                    report.liveTailBytesSkipped = (try? last.file.size()).map { $0 - p.offset } ?? 0
-                } else {
-                    // It held still: real damage, which the mode decides about.
-                    let from = scanner.summaries.removeLast()
-                    scanner.liveTailProblem = nil
-                    try scanner.scan(files: [last], liveTail: false, resume: from, visit: visit)
-                }
+            let tail = live ? try LiveTail.settle(&scanner, last: last, within: settle, visit: visit) : .heldStill
+            switch tail {
+            case .resolved: break
+            case .inFlight(let p):
+                // A busy writer: the log ends before its frame, as it did a moment earlier.
+                report.liveTailBytesSkipped = (try? last.file.size()).map { $0 - p.offset } ?? 0
+            case .heldStill:
+                // Real damage, which the mode decides about.
+                try LiveTail.lookAgain(&scanner, last: last, liveTail: false, visit: visit)
             }
         }
         report.segments = scanner.summaries
@@ -148,5 +135,59 @@ package enum LogReader {
             if case .entry(let s, let e) = event { out.append((s, e)) }
         }
         return out
+    }
+}
+
+/// Damage at the end of the last segment, looked at again while a writer may be appending
+/// (FORMAT.md §11.4): a reader can see the first bytes of a write before the rest, so damage
+/// there may be a frame in flight. Only what the bytes do decides: damage that resolves or moves
+/// was being written; damage that holds still is damage, however long the looks took. The clock
+/// only bounds how long a reader follows a tail that keeps moving (a busy writer), so a slow or
+/// loaded reader never takes a store that nothing is writing for clean.
+enum LiveTail {
+    /// Looks in a row that must find the same damage before it is reported.
+    static let stillLooks = 5
+    /// The pause between looks: long enough for a writer to finish a frame it has begun.
+    static let pause = 0.01
+
+    /// What looking again found.
+    enum Outcome: Equatable {
+        /// The damage went away: the frame was completed and has been read.
+        case resolved
+        /// The end kept moving until the settle time ran out: a frame still being written, at
+        /// this damage, which the scan ends before.
+        case inFlight(Corruption)
+        /// The same damage `stillLooks` times in a row: real, to be reported under the mode.
+        case heldStill
+    }
+
+    /// Looks at `scanner`'s live tail problem again until it resolves, holds still for
+    /// `stillLooks` looks, or has moved and `within` has run out.
+    static func settle(_ scanner: inout StoreScanner, last: StoreScanner.ScanInput, within: Duration,
+                       visit: (RecordView) throws -> Void) throws -> Outcome {
+        let deadline = ContinuousClock.now + within
+        var still = 0
+        var moved = false
+        while let seen = scanner.liveTailProblem, still < stillLooks {
+            if moved && ContinuousClock.now >= deadline { return .inFlight(seen) }
+            Thread.sleep(forTimeInterval: pause)
+            try lookAgain(&scanner, last: last, liveTail: true, visit: visit)
+            if scanner.liveTailProblem == seen {
+                still += 1
+            } else {
+                still = 0
+                moved = true
+            }
+        }
+        return scanner.liveTailProblem == nil ? .resolved : .heldStill
+    }
+
+    /// Scans the last segment again from where the scan stopped in it. With `liveTail` false,
+    /// damage there is reported under the scanner's mode (and may throw).
+    static func lookAgain(_ scanner: inout StoreScanner, last: StoreScanner.ScanInput, liveTail: Bool,
+                          visit: (RecordView) throws -> Void) throws {
+        let from = scanner.summaries.removeLast()
+        scanner.liveTailProblem = nil
+        try scanner.scan(files: [last], liveTail: liveTail, resume: from, visit: visit)
     }
 }

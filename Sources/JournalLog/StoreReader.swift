@@ -113,7 +113,8 @@ public final class StoreReader: StoreReading, FileSystemBacked, @unchecked Senda
     public var liveTail: Corruption? { current.liveTail }
 
     /// Whether a writer may be appending now (`LOCK` names a live process): then `liveTail` is
-    /// most likely a frame in flight. Best effort, erring towards yes.
+    /// most likely a frame in flight. Best effort, erring towards yes; a store without `LOCK` has
+    /// no writer (every writer writes it before it appends).
     public var writerMayBeLive: Bool { WriterLock.writerMayBeLive(store: path, fs: fileSystem) }
 
     /// Every sequence through this lies in a sealed segment: what a writer opening the store now

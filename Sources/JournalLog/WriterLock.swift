@@ -63,9 +63,13 @@ struct WriterLock {
     /// Whether a writer may be appending to the store now, judged without touching its lock:
     /// `LOCK` names a process that is alive (in this process: a holding not yet released). A
     /// reader that finds damage at the end of the log waits for such a writer to finish the
-    /// frame before it calls the damage real. Errs towards "maybe".
+    /// frame before it calls the damage real. A store without `LOCK` has no writer: every writer
+    /// writes it at open, before it appends anything (FORMAT.md §2), so a store an independent
+    /// writer left, or a copy, is judged by its bytes at once. Otherwise errs towards "maybe".
     static func writerMayBeLive(store: String, fs: any FileSystem) -> Bool {
-        guard let bytes = try? AtomicFile.read(store + "/" + StoreLayout.lockFile, fs: fs, limit: 4_096) else { return true }
+        let path = store + "/" + StoreLayout.lockFile
+        if fs.kind(of: path) == .missing { return false }
+        guard let bytes = try? AtomicFile.read(path, fs: fs, limit: 4_096) else { return true }
         let text = String(decoding: bytes, as: UTF8.self)
         guard text.hasPrefix("pid "), let pid = Int32(text.dropFirst(4).prefix { $0.isNumber }) else { return !text.hasPrefix("released") }
         if pid == getpid() {
