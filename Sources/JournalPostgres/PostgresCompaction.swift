@@ -65,13 +65,13 @@ extension PostgresStorage {
         if planner.bases > 0, let why = ListBase.refusal(zone: info.name, entries.lazy.map(\.entry)) {
             return .skip(.baseUnreadable(reason: why))
         }
-        let unheld = min(horizon, info.lastChange)
-        let mark = min(max(info.lowWaterMark, min(unheld, arrivedThrough)), horizon)
-        let first = planner.decide(cutoff: cutoff, mark: mark)
-        guard mark > 0, !first.isEmpty else {
-            if planner.oldestTime >= cutoff { return .skip(.nothingOlderThanCutoff) }
-            if mark < unheld && !planner.decide(cutoff: cutoff, mark: unheld).isEmpty { return .skip(.arrivedRecently(at: mark)) }
-            return .skip(.nothingFinished)
+        // The engine's rule (`CompactionMark`): no consumers here, the horizon for the sealed log.
+        let bounds = CompactionMark.Bounds(lowWaterMark: info.lowWaterMark, unheld: min(horizon, info.lastChange), ceiling: horizon,
+                                           arrivedThrough: arrivedThrough)
+        let mark: SequenceNumber, first: RetentionDecision
+        switch CompactionMark.decide(planner, cutoff: cutoff, bounds: bounds) {
+        case .compact(let m, let f): (mark, first) = (m, f)
+        case .skip(let why): return .skip(why)
         }
         var decisions = [first]
         RetentionPasses.more(&decisions, cutoff: cutoff, mark: mark) { (each: (SequenceNumber, JournalEntry) -> Void) in

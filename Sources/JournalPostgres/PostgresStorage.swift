@@ -104,11 +104,18 @@ public final class PostgresStorage: Sendable {
         try await Self.mapped { try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
     }
 
-    /// Runs `body`, its failures as `PostgresStorageError` (the server's own words kept:
-    /// PostgresNIO's `description` hides them).
+    /// Runs `body` on the bridge (`BridgeExecutor`), its failures as `PostgresStorageError` (the
+    /// server's own words kept: PostgresNIO's `description` hides them). Every statement goes
+    /// through here, so none waits for Swift's cooperative pool: an async caller on that pool
+    /// that holds a database lock (the migrations' advisory lock, the positions row) must not
+    /// need a thread of it to go on while synchronous callers block its threads waiting for
+    /// that lock (`BridgeExecutor.wait`): with two cores, two such waits took the whole pool and
+    /// the holder never ran again.
     @discardableResult
     static func mapped<T>(_ body: () async throws -> T) async throws(PostgresStorageError) -> T {
-        do { return try await body() } catch let e as PostgresStorageError { throw e } catch let e as PostgresTransactionError {
+        do {
+            return try await withTaskExecutorPreference(BridgeExecutor.shared) { try await body() }
+        } catch let e as PostgresStorageError { throw e } catch let e as PostgresTransactionError {
             // A refusal thrown inside a transaction comes back wrapped, after the rollback.
             if let inner = e.closureError as? PostgresStorageError { throw inner }
             throw .database(String(reflecting: e))

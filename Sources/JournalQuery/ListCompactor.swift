@@ -224,26 +224,13 @@ public struct ListCompactor: Sendable {
             }
         } catch { if Self.isGone(error) { return nil } else { throw error } }
         // Nothing above the sealed log, the zone's horizon or any consumer's mark may go.
-        let unheld = min(sealed, info.lastChange)
-        var limit = unheld
-        if let floor = source.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now) { limit = min(limit, floor) }
-        let consumersLimit = limit
-        if let arrivedThrough { limit = min(limit, arrivedThrough) }
-        let mark = min(max(info.lowWaterMark, limit), sealed)
-        let first = planner.decide(cutoff: cutoff, mark: mark)
-        guard mark > 0, !first.isEmpty else {
-            let why: CompactionSkip
-            if planner.oldestTime >= cutoff {
-                why = .nothingOlderThanCutoff
-            } else if mark < unheld && !planner.decide(cutoff: cutoff, mark: min(max(info.lowWaterMark, consumersLimit), sealed)).isEmpty {
-                // Held back by arrivals only if, without that bound, something would go.
-                why = .arrivedRecently(at: mark)
-            } else if mark < unheld && !planner.decide(cutoff: cutoff, mark: unheld).isEmpty {
-                // Held back by consumers only if, without them, something would go.
-                why = .heldByConsumers(at: mark)
-            } else {
-                why = .nothingFinished
-            }
+        let bounds = CompactionMark.Bounds(lowWaterMark: info.lowWaterMark, unheld: min(sealed, info.lastChange), ceiling: sealed,
+                                           consumers: source.consumerFloor(zone: info.name, incarnation: info.incarnation, now: now),
+                                           arrivedThrough: arrivedThrough)
+        let mark: SequenceNumber, first: RetentionDecision
+        switch CompactionMark.decide(planner, cutoff: cutoff, bounds: bounds) {
+        case .compact(let m, let f): (mark, first) = (m, f)
+        case .skip(let why):
             report.skipped.append((info.name, why))
             return nil
         }

@@ -103,7 +103,9 @@ struct Membership: Sendable {
         body.withUnsafeBytes { b -> (zone: String, account: String?)? in
             var r = ByteReader(b)
             guard (try? r.u8()) == 1, let zone = try? r.string("zone", limit: Limits.maxZoneBytes), !zone.isEmpty,
-                  let account = try? r.string("account", limit: 64), r.isAtEnd else { return nil }
+                  // Empty: every account (stopping sharing). Read back by a restarted service or
+                  // another node; refusing it as an empty string forgot the withdrawal there.
+                  let account = try? r.string("account", limit: 64, allowEmpty: true), r.isAtEnd else { return nil }
             return (zone, account.isEmpty ? nil : account)
         }
     }

@@ -260,6 +260,17 @@ import JournalTesting
         #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "carol", invitation: toCarol) }
     }
 
+    /// The withdrawal of every invitation (an empty account in its record) is read back after a
+    /// restart, as another node reads it.
+    @Test func stoppingSharingOutlivesARestart() throws {
+        let world = try World()
+        try world.core.createZone(caller: "alice", zone: Self.list)
+        let invitation = try world.core.shareZone(caller: "alice", zone: Self.list, with: "bob")
+        try world.core.stopSharing(caller: "alice", zone: Self.list)
+        try world.restartService()
+        #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "bob", invitation: invitation) }
+    }
+
     @Test func anInvitationIssuedAfterAWithdrawalIsAccepted() throws {
         let world = try World()
         try world.core.createZone(caller: "alice", zone: Self.list)
