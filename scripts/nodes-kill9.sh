@@ -31,26 +31,14 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$work"
-bash "$scripts/postgres.sh" start "$work/pg" >/dev/null
-db="postgres://jlog@/jlog?host=$work/pg"
-for a in alice bob carol; do "$JLOG" accounts add --database "$db" "$a" --output "$a.cred" 2>/dev/null; done
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. "$scripts/jlog-nodes.sh"
+start_database
 ports=("$(free_port)" "$(free_port)")
 front="$(free_port)"
-start_node() {   # start_node K: node K on its port, until it answers /v1/health
-  local k=$1
-  "$JLOG" serve --database "$db" --listen "127.0.0.1:${ports[$k]}" --retention-days 0 --compact-every 2 --rate-limit 0 >>"node$k.log" 2>&1 &
-  pids[$k]=$!
-  disown "${pids[$k]}" 2>/dev/null || true
-  for _ in $(seq 1 200); do curl -sf "http://127.0.0.1:${ports[$k]}/v1/health" >/dev/null 2>&1 && return 0; sleep 0.05; done
-  echo "node $k did not start" >&2; cat "node$k.log" >&2; exit 1
-}
+node_flags=(--retention-days 0 --compact-every 2 --rate-limit 0)
 start_node 0
 start_node 1
-
-bash "$scripts/nginx-front.sh" start "$work/nginx" "$front" "${ports[0]}" "${ports[1]}"
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$front/v1/health" >/dev/null 2>&1 && break; sleep 0.05; done
+start_front "$work/nginx" "$front"
 url="http://127.0.0.1:$front"
 . "$scripts/shared-list-devices.sh"
 for p in alice bob carol; do device "$p" & devices+=($!); done

@@ -6,9 +6,11 @@
 #   bash scripts/postgres.sh start DIR   initdb (first time), start, create database jlog;
 #                                        prints the socket's path (DIR/.s.PGSQL.5432)
 #   bash scripts/postgres.sh stop DIR
+#   bash scripts/postgres.sh stop-immediate DIR   as a crash: no shutdown checkpoint, backends
+#                                        killed (`start DIR` again recovers from the WAL)
 set -euo pipefail
-cmd="${1:?usage: postgres.sh start|stop DIR}"
-dir="${2:?usage: postgres.sh start|stop DIR}"
+cmd="${1:?usage: postgres.sh start|stop|stop-immediate DIR}"
+dir="${2:?usage: postgres.sh start|stop|stop-immediate DIR}"
 bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
 [ -x "$bin/initdb" ] || { echo "postgres.sh: no PostgreSQL server (bash scripts/setup.sh installs it)" >&2; exit 1; }
 as=()
@@ -35,5 +37,8 @@ case "$cmd" in
   stop)
     [ -f "$dir/data/postmaster.pid" ] && "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
     ;;
-  *) echo "usage: postgres.sh start|stop DIR" >&2; exit 2 ;;
+  stop-immediate)
+    "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null
+    ;;
+  *) echo "usage: postgres.sh start|stop|stop-immediate DIR" >&2; exit 2 ;;
 esac

@@ -3,7 +3,8 @@
 NAME.wal with the ids it acknowledged in NAME.acked) edited one shared list while servers were
 killed, checks that every device shows exactly REFERENCE's list, that every acknowledged change
 is in the service's history (HISTORY, `jlog history --json`), and that no store holds an entry id
-twice (nor the database: DATABASE_DUPLICATES, counted by the caller). Exits 1 with the problems.
+twice (nor the database: DATABASE_DUPLICATES, counted by the caller). Prints the counts (the
+acknowledged changes lost among them) and exits 1 with the problems.
 
     shared-list-check.py JLOG ZONE HISTORY REFERENCE [DATABASE_DUPLICATES]
 """
@@ -26,7 +27,7 @@ for p in devices:
     if state(p + ".wal") != expected:
         problems.append(f"{p}'s list differs from {reference}'s")
 history = {e["entry"] for e in json.load(open(history_file))["events"]}
-acked = 0
+acked = lost = 0
 for p in devices:
     try:
         ids = [l.strip() for l in open(p + ".acked") if l.strip()]
@@ -34,6 +35,7 @@ for p in devices:
         ids = []
     acked += len(ids)
     missing = [i for i in ids if i not in history]
+    lost += len(missing)
     if missing:
         problems.append(f"{len(missing)} of {p}'s acknowledged changes are not in the service's history: {missing[:3]}")
 for store in dict.fromkeys([reference] + [p + ".wal" for p in devices]):
@@ -42,7 +44,7 @@ for store in dict.fromkeys([reference] + [p + ".wal" for p in devices]):
         problems.append(f"{store} holds {len(ids) - len(set(ids))} duplicated entries")
 if database_duplicates:
     problems.append(f"the database holds {database_duplicates} duplicated entries")
-print(f"acknowledged changes: {acked}; history events: {len(history)}; items on the list: {len(expected['items'])}")
+print(f"acknowledged changes: {acked} ({lost} lost); history events: {len(history)}; items on the list: {len(expected['items'])}")
 for p in problems:
     print("PROBLEM:", p)
 sys.exit(1 if problems else 0)

@@ -1,8 +1,11 @@
-# Sourced by server-kill9.sh and nodes-kill9.sh (not run alone): three devices (alice, bob and
-# carol, each a store in the working directory with NAME.cred) on one shared list at $url, through
-# $JLOG. Defines sync_once and device, and makes alice/shared shared with bob and carol; `device
-# NAME` then takes $OPS random steps, writing every change it acknowledges to NAME.acked.
-sync_once() { "$JLOG" sync "$1.wal" --server "$url" --credential "$1.cred" --device "$2" >/dev/null 2>&1; }
+# Sourced by server-kill9.sh, nodes-kill9.sh and nodes-db-restart.sh (not run alone): three
+# devices (alice, bob and carol, each a store in the working directory with NAME.cred) on one
+# shared list at $url, through $JLOG. Defines sync_once and device, and makes alice/shared shared
+# with bob and carol; `device NAME` then takes $OPS random steps (or, when $DEVICE_STOP names a
+# file, steps until that file exists, at most $OPS), writing every change it acknowledges to
+# NAME.acked. Every sync's report (`jlog sync --json`, one line each) is appended to NAME.syncs
+# and what it printed on stderr to NAME.sync-errors (scripts/sync-reports.py counts them).
+sync_once() { "$JLOG" sync "$1.wal" --server "$url" --credential "$1.cred" --device "$2" --json >>"$1.syncs" 2>>"$1.sync-errors"; }
 
 # Alice makes the list and shares it; Bob and Carol join (through whichever server answers).
 sync_once alice phone; "$JLOG" create-list alice.wal shared >/dev/null
@@ -20,6 +23,7 @@ device() {
   local who=$1 n=0
   RANDOM=$(( $(od -An -N2 -tu2 /dev/urandom) ))
   while [ $n -lt "$OPS" ]; do
+    [ -n "${DEVICE_STOP:-}" ] && [ -e "$DEVICE_STOP" ] && break
     n=$((n + 1))
     case $((RANDOM % 10)) in
       0|1|2|3)

@@ -36,8 +36,9 @@ package struct ServiceNode: Sendable {
     }
 
     /// Compacts every `interval` until cancelled (never when nil); a failed run is logged and
-    /// the next one tries again.
-    package func compactions(every interval: Duration?) -> Task<Void, Never> {
+    /// the next one tries again. `ran` is told of each run that did something (`jlog serve`
+    /// prints a line for the operator).
+    package func compactions(every interval: Duration?, ran: @escaping @Sendable (CompactionOutcome) -> Void = { _ in }) -> Task<Void, Never> {
         Task.detached { [self] in
             guard let interval else { return }
             while !Task.isCancelled {
@@ -48,6 +49,7 @@ package struct ServiceNode: Sendable {
                     let purged = outcome.report.storage.entriesPurged, replaced = outcome.report.storage.entriesReplaced
                     if purged + replaced > 0 {
                         logger.notice("compacted: \(purged) purged, \(replaced) replaced; \(outcome.devicesSentBack) devices will re-fetch from the snapshot")
+                        ran(outcome)
                     }
                 } catch {
                     ServerMetrics.compactionFailures.increment()

@@ -98,7 +98,10 @@ struct Serve: AsyncParsableCommand {
         let backend = BlockingBackend(core: place.core)
         let server = SyncServer(backend: MeteredBackend(backend), accounts: place.accounts, options: options)
         let node = ServiceNode(backend: backend, logger: log)
-        let compaction = node.compactions(every: compactEvery > 0 ? .milliseconds(Int64(compactEvery * 1000)) : nil)
+        let compaction = node.compactions(every: compactEvery > 0 ? .milliseconds(Int64(compactEvery * 1000)) : nil) { outcome in
+            let r = outcome.report.storage
+            printError("compacted: \(r.entriesPurged) purged, \(r.entriesReplaced) replaced; \(outcome.devicesSentBack) devices will re-fetch from the snapshot")
+        }
         let signals = place.signals.map { node.follow($0) }
         let portFile = self.portFile
         let name = place.name
