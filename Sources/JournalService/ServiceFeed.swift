@@ -154,8 +154,12 @@ struct ServiceFeed: Sendable {
     private func databasePosition(_ token: ServiceToken?, scope: DatabaseScope) throws(SyncError) -> SequenceNumber? {
         guard let token else { return nil }
         guard let parsed = DatabaseToken(token.text, scope: scope) else { throw .tokenExpired }
-        // The store checks its own token (signature, epoch, not ahead of it).
-        do { try store.checkDatabaseToken(parsed.store) } catch { throw .tokenExpired }
+        // The store checks its own token (signature, epoch, not ahead of it). A storage that could
+        // not check it is busy: a device told its token expired lists every zone again.
+        do throws(FeedError) { try store.checkDatabaseToken(parsed.store) } catch {
+            if case .storage = error { throw .serviceBusy(retryAfter: .seconds(1)) }
+            throw .tokenExpired
+        }
         guard let base = store.databasePosition(parsed.store) else { throw .tokenExpired }
         guard let cursor = parsed.cursor else { return base }
         guard cursor <= base else { throw .tokenExpired }

@@ -69,4 +69,20 @@ import Prometheus
         #expect(api.status == 404, "never on the API's port")
         await server.stop()
     }
+
+    /// An operator (or a test) runs a compaction now, on the metrics address only (SYNC.md §11.5).
+    @Test func aCompactionRunsOnDemandOnTheMetricsAddressOnly() async throws {
+        var options = ServerOptions()
+        let port = try Self.freePort()
+        options.metrics = ("127.0.0.1", port, Self.registry)
+        let server = try await TestServer(options: options)
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/compact")
+        request.method = .POST
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+        #expect(response.status == .ok && text.contains("\"zonesCompacted\":0"), "\(text)")
+        let api = try await server.send(.POST, "/compact", authorization: nil)
+        #expect(api.status == 404, "never on the API's port")
+        await server.stop()
+    }
 }

@@ -35,13 +35,15 @@ final class TestServer: @unchecked Sendable {
         o.host = "127.0.0.1"
         o.port = 0
         // A few threads: every TestServer starts a pool of its own that lives as long as the process.
-        let inner: any ServiceBackend = MeteredBackend(BlockingBackend(core: core, threads: 4))
+        let blocking = BlockingBackend(core: core, threads: 4)
+        let node = ServiceNode(backend: blocking)
+        let inner: any ServiceBackend = MeteredBackend(blocking)
         let server = SyncServer(backend: backend?(inner) ?? inner, accounts: check, options: o)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         // Quiet: stopping a server by cancelling it logs every open connection as an error.
         var log = Logger(label: "test-server")
         log.logLevel = .critical
-        task = Task { [log] in try await server.run(logger: log) { continuation.yield($0) } }
+        task = Task { [log] in try await server.run(logger: log, node: node) { continuation.yield($0) } }
         var it = ports.makeAsyncIterator()
         port = await it.next() ?? 0
     }
