@@ -41,9 +41,11 @@ package struct ServiceNode: Sendable {
     package func compactions(every interval: Duration?, ran: @escaping @Sendable (CompactionOutcome) -> Void = { _ in }) -> Task<Void, Never> {
         Task.detached { [self] in
             guard let interval else { return }
+            var wait = interval
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
+                try? await Task.sleep(for: wait)
                 if Task.isCancelled { return }
+                wait = interval
                 do {
                     let outcome = try await compactOnce()
                     let purged = outcome.report.storage.entriesPurged, replaced = outcome.report.storage.entriesReplaced
@@ -52,12 +54,18 @@ package struct ServiceNode: Sendable {
                         ran(outcome)
                     }
                 } catch {
+                    // A failed run may leave the zones it was purging refused to fetches until a
+                    // run succeeds (SYNC.md §6.2 rule 3): the next comes soon, not an interval later.
+                    wait = min(interval, Self.retryAfterFailure)
                     ServerMetrics.compactionFailures.increment()
-                    logger.error("compaction failed: \(error); the next one tries again")
+                    logger.error("compaction failed: \(error); the next one tries again in \(wait)")
                 }
             }
         }
     }
+
+    /// How soon a compaction run follows one that failed.
+    static let retryAfterFailure: Duration = .seconds(5)
 
     /// Turns other nodes' writes into this node's hints until the signals end or the task is
     /// cancelled (SYNC.md §11.4). A write to a list hints its owner and members, from memory; one

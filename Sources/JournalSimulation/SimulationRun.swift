@@ -278,6 +278,14 @@ final class SimulationRun {
         }
         faulty?.faults = StorageFaults()
         result.storageFaultsInjected = faulty?.injected.values.reduce(0, +) ?? 0
+        if faulty != nil {
+            // A compaction run the storage failed may leave its zones refused to fetches until a
+            // run succeeds (SYNC.md §6.2 rule 3): the node's next run, which comes soon after a
+            // failed one (`ServiceNode`), once the storage answers again.
+            let retried = try box.core.compact(now: clock.now())
+            result.compactions += 1
+            result.purged += retried.storage.entriesPurged + retried.storage.entriesReplaced
+        }
         try await SyncSimulation.settle(nodes, &result)
         let final = try box.core.compact(now: clock.now())
         result.compactions += 1
