@@ -21,8 +21,8 @@ struct Serve: AsyncParsableCommand {
         While its database (or store) does not answer, the node answers every request, sign-in \
         checks included, 503 serviceBusy with Retry-After: devices keep their lists and \
         credentials and try again; no device is ever signed out because a credential could not be \
-        looked up. GET /v1/ready answers 503 within 3 s, compaction runs fail and are retried at \
-        the next interval, and jlog_storage_failures_total{kind="unavailable"} (or "damaged": an \
+        looked up. GET /v1/ready answers 503 within 3 s, compaction runs fail and are tried again \
+        within 5 s, and jlog_storage_failures_total{kind="unavailable"} (or "damaged": an \
         operator must act) counts each failure (--metrics). With --metrics, POST /compact on that \
         address runs a compaction now.
         """)
