@@ -21,13 +21,14 @@ package struct StorageFaults: Sendable, Equatable {
 
     package init() {}
 
-    /// Every kind, at rates a simulation still converges through.
+    /// Every kind, at rates a simulation still converges through and that leave most compaction
+    /// runs (dozens of calls each) whole, so purges still happen between the failures.
     package static var all: StorageFaults {
         var f = StorageFaults()
-        f.unavailable = 0.03
-        f.lostAnswer = 0.01
-        f.damaged = 0.005
-        f.slow = 0.02
+        f.unavailable = 0.01
+        f.lostAnswer = 0.005
+        f.damaged = 0.002
+        f.slow = 0.01
         return f
     }
 }

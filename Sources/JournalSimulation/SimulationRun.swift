@@ -23,6 +23,8 @@ final class SimulationRun {
     var storage: (any ServiceStorage)?
     /// The service's storage with faults (`SimulationOptions.storageFaults`), when it has them.
     var faulty: FaultyStorage?
+    /// Faults injected by the storages with faults replaced at service restarts.
+    var earlierStorageFaults = 0
     let box: CoreBox
     let credentials = SimulatedCredentials()
     let accounts: [String]
@@ -212,7 +214,8 @@ final class SimulationRun {
         if lostPower { serverFS.crash(.dropUnsynced) }
         let store = try JournalStore.open("/srv/service.wal", options: SyncSimulation.storeOptions(serverFS))
         serverStore = store
-        let faulty = store === (self.faulty?.inner as? JournalStore) ? self.faulty : self.faulty.map { FaultyStorage(store, seed: rng.next(), faults: $0.faults) }
+        earlierStorageFaults += self.faulty?.injected.values.reduce(0, +) ?? 0
+        let faulty = self.faulty.map { FaultyStorage(store, seed: rng.next(), faults: $0.faults) }
         self.faulty = faulty
         if credentials.storage != nil { credentials.storage = faulty }
         box.core = try starting { try Self.core(over: store, faulty: faulty, limits: limits, clock: clock) }
@@ -277,7 +280,7 @@ final class SimulationRun {
             for z in await n.engine.lists { try? await n.engine.setShopping(false, in: z) }
         }
         faulty?.faults = StorageFaults()
-        result.storageFaultsInjected = faulty?.injected.values.reduce(0, +) ?? 0
+        result.storageFaultsInjected = earlierStorageFaults + (faulty?.injected.values.reduce(0, +) ?? 0)
         if faulty != nil {
             // A compaction run the storage failed may leave its zones refused to fetches until a
             // run succeeds (SYNC.md §6.2 rule 3): the node's next run, which comes soon after a
