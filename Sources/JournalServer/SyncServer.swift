@@ -344,8 +344,7 @@ package struct SyncServer: Sendable {
     static func jsonBytes(_ value: some Encodable) -> [UInt8] { Array((try? sortedEncoder.encode(value)) ?? Data("{}".utf8)) }
 
     static func json(_ status: Int, _ value: some Encodable) -> Response {
-        let data = (try? sortedEncoder.encode(value)) ?? Data("{}".utf8)
-        return Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: jsonBytes(value))))
     }
 
     /// The zone a path names. A name no zone can have is `invalidRequest` with the reason, never

@@ -48,7 +48,7 @@ struct HistoryPages: Sendable {
             // A head that could not be read is busy, never a history that moved (the device
             // would start its pages over).
             let newest: SequenceNumber
-            do throws(StorageError) { newest = try store.newestHistory(of: info) } catch { throw context.failed(error) }
+            do throws(StorageError) { newest = try store.newestHistory(of: info) } catch { throw error.syncError }
             guard p.incarnation == info.incarnation, p.mark == info.lowWaterMark, p.head == newest else {
                 throw .tokenExpired
             }

@@ -53,7 +53,7 @@ struct ServiceCompaction: Sendable {
         // A storage that cannot say what arrived when fails the run: counting nothing as arrived
         // would report a run that purged nothing as a success.
         let recorded: SequenceNumber?
-        do throws(StorageError) { recorded = try store.arrivedThrough(by: time - retention) } catch { throw context.failed(error) }
+        do throws(StorageError) { recorded = try store.arrivedThrough(by: time - retention) } catch { throw error.syncError }
         let arrivedThrough = recorded ?? context.arrivals.arrived(by: time - retention)
         context.arrivals.forget(before: time - retention)
         let purgeWillBegin: @Sendable (String) -> Void = { [context] zone in

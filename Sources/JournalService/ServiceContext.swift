@@ -164,7 +164,7 @@ final class ServiceContext: @unchecked Sendable {
     /// The zone's newest incarnation as the storage has it; `serviceBusy` when the storage does
     /// not answer (never `zoneNotFound`: a device would take that for a list gone).
     func readZone(_ zone: ZoneID) throws(SyncError) -> ZoneInfo? {
-        do throws(StorageError) { return try store.zoneInfo(zone.storeName) } catch { throw failed(error) }
+        do throws(StorageError) { return try store.zoneInfo(zone.storeName) } catch { throw error.syncError }
     }
 
     /// The last position the storage assigned, read for a pending write's floor (`PendingWrites`):
@@ -172,10 +172,6 @@ final class ServiceContext: @unchecked Sendable {
     func assignedPosition() throws(JournalError) -> SequenceNumber {
         do throws(StorageError) { return try store.readHorizon() } catch { throw .writerFailed(error.description) }
     }
-
-    /// What a request is answered when the storage failed it (the storage counted the failure,
-    /// `StorageFailures`).
-    func failed(_ error: StorageError) -> SyncError { error.syncError }
 
     /// The caller's access to a zone, or the answer a caller without it gets: a zone it may not
     /// see answers exactly like one that does not exist; a zone it was removed from, or that was

@@ -124,7 +124,7 @@ public final class ServiceCore: @unchecked Sendable {
         var n = 0
         for z in report.zones {
             let mark: SequenceNumber
-            do throws(StorageError) { mark = try storage.zoneInfo(z.zone)?.lowWaterMark ?? 0 } catch { throw context.failed(error) }
+            do throws(StorageError) { mark = try storage.zoneInfo(z.zone)?.lowWaterMark ?? 0 } catch { throw error.syncError }
             n += devices.behind(z.zone, mark: mark).count
         }
         return n
@@ -313,7 +313,7 @@ public final class ServiceCore: @unchecked Sendable {
     /// Over a storage other nodes share: their membership changes and announcements read
     /// before this node answers (`ServiceRecordReader`).
     package func catchUp() throws(SyncError) {
-        do throws(StorageError) { try records.catchUp() } catch { throw context.failed(error) }
+        do throws(StorageError) { try records.catchUp() } catch { throw error.syncError }
     }
 
     /// The accounts that see a zone (store name): its owner and its members.

@@ -45,7 +45,7 @@ struct ServiceFeed: Sendable {
             } else {
                 for name in context.locked({ sharedNames(caller, after: position) }) { known[name] = .some(try store.zoneInfo(name)) }
             }
-        } catch { throw context.failed(error) }
+        } catch { throw error.syncError }
         return known
     }
 
@@ -234,7 +234,7 @@ struct ServiceFeed: Sendable {
             // The token's incarnation was deleted; a newer one is live: start it over. A storage
             // that does not answer is busy: a device told `zoneDeleted` drops its copy.
             let newest: ZoneInfo?
-            do throws(StorageError) { newest = try store.zoneInfo(zone.storeName) } catch { return context.failed(error) }
+            do throws(StorageError) { newest = try store.zoneInfo(zone.storeName) } catch { return error.syncError }
             if newest?.isDeleted == false { return .tokenExpired }
             return .zoneDeleted(reason: .deleted)
         case .zoneNotFound: return .zoneNotFound

@@ -54,7 +54,9 @@ final class ServiceRecordReader: @unchecked Sendable {
         while true {
             let page: ZoneChanges
             do throws(FeedError) { page = try context.store.zoneChanges(zone, since: tokens[zone], limit: 10_000) } catch {
-                if case .storage(let e) = error { throw StorageError(e) }
+                // A read that failed may pass (the backend counted its kind); a record that cannot
+                // be read at all is damage.
+                if case .storage(let e) = error { throw .unavailable(e.description) }
                 throw .damaged("the service's records (\(zone)) cannot be read: \(error)")
             }
             context.locked { for e in page.entries { if let t = apply(e) { told.append(t) } } }

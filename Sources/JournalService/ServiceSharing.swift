@@ -21,7 +21,7 @@ struct ServiceSharing: Sendable {
                 // A storage that does not answer is busy, never a zone to make or a quota left.
                 if let info = try context.readZone(zone), !info.isDeleted { return }
                 let owned: Int
-                do throws(StorageError) { owned = try store.zones(ownedBy: caller).filter { !$0.isDeleted }.count } catch { throw context.failed(error) }
+                do throws(StorageError) { owned = try store.zones(ownedBy: caller).filter { !$0.isDeleted }.count } catch { throw error.syncError }
                 guard owned < context.limits.maxZonesPerAccount else { throw .quotaExceeded }
                 do { try store.makeZone(zone.storeName) } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
                 context.hints.changed(zone.storeName, for: [caller])
@@ -56,10 +56,10 @@ struct ServiceSharing: Sendable {
         guard kind == .owner else { throw .invalidRequest("only the owner shares a zone") }
         // A lookup that failed is busy, never "no such account".
         let exists: Bool
-        do throws(StorageError) { exists = participant != caller ? try accountExists(participant) : false } catch { throw context.failed(error) }
+        do throws(StorageError) { exists = participant != caller ? try accountExists(participant) : false } catch { throw error.syncError }
         guard exists else { throw .invalidRequest("no account named \(participant) to share with") }
         let issuedAt: SequenceNumber
-        do throws(StorageError) { issuedAt = try store.readHorizon() } catch { throw context.failed(error) }
+        do throws(StorageError) { issuedAt = try store.readHorizon() } catch { throw error.syncError }
         return invitations.issue(.init(zone: zone.storeName, incarnation: info.incarnation, participant: participant, issuedAt: issuedAt))
     }
 

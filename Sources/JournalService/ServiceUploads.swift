@@ -86,7 +86,7 @@ struct ServiceUploads: Sendable {
         }
         if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
             let owned: [ZoneInfo]
-            do throws(StorageError) { owned = try store.zones(ownedBy: zone.owner).filter { !$0.isDeleted } } catch { throw context.failed(error) }
+            do throws(StorageError) { owned = try store.zones(ownedBy: zone.owner).filter { !$0.isDeleted } } catch { throw error.syncError }
             let used = owned.reduce(0, { $0 + $1.entryCount })
             // An id twice in the request is stored once.
             let ids = Set(fresh.map(\.id))

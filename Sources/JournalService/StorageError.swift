@@ -37,13 +37,4 @@ package enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
         case .damaged: .serviceBusy(retryAfter: .seconds(60))
         }
     }
-
-    /// A failure of the engine's own store: its reads are from memory or its files, so a failure
-    /// is damage (a closed store, a writer stopped by an I/O error, a damaged file).
-    package init(_ e: JournalError) {
-        switch e {
-        case .closed: self = .unavailable(e.description)
-        default: self = .damaged(e.description)
-        }
-    }
 }

@@ -43,8 +43,7 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     private var rng: SplitMix64
     private var faultsNow = StorageFaults()
     private var down = false
-    /// Failures injected so far, by kind.
-    package private(set) var injected: [String: Int] = [:]
+    private var injectedNow: [String: Int] = [:]
 
     package init(_ inner: any ServiceStorage, seed: UInt64, faults: StorageFaults = StorageFaults()) {
         self.inner = inner
@@ -57,13 +56,16 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
         set { lock.withLock { faultsNow = newValue } }
     }
 
+    /// Failures injected so far, by kind.
+    package var injected: [String: Int] { lock.withLock { injectedNow } }
+
     package var isDown: Bool {
         get { lock.withLock { down } }
         set { lock.withLock { down = newValue } }
     }
 
     /// What this call suffers.
-    private enum Fault { case none, unavailable, damaged, lostAnswer }
+    private enum Fault: String { case none, unavailable, damaged, lostAnswer }
 
     private func roll(write: Bool) -> Fault {
         let (fault, delay): (Fault, Duration?) = lock.withLock {
@@ -76,26 +78,23 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
             return (.none, delay)
         }
         if let delay { Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds)) }
-        if fault != .none { lock.withLock { injected[Self.name(fault), default: 0] += 1 } }
+        if fault != .none { lock.withLock { injectedNow[fault.rawValue, default: 0] += 1 } }
         return fault
     }
 
-    private static func name(_ f: Fault) -> String {
-        switch f {
-        case .none: "none"
-        case .unavailable: "unavailable"
-        case .damaged: "damaged"
-        case .lostAnswer: "lostAnswer"
+    /// A read's fault, thrown before the read reaches the storage.
+    private func readFault() throws(StorageError) {
+        switch roll(write: false) {
+        case .unavailable: throw .unavailable("injected: the database did not answer")
+        case .damaged: throw .damaged("injected: a row did not decode")
+        case .none, .lostAnswer: return
         }
     }
 
     /// A read: fails before it reaches the storage, or answers.
     private func read<T>(_ body: () throws(StorageError) -> T) throws(StorageError) -> T {
-        switch roll(write: false) {
-        case .unavailable: throw .unavailable("injected: the database did not answer")
-        case .damaged: throw .damaged("injected: a row did not decode")
-        case .none, .lostAnswer: return try body()
-        }
+        try readFault()
+        return try body()
     }
 
     /// A write: fails before it reaches the storage, or after it committed (its answer lost).
@@ -111,7 +110,7 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
 
     /// A history or compaction read: fails as the storage's failure, or answers.
     private func query<T>(_ body: () throws(QueryError) -> T) throws(QueryError) -> T {
-        do throws(StorageError) { try read { () throws(StorageError) -> Void in } } catch { throw .storage(.writerFailed(error.description)) }
+        do throws(StorageError) { try readFault() } catch { throw .storage(.writerFailed(error.description)) }
         return try body()
     }
 
@@ -190,7 +189,7 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
 
     /// A feed read: fails as the storage's failure before it reaches the storage, or answers.
     private func feedRead<T>(_ body: () throws(FeedError) -> T) throws(FeedError) -> T {
-        do throws(StorageError) { try read { () throws(StorageError) in } } catch { throw .storage(.writerFailed(error.description)) }
+        do throws(StorageError) { try readFault() } catch { throw .storage(.writerFailed(error.description)) }
         return try body()
     }
 }
