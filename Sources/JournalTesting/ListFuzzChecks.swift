@@ -16,6 +16,22 @@ package enum ListFuzzChecks {
         }
         snapshotDelta(bytes)
         base(bytes)
+        compactionRecord(bytes)
+    }
+
+    /// The bytes as a compaction record's body (Spec/SYNC.md §6.7), and, split in two, a record
+    /// applied to a base: a typed error or an answer, never a crash; a record decoded encodes
+    /// to bytes that decode to it.
+    static func compactionRecord(_ bytes: UnsafeRawBufferPointer) {
+        if let record = try? CompactionRecord.decode(Array(bytes)) {
+            precondition((try? CompactionRecord.decode(record.encoded())) == record, "a compaction record must survive its own encoding")
+        }
+        guard bytes.count >= 4 else { return }
+        let n = Int(bytes.u32At(0))
+        guard n <= bytes.count - 4 else { return }
+        guard let record = try? CompactionRecord.decode(Array(bytes[4..<(4 + n)])) else { return }
+        let snapshot = Array(bytes[(4 + n)...])
+        _ = try? ListBase.following(snapshot, record: record)
     }
 
     /// The bytes as a list's base entry (MERGE.md §10), applied to an empty reducer and to one

@@ -43,6 +43,9 @@ package struct CompactionRecord: Sendable, Equatable {
     /// The lowest token floor that may follow the zone from here: a token issued under a mark
     /// below it expires (the records between are gone, or were never written).
     package var followFrom: SequenceNumber
+    /// The lowest token position that may follow: the highest sequence any held record purged
+    /// or wrote over. A token below it may have missed an entry that was purged before it saw it.
+    package var followPosition: SequenceNumber
     /// `ListState.digest` (MERGE.md §8) of the zone at `to`, after the purge.
     package var digest: UInt64
     /// Ids of the entries the run purged, in the order it read them.
@@ -50,11 +53,12 @@ package struct CompactionRecord: Sendable, Equatable {
     /// The entries it wrote over with a `place`.
     package var placed: [Placement]
 
-    package init(from: SequenceNumber, to: SequenceNumber, followFrom: SequenceNumber, digest: UInt64,
-                 purged: [CompactID], placed: [Placement]) {
+    package init(from: SequenceNumber, to: SequenceNumber, followFrom: SequenceNumber, followPosition: SequenceNumber,
+                 digest: UInt64, purged: [CompactID], placed: [Placement]) {
         self.from = from
         self.to = to
         self.followFrom = followFrom
+        self.followPosition = followPosition
         self.digest = digest
         self.purged = purged
         self.placed = placed
@@ -63,6 +67,23 @@ package struct CompactionRecord: Sendable, Equatable {
     /// The record's entry id: derived from `to`, so writing the same record twice (a retried
     /// finish of one run) stores it once.
     package static func id(to: SequenceNumber) -> CompactID { CompactID("compaction.\(to)")! }
+
+    /// The `to` of the record whose id this is, or nil for any other id.
+    package static func mark(ofID id: CompactID) -> SequenceNumber? {
+        let text = id.description
+        guard text.hasPrefix("compaction.") else { return nil }
+        return SequenceNumber(text.dropFirst("compaction.".count))
+    }
+
+    /// The follow floor a zone had under `mark`, from its entries: the `followFrom` of its
+    /// record at `mark`, or `mark` when it holds none (Spec/SYNC.md §6.7).
+    package static func followFrom(mark: SequenceNumber, entries: some Sequence<JournalEntry>) -> (from: SequenceNumber, position: SequenceNumber) {
+        guard mark > 0 else { return (0, 0) }
+        for e in entries where isRecord(e) {
+            if let r = try? of(e), r.to == mark { return (r.followFrom, r.followPosition) }
+        }
+        return (mark, 0)
+    }
 
     /// Whether `e` is a compaction record (by kind and author; its body may still not decode).
     package static func isRecord(_ e: JournalEntry) -> Bool {
@@ -77,7 +98,7 @@ package struct CompactionRecord: Sendable, Equatable {
     }
 
     /// The body (Spec/SYNC.md §6.7):
-    /// `version u8 (1) | from varint | to varint | followFrom varint | digest u64 |
+    /// `version u8 (1) | from varint | to varint | followFrom varint | followPosition varint | digest u64 |
     ///  purgedCount varint | purged: id each | placedCount varint |
     ///  placed: entry id | item id | hasAnchor u8 | [anchor id]`.
     package func encoded() -> [UInt8] {
@@ -86,6 +107,7 @@ package struct CompactionRecord: Sendable, Equatable {
         w.varint(from)
         w.varint(to)
         w.varint(followFrom)
+        w.varint(followPosition)
         w.u64(digest)
         w.varint(UInt64(purged.count))
         for id in purged { id.encoded(into: &w) }
@@ -112,8 +134,8 @@ package struct CompactionRecord: Sendable, Equatable {
         var r = reader
         let at = r.offset
         guard try r.u8() == version else { throw CodecError(.invalidValue(field: "compaction record version"), at: at) }
-        let from = try r.varint(), to = try r.varint(), followFrom = try r.varint()
-        guard from < to, followFrom <= to else { throw CodecError(.invalidValue(field: "compaction record marks"), at: at) }
+        let from = try r.varint(), to = try r.varint(), followFrom = try r.varint(), followPosition = try r.varint()
+        guard from < to, followFrom <= to, followPosition <= to else { throw CodecError(.invalidValue(field: "compaction record marks"), at: at) }
         let digest = try r.u64()
         // An id takes at least 2 bytes (a tag and a length or more).
         let purgedCount = try r.length("purged", limit: min(maxIDs, r.remaining / 2))
@@ -136,7 +158,8 @@ package struct CompactionRecord: Sendable, Equatable {
             placed.append(Placement(entry: entry, item: item, anchor: anchor))
         }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
-        return CompactionRecord(from: from, to: to, followFrom: followFrom, digest: digest, purged: purged, placed: placed)
+        return CompactionRecord(from: from, to: to, followFrom: followFrom, followPosition: followPosition, digest: digest,
+                                purged: purged, placed: placed)
     }
 
     /// The record an entry carries, or nil when `e` is no compaction record; a record whose body

@@ -43,9 +43,10 @@ package struct RetentionPlan: Sendable, Equatable {
 ///   folds into that item: the item gets the placement's anchor and key, so a chain of finished
 ///   anchors costs nothing, and what stays is bounded by the items that stay visible.
 ///
-/// Superseded renames and recolours go too (every old one except the winner, MERGE.md §4). Joins,
-/// leaves, opaque kinds, dangling operations (no add and no place), anchor cycles and anything
-/// not old always stay.
+/// Superseded renames and recolours go too (every old one except the winner, MERGE.md §4), and
+/// every old compaction record (`CompactionRecord.isRecord`: opaque `0x84` by `_service`). Joins,
+/// leaves, other opaque entries, dangling operations (no add and no place), anchor cycles and
+/// anything not old always stay.
 @usableFromInline package struct ListRetention: Sendable {
     /// Fourteen days: lifecycles finished for longer than this are purged.
     @usableFromInline package static let defaultRetentionMillis: Int64 = 14 * 24 * 60 * 60 * 1000

@@ -353,7 +353,8 @@ extension RetentionPass {
                 if planner.tallies[i].entryCount > 1 || !placed(i) { changed.append(planner.tallies[i].minSeq...planner.tallies[i].maxSeq) }
             }
         }
-        for (list, winner) in [(planner.renames, planner.rename?.seq), (planner.recolours, planner.recolour?.seq)] {
+        // Superseded renames and recolours, and old compaction records (no winner: every old one goes).
+        for (list, winner) in [(planner.renames, planner.rename?.seq), (planner.recolours, planner.recolour?.seq), (planner.records, nil)] {
             for r in list where r.seq <= mark && r.seq != planner.pinned && r.time < cutoff && r.seq != winner {
                 d.purgeCount += 1
                 changed.append(r.seq...r.seq)

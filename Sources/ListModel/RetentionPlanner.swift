@@ -47,6 +47,9 @@ package struct RetentionPlanner: Sendable {
     var recolour: (key: PlannerKey, seq: UInt64)?
     var renames: [(seq: UInt64, time: Int64)] = []
     var recolours: [(seq: UInt64, time: Int64)] = []
+    /// Compaction records (`CompactionRecord.isRecord`): each one's sequence and time. They name
+    /// no item and go when old (COMPACTION.md §2); about one per compaction of the zone.
+    var records: [(seq: UInt64, time: Int64)] = []
     package private(set) var entries = 0
     /// Base entries read (`ListBase`, Spec/MERGE.md §10). A list with one may be a list its
     /// reader refuses (a base after other entries, or one that does not decode), which compaction
@@ -203,6 +206,8 @@ package struct RetentionPlanner: Sendable {
             recolours.append((seq, time))
         case .opaque(ListBase.kind, _):
             bases += 1
+        case .opaque where CompactionRecord.isRecord(e):
+            records.append((seq, time))
         case .join, .leave, .opaque:
             return
         }
@@ -362,6 +367,7 @@ package struct RetentionDecision: Sendable {
         switch e.operation {
         case .rename: return isOld(seq, e) && seq != renameWinner ? .purge : .keep
         case .recolour: return isOld(seq, e) && seq != recolourWinner ? .purge : .keep
+        case .opaque where CompactionRecord.isRecord(e): return isOld(seq, e) ? .purge : .keep
         case .add(let x, _, _), .place(let x, _), .markOff(let x), .unmark(let x), .delete(let x): item = x
         case .join, .leave, .opaque: return .keep
         }

@@ -49,6 +49,46 @@ import Testing
         }
     }
 
+    /// Compaction records among random entries: each goes exactly when old, the decision's counts
+    /// and ranges hold them, a walk agrees, items are decided as without them, and a decision
+    /// that asks for no other pass leaves nothing for a second.
+    @Test func compactionRecordsGoWhenOldWhateverIsAroundThem() async {
+        await propertyCheck(count: 150, input: Gen.int(in: 0...Int.max), Gen.int(in: 1...150), Gen.int(in: 0...2)) { seed, n, k in
+            var rng = SplitMix64(seed: UInt64(seed) ^ 0x84)
+            let plain = randomEntries(seed: UInt64(seed), count: n)
+            var mixed: [JournalEntry] = []
+            for (j, e) in plain.enumerated() {
+                mixed.append(e)
+                if rng.next() % 5 == 0 {
+                    mixed.append(RetentionTests.record(to: SequenceNumber(j + 1), at: rng.next() % 2_000_000))
+                }
+            }
+            let entries = R.numbered(mixed)
+            let (cutoff, mark) = [(Self.cutoff, Self.mark), (Int64(t0) + 1_000_000, SequenceNumber(entries.count / 2)),
+                                  (Int64(t0) + 500_000, SequenceNumber(entries.count))][k]
+            let d = Self.decide(entries, cutoff: cutoff, mark: mark)
+            let (left, purged, rewritten) = Self.applied(d, entries)
+            #expect(purged == d.purgeCount && rewritten == d.rewriteCount, "seed \(seed): counts")
+            var walk = d.walk()
+            var records = 0
+            for (s, e) in entries {
+                #expect(walk.verdict(s, e) == d.verdict(s, e), "seed \(seed): walk at \(s)")
+                if d.verdict(s, e) != .keep { #expect(d.ranges.contains { $0.contains(s) }, "seed \(seed): \(s) outside the ranges") }
+                guard CompactionRecord.isRecord(e) else { continue }
+                let old = s <= mark && RetentionPlanner.time(e) < cutoff
+                if old { records += 1 }
+                #expect(d.verdict(s, e) == (old ? .purge : .keep), "seed \(seed): record at \(s)")
+            }
+            // Without the records, the same items are decided the same way.
+            let without = entries.filter { !CompactionRecord.isRecord($0.1) }
+            let w = Self.decide(without, cutoff: cutoff, mark: mark)
+            #expect(w.purgeCount + records == d.purgeCount && w.rewriteCount == d.rewriteCount && w.needsAnotherPass == d.needsAnotherPass,
+                    "seed \(seed): the records changed an item's decision")
+            for (s, e) in without { #expect(w.verdict(s, e) == d.verdict(s, e), "seed \(seed): at \(s)") }
+            if !d.needsAnotherPass { #expect(Self.decide(left, cutoff: cutoff, mark: mark).isEmpty, "seed \(seed): a second pass found more") }
+        }
+    }
+
     /// A walk answers as `verdict` does, whether asked in order (its items from the planner's
     /// record), out of order, or about entries the planner never recorded (read out of order).
     @Test func aWalkAnswersAsTheDecisionDoes() async {

@@ -156,6 +156,65 @@ import Testing
         #expect(r.state().name == "Two" && r.state().colour == "blue")
     }
 
+    /// A compaction record (opaque `0x84` by `_service`, CompactionRecord) dated `at` ms after t0.
+    static func record(to: SequenceNumber, at ms: UInt64) -> JournalEntry {
+        CompactionRecord(from: 0, to: to, followFrom: 0, followPosition: 0, digest: 0, purged: [id("gone")], placed: []).entry(zone: zone, wallTime: Int64(t0 + ms))
+    }
+
+    /// A compaction record is purged once old, like a superseded rename: it names no item, so the
+    /// items around it are decided as without it (COMPACTION.md §2).
+    @Test func anOldCompactionRecordIsPurged() {
+        // Milk stays (on the list); eggs, bought, goes whole (bob's: in no run with milk).
+        let e = [add("a", "milk", "Milk", at: 0), Self.record(to: 1, at: 1), change("b", .markOff(item: id("eggs")), by: "bob", at: 2),
+                 add("c", "eggs", "Eggs", by: "bob", at: 3), Self.record(to: 4, at: 4)]
+        #expect(Self.purged(e) == ["compaction.1", "compaction.4", "b", "c"])
+        let d = RetentionPlannerTests.decide(Self.numbered(e))
+        #expect(d.verdict(2, e[1]) == .purge && d.verdict(5, e[4]) == .purge && d.verdict(1, e[0]) == .keep)
+        #expect(d.purgeCount == 4 && d.rewriteCount == 0 && !d.needsAnotherPass)
+        #expect(d.ranges.contains { $0.contains(2) } && d.ranges.contains { $0.contains(5) })
+        #expect(Self.purged([Self.record(to: 9, at: 0)]) == ["compaction.9"])
+    }
+
+    /// A record whose time (the later of its wall time and its clock) is not before the cutoff stays.
+    @Test func aCompactionRecordNewerThanTheCutoffStays() {
+        let r = ListRetention(cutoff: Int64(t0) + 5_000, mark: 100)
+        #expect(Self.purged([Self.record(to: 1, at: 4_999), Self.record(to: 2, at: 5_000), Self.record(to: 3, at: 10_000)], r) == ["compaction.1"])
+        // An old wall time with a clock after the cutoff: not old.
+        var late = Self.record(to: 4, at: 1_000)
+        late.clock = HybridTime(physicalMillis: t0 + 6_000, counter: 0)
+        #expect(Self.purged([late], r).isEmpty)
+        var lateWall = Self.record(to: 5, at: 1_000)
+        lateWall.wallTime = Int64(t0 + 6_000)
+        #expect(Self.purged([lateWall], r).isEmpty)
+    }
+
+    @Test func aCompactionRecordAboveTheMarkStays() {
+        let e = [Self.record(to: 1, at: 0), Self.record(to: 2, at: 1), Self.record(to: 3, at: 2)]
+        #expect(Self.purged(e, ListRetention(cutoff: Int64(t0) + 1 << 40, mark: 2)) == ["compaction.1", "compaction.2"])
+        // Nor does the pinned entry go (the zone's incarnation).
+        #expect(Self.purged(e, ListRetention(cutoff: Int64(t0) + 1 << 40, mark: 3, pinned: 1)) == ["compaction.2", "compaction.3"])
+    }
+
+    /// Every other opaque kind stays, the service's included.
+    @Test func otherOpaqueKindsStay() {
+        let e = [UInt8(0x80), 0x81, 0x82, 0x83, 0x85, 0xFF].enumerated().map { k, kind in
+            change("o\(k)", .opaque(kind: kind, body: [1, 2, 3]), by: "_service", at: UInt64(k))
+        }
+        #expect(Self.purged(e).isEmpty)
+        let d = RetentionPlannerTests.decide(Self.numbered(e))
+        #expect(d.isEmpty)
+    }
+
+    /// Kind `0x84` by any author but `_service` is an ordinary opaque entry: it stays.
+    @Test func aRecordByAnotherAuthorStays() {
+        let body = CompactionRecord(from: 0, to: 1, followFrom: 0, followPosition: 0, digest: 0, purged: [], placed: []).encoded()
+        let e = ["alice", "_Service", "service"].enumerated().map { k, by in
+            change("compaction.\(k + 1)", .opaque(kind: CompactionRecord.kind, body: body), by: by, at: UInt64(k))
+        }
+        #expect(e.allSatisfy { !CompactionRecord.isRecord($0) })
+        #expect(Self.purged(e).isEmpty)
+    }
+
     @Test func joinsAndLeavesStay() {
         #expect(Self.purged([change("a", .join(participant: "bob"), at: 0), change("b", .leave(participant: "bob"), at: 1)]).isEmpty)
     }
