@@ -151,6 +151,23 @@ package enum TokenExpiry: Sendable {
     /// Issued under a lower mark, wherever it points: every holder re-fetches after each purge,
     /// so every replica adopts the same compacted copy (a sync service, Spec/SYNC.md §6).
     case issuedUnderAnOlderMark
+    /// As `issuedUnderAnOlderMark`, except a token whose floor is at or above `from` while the
+    /// zone's mark is still `mark`: its holder can follow every compaction since its floor from
+    /// the records the zone still holds (Spec/SYNC.md §6.7). A mark that moved since the caller
+    /// read it expires every older token, as `issuedUnderAnOlderMark` does: stricter, never laxer.
+    /// A token whose position is below `position` may have missed an entry a record purged
+    /// before it saw it: it expires too.
+    case followable(from: SequenceNumber, position: SequenceNumber, mark: SequenceNumber)
+
+    /// Whether a zone token with `floor` and `position` has expired under a zone mark of `lowWaterMark`.
+    package func expires(floor: SequenceNumber, position: SequenceNumber, lowWaterMark: SequenceNumber) -> Bool {
+        guard floor < lowWaterMark else { return false }
+        switch self {
+        case .belowMark: return position < lowWaterMark
+        case .issuedUnderAnOlderMark: return true
+        case .followable(let from, let held, let mark): return lowWaterMark != mark || floor < from || position < held
+        }
+    }
 }
 
 /// A reader whose files live on a `FileSystem` of the project's (a store, a store reader).

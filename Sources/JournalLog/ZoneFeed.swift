@@ -138,7 +138,7 @@ enum ZoneFeed {
         if let d = t.deletedAt, d <= h { throw .zoneDeleted(zone: zone, at: d, reason: t.deletionReason) }
         // Expired when the mark rose past the position after the token was issued: entries the
         // holder has not seen may be gone. A token issued under the current mark is still whole.
-        if token != nil && floor < t.lowWaterMark && (position < t.lowWaterMark || expiry == .issuedUnderAnOlderMark) {
+        if token != nil && expiry.expires(floor: floor, position: position, lowWaterMark: t.lowWaterMark) {
             // The newest snapshot at or above the mark: an older one plus the tail could miss a
             // purged add/mark-off pair that straddles it.
             let snapshot = snapshots(zone, t.incarnation).first { $0.sequence >= t.lowWaterMark && $0.sequence <= h }

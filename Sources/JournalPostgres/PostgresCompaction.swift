@@ -97,13 +97,20 @@ extension PostgresStorage {
         var reducer = ListReducer(zone: info.name)
         var purged: [SequenceNumber] = [], rewritten: [SequenceNumber] = []
         var replaced = (positions: [Int64](), bodies: [ByteBuffer]())
+        // What devices need to follow the purge (SYNC.md §6.7), as the engine's compactor collects it.
+        var followed: ZoneCompaction.Followed? = ZoneCompaction.Followed()
+        let before = CompactionRecord.followFrom(mark: info.lowWaterMark, entries: entries.lazy.map(\.entry))
+        (followed!.followFrom, followed!.followPosition) = before
         for e in entries {
             let verdict = RetentionPasses.verdict(&walks, e.sequence, e.entry)
             if verdict != .keep { piece.add(e.entry) }
             switch verdict {
             case .keep: _ = reducer.apply(e.entry)
-            case .purge: purged.append(e.sequence)
+            case .purge:
+                purged.append(e.sequence)
+                if followed?.note(e.entry, at: e.sequence, replacement: nil) == false { followed = nil }
             case .replace(let op):
+                if followed?.note(e.entry, at: e.sequence, replacement: op) == false { followed = nil }
                 var x = e.entry
                 x.operation = op
                 rewritten.append(e.sequence)
@@ -137,8 +144,11 @@ extension PostgresStorage {
             UPDATE jlog_zones SET entry_count = entry_count - \(Int64(purged.count)), history_through = \(Int64(through)) WHERE name = \(name)
             """, logger: logger)
         try await raiseMark(name, incarnation: info.incarnation, to: through, at: position, on: c)
-        return .compacted(ZoneCompaction(zone: name, incarnation: info.incarnation, lowWaterMark: through, chosen: purged.count,
-                                         rewritten: rewritten.count, snapshotSequence: through),
-                          purged: purged, rewritten: rewritten)
+        var done = ZoneCompaction(zone: name, incarnation: info.incarnation, lowWaterMark: through, chosen: purged.count,
+                                  rewritten: rewritten.count, snapshotSequence: through)
+        done.previousMark = info.lowWaterMark
+        followed?.digest = reducer.stateDigest()
+        done.followed = followed
+        return .compacted(done, purged: purged, rewritten: rewritten)
     }
 }

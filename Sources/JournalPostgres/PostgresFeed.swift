@@ -42,7 +42,7 @@ extension PostgresStorage {
     /// horizon, the zone's row and the page are read by one statement, so in one snapshot and one
     /// round trip; only a refusal (a deleted incarnation, an expired token) reads more. The page
     /// comes with the zone's row as that statement read it.
-    package func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int,
+    package func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int, expiry: TokenExpiry = .issuedUnderAnOlderMark,
                              tokens: PostgresTokens) async throws(PostgresStorageError) -> Result<(ZoneChanges, ZoneInfo), FeedError> {
         guard limit >= 1 else { return .failure(.invalidLimit(limit)) }
         var parsed: ChangeToken? = nil
@@ -71,7 +71,7 @@ extension PostgresStorage {
             floor = t.floor
         }
         if let d = info.deletedAt { return .failure(.zoneDeleted(zone: zone, at: d, reason: info.deletionReason ?? .deleted)) }
-        if token != nil && floor < info.lowWaterMark {
+        if token != nil && expiry.expires(floor: floor, position: position, lowWaterMark: info.lowWaterMark) {
             let snapshot = try await Self.mapped {
                 try await client.withConnection { c in try await Self.newestSnapshotSequence(info, horizon: h, on: c, logger) }
             }

@@ -153,13 +153,13 @@ package final class PostgresServiceStorage: ServiceStorage {
     }
 
     package func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> ZoneChanges {
-        try zonePage(zone, since: token, limit: limit).changes
+        try zonePage(zone, since: token, limit: limit, expiry: .issuedUnderAnOlderMark).changes
     }
 
     /// One statement reads the page and the zone's row (one snapshot, one round trip).
-    package func zonePage(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> (changes: ZoneChanges, zone: ZoneInfo?) {
+    package func zonePage(_ zone: String, since token: FeedToken?, limit: Int, expiry: TokenExpiry) throws(FeedError) -> (changes: ZoneChanges, zone: ZoneInfo?) {
         let (changes, info) = try feed { [database, tokens] () async throws(PostgresStorageError) in
-            try await database.zoneChanges(zone, since: token, limit: limit, tokens: tokens)
+            try await database.zoneChanges(zone, since: token, limit: limit, expiry: expiry, tokens: tokens)
         }
         return (changes, info)
     }

@@ -27,6 +27,12 @@ package final class BaseCache: @unchecked Sendable {
         lock.withLock { entry = Entry(store: store, zone: zone, incarnation: incarnation, sequence: sequence, id: id, reducer: reducer) }
     }
 
+    /// Forgets the base kept for `zone` in the store at `store`: its entry was rewritten in place
+    /// (a followed compaction, `CompactionFollower`), under the same id and sequence.
+    package func forget(store: String, zone: String) {
+        lock.withLock { if entry?.store == store && entry?.zone == zone { entry = nil } }
+    }
+
     /// The base kept for that list incarnation, if any.
     func lookup(store: String, zone: String, incarnation: SequenceNumber) -> Entry? {
         lock.withLock {

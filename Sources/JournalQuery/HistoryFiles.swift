@@ -145,6 +145,22 @@ extension ListQuery {
         return (log, nil, [])
     }
 
+    /// Whether a list installed from a base still lacks the history from before it: its first
+    /// entry is a base and no whole (complete) piece ends its chain of history pieces. Pieces a
+    /// device wrote when it followed compactions (Spec/SYNC.md §6.7) hold only what they purged
+    /// after the base; the history from before it is on the service until fetched. Headers only.
+    package func lacksHistoryBeforeBase(_ zone: String) -> Bool {
+        guard let info = store.zone(zone), !info.isDeleted,
+              let first = try? store.changes(in: zone, since: nil, limit: 1).entries.first, ListBase.isBase(first.entry) else { return false }
+        guard info.lowWaterMark > 0, let (files, _) = try? historyFiles(zone) else { return true }
+        let (_, end) = walkChain(files, incarnation: info.incarnation) { f throws(QueryError) in
+            let h = try pieceHead(f)
+            return (h.header, h.crc)
+        }
+        if case .complete = end { return false }
+        return true
+    }
+
     /// The newest piece of the zone's chain, checked by headers only (no event is read): what a
     /// new piece follows. nil when there is none. A chain that stops short, or whose newest
     /// piece lies below the low-water mark above 0 or below the reach the log records, is

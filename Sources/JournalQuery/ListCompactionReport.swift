@@ -17,6 +17,42 @@ public struct ZoneCompaction: Sendable, Equatable {
     /// The history and snapshot written at this sequence; the snapshot is what an expired client
     /// re-fetches from.
     public var snapshotSequence: SequenceNumber
+    /// What devices need to follow the run (Spec/SYNC.md §6.7): the ids it purged and the
+    /// entries it wrote over, in the order it met them, and the state digest at
+    /// `snapshotSequence` after it. Nil when the run purged more than `CompactionRecord.maxIDs`
+    /// of the zone, or did not reach its snapshot: then no device follows it, and older tokens
+    /// expire.
+    package var followed: Followed?
+    /// The lowest mark this run's purge started from (the zone's mark before it).
+    package var previousMark: SequenceNumber = 0
+
+    /// What a compaction record is made of, as the run collects it.
+    package struct Followed: Sendable, Equatable {
+        package var purged: [CompactID] = []
+        package var placed: [CompactionRecord.Placement] = []
+        package var digest: UInt64?
+        /// The follow floor before the run: the `followFrom` of the zone's record at its mark
+        /// before the run, or that mark when it has none (`CompactionRecord.followFrom`).
+        package var followFrom: SequenceNumber = 0
+        /// The previous record's `followPosition`, then raised to the highest sequence this run
+        /// purges or writes over.
+        package var followPosition: SequenceNumber = 0
+
+        package init() {}
+
+        /// Adds what the run did to `e` (purged, or written over with `replacement`); false once
+        /// the record would pass `CompactionRecord.maxIDs`.
+        package mutating func note(_ e: JournalEntry, at sequence: SequenceNumber, replacement: EntryOperation?) -> Bool {
+            guard purged.count + placed.count < CompactionRecord.maxIDs else { return false }
+            followPosition = max(followPosition, sequence)
+            if case .place(let item, let after)? = replacement {
+                placed.append(.init(entry: e.id, item: item, anchor: after))
+            } else {
+                purged.append(e.id)
+            }
+            return true
+        }
+    }
 
     package init(zone: String, incarnation: SequenceNumber, lowWaterMark: SequenceNumber, chosen: Int, rewritten: Int = 0,
                  snapshotSequence: SequenceNumber) {
@@ -26,6 +62,7 @@ public struct ZoneCompaction: Sendable, Equatable {
         self.chosen = chosen
         self.rewritten = rewritten
         self.snapshotSequence = snapshotSequence
+        self.followed = Followed()
     }
 }
 

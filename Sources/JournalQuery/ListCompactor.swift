@@ -211,9 +211,14 @@ public struct ListCompactor: Sendable {
         guard let info = store.zone(listed.name), !info.isDeleted, info.incarnation == listed.incarnation else { return nil }
         var planner = RetentionPlanner()
         let read: SequenceNumber
+        var follow: (from: SequenceNumber, position: SequenceNumber) = (info.lowWaterMark, 0)
         do throws(QueryError) {
             (_, read) = try query.replayPages(info.name, after: nil) { page in
                 planner.add(contentsOf: page, sequence: \.sequence, entry: \.entry)
+                if info.lowWaterMark > 0, page.contains(where: { CompactionRecord.isRecord($0.entry) }) {
+                    let found = CompactionRecord.followFrom(mark: info.lowWaterMark, entries: page.lazy.map(\.entry))
+                    if found.from < follow.from || found.position > follow.position { follow = found }
+                }
             }
             // A list its reader refuses is left whole, decided before anything of it is written
             // (COMPACTION.md §1.1). Only a base makes a reader refuse a list: a list without one
@@ -234,9 +239,12 @@ public struct ListCompactor: Sendable {
             report.skipped.append((info.name, why))
             return nil
         }
-        var plan = Plan(zone: ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
-                                             chosen: first.purgeCount, rewritten: first.rewriteCount, snapshotSequence: read),
-                        planner: planner, decisions: [first], mark: mark, raise: mark > info.lowWaterMark, readThrough: read)
+        var zone = ZoneCompaction(zone: info.name, incarnation: info.incarnation, lowWaterMark: max(mark, info.lowWaterMark),
+                                  chosen: first.purgeCount, rewritten: first.rewriteCount, snapshotSequence: read)
+        zone.previousMark = info.lowWaterMark
+        zone.followed?.followFrom = follow.from
+        zone.followed?.followPosition = follow.position
+        var plan = Plan(zone: zone, planner: planner, decisions: [first], mark: mark, raise: mark > info.lowWaterMark, readThrough: read)
         try morePasses(&plan, cutoff: cutoff)
         return plan
     }
@@ -350,6 +358,8 @@ public struct ListCompactor: Sendable {
             let bounds = plans.map { (from: $0.zone.incarnation, through: $0.readThrough) }
             var lastZone = "", lastPlan: Int? = nil
             var tallies = [(purged: Int, rewritten: Int)](repeating: (0, 0), count: plans.count)
+            // What devices need to follow each zone's purge (SYNC.md §6.7), as the rewrite meets it.
+            var followed = [ZoneCompaction.Followed?](repeating: ZoneCompaction.Followed(), count: plans.count)
             chosen = []
             rewritten = []
             var pieceError: JournalError? = nil
@@ -379,6 +389,11 @@ public struct ListCompactor: Sendable {
                     }
                     // The history keeps the event of what goes or is written over.
                     if pieceError == nil { do throws(JournalError) { try pieces[k].add(e) } catch { pieceError = error } }
+                    if case .replace(let op) = v {
+                        if followed[k]?.note(e, at: seq, replacement: op) == false { followed[k] = nil }
+                    } else if followed[k]?.note(e, at: seq, replacement: nil) == false {
+                        followed[k] = nil
+                    }
                     guard case .replace(let op) = v else { return .purge }
                     var x = e
                     x.operation = op
@@ -390,6 +405,7 @@ public struct ListCompactor: Sendable {
                 for k in plans.indices {
                     plans[k].zone.chosen = tallies[k].purged
                     plans[k].zone.rewritten = tallies[k].rewritten
+                    plans[k].zone.followed = followed[k]
                 }
                 break
             } catch .compactionConflict(let zone, let at, let through) {
@@ -477,6 +493,7 @@ public struct ListCompactor: Sendable {
         }
         let started = ContinuousClock.now
         defer { report.phaseMillis["snapshot", default: 0] += millis(since: started) }
+        var digests: [String: UInt64] = [:]
         for plan in plans {
             let reducer: ListReducer
             do { reducer = try query.materialisedReducer(plan.zone.zone, at: .sequence(plan.zone.snapshotSequence)).reducer } catch {
@@ -484,8 +501,15 @@ public struct ListCompactor: Sendable {
                 throw error
             }
             try writeSnapshot(plan.zone.zone, reducer: reducer, incarnation: plan.zone.incarnation, sequence: plan.zone.snapshotSequence)
+            digests[plan.zone.zone] = reducer.stateDigest()
         }
-        let done = plans.map(\.zone)
+        // A zone a device can follow carries the digest it reaches (nil digest: not followed).
+        let done = plans.map { p -> ZoneCompaction in
+            var z = p.zone
+            z.followed?.digest = digests[z.zone]
+            if z.followed?.digest == nil { z.followed = nil }
+            return z
+        }
         report.zones += done
         groupDidFinish?(done)
     }

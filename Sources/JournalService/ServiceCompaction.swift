@@ -1,6 +1,7 @@
 import JournalLog
 import JournalQuery
 import JournalSync
+import ListModel
 
 /// The service's compaction (Spec/SYNC.md §6): the list rules' compactor over the zones that
 /// changed since their last one, marks raised as each group of zones is done, and every raise
@@ -86,8 +87,31 @@ struct ServiceCompaction: Sendable {
         context.locked { context.purged[z.zone] = nil }
         guard let info = try read(z.zone), !info.isDeleted else { return }
         if z.snapshotSequence > info.lowWaterMark { try store.raiseMark(z.zone, to: z.snapshotSequence) }
+        if let raised = try read(z.zone), raised.incarnation == z.incarnation, raised.lowWaterMark == z.snapshotSequence {
+            try writeRecord(z, zone: raised)
+        }
         let mark = try read(z.zone)?.lowWaterMark ?? 0
         if mark > context.locked({ context.announced[z.zone]?.mark ?? 0 }) { try announce(z.zone, mark: mark) }
+    }
+
+    /// Appends the zone's compaction record (Spec/SYNC.md §6.7) right after its mark was raised to
+    /// the run's `S`, before its fetches are answered again: the zone's first entry above the mark,
+    /// so every token from the follow floor on meets it in its next page. A run that purged more
+    /// than a record holds, or whose digest is unknown, writes none: its older tokens expire.
+    /// Idempotent: the record's id is derived from `S`.
+    private func writeRecord(_ z: ZoneCompaction, zone info: ZoneInfo) throws(JournalError) {
+        guard let followed = z.followed, let digest = followed.digest, z.snapshotSequence > z.previousMark else { return }
+        // Written already (a run's end finishes every zone its groups finished).
+        do throws(FeedError) {
+            if try context.followFloors.record(info) != nil { return }
+        } catch { throw .writerFailed("the zone's compaction record could not be read: \(error)") }
+        // Records this run purged were older than the retention, and so were all before them:
+        // tokens under their marks can no longer follow.
+        let purgedRecordMarks = followed.purged.compactMap { CompactionRecord.mark(ofID: $0) }
+        let floor = min(max(followed.followFrom, purgedRecordMarks.max() ?? 0), z.previousMark)
+        let record = CompactionRecord(from: z.previousMark, to: z.snapshotSequence, followFrom: floor,
+                                      followPosition: followed.followPosition, digest: digest, purged: followed.purged, placed: followed.placed)
+        _ = try store.appendBatch([record.entry(zone: z.zone, wallTime: context.now())], expectingMark: info.lowWaterMark)
     }
 
     /// A zone's row, for a step that writes: a storage that does not answer fails the step.

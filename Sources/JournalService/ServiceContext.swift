@@ -21,6 +21,8 @@ final class ServiceContext: @unchecked Sendable {
     let hints: HintHub
     /// When the service received what it holds: retention counts from arrival too (rule 9).
     let arrivals: ArrivalLog
+    /// Which tokens of each zone can follow its compactions (Spec/SYNC.md §6.7).
+    let followFloors: FollowFloors
 
     /// Uploads and sharing changes read, compaction writes: a late retry of a purged entry is
     /// recognised because no upload runs while compaction decides what is purged (Spec/SYNC.md §6).
@@ -71,6 +73,7 @@ final class ServiceContext: @unchecked Sendable {
         self.now = now
         hints = HintHub()
         arrivals = try ArrivalLog(store: store)
+        followFloors = FollowFloors(store: store)
     }
 
     /// `body` under the memory's lock.

@@ -218,7 +218,7 @@ struct ServiceFeed: Sendable {
     /// access is checked.
     private func read(_ zone: ZoneID, caller: String, since token: FeedToken?, limit: Int) throws(SyncError) -> (ZoneChanges, ZoneInfo?) {
         do throws(FeedError) {
-            return try store.zonePage(zone.storeName, since: token, limit: limit)
+            return try store.zonePage(zone.storeName, since: token, limit: limit, expiry: try context.followFloors.expiry(zone.storeName))
         } catch {
             if case .storage = error { throw .serviceBusy(retryAfter: .seconds(1)) }
             try checkAccess(caller, zone)

@@ -77,7 +77,7 @@ package protocol ServiceStorage: AnyObject, Sendable {
     /// `zoneChanges`, with the zone's newest incarnation as it stood no later than the page was
     /// read (its head then never claims more than the page holds): a fetch checks the caller's
     /// access and answers the head from it, with no read of its own.
-    func zonePage(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> (changes: ZoneChanges, zone: ZoneInfo?)
+    func zonePage(_ zone: String, since token: FeedToken?, limit: Int, expiry: TokenExpiry) throws(FeedError) -> (changes: ZoneChanges, zone: ZoneInfo?)
     /// A token at `position` (the horizon when nil) for the zone's newest incarnation, floored at
     /// its mark (the store's own method).
     func zoneToken(_ zone: String, position: SequenceNumber?) throws(FeedError) -> FeedToken
@@ -178,9 +178,9 @@ extension JournalStore: ServiceStorage {
         try changes(in: zone, since: token, limit: limit, expiry: .issuedUnderAnOlderMark)
     }
     /// The zone's row is read from memory before the page.
-    package func zonePage(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> (changes: ZoneChanges, zone: ZoneInfo?) {
+    package func zonePage(_ zone: String, since token: FeedToken?, limit: Int, expiry: TokenExpiry) throws(FeedError) -> (changes: ZoneChanges, zone: ZoneInfo?) {
         let info = self.zone(zone)
-        return (try zoneChanges(zone, since: token, limit: limit), info)
+        return (try changes(in: zone, since: token, limit: limit, expiry: expiry), info)
     }
     package func databaseChanges(since token: FeedToken?) throws(FeedError) -> DatabaseChanges { try changedZones(since: token) }
     package func databasePosition(_ token: FeedToken) -> SequenceNumber? { databaseTokenPosition(token) }

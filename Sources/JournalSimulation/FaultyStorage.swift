@@ -154,8 +154,8 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     package func zoneChanges(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> ZoneChanges {
         try feedRead { () throws(FeedError) in try inner.zoneChanges(zone, since: token, limit: limit) }
     }
-    package func zonePage(_ zone: String, since token: FeedToken?, limit: Int) throws(FeedError) -> (changes: ZoneChanges, zone: ZoneInfo?) {
-        try feedRead { () throws(FeedError) in try inner.zonePage(zone, since: token, limit: limit) }
+    package func zonePage(_ zone: String, since token: FeedToken?, limit: Int, expiry: TokenExpiry) throws(FeedError) -> (changes: ZoneChanges, zone: ZoneInfo?) {
+        try feedRead { () throws(FeedError) in try inner.zonePage(zone, since: token, limit: limit, expiry: expiry) }
     }
     package func zoneToken(_ zone: String, position: SequenceNumber?) throws(FeedError) -> FeedToken {
         try feedRead { () throws(FeedError) in try inner.zoneToken(zone, position: position) }

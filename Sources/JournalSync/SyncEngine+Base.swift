@@ -72,7 +72,7 @@ extension SyncEngine {
         let name = zone.storeName
         guard state.zones[name] != nil else { throw .zoneNotFound }
         // Whole here already: fetched before, or never installed from a snapshot.
-        guard let info = store.zone(name), info.lowWaterMark == 0, Self.firstIsBase(store, name, info) else {
+        guard ListQuery(store: store).lacksHistoryBeforeBase(name) else {
             historyWanted.remove(name)
             return
         }

@@ -141,6 +141,7 @@ extension SyncEngine {
         // While shopping the visible list does not move: a re-fetch (which replaces it) waits
         // for shopping to end; one already under way finishes.
         if z.replacing == nil && z.token == nil && z.toApply.isEmpty && z.shopping { return }
+        if z.replacing == nil && z.token == nil && z.toApply.isEmpty { refetchCauses[name] = refetchCauses[name] ?? .firstFetch }
         if z.replacing != nil || (z.token == nil && z.toApply.isEmpty) { return await refetch(name, &report) }
         if !z.toApply.isEmpty {
             applyQueued(name, &report)
@@ -171,6 +172,7 @@ extension SyncEngine {
                 switch error {
                 case .tokenExpired:
                     if z.shopping { return }   // after shopping (needsFetch stays set)
+                    refetchCauses[name] = .tokenExpired
                     return await refetch(name, &report)
                 case .zoneDeleted(let reason): return removeLocal(name, reason: reason, &report)
                 case .zoneNotFound:
@@ -211,18 +213,92 @@ extension SyncEngine {
         state.zones[name]?.needsFetch = false
         state.zones[name]?.lastError = nil
         try? save()
+        checkFollowed(name, &report)
         // The copy holds what the service's does not: replaced now, after the fetch from the
         // token (so a list whose pushes keep failing still receives changes), unless shopping.
         if let z = state.zones[name], z.refetchWanted, !z.shopping, !z.pendingDelete, z.replacing == nil {
+            refetchCauses[name] = refetchCauses[name] ?? .conflict
             await refetch(name, &report, wanted: true)
         }
     }
 
-    /// Appends the to-apply queue to the local log (idempotent by id), then empties it.
+    /// Appends the to-apply queue to the local log (idempotent by id), then empties it. A
+    /// compaction record in it is followed first (Spec/SYNC.md §6.7): the entries before it are
+    /// appended, the purge it describes is applied to the local copy, then it and the rest go
+    /// on. What is not yet appended stays queued across each step, so a crash repeats only
+    /// idempotent work.
     func applyQueued(_ name: String, _ report: inout SyncReport) {
         guard let entries = state.zones[name]?.toApply, !entries.isEmpty else { return }
+        guard entries.contains(where: CompactionRecord.isRecord) else {
+            applyPlain(name, &report)
+            return
+        }
+        var rest = entries[...]
+        while let first = rest.first {
+            var cut = rest.firstIndex(where: CompactionRecord.isRecord) ?? rest.endIndex
+            if cut == rest.startIndex {
+                follow(first, in: name, &report)
+                cut = rest.dropFirst().firstIndex(where: CompactionRecord.isRecord) ?? rest.endIndex
+            }
+            state.zones[name]?.toApply = Array(rest[..<cut])
+            guard applyPlain(name, then: Array(rest[cut...]), &report) else { return }
+            rest = rest[cut...]
+        }
+    }
+
+    /// Follows one compaction record (Spec/SYNC.md §6.7): the local copy drops what the service
+    /// purged and takes its `place` entries. A record that does not read, or a copy that cannot
+    /// follow it, makes the list be fetched anew, and the report says why. The state digest the
+    /// record names is compared at the end of the fetch (`checkFollowed`), once no later record
+    /// can have changed the entries it describes.
+    func follow(_ e: JournalEntry, in name: String, _ report: inout SyncReport) {
+        let record: CompactionRecord
+        do throws(CodecError) {
+            guard let r = try CompactionRecord.of(e) else { return }
+            record = r
+        } catch {
+            return cannotFollow(name, "the service's compaction record \(e.id) does not read (\(error))", &report)
+        }
+        do {
+            let outcome = try CompactionFollower(query: ListQuery(store: store)).follow(record, in: name)
+            if outcome.missing > 0 {
+                return cannotFollow(name, "the service's compaction to \(record.to) purged \(outcome.missing) entries this copy never held: it is older than the retention", &report)
+            }
+            report.compactionsFollowed += 1
+            report.purgedByFollowing += outcome.purged + outcome.placed
+            // Compared only when the copy holds nothing of its own beyond the service's.
+            let settled = (try? pendingLocal(name))?.entries.isEmpty ?? false
+            if settled, let digest = try? ListQuery(store: store).materialisedReducer(name).reducer.stateDigest() {
+                followChecks[name] = (record.digest, digest, record.to)
+            } else {
+                followChecks[name] = nil
+            }
+        } catch {
+            cannotFollow(name, "the list cannot follow the service's compaction to \(record.to) (\(error))", &report)
+        }
+    }
+
+    /// After a zone's fetch: the last record followed must have left the service's digest.
+    func checkFollowed(_ name: String, _ report: inout SyncReport) {
+        guard let check = followChecks.removeValue(forKey: name), check.want != check.got else { return }
+        cannotFollow(name, "after following the service's compaction to \(check.to) the list's digest is \(String(check.got, radix: 16)), not the service's \(String(check.want, radix: 16))", &report)
+    }
+
+    private func cannotFollow(_ name: String, _ why: String, _ report: inout SyncReport) {
+        note(why + "; it is fetched anew", zone: name, &report)
+        state.zones[name]?.refetchWanted = true
+        refetchCauses[name] = .cannotFollow
+        try? save()
+    }
+
+    /// Appends the to-apply queue to the local log (idempotent by id); then the queue is `tail`.
+    /// Returns whether all of it was appended; otherwise what was not stays queued, in order,
+    /// before `tail`.
+    @discardableResult
+    func applyPlain(_ name: String, then tail: [JournalEntry] = [], _ report: inout SyncReport) -> Bool {
+        let entries = state.zones[name]?.toApply ?? []
         for e in entries { hlc.observe(e.clock) }
-        if store.zone(name)?.isDeleted != false { _ = try? store.createZone(name) }
+        if !entries.isEmpty, store.zone(name)?.isDeleted != false { _ = try? store.createZone(name) }
         var todo = entries
         while !todo.isEmpty {
             do {
@@ -235,28 +311,25 @@ extension SyncEngine {
                     note("entry \(id) arrived with content other than the local entry of that id; kept the local one until the list is fetched anew", zone: name, &report)
                     todo.removeAll { $0.id == id }
                     state.zones[name]?.refetchWanted = true
+                    refetchCauses[name] = .conflict
                 } else if case .batchTooLarge = error, todo.count > 1 {
                     let half = todo.count / 2
-                    let (a, b) = (Array(todo[..<half]), Array(todo[half...]))
-                    state.zones[name]?.toApply = a
-                    applyQueued(name, &report)
-                    // The first half failed: all of what is left stays queued, in order.
-                    if let left = state.zones[name]?.toApply, !left.isEmpty {
-                        state.zones[name]?.toApply = left + b
-                        try? save()
-                        return
-                    }
-                    state.zones[name]?.toApply = b
-                    applyQueued(name, &report)
-                    return
+                    state.zones[name]?.toApply = Array(todo[..<half])
+                    guard applyPlain(name, then: Array(todo[half...]) + tail, &report) else { return false }
+                    return applyPlain(name, then: tail, &report)
                 } else {
                     note("cannot apply fetched entries: \(error)", zone: name, &report)
-                    return
+                    state.zones[name]?.toApply = todo + tail
+                    try? save()
+                    return false
                 }
             }
         }
-        state.zones[name]?.toApply = []
-        try? save()
+        if !entries.isEmpty || !tail.isEmpty {
+            state.zones[name]?.toApply = tail
+            try? save()
+        }
+        return true
     }
 
     // MARK: Re-fetch
@@ -330,8 +403,19 @@ extension SyncEngine {
             }
             if !page.entries.isEmpty {
                 for e in page.entries { hlc.observe(e.clock) }
-                do { try store.append(batch: page.entries, replicated: true) } catch {
-                    return note("cannot store the fetched copy: \(error)", zone: name, &report)
+                // A compaction since the copy's token (it is followed, SYNC.md §6.7) is applied
+                // before what comes after it, as in a fetch.
+                var rest = page.entries[...]
+                while !rest.isEmpty {
+                    var cut = rest.firstIndex(where: CompactionRecord.isRecord) ?? rest.endIndex
+                    if cut == rest.startIndex {
+                        follow(rest.first!, in: name, &report)
+                        cut = rest.dropFirst().firstIndex(where: CompactionRecord.isRecord) ?? rest.endIndex
+                    }
+                    do { try store.append(batch: Array(rest[..<cut]), replicated: true) } catch {
+                        return note("cannot store the fetched copy: \(error)", zone: name, &report)
+                    }
+                    rest = rest[cut...]
                 }
                 report.applied += page.entries.count
             }
@@ -382,6 +466,8 @@ extension SyncEngine {
         state.zones[name]?.existsOnService = true
         state.zones[name]?.lastError = historyProblem.map(Self.bounded)
         report.refetched.append(z.zone)
+        report.refetchCauses[refetchCauses.removeValue(forKey: name) ?? .requested, default: 0] += 1
+        followChecks[name] = nil
         if based { historyWanted.insert(name) }
         try? save()
     }

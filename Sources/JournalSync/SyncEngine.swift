@@ -31,6 +31,22 @@ public struct SyncEngineOptions: Sendable {
     public init() {}
 }
 
+/// Why a list was fetched anew (`SyncReport.refetchCauses`).
+public enum RefetchCause: String, Sendable, Hashable, CaseIterable {
+    /// The device had never fetched it (a list new to it, or after a sign-in).
+    case firstFetch
+    /// The device's token was older than the service can describe: it was away longer than
+    /// the compaction records the service keeps (the retention), or the service lost them.
+    case tokenExpired
+    /// The copy could not follow a compaction: a record that does not read, a rewrite that
+    /// failed, or a digest that differs from the service's afterwards.
+    case cannotFollow
+    /// The copy held an entry the service holds with other content, or a change it refused.
+    case conflict
+    /// Asked for by the app (`refetch`) or resumed from an earlier sync.
+    case requested
+}
+
 /// What one `sync()` did.
 public struct SyncReport: Sendable {
     /// Entries the service took (stored now, or before).
@@ -41,8 +57,15 @@ public struct SyncReport: Sendable {
     public var applied = 0
     /// Entries held back while shopping.
     public var held = 0
-    /// Lists replaced by the service's copy after their token expired (Spec/SYNC.md §7).
+    /// Lists replaced by the service's copy (Spec/SYNC.md §7.5): a first fetch, a token older
+    /// than the service can still describe, or a copy that could not follow a compaction.
     public var refetched: [ZoneID] = []
+    /// How many of `refetched` had each cause.
+    public var refetchCauses: [RefetchCause: Int] = [:]
+    /// Service compactions this device followed in place (Spec/SYNC.md §6.7), and how many of
+    /// its entries they purged or wrote over: no list was fetched again for them.
+    public var compactionsFollowed = 0
+    public var purgedByFollowing = 0
     /// Lists the service no longer gives this account, removed from the device, and why.
     public var gone: [ZoneGone] = []
     /// Local entries the service refused for good, and why.
@@ -146,6 +169,11 @@ public actor SyncEngine {
     /// Lists installed from a snapshot whose history is not here yet (found again at each start:
     /// such a list's first entry is its base and its mark is still 0).
     var historyWanted = Set<String>()
+    /// Why each list being fetched anew is (reported once its re-fetch completes).
+    var refetchCauses: [String: RefetchCause] = [:]
+    /// Per list, the digest the last compaction record followed in the current fetch names, the
+    /// digest the copy had right after, and the record's mark (`checkFollowed`).
+    var followChecks: [String: (want: UInt64, got: UInt64, to: SequenceNumber)] = [:]
     /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
 
@@ -185,7 +213,7 @@ public actor SyncEngine {
             try AtomicFile.write(SyncStateCodec.encode(loaded), to: path, fs: store.fileSystem)
         } catch { throw .storage(error) }
         for (name, z) in loaded.zones where z.replacing == nil {
-            if let info = store.zone(name), info.lowWaterMark == 0, Self.firstIsBase(store, name, info) { historyWanted.insert(name) }
+            if ListQuery(store: store).lacksHistoryBeforeBase(name) { historyWanted.insert(name) }
         }
     }
 

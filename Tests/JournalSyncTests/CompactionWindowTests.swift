@@ -133,7 +133,9 @@ import JournalTesting
         #expect(!entries.contains { e in
             switch e.operation { case .add(milk, _, _), .markOff(milk): true; default: false }
         })
-        #expect(entries.count == 401)
+        // What stays, and the compaction record after it (SYNC.md §6.7).
+        #expect(entries.count == 402)
+        #expect(entries.last.map(CompactionRecord.isRecord) == true)
     }
 
     @Test func aHistoryFetchedWhileTheListIsPurgedIsRefusedForAMoment() async throws {

@@ -41,10 +41,11 @@ import JournalTesting
         let mine = try ipad.list(list), service = try world.serviceList(list)
         #expect(mine == service)
         #expect(mine.digest == service.digest)
-        // The log holds the base and nothing the snapshot folded in.
+        // The log holds the base and nothing the snapshot folded in, then the compaction record.
         let entries = try ListQuery(store: ipad.store, fs: ipad.fs).entries(list.storeName).entries
-        #expect(entries.count == 1)
+        #expect(entries.count == 2)
         #expect(entries.first.map { ListBase.isBase($0.1) } == true)
+        #expect(entries.last.map { CompactionRecord.isRecord($0.1) } == true)
     }
 
     @Test func aKeptBaseStateThatIsNotTheListsFirstEntryIsNotUsed() async throws {

@@ -123,6 +123,9 @@ final class World: @unchecked Sendable {
         return reducer.state()
     }
 
+    /// The ids of the entries the service holds for the list.
+    func serviceIDs(_ zone: ZoneID) throws -> Set<CompactID> { Set(try serviceEntries(zone).map(\.id)) }
+
     func serviceHistory(_ zone: ZoneID) throws -> ActivityLog {
         try core.storage.history(of: zone.storeName)
     }

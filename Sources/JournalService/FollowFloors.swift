@@ -1,0 +1,68 @@
+import Foundation
+import JournalLog
+import ListModel
+
+/// Which tokens of each zone can still follow its compactions (Spec/SYNC.md §6.7): a token issued
+/// under a mark at or above the zone's **follow floor** is answered with the compaction records
+/// after it instead of `tokenExpired`. The floor is the `followFrom` of the record the last
+/// compaction wrote, which is the zone's first entry above its mark; a zone whose last raise left
+/// no record (a crash between the raise and the record, a run too large to describe, a zone
+/// compacted before records existed) has its mark as its floor: every older token expires, as
+/// before.
+///
+/// Read through the storage once per zone and mark, then kept: a record never changes, and a
+/// new mark is a new key.
+final class FollowFloors: @unchecked Sendable {
+    private let store: any ServiceStorage
+    private let lock = NSLock()
+    private var known: [String: (incarnation: SequenceNumber, mark: SequenceNumber, floor: Floor)] = [:]
+
+    /// The lowest token floor and position that can follow the zone under its current mark.
+    struct Floor: Sendable, Equatable {
+        var mark: SequenceNumber
+        var position: SequenceNumber
+    }
+    /// Zones remembered at once; past it the cache starts again (a read per zone rebuilds it).
+    private static let maxZones = 100_000
+
+    init(store: any ServiceStorage) { self.store = store }
+
+    /// How a fetch of `zone` expires tokens now: tokens under the current mark stay valid, and
+    /// so do tokens under any mark from the follow floor on. A storage that does not answer
+    /// fails the fetch (`FeedError.storage`, answered busy), never expires a token it could keep.
+    func expiry(_ zone: String) throws(FeedError) -> TokenExpiry {
+        let info: ZoneInfo?
+        do throws(StorageError) { info = try store.zoneInfo(zone) } catch { throw .storage(.writerFailed(error.description)) }
+        guard let info, !info.isDeleted, info.lowWaterMark > 0 else { return .issuedUnderAnOlderMark }
+        let floor = try floor(info)
+        return .followable(from: floor.mark, position: floor.position, mark: info.lowWaterMark)
+    }
+
+    /// The zone's follow floor under its current mark.
+    func floor(_ info: ZoneInfo) throws(FeedError) -> Floor {
+        lock.lock()
+        let cached = known[info.name]
+        lock.unlock()
+        if let cached, cached.incarnation == info.incarnation, cached.mark == info.lowWaterMark { return cached.floor }
+        let floor = try read(info)
+        lock.lock()
+        if known.count >= Self.maxZones { known.removeAll() }
+        known[info.name] = (info.incarnation, info.lowWaterMark, floor)
+        lock.unlock()
+        return floor
+    }
+
+    /// The record at the zone's mark, if its first entry above the mark is one.
+    func record(_ info: ZoneInfo) throws(FeedError) -> CompactionRecord? {
+        let token = try store.zoneToken(info.name, position: info.lowWaterMark)
+        let page = try store.zoneChanges(info.name, since: token, limit: 1)
+        guard page.incarnation == info.incarnation, let first = page.entries.first else { return nil }
+        guard let record = try? CompactionRecord.of(first.entry), record.to == info.lowWaterMark else { return nil }
+        return record
+    }
+
+    private func read(_ info: ZoneInfo) throws(FeedError) -> Floor {
+        guard let r = try record(info) else { return Floor(mark: info.lowWaterMark, position: 0) }
+        return Floor(mark: r.followFrom, position: r.followPosition)
+    }
+}
