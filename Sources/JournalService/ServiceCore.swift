@@ -123,9 +123,14 @@ public final class ServiceCore: @unchecked Sendable {
     public func devicesSentBack(by report: ListCompactionReport) throws(SyncError) -> Int {
         var n = 0
         for z in report.zones {
-            let mark: SequenceNumber
-            do throws(StorageError) { mark = try storage.zoneInfo(z.zone)?.lowWaterMark ?? 0 } catch { throw error.syncError }
-            n += devices.behind(z.zone, mark: mark).count
+            // Devices that caught up under a mark below the follow floor go back to the snapshot;
+            // the others follow the compaction (Spec/SYNC.md §6.6, §6.7).
+            let floor: SequenceNumber
+            do throws(StorageError) {
+                guard let info = try storage.zoneInfo(z.zone) else { continue }
+                do throws(FeedError) { floor = try context.followFloors.floor(info).mark } catch { throw StorageError.unavailable("\(error)") }
+            } catch { throw error.syncError }
+            n += devices.behind(z.zone, mark: floor).count
         }
         return n
     }
