@@ -64,6 +64,37 @@ import Testing
         return x == b
     }
 
+    /// `r` without the deleted bit of records that have no add: what a base cannot follow (a
+    /// tombstone keeps no delete key, so a dangling delete purged with its item stays in it).
+    static func withoutDanglingDeletes(_ r: ListReducer) -> ListReducer {
+        var x = r
+        for i in x.records.indices where x.records[i].flags & ItemFlag.added == 0 { x.records[i].flags &= ~(ItemFlag.deleted | ItemFlag.deleteKnown) }
+        return x
+    }
+
+    /// What differs between two reducers' records and registers, for a failure's message.
+    static func differences(_ a: ListReducer, _ b: ListReducer) -> [String] {
+        func describe(_ r: ListReducer, _ i: Int?) -> String {
+            guard let i, r.records[i].flags & ItemFlag.stored != 0 else { return "none" }
+            let x = r.records[i]
+            let anchor = x.anchor < 0 ? "head" : r.textIDs.compact(r.records[Int(x.anchor)].id).description
+            return "flags \(x.flags & ItemFlag.stored) add \(r.addKey(i).map(\.description) ?? "-") place \(r.placeKey(i).map(\.description) ?? "-")"
+                + " mark \(r.markKey(i).map(\.description) ?? "-") anchor \(anchor) text \(r.texts[i])"
+        }
+        var ids = Set<CompactID>()
+        for r in [a, b] { for x in r.records where x.flags != 0 { ids.insert(r.textIDs.compact(x.id)) } }
+        var out: [String] = []
+        for id in ids.sorted() {
+            let da = describe(a, a.find(id)), db = describe(b, b.find(id))
+            if da != db { out.append("\(id): \(da) | \(db)") }
+        }
+        if a.name != b.name || a.colour != b.colour || a.participants != b.participants { out.append("registers") }
+        return out
+    }
+
+    /// Journals per generator.
+    static let journals = 500
+
     /// The property that matters: a device that holds a base of a list (a snapshot of its first
     /// k entries) and the rest as entries, and follows a compaction of the whole list (its base by
     /// `following`, its entries by id), shows exactly the compacted list. Over random journals of
@@ -71,8 +102,8 @@ import Testing
     /// random cutoff and mark.
     @Test(arguments: ["random", "structured", "rounds"])
     func aDeviceThatFollowsACompactionShowsTheCompactedList(generator: String) throws {
-        var internalDifferences = 0, followed = 0, untouched = 0
-        for seed in 0..<UInt64(300) {
+        var danglingDeletes = 0, exactCounts = 0, followed = 0, untouched = 0
+        for seed in 0..<UInt64(Self.journals) {
             var g = SplitMix64(seed: seed &* 0x9E37 &+ 11)
             let n = 10 + Int(g.next() % 51)
             let entries: [(SequenceNumber, JournalEntry)] = switch generator {
@@ -93,23 +124,34 @@ import Testing
             let tail = c.compacted.filter { $0.0 > baseSequence }.map(\.1)
             let expected = replay(c.compacted.map(\.1))
 
-            let after = try ListBase.following(base, record: c.record)
+            let after = try ListBase.following(base, record: try CompactionRecord.decode(c.record.encoded()))
             if after == nil { untouched += 1 } else { followed += 1 }
             let device = try Self.device(base: after ?? base, tail: tail)
             let what = "\(generator) seed \(seed), \(entries.count) entries, base after \(k), cutoff \(cutoff), mark \(mark)"
             #expect(device.stateDigest() == expected.stateDigest(), "\(what): digest")
             #expect(device.state() == expected.state(), "\(what): state")
             #expect(device.stateDigest() == c.record.digest, "\(what): the record's digest")
-            if !Self.sameButCount(device, expected) { internalDifferences += 1 }
+            // The internal state too (MERGE.md §9: what later entries meet), but for the entry
+            // count, which may only be higher, and dangling deletes purged with their item.
+            #expect(device.entryCount >= expected.entryCount, "\(what): entry count")
+            if device.entryCount == expected.entryCount { exactCounts += 1 }
+            if !Self.sameButCount(device, expected) {
+                danglingDeletes += 1
+                let same = Self.sameButCount(Self.withoutDanglingDeletes(device), Self.withoutDanglingDeletes(expected))
+                #expect(same, "\(what): internal state: \(Self.differences(device, expected))")
+            }
 
             // Applied again, or to a base that already reflects the compaction: nothing changes.
             if let after { #expect(try ListBase.following(after, record: c.record) == nil, "\(what): applied twice") }
-            let compactedBase = Self.base(replay(c.compacted.filter { $0.0 <= baseSequence }.map(\.1)), sequence: baseSequence)
-            #expect(try ListBase.following(compactedBase, record: c.record) == nil, "\(what): a compacted base")
-            let whole = Self.base(expected, sequence: last)
-            #expect(try ListBase.following(whole, record: c.record) == nil, "\(what): the compacted list")
+            for (name, r, s) in [("a compacted base", replay(c.compacted.filter { $0.0 <= baseSequence }.map(\.1)), baseSequence),
+                                 ("the compacted list", expected, last)] {
+                if let again = try ListBase.following(Self.base(r, sequence: s), record: c.record) {
+                    Issue.record("\(what): \(name) changed: \(Self.differences(r, try SnapshotCodec.decode(again).reducer)); record \(c.record.purged) \(c.record.placed)")
+                }
+            }
         }
-        print("BaseFollowing \(generator): \(followed) bases followed, \(untouched) untouched, \(internalDifferences) with another internal state")
+        print("BaseFollowing \(generator): \(Self.journals) journals, \(followed) bases followed, \(untouched) untouched;"
+              + " \(exactCounts) with the service's entry count; \(danglingDeletes) keep a dangling delete the compaction purged")
     }
 
     /// COMPACTION.md §2's worked example, with a base of MERGE.md §1's seven entries: the chain
@@ -158,6 +200,31 @@ import Testing
         #expect(try Self.device(base: base, tail: tail).state().items.map(\.text) == ["Tea", "Milk"], "the base alone brings Milk back")
         let after = try #require(try ListBase.following(base, record: c.record))
         #expect(try Self.device(base: after, tail: tail).state().items.map(\.text) == ["Tea"])
+    }
+
+    /// The bottom of a fold keeps its marks: only its places go (COMPACTION.md §2). Eggs, placed
+    /// under Milk and marked off, is in the base without an add; Milk's add, which the compactor
+    /// writes over with Eggs' place, comes after the base, as do Milk's mark-off and Eggs' add (too
+    /// new to go). Eggs loses its place in the base, and is placed again by the tail, marked off.
+    /// (Found by the property: a rule that removed every record left with no add and no place
+    /// showed Eggs active on the device.)
+    @Test func theBottomOfAFoldWhoseTopLiesAfterTheBaseKeepsItsMark() throws {
+        let entries = RetentionTests.numbered([
+            change("p", .place(item: id("eggs"), after: id("milk")), at: 2), change("m", .markOff(item: id("eggs")), at: 3),
+            add("a", "milk", "Milk", at: 0), change("b", .markOff(item: id("milk")), at: 1),
+            add("c", "eggs", "Eggs", after: "milk", at: 600_000),
+        ])
+        let c = Self.compaction(entries, cutoff: Int64(t0) + 1_000, mark: 5)
+        #expect(Set(c.record.purged.map(\.description)) == ["p", "b"])
+        #expect(c.record.placed == [.init(entry: id("a"), item: id("eggs"), anchor: nil)])
+        let expected = replay(c.compacted.map(\.1)).state()
+        #expect(expected.items.map(\.text) == ["Eggs"] && expected.items.first?.state == .markedOff)
+
+        let base = Self.base(replay(entries[..<2].map(\.1)), sequence: 2)
+        let after = try #require(try ListBase.following(base, record: c.record))
+        let device = try Self.device(base: after, tail: c.compacted.filter { $0.0 > 2 }.map(\.1))
+        #expect(device.state() == expected)
+        #expect(Self.sameButCount(device, replay(c.compacted.map(\.1))))
     }
 
     @Test func aBaseTheRecordDoesNotTouchIsNil() throws {
