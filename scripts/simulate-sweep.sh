@@ -22,12 +22,30 @@ if [[ "${POSTGRES:-0}" == 1 ]]; then
     over=", over PostgreSQL"
 fi
 failed=0
+results="$(mktemp /tmp/jlog-sim-results.XXXXXX)"
 for seed in $(seq "$first" "$last"); do
     if ! out="$("$jlog" simulate --replicas "$replicas" --ops "$ops" --seed "$seed" --faults all --json "${extra[@]}" 2>&1)"; then
         echo "simulate-sweep: seed $seed FAILED: $out" >&2
         echo "  replay: jlog simulate --replicas $replicas --ops $ops --seed $seed --faults all${extra[*]:+ --database URL}" >&2
         failed=1
+    else
+        echo "$out" >> "$results"
     fi
 done
+# What the compactions cost the devices: followed in place, or re-fetched, by cause.
+python3 - "$results" <<'PY' || true
+import json, sys, collections
+causes, followed, compactions, within = collections.Counter(), 0, 0, 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    causes.update(r.get("refetchCauses", {}))
+    followed += r.get("compactionsFollowed", 0)
+    compactions += r.get("compactions", 0)
+    within += r.get("refetchesWithinRetention", 0)
+print(f"simulate-sweep: {compactions} compactions, {followed} followed by devices; re-fetches by cause: " +
+      ", ".join(f"{k} {v}" for k, v in sorted(causes.items())) +
+      f"; {within} of them for a compaction on a device whose last full sync was within the retention")
+PY
+rm -f "$results"
 [[ $failed -eq 0 ]] && echo "simulate-sweep: seeds $first–$last ($ops steps, $replicas devices, every fault$over) converged, nothing lost or duplicated"
 exit $failed

@@ -359,7 +359,14 @@ public struct ListCompactor: Sendable {
             var lastZone = "", lastPlan: Int? = nil
             var tallies = [(purged: Int, rewritten: Int)](repeating: (0, 0), count: plans.count)
             // What devices need to follow each zone's purge (SYNC.md §6.7), as the rewrite meets it.
-            var followed = [ZoneCompaction.Followed?](repeating: ZoneCompaction.Followed(), count: plans.count)
+            // Each attempt starts from what the plan found (the follow floor and position before
+            // the run), with no ids yet.
+            var followed: [ZoneCompaction.Followed?] = plans.map { p in
+                var f = ZoneCompaction.Followed()
+                f.followFrom = p.zone.followed?.followFrom ?? p.zone.previousMark
+                f.followPosition = p.zone.followed?.followPosition ?? 0
+                return f
+            }
             chosen = []
             rewritten = []
             var pieceError: JournalError? = nil

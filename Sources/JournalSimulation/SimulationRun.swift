@@ -112,7 +112,7 @@ final class SimulationRun {
         let node = nodes[Int(rng.next() % UInt64(nodes.count))]
         switch roll {
         case 0..<550: try await edit(on: node)
-        case 550..<800: _ = await node.engine.sync()
+        case 550..<800: tally(await node.engine.sync(), of: node)
         case 800..<840: if o.faults && o.partitions { node.service.offline.toggle() }
         case 840..<870:
             if o.faults && o.powerLosses {
@@ -136,10 +136,14 @@ final class SimulationRun {
             // A hint for one list (SYNC.md §7.7): push, then that list alone, no database
             // request; now and then one for a list the device does not have (a full sync).
             guard let zone = rng.next() % 8 == 0 ? ZoneID(owner: pick(accounts) ?? "a0", name: "gone-\(rng.next() % 4)") : pick(await node.engine.lists) else { return }
-            _ = await node.engine.sync(hinted: [ZoneHint(zone: zone, head: nil)])
+            tally(await node.engine.sync(hinted: [ZoneHint(zone: zone, head: nil)]), of: node, full: false)
             result.hintedSyncs += 1
-        default: _ = await node.engine.sync()
+        default: tally(await node.engine.sync(), of: node)
         }
+    }
+
+    func tally(_ r: SyncReport, of node: Node, full: Bool = true) {
+        SyncSimulation.tally(r, of: node, now: clock.now(), retention: options.retentionDays * 86_400_000, full: full, &result)
     }
 
     /// A local edit of one of the device's lists, counted as acknowledged unless the service had
@@ -289,11 +293,11 @@ final class SimulationRun {
             result.compactions += 1
             result.purged += retried.storage.entriesPurged + retried.storage.entriesReplaced
         }
-        try await SyncSimulation.settle(nodes, &result)
+        try await SyncSimulation.settle(nodes, now: clock.now(), retention: options.retentionDays * 86_400_000, &result)
         let final = try box.core.compact(now: clock.now())
         result.compactions += 1
         result.purged += final.storage.entriesPurged + final.storage.entriesReplaced
-        try await SyncSimulation.settle(nodes, &result)
+        try await SyncSimulation.settle(nodes, now: clock.now(), retention: options.retentionDays * 86_400_000, &result)
         // The histories devices fetch only when asked, asked for before they are compared.
         for n in nodes {
             for z in await n.engine.lists { try? await n.engine.fetchHistory(z) }

@@ -62,6 +62,14 @@ package struct SimulationResult: Sendable {
     package var compactions = 0
     package var purged = 0
     package var refetches = 0
+    /// Re-fetches by cause (`RefetchCause`), compactions devices followed in place, and
+    /// re-fetches a compaction caused (`tokenExpired`, `cannotFollow`) on a device whose last
+    /// complete full sync was within the retention. The last is counted, not judged: under this
+    /// simulation's faults (answers lost after an upload, failed compaction runs that leave no
+    /// record, Spec/SYNC.md §6.2 rule 10) a token can trail what its device holds.
+    package var refetchCauses: [String: Int] = [:]
+    package var compactionsFollowed = 0
+    package var refetchesWithinRetention = 0
     package var membershipChanges = 0
     /// Syncs of one hinted list (`sync(hinted:)`), no database request.
     package var hintedSyncs = 0
@@ -161,6 +169,8 @@ package enum SyncSimulation {
         let service: FaultyService
         let ledger: UploadLedger
         var starts: UInt64 = 0
+        /// When this device last finished a complete sync (the simulation's clock), if ever.
+        var lastComplete: Int64? = nil
         /// Totals of the engines this node ran before the current one.
         var earlier = SyncTotals()
 
@@ -251,13 +261,26 @@ package enum SyncSimulation {
     }
 
     /// Rounds of syncing every device until a round changes nothing anywhere.
-    static func settle(_ nodes: [Node], _ result: inout SimulationResult) async throws {
+    /// Counts what one sync of `node` did (at `now`, the simulation's clock) into `result`.
+    static func tally(_ r: SyncReport, of node: Node, now: Int64, retention: Int64, full: Bool = true, _ result: inout SimulationResult) {
+        result.refetches += r.refetched.count
+        result.compactionsFollowed += r.compactionsFollowed
+        for (cause, n) in r.refetchCauses { result.refetchCauses[cause.rawValue, default: 0] += n }
+        let byCompaction = (r.refetchCauses[.tokenExpired] ?? 0) + (r.refetchCauses[.cannotFollow] ?? 0)
+        if byCompaction > 0, let last = node.lastComplete, now - last < retention {
+            result.refetchesWithinRetention += byCompaction
+        }
+        // Only a full sync fetches every list the device has (a hinted one fetches one).
+        if r.isComplete && full { node.lastComplete = now }
+    }
+
+    static func settle(_ nodes: [Node], now: Int64, retention: Int64, _ result: inout SimulationResult) async throws {
         for _ in 0..<40 {
             result.settleRounds += 1
             var moved = false
             for n in nodes {
                 let r = await n.engine.sync()
-                result.refetches += r.refetched.count
+                tally(r, of: n, now: now, retention: retention, &result)
                 if r.signedOut {
                     result.signedOut += 1
                     result.problems.append("\(n.replica) was signed out, though no credential was revoked")
@@ -308,7 +331,12 @@ package enum SyncSimulation {
                             + "\(Set(a).subtracting(b).sorted().prefix(5)), service-only \(Set(b).subtracting(a).sorted().prefix(5)), "
                             + "named \(mine.name) / \(state.name)")
                     }
-                    if try dq.history(name).log != history { result.problems.append("\(n.replica) \(name): the history differs from the service's") }
+                    let held = try dq.history(name).log
+                    if held != history {
+                        let a = Set(held.allEvents().map(\.entryID)), b = Set(history.allEvents().map(\.entryID))
+                        let gone = history.allEvents().filter { !a.contains($0.entryID) }.map { "\($0.kind) \($0.entryID) by \($0.author)" }
+                        result.problems.append("\(n.replica) \(name): the history differs from the service's (\(a.subtracting(b).count) events the service lacks, \(b.subtracting(a).count) missing: \(gone.prefix(4)); \(a.count) vs \(b.count))")
+                    }
                     let ids = try dq.entries(name).entries.map(\.1.id)
                     result.duplicated += ids.count - Set(ids).count
                 } catch {

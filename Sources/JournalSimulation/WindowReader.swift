@@ -3,12 +3,13 @@ import JournalLog
 import JournalQuery
 import JournalService
 import JournalSync
+import ListModel
 
 /// A reader of the service that starts paging one list while a compaction rewrites the log (the
-/// first rewritten segment is opened) and finishes after it. Whatever the run did, it must end
-/// holding exactly the service's entries of the list, or be told to wait (`serviceBusy`) or to
-/// start over (`tokenExpired`): never entries from before a purge mixed with entries after it
-/// (Spec/SYNC.md §6.2 rule 3).
+/// first rewritten segment is opened) and finishes after it, following any compaction record it
+/// meets as a device does. Whatever the run did, it must end holding exactly the service's
+/// entries of the list, or be told to wait (`serviceBusy`) or to start over (`tokenExpired`):
+/// never entries from before a purge mixed with entries after it (Spec/SYNC.md §6.2 rule 3).
 final class WindowReader: @unchecked Sendable {
     let core: ServiceCore
     let zone: ZoneID
@@ -57,7 +58,15 @@ final class WindowReader: @unchecked Sendable {
             do { page = try core.fetchZoneChanges(caller: zone.owner, zone: zone, since: token, limit: 50) } catch {
                 return .refused  // told to start over, or the list went: no answer to check
             }
-            ids += page.entries.map(\.id)
+            // A compaction record met on the way is followed as a device follows it (SYNC.md
+            // §6.7): the ids it purged leave what the reader holds.
+            for e in page.entries {
+                if let record = try? CompactionRecord.of(e) {
+                    let purged = Set(record.purged)
+                    ids.removeAll { purged.contains($0) }
+                }
+                ids.append(e.id)
+            }
             token = page.token
             if !page.moreComing { break }
         }

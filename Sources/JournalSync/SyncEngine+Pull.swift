@@ -143,6 +143,7 @@ extension SyncEngine {
         if z.replacing == nil && z.token == nil && z.toApply.isEmpty && z.shopping { return }
         if z.replacing == nil && z.token == nil && z.toApply.isEmpty { refetchCauses[name] = refetchCauses[name] ?? .firstFetch }
         if z.replacing != nil || (z.token == nil && z.toApply.isEmpty) { return await refetch(name, &report) }
+        followChecks[name] = nil
         if !z.toApply.isEmpty {
             applyQueued(name, &report)
             // What could not be applied stays queued, and the token stays with it.
@@ -201,6 +202,7 @@ extension SyncEngine {
                     state.zones[name]?.head = page.moreComing ? nil : page.head
                     guard (try? save()) != nil else { return }
                     applyQueued(name, &report)
+                    noteAfterFollowed(name, page.entries)
                     if state.zones[name]?.toApply.isEmpty == false { return }
                 }
             } else if z.token != page.token || z.head != page.head {
@@ -237,7 +239,11 @@ extension SyncEngine {
         while let first = rest.first {
             var cut = rest.firstIndex(where: CompactionRecord.isRecord) ?? rest.endIndex
             if cut == rest.startIndex {
-                follow(first, in: name, &report)
+                guard follow(first, in: name, &report) else {
+                    state.zones[name]?.toApply = Array(rest)
+                    try? save()
+                    return
+                }
                 cut = rest.dropFirst().firstIndex(where: CompactionRecord.isRecord) ?? rest.endIndex
             }
             state.zones[name]?.toApply = Array(rest[..<cut])
@@ -250,38 +256,74 @@ extension SyncEngine {
     /// purged and takes its `place` entries. A record that does not read, or a copy that cannot
     /// follow it, makes the list be fetched anew, and the report says why. The state digest the
     /// record names is compared at the end of the fetch (`checkFollowed`), once no later record
-    /// can have changed the entries it describes.
-    func follow(_ e: JournalEntry, in name: String, _ report: inout SyncReport) {
+    /// can have changed the entries it describes. False when the local store failed: nothing is
+    /// changed, the record and what follows stay queued, and a later sync applies them (a disk
+    /// that failed once is no reason to fetch the list anew).
+    func follow(_ e: JournalEntry, in name: String, _ report: inout SyncReport) -> Bool {
         let record: CompactionRecord
         do throws(CodecError) {
-            guard let r = try CompactionRecord.of(e) else { return }
+            guard let r = try CompactionRecord.of(e) else { return true }
             record = r
         } catch {
-            return cannotFollow(name, "the service's compaction record \(e.id) does not read (\(error))", &report)
+            cannotFollow(name, "the service's compaction record \(e.id) does not read (\(error))", &report)
+            return true
         }
-        do {
+        do throws(QueryError) {
             let outcome = try CompactionFollower(query: ListQuery(store: store)).follow(record, in: name)
             if outcome.missing > 0 {
-                return cannotFollow(name, "the service's compaction to \(record.to) purged \(outcome.missing) entries this copy never held: it is older than the retention", &report)
+                cannotFollow(name, "the service's compaction to \(record.to) purged \(outcome.missing) entries this copy never held: it is older than the retention", &report)
+                return true
             }
             report.compactionsFollowed += 1
             report.purgedByFollowing += outcome.purged + outcome.placed
-            // Compared only when the copy holds nothing of its own beyond the service's.
-            let settled = (try? pendingLocal(name))?.entries.isEmpty ?? false
-            if settled, let digest = try? ListQuery(store: store).materialisedReducer(name).reducer.stateDigest() {
-                followChecks[name] = (record.digest, digest, record.to)
-            } else {
-                followChecks[name] = nil
-            }
+            // Compared at the end of the fetch, without what came after the record.
+            followChecks[name] = (record.digest, record.to, [])
+            return true
         } catch {
+            if Self.isLocalFailure(error) {
+                note("cannot follow the service's compaction to \(record.to) yet: \(error)", zone: name, &report)
+                return false
+            }
             cannotFollow(name, "the list cannot follow the service's compaction to \(record.to) (\(error))", &report)
+            return true
         }
     }
 
-    /// After a zone's fetch: the last record followed must have left the service's digest.
+    /// Whether following failed because the local store did (it is tried again), rather than
+    /// because this copy cannot follow (it is fetched anew).
+    nonisolated static func isLocalFailure(_ error: QueryError) -> Bool {
+        switch error {
+        case .storage, .feed(.storage): true
+        default: false
+        }
+    }
+
+    /// Notes the ids of a fetched page that lie after the last compaction record followed in
+    /// this fetch: they are not part of the state the record's digest describes.
+    func noteAfterFollowed(_ name: String, _ entries: [JournalEntry]) {
+        if let last = entries.lastIndex(where: CompactionRecord.isRecord) {
+            if followChecks[name] != nil { followChecks[name]!.after = Set(entries[(last + 1)...].map(\.id)) }
+        } else if followChecks[name] != nil {
+            followChecks[name]!.after.formUnion(entries.map(\.id))
+        }
+    }
+
+    /// After a zone's whole fetch: the copy as of the last record followed in it must have the
+    /// record's digest. That copy is the log without what the service holds after the record (the
+    /// pages after it, this device's own uploads among them) and without what the service never
+    /// took (pending or refused changes of this device).
     func checkFollowed(_ name: String, _ report: inout SyncReport) {
-        guard let check = followChecks.removeValue(forKey: name), check.want != check.got else { return }
-        cannotFollow(name, "after following the service's compaction to \(check.to) the list's digest is \(String(check.got, radix: 16)), not the service's \(String(check.want, radix: 16))", &report)
+        guard let check = followChecks.removeValue(forKey: name) else { return }
+        var skip = check.after
+        skip.formUnion(((try? pendingLocal(name))?.entries ?? []).map(\.entry.id))
+        skip.formUnion(state.zones[name]?.rejected ?? [])
+        var reducer = ListReducer(zone: name)
+        do {
+            for (_, e) in try ListQuery(store: store).entries(name).entries where !skip.contains(e.id) { _ = reducer.apply(e) }
+        } catch { return }
+        let got = reducer.stateDigest()
+        guard got != check.want else { return }
+        cannotFollow(name, "after following the service's compaction to \(check.to) the list's digest is \(String(got, radix: 16)), not the service's \(String(check.want, radix: 16))", &report)
     }
 
     private func cannotFollow(_ name: String, _ why: String, _ report: inout SyncReport) {
@@ -409,7 +451,8 @@ extension SyncEngine {
                 while !rest.isEmpty {
                     var cut = rest.firstIndex(where: CompactionRecord.isRecord) ?? rest.endIndex
                     if cut == rest.startIndex {
-                        follow(rest.first!, in: name, &report)
+                        // Not yet (a local failure): the re-fetch resumes from its saved token.
+                        guard follow(rest.first!, in: name, &report) else { return }
                         cut = rest.dropFirst().firstIndex(where: CompactionRecord.isRecord) ?? rest.endIndex
                     }
                     do { try store.append(batch: Array(rest[..<cut]), replicated: true) } catch {

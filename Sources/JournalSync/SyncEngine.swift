@@ -171,9 +171,9 @@ public actor SyncEngine {
     var historyWanted = Set<String>()
     /// Why each list being fetched anew is (reported once its re-fetch completes).
     var refetchCauses: [String: RefetchCause] = [:]
-    /// Per list, the digest the last compaction record followed in the current fetch names, the
-    /// digest the copy had right after, and the record's mark (`checkFollowed`).
-    var followChecks: [String: (want: UInt64, got: UInt64, to: SequenceNumber)] = [:]
+    /// Per list, the digest the last compaction record followed in the current fetch names, its
+    /// mark, and the ids fetched after it (`checkFollowed`).
+    var followChecks: [String: (want: UInt64, to: SequenceNumber, after: Set<CompactID>)] = [:]
     /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
 

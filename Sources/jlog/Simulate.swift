@@ -11,7 +11,8 @@ struct Simulate: AsyncParsableCommand {
         Every device has its own store on a simulated disk; the service is the reference service \
         over its own store. With --faults all, the service drops responses after applying them, \
         duplicates and delays deliveries, refuses large batches and rate-limits; devices go \
-        offline and lose power; the service compacts (expiring tokens), restarts and loses power; \
+        offline and lose power; the service compacts (devices follow each compaction; a device whose last complete sync \
+        is older than the retention re-fetches, and one that re-fetches sooner fails the run), restarts and loses power; \
         and the service's storage fails under it (the database not answering, answers lost after \
         a commit, damage read, slow calls), which must never sign a device out or lose anything. \
         Exit status 0 when every device converged to the service's lists and histories with \
@@ -60,6 +61,8 @@ struct Simulate: AsyncParsableCommand {
                 ("faultsInjected", .int(Int64(r.faultsInjected))), ("powerLosses", .int(Int64(r.powerLosses))), ("hintedSyncs", .int(Int64(r.hintedSyncs))),
                 ("serviceRestarts", .int(Int64(r.serviceRestarts))), ("compactions", .int(Int64(r.compactions))),
                 ("purged", .int(Int64(r.purged))), ("refetches", .int(Int64(r.refetches))),
+                ("refetchCauses", .object(r.refetchCauses.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+                ("compactionsFollowed", .int(Int64(r.compactionsFollowed))), ("refetchesWithinRetention", .int(Int64(r.refetchesWithinRetention))),
                 ("membershipChanges", .int(Int64(r.membershipChanges))), ("settleRounds", .int(Int64(r.settleRounds))),
                 ("windowReads", .int(Int64(r.windowReads))),
                 ("storageFaultsInjected", .int(Int64(r.storageFaultsInjected))), ("compactionsFailed", .int(Int64(r.compactionsFailed))),
@@ -72,7 +75,7 @@ struct Simulate: AsyncParsableCommand {
             print("seed \(r.seed): \(r.replicas) devices, \(r.ops) steps, faults \(faults.rawValue)")
             print("  \(r.converged ? "converged" : "DID NOT CONVERGE"): lost \(r.lost), duplicated \(r.duplicated)")
             print("  \(r.localChanges) local changes, \(String(format: "%.3f", r.uploadsPerChange)) uploads and \(String(format: "%.3f", r.sendsPerChange)) sends per change")
-            print("  \(r.faultsInjected) faults, \(r.powerLosses) power losses, \(r.serviceRestarts) service restarts, \(r.compactions) compactions (\(r.purged) entries purged, \(r.windowReads) lists paged across one), \(r.refetches) re-fetches, \(r.membershipChanges) sharing changes, \(r.hintedSyncs) hinted syncs")
+            print("  \(r.faultsInjected) faults, \(r.powerLosses) power losses, \(r.serviceRestarts) service restarts, \(r.compactions) compactions (\(r.purged) entries purged, \(r.windowReads) lists paged across one), \(r.refetches) re-fetches (\(r.refetchCauses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))), \(r.compactionsFollowed) compactions followed, \(r.membershipChanges) sharing changes, \(r.hintedSyncs) hinted syncs")
             print("  \(r.storageFaultsInjected) storage faults (\(r.compactionsFailed) compactions and \(r.startsFailed) service starts failed by them), \(r.signedOut) devices signed out")
             print("  settled in \(r.settleRounds) rounds, \(String(format: "%.2f", r.seconds)) s")
             for p in r.problems { print("  problem: \(p)") }

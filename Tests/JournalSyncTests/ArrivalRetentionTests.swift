@@ -72,7 +72,7 @@ import ListModel
         let list = ZoneID(owner: "alice", name: "weekly")!
         try world.core.createZone(caller: "alice", zone: list)
         let now = world.clock.now()
-        let hour: Int64 = 3_600_000
+
         // Dated 23 hours ahead (the most the service takes is a day), received now.
         _ = try world.core.upload(caller: "alice", entries: Self.finishedItem(list, at: now + 23 * hour), to: list)
         #expect(try world.core.compact(now: now + Self.retention + hour).storage.entriesPurged == 0)

@@ -160,4 +160,24 @@ import JournalTesting
         #expect(mine.digest == service.digest)
         #expect(!mine.items.contains { $0.id == bread })
     }
+
+    /// The follow floor is carried from record to record: once the first record is purged, a
+    /// token from before it expires at every later compaction too, not only the next one.
+    @Test func theFollowFloorIsCarriedAcrossLaterCompactions() async throws {
+        let world = try World(retentionMillis: day)
+        let (phone, ipad, list, _) = try await Self.twoDevices(world)
+        _ = try world.compact(after: 2 * day)                     // record 1
+        await phone.sync()
+        world.clock.advance(by: day + 2 * hour)
+        let tea = try await phone.add("Tea", list)
+        try await phone.engine.record(.markOff(item: tea), in: list)
+        await phone.sync()
+        _ = try world.compact(after: day - 2 * hour)              // purges record 1; keeps Tea
+        _ = try world.compact(after: 3 * hour)                    // purges Tea; record 2 stays
+        let report = await ipad.sync()
+        #expect(report.refetched == [list])
+        #expect(report.refetchCauses[.tokenExpired] == 1)
+        #expect(try ipad.list(list) == world.serviceList(list))
+        #expect(try ipad.list(list).digest == world.serviceList(list).digest)
+    }
 }

@@ -275,6 +275,7 @@ func sharedList(_ owner: Device, with others: [Device], name: String = "weekly")
 }
 
 let day: Int64 = 86_400_000
+let hour: Int64 = 3_600_000
 
 /// Syncs every device until a whole round changes nothing.
 func settle(_ devices: [Device], rounds: Int = 6) async {
