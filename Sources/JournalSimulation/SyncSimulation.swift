@@ -64,9 +64,10 @@ package struct SimulationResult: Sendable {
     package var refetches = 0
     /// Re-fetches by cause (`RefetchCause`), compactions devices followed in place, and
     /// re-fetches a compaction caused (`tokenExpired`, `cannotFollow`) on a device whose last
-    /// complete full sync was within the retention. The last is counted, not judged: under this
-    /// simulation's faults (answers lost after an upload, failed compaction runs that leave no
-    /// record, Spec/SYNC.md §6.2 rule 10) a token can trail what its device holds.
+    /// complete full sync was within the retention. The last is counted, not judged: a complete
+    /// sync can leave one list's token behind (a list being shopped, whose fetch is held; a
+    /// re-fetch that waits for shopping to end), and a failed compaction run leaves no record
+    /// (Spec/SYNC.md §6.2 rule 10).
     package var refetchCauses: [String: Int] = [:]
     package var compactionsFollowed = 0
     package var refetchesWithinRetention = 0
