@@ -260,16 +260,18 @@ struct SyncBench {
     }
 
     /// The two-year family list (`LifecycleWorkload`, compacted by the service every day): a
-    /// device synced it, was away 15 days while the family went on, and the service compacted
+    /// device synced it, was away 16 days while the family went on, and the service compacted
     /// it meanwhile, so the device's token expired. Its sync re-fetches the list.
     func refetchAfterAway() {
         let n = counts.refetchListEntries
         let zone = ZoneID(owner: "alice", name: "family")!
         let entries = LifecycleWorkload.generate(n, seed: 43, zone: zone.storeName).entries
         let last = entries.last!.wallTime
-        let away = last - 15 * 86_400_000
+        // Away one day longer than the 14-day retention: the compaction record of its first day
+        // away is purged, so its token is older than the service can describe (SYNC.md §6.7).
+        let away = last - 16 * 86_400_000
         let cut = entries.partitionPoint { $0.wallTime <= away }
-        log("sync: a \(n)-entry family list; a device away for its last 15 days (\(n - cut) entries) re-fetches it")
+        log("sync: a \(n)-entry family list; a device away for its last 16 days (\(n - cut) entries) re-fetches it")
         let dir = self.dir
         var ms: [Double] = [], wire = (0, 0, 0), items = 0
         var historyMS: [Double] = [], historyCosts: [StepCost] = [], historyWire = (0, 0, 0), snapshotIDs = 0
@@ -298,9 +300,9 @@ struct SyncBench {
                 options.fetchesHistoryAfterRefetch = false
                 let engine = try SyncEngine(store: dev, service: meter, replica: "alice:phone", options: options)
                 guard await engine.sync().isComplete else { throw JournalError.invalidEntry("the first sync did not complete") }
-                // 15 days away: the family goes on, and the service compacts once a day.
+                // 16 days away: the family goes on, and the service compacts once a day.
                 var k = cut
-                for day in 1...15 {
+                for day in 1...16 {
                     let end = away + Int64(day) * 86_400_000
                     let next = entries.partitionPoint { $0.wallTime <= end }
                     while k < next {
@@ -340,15 +342,15 @@ struct SyncBench {
             removeTree(devPath)
         }
         report.emit(Measurement(
-            name: "refetch_after_15_days", system: "journallog", unit: "ms", runs: ms,
+            name: "refetch_after_16_days", system: "journallog", unit: "ms", runs: ms,
             extra: [("list_entries", .i(n)), ("entries_while_away", .i(n - cut)), ("entries_on_wire", .i(wire.0)),
                     ("bytes_on_wire", .i(wire.1)), ("requests", .i(wire.2)), ("items", .i(items))] + Self.idFloor(snapshotIDs) + [
-                    ("note", .s("a device synced the two-year family list (LifecycleWorkload), was away its last 15 days while the service compacted it; its next sync (token expired) installs the service's snapshot and what followed it, durably, and materialises the list. History on demand: refetch_history_paged"))]))
+                    ("note", .s("a device synced the two-year family list (LifecycleWorkload), was away its last 16 days (the retention and a day) while the service compacted it daily; its next sync (token older than the compaction records kept) installs the service's snapshot and what followed it, durably, and materialises the list. History on demand: refetch_history_paged"))]))
         report.emit(Measurement(
             name: "refetch_history_paged", system: "journallog", unit: "ms", runs: historyMS,
             extra: [("list_entries", .i(n)), ("bytes_on_wire", .i(historyWire.0)), ("pages", .i(historyWire.1)),
                     ("largest_page_bytes", .i(historyWire.2))] + StepCost.fields(historyCosts)
-                + [("note", .s("after refetch_after_15_days: the device fetches the family list's whole history page by page (SYNC.md §3.12) from the service in this process and installs it as one piece, streamed to disk; the peak RSS is both sides' (one process), reset before the fetch"))]))
+                + [("note", .s("after refetch_after_16_days: the device fetches the family list's whole history page by page (SYNC.md §3.12) from the service in this process and installs it as one piece, streamed to disk; the peak RSS is both sides' (one process), reset before the fetch"))]))
     }
 
     /// One change: Alice's phone records it and syncs; Bob's phone syncs and has it.
