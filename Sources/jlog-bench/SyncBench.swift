@@ -24,6 +24,14 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
     private(set) var tokenBytes = 0
     /// The last snapshot fetched, as it came (looked into after the timed part).
     private(set) var lastSnapshot: [UInt8]? = nil
+    /// Snapshots asked for (`fetchZoneSnapshot` calls, answered with one or none).
+    private(set) var snapshots = 0
+    /// Of `bytesDown`, the zone pages' entries as wire batches (compaction records included),
+    /// and of those the compaction records' (SYNC.md §6.7): how many, their bytes in the batches
+    /// they came in, and the last one met.
+    private(set) var entryBytesDown = 0
+    private(set) var recordsDown = 0, recordBytesDown = 0
+    private(set) var lastRecord: JournalEntry? = nil
 
     init(_ inner: LocalService) { self.inner = inner }
 
@@ -31,6 +39,7 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
         lock.withLock {
             (calls, entriesUp, entriesDown, bytesUp, bytesDown, historyBytes, tokenBytes) = (0, 0, 0, 0, 0, 0, 0)
             (historyPages, largestHistoryPage) = (0, 0)
+            (snapshots, entryBytesDown, recordsDown, recordBytesDown, lastRecord) = (0, 0, 0, 0, nil)
         }
     }
     private func count(up: Int = 0, down: Int = 0, entriesUp eu: Int = 0, entriesDown ed: Int = 0) {
@@ -64,7 +73,16 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
         case (_, .databaseChanges(let p)): count(up: sent, down: Self.json(HTTPBinding.DatabaseChangesJSON(p)))
         case (_, .bothDatabases(let p)): count(up: sent, down: Self.json(HTTPBinding.BothDatabasesJSON(p)))
         case (_, .zoneChanges(let p)):
-            count(up: sent, down: WireBatch.encode(p.entries).count + p.token.text.utf8.count + (p.head?.text.utf8.count ?? 0), entriesDown: p.entries.count)
+            let batch = WireBatch.encode(p.entries).count
+            count(up: sent, down: batch + p.token.text.utf8.count + (p.head?.text.utf8.count ?? 0), entriesDown: p.entries.count)
+            let records = p.entries.filter(CompactionRecord.isRecord)
+            let recordBytes = records.isEmpty ? 0 : batch - WireBatch.encode(p.entries.filter { !CompactionRecord.isRecord($0) }).count
+            lock.withLock {
+                entryBytesDown += batch
+                recordsDown += records.count
+                recordBytesDown += recordBytes
+                if let r = records.last { lastRecord = r }
+            }
         case (_, .history(let h)):
             // As the HTTP binding carries it to a client that takes LZ4 (SYNC.md §9.5).
             let n = CompressedBody.encode(h)?.count ?? h.count
@@ -81,7 +99,10 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
             }
         case (_, .snapshot(let snap?)):
             count(down: snap.bytes.count + snap.token.text.utf8.count)
-            lock.withLock { lastSnapshot = snap.bytes }
+            lock.withLock { lastSnapshot = snap.bytes; snapshots += 1 }
+        case (_, .snapshot(nil)):
+            count()
+            lock.withLock { snapshots += 1 }
         default: count()
         }
         return answer
@@ -234,6 +255,7 @@ struct SyncBench {
             extra: [("list_entries", .i(n)), ("bytes_on_wire", .i(historyBytes)), ("pages", .i(historyPages)),
                     ("note", .s("after initial_sync_snapshot: the device fetches the list's history page by page (SYNC.md §3.12), installs it beside the log and reads it whole"))]))
         refetchAfterAway()
+        followingCompactions()
         steadyState(zone)
     }
 
