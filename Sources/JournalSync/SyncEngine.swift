@@ -62,9 +62,10 @@ public struct SyncReport: Sendable {
     public var refetched: [ZoneID] = []
     /// How many of `refetched` had each cause.
     public var refetchCauses: [RefetchCause: Int] = [:]
-    /// Service compactions this device followed in place (Spec/SYNC.md §6.7), and how many of
-    /// its entries they purged or wrote over: no list was fetched again for them.
+    /// Service compactions this device followed in place (Spec/SYNC.md §6.7): no list was
+    /// fetched again for them.
     public var compactionsFollowed = 0
+    /// Entries of this device's copies the compactions it followed purged or wrote over.
     public var purgedByFollowing = 0
     /// Lists the service no longer gives this account, removed from the device, and why.
     public var gone: [ZoneGone] = []
