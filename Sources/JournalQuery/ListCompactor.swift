@@ -142,7 +142,11 @@ public struct ListCompactor: Sendable {
         // A deleted list's entries in the active segment would stay on disk until it fills.
         var waiting = source.deletedZoneEntriesInActiveSegment
         for info in zones where !waiting && info.lastChange > sealed {
-            waiting = try liveTail(info.name, after: max(sealed, info.lowWaterMark))?.contains { Self.isOld($0.entry, cutoff: cutoff) } ?? false
+            // From the sealed end, not the mark: a sync service raises a zone's mark to what a
+            // run read, which may lie in the active segment, and old entries below that mark
+            // there would otherwise never be sealed, so never purged (nor the compaction
+            // records, SYNC.md §6.7). A seal happens at most once per segment's retention.
+            waiting = try liveTail(info.name, after: sealed)?.contains { Self.isOld($0.entry, cutoff: cutoff) } ?? false
         }
         if waiting {
             if dryRun {
