@@ -29,8 +29,11 @@ package enum CompactionMark {
             self.arrivedThrough = arrivedThrough
         }
 
-        /// Capped by everything that holds it back.
-        var mark: SequenceNumber { clamp(min(heldByConsumers, arrivedThrough ?? .max)) }
+        /// Capped by everything that holds it back. The arrival bound caps it even below the
+        /// zone's low-water mark: that mark is the previous run's snapshot position, above that
+        /// run's `M`, and an entry between the two that arrived within the retention must stay
+        /// (a device that synced since holds it; one that did not must not lose it unseen).
+        var mark: SequenceNumber { min(clamp(heldByConsumers), arrivedThrough ?? .max) }
         /// Capped by the consumers alone.
         var heldByConsumers: SequenceNumber { min(unheld, consumers ?? .max) }
         func clamp(_ limit: SequenceNumber) -> SequenceNumber { min(max(lowWaterMark, limit), ceiling) }

@@ -271,8 +271,9 @@ package enum SyncSimulation {
         if byCompaction > 0, let last = node.lastComplete, now - last < retention {
             result.refetchesWithinRetention += byCompaction
         }
-        // Only a full sync fetches every list the device has (a hinted one fetches one).
-        if r.isComplete && full { node.lastComplete = now }
+        // Only a full sync fetches every list the device has (a hinted one fetches one), and
+        // only when shopping kept none of them from it.
+        if r.isComplete && full && r.waitingForShopping.isEmpty { node.lastComplete = now }
     }
 
     static func settle(_ nodes: [Node], now: Int64, retention: Int64, _ result: inout SimulationResult) async throws {

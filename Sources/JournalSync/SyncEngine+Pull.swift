@@ -140,7 +140,10 @@ extension SyncEngine {
         // before this device joined holds purged events only there).
         // While shopping the visible list does not move: a re-fetch (which replaces it) waits
         // for shopping to end; one already under way finishes.
-        if z.replacing == nil && z.token == nil && z.toApply.isEmpty && z.shopping { return }
+        if z.replacing == nil && z.token == nil && z.toApply.isEmpty && z.shopping {
+            report.waitingForShopping.append(z.zone)
+            return
+        }
         if z.replacing == nil && z.token == nil && z.toApply.isEmpty { refetchCauses[name] = refetchCauses[name] ?? .firstFetch }
         if z.replacing != nil || (z.token == nil && z.toApply.isEmpty) { return await refetch(name, &report) }
         followChecks[name] = nil
@@ -157,6 +160,7 @@ extension SyncEngine {
                 // held entries are applied or shopping ends).
                 let room = options.maxHeldEntries - z.held.count
                 guard room > 0 else {
+                    report.waitingForShopping.append(z.zone)
                     state.zones[name]?.needsFetch = true
                     try? save()
                     return
@@ -172,7 +176,10 @@ extension SyncEngine {
             } catch {
                 switch error {
                 case .tokenExpired:
-                    if z.shopping { return }   // after shopping (needsFetch stays set)
+                    if z.shopping {   // after shopping (needsFetch stays set)
+                        report.waitingForShopping.append(z.zone)
+                        return
+                    }
                     refetchCauses[name] = .tokenExpired
                     return await refetch(name, &report)
                 case .zoneDeleted(let reason): return removeLocal(name, reason: reason, &report)

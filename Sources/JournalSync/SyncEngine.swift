@@ -57,6 +57,10 @@ public struct SyncReport: Sendable {
     public var applied = 0
     /// Entries held back while shopping.
     public var held = 0
+    /// Lists shopping kept from syncing fully: a re-fetch (first fetch or expired token) that
+    /// waits for shopping to end, or held entries at `SyncEngineOptions.maxHeldEntries`. Such a
+    /// list is as current as its last fetch, not as this sync; `isComplete` does not count it.
+    public var waitingForShopping: [ZoneID] = []
     /// Lists replaced by the service's copy (Spec/SYNC.md §7.5): a first fetch, a token older
     /// than the service can still describe, or a copy that could not follow a compaction.
     public var refetched: [ZoneID] = []

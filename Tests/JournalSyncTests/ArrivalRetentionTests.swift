@@ -13,8 +13,8 @@ import ListModel
     static let retention: Int64 = 14 * 86_400_000
 
     /// An add and a mark-off dated a month back, uploaded now.
-    static func finishedItem(_ list: ZoneID, at wall: Int64) -> [JournalEntry] {
-        let item = CompactID("milk")!
+    static func finishedItem(_ list: ZoneID, at wall: Int64, item name: String = "milk") -> [JournalEntry] {
+        let item = CompactID(name)!
         func entry(_ op: JournalCodec.EntryOperation, _ ms: Int64) -> JournalEntry {
             JournalEntry(id: .random(), zone: list.storeName, author: "alice", wallTime: ms,
                          clock: HybridTime(physicalMillis: UInt64(ms), counter: 0), operation: op)
@@ -77,5 +77,24 @@ import ListModel
         _ = try world.core.upload(caller: "alice", entries: Self.finishedItem(list, at: now + 23 * hour), to: list)
         #expect(try world.core.compact(now: now + Self.retention + hour).storage.entriesPurged == 0)
         #expect(try world.core.compact(now: now + Self.retention + 24 * hour).storage.entriesPurged == 2)
+    }
+
+    /// A run raises the mark to its snapshot position, above the entries that arrived too late
+    /// for it: those still wait for the retention from their arrival in the runs after it,
+    /// though they now lie below the mark (a device that synced since holds them, SYNC.md §6.7).
+    @Test func entriesBelowTheMarkWaitForTheRetentionFromTheirArrival() throws {
+        let world = try World(retentionMillis: Self.retention)
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        let month: Int64 = 30 * 86_400_000
+        _ = try world.core.upload(caller: "alice", entries: Self.finishedItem(list, at: world.clock.now() - month), to: list)
+        world.clock.advance(by: Self.retention + 86_400_000)
+        _ = try world.core.upload(caller: "alice", entries: Self.finishedItem(list, at: world.clock.now() - month, item: "eggs"), to: list)
+        #expect(try world.core.compact(now: world.clock.now()).storage.entriesPurged == 2, "the milk, which arrived long ago")
+        world.clock.advance(by: 86_400_000)
+        #expect(try world.core.compact(now: world.clock.now()).storage.entriesPurged == 0, "the eggs arrived a day ago")
+        world.clock.advance(by: Self.retention)
+        let late = try world.core.compact(now: world.clock.now()).storage.entriesPurged
+        #expect(late == 3, "the eggs, and the first run's compaction record, now older than the retention")
     }
 }
