@@ -29,8 +29,8 @@ struct HistoryPages: Sendable {
             switch position.step {
             case .piece(let sequence, let crc, let index):
                 at = try pieceEvents(info, position, sequence: sequence, crc: crc, index: index, checked: sequence == checkedHead, into: &page)
-            case .log(let floor, let token):
-                at = try logEvents(info, position, floor: floor, token: token, into: &page)
+            case .log(let token):
+                at = try logEvents(info, position, floor: position.floor, token: token, into: &page)
             }
         }
         // A purge that began meanwhile may have moved what the log held into a piece not read.
@@ -39,25 +39,38 @@ struct HistoryPages: Sendable {
         return HistoryPage(bytes: page.takeChunk(), next: at?.cursor)
     }
 
-    /// Where the page starts: the cursor's position, checked against the zone as it stands, or
-    /// the newest piece (the chain checked by headers), or the log when there is none.
+    /// Where the page starts: the cursor's position, or the newest piece (the chain checked by
+    /// headers), or the log when there is none. A read that was in the log when pieces were
+    /// written (a compaction moved entries it had not read yet into them) reads those pieces
+    /// first, then the log again from its start.
     private func start(_ info: ZoneInfo, _ cursor: HistoryCursor?) throws(SyncError) -> HistoryPosition {
         if let cursor {
             guard let p = HistoryPosition(cursor) else { throw .invalidRequest("not a history cursor this service wrote") }
-            // The history moved since the first page (a compaction, a new incarnation): start again.
-            // A head that could not be read is busy, never a history that moved (the device
-            // would start its pages over).
-            let newest: SequenceNumber
-            do throws(StorageError) { newest = try store.newestHistory(of: info) } catch { throw error.syncError }
-            guard p.incarnation == info.incarnation, p.mark == info.lowWaterMark, p.head == newest else {
-                throw .tokenExpired
-            }
+            // The zone was made again since the first page: its history is another one.
+            guard p.incarnation == info.incarnation else { throw .tokenExpired }
+            if case .log = p.step { return try piecesSince(info, p) ?? p }
             return p
         }
         let head: (sequence: SequenceNumber, crc: UInt32)?
         do throws(QueryError) { head = try store.historyChainHead(of: info.name) } catch { throw historyError(error, info.name) }
-        let step: HistoryPosition.Step = head.map { .piece(sequence: $0.sequence, crc: $0.crc, index: 0) } ?? .log(floor: 0, token: nil)
-        return HistoryPosition(incarnation: info.incarnation, mark: info.lowWaterMark, head: head?.sequence ?? 0, step: step)
+        let step: HistoryPosition.Step = head.map { .piece(sequence: $0.sequence, crc: $0.crc, index: 0) } ?? .log(token: nil)
+        return HistoryPosition(incarnation: info.incarnation, head: head?.sequence ?? 0, step: step)
+    }
+
+    /// The pieces written since the read reached `p.head`, newest first down to it, or nil when
+    /// there are none. Pieces are only ever added on top of the chain (SNAPSHOT.md §5.1), so the
+    /// ones read stay read; a chain whose head went back is not this read's any more.
+    private func piecesSince(_ info: ZoneInfo, _ p: HistoryPosition) throws(SyncError) -> HistoryPosition? {
+        // A head that could not be read is busy, never a history that moved.
+        let newest: SequenceNumber
+        do throws(StorageError) { newest = try store.newestHistory(of: info) } catch { throw error.syncError }
+        guard newest != p.head else { return nil }
+        guard newest > p.head else { throw .tokenExpired }
+        let head: (sequence: SequenceNumber, crc: UInt32)?
+        do throws(QueryError) { head = try store.historyChainHead(of: info.name) } catch { throw historyError(error, info.name) }
+        guard let head, head.sequence > p.head else { throw .tokenExpired }
+        return HistoryPosition(incarnation: p.incarnation, head: head.sequence, stop: p.head, floor: p.floor,
+                               step: .piece(sequence: head.sequence, crc: head.crc, index: 0))
     }
 
     private func isFull(_ page: HistoryPieceEncoder) -> Bool {
@@ -93,8 +106,11 @@ struct HistoryPages: Sendable {
         if !ended {
             resumes.put(HistoryResumes.Key(zone: info.name, incarnation: info.incarnation, sequence: sequence, crc: crc, index: rest.index), rest)
             next.step = .piece(sequence: sequence, crc: crc, index: rest.index)
-        } else if header.complete || header.previous == 0 {
-            next.step = .log(floor: header.complete ? sequence : 0, token: nil)
+        } else if header.complete || header.previous == 0 || header.previous == position.stop {
+            // The end of the stretch: the pieces written since it began, or the log.
+            if header.complete && position.stop == 0 { next.floor = sequence }
+            next.step = .log(token: nil)
+            return try piecesSince(info, next) ?? next
         } else {
             next.step = .piece(sequence: header.previous, crc: header.previousCRC, index: 0)
         }
@@ -120,7 +136,11 @@ struct HistoryPages: Sendable {
         }
         var next = position
         next.step = i < events.count ? .piece(sequence: sequence, crc: bytes.withUnsafeBytes { HistoryPieceCodec.storedCRC($0)! }, index: i)
-            : .log(floor: sequence, token: nil)
+            : .log(token: nil)
+        if i == events.count {
+            next.floor = position.stop == 0 ? sequence : next.floor
+            return try piecesSince(info, next) ?? next
+        }
         return next
     }
 
@@ -137,14 +157,21 @@ struct HistoryPages: Sendable {
                 changes = try store.zoneChanges(info.name, since: token.map { FeedToken($0) }, limit: room)
             } catch {
                 if case .storage = error { throw .serviceBusy(retryAfter: .seconds(1)) }
-                throw .tokenExpired  // the zone moved on (a purge, a new incarnation): start again
+                // The mark rose under the token: the log is read again from its start (its events
+                // sent twice are kept once); what the rise purged is in a piece the next request
+                // reads first (`piecesSince`), or this one reports the purge as busy.
+                guard token == nil else {
+                    token = nil
+                    continue
+                }
+                throw .tokenExpired
             }
             for e in changes.entries where e.sequence > floor { page.add(e.entry) }
             guard changes.moreComing else { return nil }
             token = changes.token.text
         }
         var next = position
-        next.step = .log(floor: floor, token: token)
+        next.step = .log(token: token)
         return next
     }
 

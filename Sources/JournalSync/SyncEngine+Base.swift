@@ -98,8 +98,9 @@ extension SyncEngine {
     /// Fetches the zone's history page by page (Spec/SYNC.md §3.12) into a complete piece at the
     /// list's last change, with the list's own entries through it, and raises the local mark
     /// there, so `history` reads the piece and the log after it. Memory holds one page, never the
-    /// whole history. A history that moved between pages (`tokenExpired`: the service compacted
-    /// it) is read again from its start, a few times. Returns nil, or why the history could not
+    /// whole history. A compaction between pages does not restart the read (the service goes on
+    /// from the cursor); a list made again between them (`tokenExpired`) is read again from its
+    /// start, a few times. Returns nil, or why the history could not
     /// be installed (a local failure, or pages that do not decode); the service's errors are thrown.
     func fetchHistoryPages(_ name: String, _ zone: ZoneID) async throws(SyncError) -> String? {
         var attempt = 0

@@ -90,24 +90,69 @@ import JournalTesting
         #expect(log == (try world.serviceHistory(list)))
     }
 
-    @Test func aCompactionBetweenPagesExpiresTheCursor() async throws {
-        let world = try Self.world()
-        let (phone, list) = try await Self.twiceCompacted(world)
-        let first = try world.core.fetchZoneHistoryPage(caller: "alice", zone: list, after: nil)
-        let cursor = try #require(first.next)
+    /// Pages from `cursor` on, merged into `log`; how many were read.
+    static func pages(_ world: World, _ list: ZoneID, after cursor: HistoryCursor?, into log: inout ActivityLog,
+                      until stop: (HistoryCursor) -> Bool = { _ in false }) throws -> (pages: Int, next: HistoryCursor?) {
+        var cursor = cursor, pages = 0
+        repeat {
+            let page = try world.core.fetchZoneHistoryPage(caller: "alice", zone: list, after: cursor)
+            pages += 1
+            if !page.bytes.isEmpty { _ = try HistoryPieceCodec.decode(page.bytes, into: &log) }
+            cursor = page.next
+        } while cursor.map { !stop($0) } ?? false && pages < 1_000
+        return (pages, cursor)
+    }
+
+    /// Marks off the Soap and compacts: one more piece on top of the chain.
+    static func compactAgain(_ world: World, _ phone: Device, _ list: ZoneID) async throws {
         let soap = try #require(try phone.list(list).items.first { $0.text == "Soap" })
         try await phone.engine.record(.markOff(item: soap.id), in: list)
         await phone.sync()
         try world.compact(after: 2 * day)
-        #expect(throws: SyncError.tokenExpired) { try world.core.fetchZoneHistoryPage(caller: "alice", zone: list, after: cursor) }
-        // From the start again, whole.
-        #expect(try Self.allPages(world, list).log == world.serviceHistory(list))
+    }
+
+    /// A compaction between pages only adds a piece on top of the chain: the read goes on from
+    /// its cursor, reads the new piece once the chain it was in ends, and ends with the whole
+    /// history, no page read twice.
+    @Test func aCompactionBetweenPagesResumesTheRead() async throws {
+        let world = try Self.world()
+        let (phone, list) = try await Self.twiceCompacted(world)
+        var log = ActivityLog(zone: list.storeName)
+        let first = try Self.pages(world, list, after: nil, into: &log) { _ in true }
+        try await Self.compactAgain(world, phone, list)
+        let rest = try Self.pages(world, list, after: first.next, into: &log)
+        #expect(log == (try world.serviceHistory(list)))
+        #expect(first.pages + rest.pages <= (try Self.allPages(world, list).pages) + 1)
+    }
+
+    /// A compaction while the read is in the log moves entries it has not read into a piece: the
+    /// next page reads that piece, then the log again, and the history is whole.
+    @Test func aCompactionWhileReadingTheLogResumesWithItsPiece() async throws {
+        let world = try Self.world()
+        let (phone, list) = try await Self.twiceCompacted(world)
+        var log = ActivityLog(zone: list.storeName)
+        let inLog = try Self.pages(world, list, after: nil, into: &log) { $0.text.hasPrefix("h2.l.") }
+        #expect(inLog.next != nil)
+        try await Self.compactAgain(world, phone, list)
+        _ = try Self.pages(world, list, after: inLog.next, into: &log)
+        #expect(log == (try world.serviceHistory(list)))
+    }
+
+    /// A list made again since the first page has another history: its cursor expires.
+    @Test func aCursorOfAnEarlierIncarnationExpires() async throws {
+        let world = try Self.world()
+        let (_, list) = try await Self.twiceCompacted(world)
+        let first = try world.core.fetchZoneHistoryPage(caller: "alice", zone: list, after: nil)
+        let cursor = try #require(first.next)
+        var p = try #require(HistoryPosition(cursor))
+        p.incarnation += 1
+        #expect(throws: SyncError.tokenExpired) { try world.core.fetchZoneHistoryPage(caller: "alice", zone: list, after: p.cursor) }
     }
 
     @Test func aCursorTheServiceDidNotWriteIsRefused() async throws {
         let world = try Self.world()
         let (_, list) = try await Self.twiceCompacted(world)
-        for text in ["", "h1", "h1.p.1.1.1.0.0.0", "h1.x.1.2.3.4", "h2.l.1.2.3.4", "h1.p.01.2.3.4.5.6", String(repeating: "a", count: 600)] {
+        for text in ["", "h1", "h1.p.1.1.1.0.0.0", "h1.x.1.2.3.4", "h2.l.1.2.3", "h1.l.1.2.3.4", "h2.p.1.2.3.4.5.6", "h1.p.01.2.3.4.5.6", String(repeating: "a", count: 600)] {
             #expect(throws: SyncError.self) { try world.core.fetchZoneHistoryPage(caller: "alice", zone: list, after: HistoryCursor(text)) }
         }
     }
