@@ -55,6 +55,9 @@ public struct ListCompactor: Sendable {
     /// dry run), the zones of the group: their purge is complete, so a sync service raises their
     /// marks and answers their fetches again while the run goes on with the next group.
     package var groupDidFinish: (@Sendable ([ZoneCompaction]) -> Void)?
+    /// Told each group's zones right after their rewrite commits, before their snapshots are
+    /// written (their `followed` has no digest yet).
+    package var groupDidCommit: (@Sendable ([ZoneCompaction]) -> Void)?
 
     /// A compactor of the lists `query` reads; the query must be over the store's writer, as
     /// compaction rewrites segments.
@@ -418,6 +421,7 @@ public struct ListCompactor: Sendable {
                     plans[k].zone.rewritten = tallies[k].rewritten
                     plans[k].zone.followed = followed[k]
                 }
+                groupDidCommit?(plans.map(\.zone))
                 break
             } catch .compactionConflict(let zone, let at, let through) {
                 refusals[zone, default: 0] += 1

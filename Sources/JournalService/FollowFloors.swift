@@ -52,12 +52,14 @@ final class FollowFloors: @unchecked Sendable {
         return floor
     }
 
-    /// The record at the zone's mark, if its first entry above the mark is one.
-    func record(_ info: ZoneInfo) throws(FeedError) -> CompactionRecord? {
-        let token = try store.zoneToken(info.name, position: info.lowWaterMark)
+    /// The record of a compaction to `position` (the zone's mark when nil), if the zone's first
+    /// entry above it is one.
+    func record(_ info: ZoneInfo, at position: SequenceNumber? = nil) throws(FeedError) -> CompactionRecord? {
+        let at = position ?? info.lowWaterMark
+        let token = try store.zoneToken(info.name, position: at)
         let page = try store.zoneChanges(info.name, since: token, limit: 1)
         guard page.incarnation == info.incarnation, let first = page.entries.first else { return nil }
-        guard let record = try? CompactionRecord.of(first.entry), record.to == info.lowWaterMark else { return nil }
+        guard let record = try? CompactionRecord.of(first.entry), record.to == at else { return nil }
         return record
     }
 

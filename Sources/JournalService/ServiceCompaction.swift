@@ -18,6 +18,11 @@ struct ServiceCompaction: Sendable {
         // Uploads and sharing changes wait for it; fetches go on, but for those of a zone being
         // purged (`purging`), which are refused from just before its mark rises to the last raise.
         try context.compaction.writing { () throws(SyncError) -> ListCompactionReport in
+            // A run that failed to raise the marks it owed left its zones refused: raised first.
+            if context.locked({ !context.purging.isEmpty }) {
+                do { try raiseMarksOfCommittedPurges() } catch { throw .serviceBusy(retryAfter: .seconds(60)) }
+                context.locked { context.purging.removeAll() }
+            }
             let plan = try makePlan(now: time)
             // `purging` is cleared once every mark is raised. A run that failed may have committed
             // a rewrite first: its marks are raised as a restart would (rule 8) before fetches
@@ -74,10 +79,13 @@ struct ServiceCompaction: Sendable {
                 } catch {}
             }
         }
+        let groupDidCommit: @Sendable ([ZoneCompaction]) -> Void = { [context] zones in
+            context.locked { for z in zones where z.followed != nil { context.committed[z.zone] = z } }
+        }
         return ServiceCompactionPlan(now: time, retentionMillis: retention, maxEntriesPerGroup: context.limits.compactionGroupEntries,
                                      arrivedThrough: arrivedThrough,
                                      zoneFilter: { z in !ServiceCore.isSystemZone(z.name) && z.lastChange > z.lowWaterMark },
-                                     purgeWillBegin: purgeWillBegin, groupDidFinish: groupDidFinish)
+                                     purgeWillBegin: purgeWillBegin, groupDidFinish: groupDidFinish, groupDidCommit: groupDidCommit)
     }
 
     /// Once a zone's purge is complete (not under `lock`: it writes): forgets its cached purged
@@ -86,16 +94,18 @@ struct ServiceCompaction: Sendable {
     private func finishPurge(_ z: ZoneCompaction) throws(JournalError) {
         context.locked { context.purged[z.zone] = nil }
         guard let info = try read(z.zone), !info.isDeleted else { return }
+        // The record first, then the raise: a failure or a crash between the two leaves a record
+        // that the raise of a restart (`raiseMarksOfCommittedPurges`) finds in place.
+        if info.incarnation == z.incarnation, info.lowWaterMark <= z.snapshotSequence { try writeRecord(z, zone: info) }
+        context.locked { if context.committed[z.zone]?.snapshotSequence == z.snapshotSequence { context.committed[z.zone] = nil } }
         if z.snapshotSequence > info.lowWaterMark { try store.raiseMark(z.zone, to: z.snapshotSequence) }
-        if let raised = try read(z.zone), raised.incarnation == z.incarnation, raised.lowWaterMark == z.snapshotSequence {
-            try writeRecord(z, zone: raised)
-        }
         let mark = try read(z.zone)?.lowWaterMark ?? 0
         if mark > context.locked({ context.announced[z.zone]?.mark ?? 0 }) { try announce(z.zone, mark: mark) }
     }
 
-    /// Appends the zone's compaction record (Spec/SYNC.md §6.7) right after its mark was raised to
-    /// the run's `S`, before its fetches are answered again: the zone's first entry above the mark,
+    /// Appends the zone's compaction record (Spec/SYNC.md §6.7) right after the run's `S`, before
+    /// its mark is raised there and its fetches are answered again (uploads wait for the run, so
+    /// nothing of the zone lies between): the zone's first entry above the mark once it is raised,
     /// so every token from the follow floor on meets it in its next page. A run that purged more
     /// than a record holds, or whose digest is unknown, writes none: its older tokens expire.
     /// Idempotent: the record's id is derived from `S`.
@@ -103,7 +113,7 @@ struct ServiceCompaction: Sendable {
         guard let followed = z.followed, let digest = followed.digest, z.snapshotSequence > z.previousMark else { return }
         // Written already (a run's end finishes every zone its groups finished).
         do throws(FeedError) {
-            if try context.followFloors.record(info) != nil { return }
+            if try context.followFloors.record(info, at: z.snapshotSequence) != nil { return }
         } catch { throw .writerFailed("the zone's compaction record could not be read: \(error)") }
         // Records this run purged were older than the retention, and so were all before them:
         // tokens under their marks can no longer follow.
@@ -112,6 +122,38 @@ struct ServiceCompaction: Sendable {
         let record = CompactionRecord(from: z.previousMark, to: z.snapshotSequence, followFrom: floor,
                                       followPosition: followed.followPosition, digest: digest, purged: followed.purged, placed: followed.placed)
         _ = try store.appendBatch([record.entry(zone: z.zone, wallTime: context.now())], expectingMark: info.lowWaterMark)
+    }
+
+    /// The record of a run that failed after its rewrite committed (`committed`), once the zone's
+    /// mark is raised to that run's snapshot position: its digest is the zone's log through it
+    /// replayed, as a device checks it (a digest that differs only sends devices to re-fetch).
+    private func writeRecordOfCommitted(_ zone: String) throws(JournalError) {
+        guard var pending = context.locked({ context.committed[zone] }) else { return }
+        guard let info = try read(zone), !info.isDeleted, info.incarnation == pending.incarnation,
+              info.lowWaterMark == pending.snapshotSequence else {
+            if let info = try read(zone), info.incarnation != pending.incarnation || info.lowWaterMark > pending.snapshotSequence {
+                context.locked { context.committed[zone] = nil }
+            }
+            return
+        }
+        pending.followed?.digest = try replayedDigest(info, through: pending.snapshotSequence)
+        try writeRecord(pending, zone: info)
+        context.locked { context.committed[zone] = nil }
+    }
+
+    /// The state digest of the zone's log through `sequence`, every entry replayed in order.
+    private func replayedDigest(_ info: ZoneInfo, through sequence: SequenceNumber) throws(JournalError) -> UInt64 {
+        var reducer = ListReducer(zone: info.name)
+        var token: FeedToken? = nil
+        while true {
+            let page: ZoneChanges
+            do throws(FeedError) { page = try store.zoneChanges(info.name, since: token, limit: 10_000) } catch {
+                throw .writerFailed("the zone's log could not be read for its compaction record: \(error)")
+            }
+            for e in page.entries where e.sequence <= sequence { _ = reducer.apply(e.entry) }
+            guard page.moreComing, page.entries.last.map({ $0.sequence < sequence }) ?? false else { return reducer.stateDigest() }
+            token = page.token
+        }
     }
 
     /// A zone's row, for a step that writes: a storage that does not answer fails the step.
@@ -129,6 +171,7 @@ struct ServiceCompaction: Sendable {
             let newest: SequenceNumber
             do throws(StorageError) { newest = try store.newestHistory(of: z) } catch { throw .writerFailed(error.description) }
             if newest > z.lowWaterMark && newest <= z.lastChange { try store.raiseMark(z.name, to: newest) }
+            try writeRecordOfCommitted(z.name)
             let mark = try read(z.name)?.lowWaterMark ?? 0
             if mark > 0 && mark > context.locked({ context.announced[z.name]?.mark ?? 0 }) { try announce(z.name, mark: mark) }
         }

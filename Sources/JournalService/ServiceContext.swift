@@ -1,5 +1,6 @@
 import Foundation
 import JournalLog
+import JournalQuery
 import JournalSync
 
 /// What every part of the service shares (`ServiceCore`'s uploads, feed, sharing and compaction):
@@ -52,6 +53,10 @@ final class ServiceContext: @unchecked Sendable {
     /// service's last raise (Spec/SYNC.md §6.2 rule 3): fetches of them are refused meanwhile.
     /// Under `lock`.
     var purging: Set<String> = []
+    /// Per zone: what a run whose rewrite committed collected for the zone's compaction record
+    /// (SYNC.md §6.7), until the record is written. A run that fails after its commit leaves it
+    /// here, and the raise that follows writes the record from it. Under `lock`.
+    var committed: [String: ZoneCompaction] = [:]
     /// Per zone, the purges begun since the service started: a read that saw its zone's count
     /// change may rest on the log before a purge (its window opened and closed during the read).
     /// Under `lock`.

@@ -157,6 +157,9 @@ package struct ServiceCompactionPlan: Sendable {
     package var zoneFilter: @Sendable (ZoneInfo) -> Bool
     package var purgeWillBegin: @Sendable (String) -> Void
     package var groupDidFinish: @Sendable ([ZoneCompaction]) -> Void
+    /// Told each group's zones as soon as their rewrite commits, before their snapshots: what a
+    /// compaction record needs but the digest, kept for a run that fails before it finishes.
+    package var groupDidCommit: @Sendable ([ZoneCompaction]) -> Void = { _ in }
 }
 
 extension JournalStore: ServiceStorage {
@@ -240,6 +243,7 @@ extension JournalStore: ServiceStorage {
         compactor.arrivedThrough = plan.arrivedThrough
         compactor.purgeWillBegin = plan.purgeWillBegin
         compactor.groupDidFinish = plan.groupDidFinish
+        compactor.groupDidCommit = plan.groupDidCommit
         return try compactor.run(now: plan.now)
     }
 

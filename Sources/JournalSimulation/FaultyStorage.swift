@@ -43,6 +43,7 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     private var rng: SplitMix64
     private var faultsNow = StorageFaults()
     private var down = false
+    private var raisesToFail = 0
     private var injectedNow: [String: Int] = [:]
 
     package init(_ inner: any ServiceStorage, seed: UInt64, faults: StorageFaults = StorageFaults()) {
@@ -58,6 +59,13 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
 
     /// Failures injected so far, by kind.
     package var injected: [String: Int] { lock.withLock { injectedNow } }
+
+    /// The next `failingRaises` raises of a zone's mark fail as the database not answering,
+    /// before they reach the storage: a failure at one chosen step of a compaction.
+    package var failingRaises: Int {
+        get { lock.withLock { raisesToFail } }
+        set { lock.withLock { raisesToFail = newValue } }
+    }
 
     package var isDown: Bool {
         get { lock.withLock { down } }
@@ -144,6 +152,12 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     package func makeZone(_ name: String) throws(JournalError) { try write { () throws(JournalError) in try inner.makeZone(name) } }
     package func removeZone(_ name: String) throws(JournalError) { try write { () throws(JournalError) in try inner.removeZone(name) } }
     package func raiseMark(_ zone: String, to mark: SequenceNumber) throws(JournalError) {
+        let fails: Bool = lock.withLock {
+            guard raisesToFail > 0 else { return false }
+            raisesToFail -= 1
+            return true
+        }
+        if fails { throw .writerFailed("injected: the database did not answer") }
         try write { () throws(JournalError) in try inner.raiseMark(zone, to: mark) }
     }
     package func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError) {

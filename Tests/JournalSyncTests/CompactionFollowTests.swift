@@ -45,6 +45,33 @@ import JournalTesting
         #expect(try Self.ids(ipad, list) == world.serviceIDs(list))
     }
 
+    /// The record is written before the raise: a run whose raises fail (its own and its retry at
+    /// the end) leaves the record in place, and the raise that follows (a restart's, or the next
+    /// run's, SYNC.md §6.2 rule 8) finds it: the iPad follows.
+    @Test(arguments: [true, false]) func aRaiseThatFailsAfterTheRecordStillLetsTheDeviceFollow(restart: Bool) async throws {
+        var limits = ServiceLimits()
+        limits.retentionMillis = day
+        let world = try World(limits: limits, storageFaults: true)
+        let (phone, ipad, list, _) = try await Self.twoDevices(world)
+        // Tea arrives after the cutoff: the run's mark stops below it, and its raise goes on to `S`.
+        world.clock.advance(by: 2 * day)
+        try await phone.add("Tea", list)
+        await phone.sync()
+        await ipad.sync()
+        try #require(world.faulty).failingRaises = 2
+        #expect(throws: SyncError.self) { try world.compact(after: 0) }
+        if restart {
+            try world.restartService()
+            try ipad.restart()   // its session now reaches the restarted service
+        } else {
+            _ = try world.compact(after: 0)
+        }
+        let report = await ipad.sync()
+        #expect(report.refetched.isEmpty, "followed, not fetched anew: \(report.refetchCauses)")
+        #expect(report.compactionsFollowed == 1)
+        #expect(try ipad.list(list) == world.serviceList(list))
+    }
+
     @Test func theFollowingDeviceKeepsTheWholeHistory() async throws {
         let world = try World(retentionMillis: day)
         let (_, ipad, list, _) = try await Self.twoDevices(world)
