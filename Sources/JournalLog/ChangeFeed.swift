@@ -136,7 +136,7 @@ public enum FeedError: Error, Sendable, CustomStringConvertible {
         case .zoneDeleted(let z, let at, let reason):
             "zone \(z) was \(reason == .purged ? "purged" : "deleted") at sequence \(at): delete the local copy"
         case .invalidToken(let why): "invalid change token: \(why); fetch again with no token"
-        case .zoneNotFound(let z): "no zone named \(z) (list the zones with `jlog zones`)"
+        case .zoneNotFound(let z): "no zone named \(z) (`zones()` lists the store's zones)"
         case .invalidLimit(let n): "a page holds at least one entry (limit \(n) asked for)"
         case .storage(let e): e.description
         }

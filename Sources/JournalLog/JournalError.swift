@@ -66,8 +66,8 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
         case .writerFailed(let why): return "the writer stopped after an I/O error (\(why)); reopen the store to recover"
         case .closed: return "the store is closed"
         case .readOnly(let why): return "the store is open read-only: \(why)"
-        case .zoneDeleted(let z, let at): return "zone \(z) was deleted at sequence \(at); create it again (`jlog create-zone`, or `createZone`: a new incarnation) before appending"
-        case .zoneNotFound(let z): return "no zone named \(z) (list the zones with `jlog zones`)"
+        case .zoneDeleted(let z, let at): return "zone \(z) was deleted at sequence \(at); create it again (`createZone(_:)`: a new incarnation) before appending"
+        case .zoneNotFound(let z): return "no zone named \(z) (`zones()` lists the store's zones)"
         case .idConflict(let z, let id, let at):
             return "entry id \(id) in zone \(z) is already " + (at.map { "stored at sequence \($0)" } ?? "used earlier in the same batch")
                 + " with other content; a retry must carry the same entry, and a new entry needs a new id (nothing of this append was stored)"

@@ -29,7 +29,7 @@ public enum QueryError: Error, Sendable, CustomStringConvertible {
         case .baseUnreadable(let zone, let reason):
             "list \(zone) cannot be read: \(reason). Fetch it anew from its service"
         case .historyNotFetched(let zone):
-            "the history of list \(zone) from before it was installed from its service's snapshot is not fetched yet: fetch it (`jlog sync --history`)"
+            "the history of list \(zone) from before it was installed from its service's snapshot is not fetched yet: fetch it (`SyncEngine.fetchHistory(_:)`)"
         case .feed(let e): e.description
         case .storage(let e): e.description
         case .syncedStore(let path, let reason): "refusing to compact \(path): \(reason). Nothing was changed."

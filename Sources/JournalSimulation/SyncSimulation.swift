@@ -264,7 +264,7 @@ package enum SyncSimulation {
     /// Rounds of syncing every device until a round changes nothing anywhere.
     /// Counts what one sync of `node` did (at `now`, the simulation's clock) into `result`.
     static func tally(_ r: SyncReport, of node: Node, now: Int64, retention: Int64, full: Bool = true, _ result: inout SimulationResult) {
-        result.refetches += r.refetched.count
+        result.refetches += r.refetched.count + r.firstFetched.count
         result.compactionsFollowed += r.compactionsFollowed
         for (cause, n) in r.refetchCauses { result.refetchCauses[cause.rawValue, default: 0] += n }
         let byCompaction = (r.refetchCauses[.tokenExpired] ?? 0) + (r.refetchCauses[.cannotFollow] ?? 0)
@@ -288,7 +288,7 @@ package enum SyncSimulation {
                     result.problems.append("\(n.replica) was signed out, though no credential was revoked")
                     return
                 }
-                if r.sent > 0 || r.applied > 0 || !r.refetched.isEmpty || !r.gone.isEmpty || !r.isComplete { moved = true }
+                if r.sent > 0 || r.applied > 0 || !r.refetched.isEmpty || !r.firstFetched.isEmpty || !r.gone.isEmpty || !r.isComplete { moved = true }
             }
             if !moved { return }
         }

@@ -352,7 +352,7 @@ extension SyncEngine {
         while !todo.isEmpty {
             do {
                 try store.append(batch: todo, replicated: true)
-                report.applied += todo.count
+                report.applied += todo.count { $0.author != replica }
                 todo = []
             } catch {
                 if case .idConflict(_, let id, _) = error {
@@ -467,7 +467,7 @@ extension SyncEngine {
                     }
                     rest = rest[cut...]
                 }
-                report.applied += page.entries.count
+                report.applied += page.entries.count { $0.author != replica }
             }
             r.token = page.token
             lastHead = page.moreComing ? nil : page.head
@@ -515,8 +515,9 @@ extension SyncEngine {
         state.zones[name]?.needsFetch = false
         state.zones[name]?.existsOnService = true
         state.zones[name]?.lastError = historyProblem.map(Self.bounded)
-        report.refetched.append(z.zone)
-        report.refetchCauses[refetchCauses.removeValue(forKey: name) ?? .requested, default: 0] += 1
+        let cause = refetchCauses.removeValue(forKey: name) ?? .requested
+        if cause == .firstFetch { report.firstFetched.append(z.zone) } else { report.refetched.append(z.zone) }
+        report.refetchCauses[cause, default: 0] += 1
         followChecks[name] = nil
         if based { historyWanted.insert(name) }
         try? save()

@@ -53,7 +53,9 @@ public struct SyncReport: Sendable {
     public var uploaded = 0
     /// Entries sent, retries included.
     public var sent = 0
-    /// Entries appended to the local log from the service.
+    /// Other devices' entries this sync added to the device's lists (a list installed from a
+    /// snapshot counts the snapshot's entries); this device's own changes coming back from the
+    /// service are not counted.
     public var applied = 0
     /// Entries held back while shopping.
     public var held = 0
@@ -61,10 +63,14 @@ public struct SyncReport: Sendable {
     /// waits for shopping to end, or held entries at `SyncEngineOptions.maxHeldEntries`. Such a
     /// list is as current as its last fetch, not as this sync; `isComplete` does not count it.
     public var waitingForShopping: [ZoneID] = []
-    /// Lists replaced by the service's copy (Spec/SYNC.md §7.5): a first fetch, a token older
-    /// than the service can still describe, or a copy that could not follow a compaction.
+    /// Lists this device held that were replaced by the service's copy (Spec/SYNC.md §7.5): a
+    /// token older than the service can still describe, a copy that could not follow a
+    /// compaction, a conflict, or a re-fetch asked for. A list's first fetch is not one.
     public var refetched: [ZoneID] = []
-    /// How many of `refetched` had each cause.
+    /// Lists fetched whole for the first time on this device (new here, or shared with it).
+    public var firstFetched: [ZoneID] = []
+    /// How many lists were fetched whole, by cause: `firstFetch` counts `firstFetched`, the
+    /// others `refetched`.
     public var refetchCauses: [RefetchCause: Int] = [:]
     /// Service compactions this device followed in place (Spec/SYNC.md §6.7): no list was
     /// fetched again for them.
@@ -75,10 +81,10 @@ public struct SyncReport: Sendable {
     public var gone: [ZoneGone] = []
     /// Local entries the service refused for good, and why.
     public var rejected: [(id: CompactID, why: String)] = []
-    /// What went wrong, as text (one line each; `problems` says the same, typed).
-    public var errors: [String] = []
     /// What went wrong, typed, with the list each concerns.
     public var problems: [SyncProblem] = []
+    /// `problems` as text, one line each (`SyncProblem.description`).
+    public var errors: [String] { problems.map(\.description) }
     /// The service could not be reached (CKError.networkUnavailable): everything stays queued.
     public var offline = false
     /// The account's storage is full (CKError.quotaExceeded): the changes it refused stay queued.
@@ -94,7 +100,7 @@ public struct SyncReport: Sendable {
     /// An empty report: nothing done, nothing failed.
     public init() {}
     /// Nothing failed: the device is up to date with the service as of this sync.
-    public var isComplete: Bool { errors.isEmpty && !offline && !quotaExceeded && !signedOut && !throttled }
+    public var isComplete: Bool { problems.isEmpty && !offline && !quotaExceeded && !signedOut && !throttled }
     /// Whether the sync goes on to other lists and to the pull.
     var mayContinue: Bool { !offline && !signedOut && !throttled }
 }
@@ -126,6 +132,9 @@ public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
     case invalid(String)
     /// The service refused a sharing call, or could not be reached.
     case service(SyncError)
+    /// A local edit refused before anything was written: empty or over-long text, an item or an
+    /// anchor not on the list (`ListEdit`).
+    case refused(ListEditError)
 
     public var description: String {
         switch self {
@@ -135,6 +144,7 @@ public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
         case .noSuchList(let z): "no list \(z) on this device"
         case .invalid(let why): why
         case .service(let e): e.description
+        case .refused(let why): why.description
         }
     }
 }
@@ -222,6 +232,16 @@ public actor SyncEngine {
         }
     }
 
+    /// Opens the engine as `init` does, on the store's own thread: its state file is read and
+    /// written there, never on the caller's actor (an app on the main actor calls this).
+    public static func open(store: JournalStore, service: any SyncService, replica: String, clock: any SyncClock = SystemSyncClock(),
+                            seed: UInt64 = UInt64.random(in: 0 ... .max),
+                            options: SyncEngineOptions = SyncEngineOptions()) async throws(SyncEngineError) -> SyncEngine {
+        try await store.executor.run { () throws(SyncEngineError) -> SyncEngine in
+            try SyncEngine(store: store, service: service, replica: replica, clock: clock, seed: seed, options: options)
+        }
+    }
+
     func save() throws(SyncEngineError) {
         state.clock = max(state.clock, hlc.last.rawValue)
         do { try AtomicFile.write(SyncStateCodec.encode(state), to: store.path + "/" + Self.stateFile, fs: store.fileSystem) } catch {
@@ -237,19 +257,51 @@ public actor SyncEngine {
     /// Creates a list this account owns; the service learns of it on the next push.
     public func createList(_ name: String) throws(SyncEngineError) -> ZoneID {
         guard let account = state.account else { throw .notSignedIn }
-        guard let zone = ZoneID(owner: account, name: name) else { throw .invalid("\(name) is not a list name a service takes") }
+        if let rule = ZoneID.refusal(owner: account, name: name) {
+            throw .invalid("\(QuotedInput.quote(name)) is not a list name: \(rule)")
+        }
+        guard let zone = ZoneID(owner: account, name: name) else { throw .invalid("\(QuotedInput.quote(name)) is not a list name") }
         do { try store.createZone(zone.storeName) } catch { throw .storage(error) }
         if state.zones[zone.storeName] == nil { state.zones[zone.storeName] = SyncState.Zone(zone: zone, scope: .private) }
         try save()
         return zone
     }
 
-    /// Appends a local change to the list, durably (the UI may show it once this returns).
+    /// Appends a local change to the list, durably (the UI may show it once this returns),
+    /// after checking it against the list this device holds (`ListEdit`: text present and within
+    /// 4,096 bytes, items and anchors on the list): a refused edit is `.refused`, and nothing is
+    /// written. The entry's id, author (`replica`) and clock are the engine's; the clock is saved
+    /// with the engine's state, so it never runs back across launches.
     @discardableResult
     public func record(_ operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
         guard state.account != nil else { throw .notSignedIn }
         guard state.zones[zone.storeName] != nil, let info = store.zone(zone.storeName), !info.isDeleted else { throw .noSuchList(zone.storeName) }
-        if case .opaque(ListBase.kind, _) = operation { throw .invalid("a list's base is installed by a re-fetch, never recorded") }
+        if let why = try refusal(of: operation, in: zone) { throw .refused(why) }
+        return try recordUnchecked(operation, in: zone)
+    }
+
+    /// Why `operation` may not be written to `zone`, read against the list as this device holds
+    /// it only when the operation names an item (an add at the head or a rename reads nothing).
+    func refusal(of operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> ListEditError? {
+        let namesItems: Bool
+        switch operation {
+        case .add(_, _, let after): namesItems = after != nil
+        case .markOff, .unmark, .delete: namesItems = true
+        default: namesItems = false
+        }
+        guard namesItems else { return ListEdit.refusal(of: operation, on: ListState()) }
+        let list: ListState
+        do { list = try ListQuery(store: store).materialise(zone.storeName).state } catch { throw Self.queryError(error) }
+        return ListEdit.refusal(of: operation, on: list)
+    }
+
+    /// `record` without the checks against the list: the simulation writes what another device,
+    /// which holds the list differently, might (a mark-off of an item this one never saw).
+    @discardableResult
+    package func recordUnchecked(_ operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
+        guard state.account != nil else { throw .notSignedIn }
+        guard state.zones[zone.storeName] != nil, let info = store.zone(zone.storeName), !info.isDeleted else { throw .noSuchList(zone.storeName) }
+        if case .opaque(ListBase.kind, _) = operation { throw .refused(.notAnEdit("a list's base")) }
         let now = clock.now()
         let entry = JournalEntry(id: CompactID.random(using: &rng), zone: zone.storeName, author: replica, wallTime: now,
                                  clock: hlc.tick(wallMillis: now), operation: operation)
@@ -310,7 +362,8 @@ public actor SyncEngine {
         if report.mayContinue && options.fetchesHistoryAfterRefetch { await fetchWantedHistories(&report) }
         if report.mayContinue { await restoreSignedOutChanges(&report) }
         state.lastSync = report.isComplete ? clock.now() : state.lastSync
-        state.lastError = (report.errors.first ?? (report.offline ? "offline" : nil)).map(Self.bounded)
+        let problem = report.problems.first { $0.reason != .unreachable }
+        state.lastError = (problem?.description ?? (report.offline ? "offline" : nil)).map(Self.bounded)
         try? save()
         report.sent = totals.entriesSent - sentBefore
         return report
@@ -345,7 +398,6 @@ public actor SyncEngine {
     }
 
     func note(_ message: String, zone: String?, reason: SyncProblem.Reason = .local, _ report: inout SyncReport) {
-        report.errors.append(zone.map { "\($0): \(message)" } ?? message)
         report.problems.append(SyncProblem(reason: reason, zone: zone.flatMap(ZoneID.init(storeName:)), message: message))
         // Bounded: the state file keeps it (SyncStateCodec reads at most 4,096 bytes).
         if let zone, state.zones[zone] != nil { state.zones[zone]!.lastError = Self.bounded(message) }

@@ -1,3 +1,4 @@
+import JournalCodec
 import JournalLog
 
 /// A list on the service: a zone owned by one account (CKRecordZone.ID: zone name and owner).
@@ -20,7 +21,12 @@ public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// Why `owner` and `name` name no zone, or nil when they do.
     public static func refusal(owner: String, name: String) -> String? {
         if let why = SyncNames.accountRefusal(owner) { return why }
-        guard !name.isEmpty else { return "a zone name is not empty" }
+        guard !name.isEmpty else { return "a list's name is not empty" }
+        if name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            return "a list's name has no control characters (U+0000–U+001F, U+007F)"
+        }
+        let room = Limits.maxZoneBytes - owner.utf8.count - 1
+        if name.utf8.count > room { return "a list's name of account \(owner) is at most \(room) bytes of UTF-8, not \(name.utf8.count)" }
         return JournalStore.zoneNameRefusal(owner + "/" + name)
     }
 

@@ -91,7 +91,7 @@ public struct SyncStatus: Sendable {
 
     package static func read(store path: String, fs: any FileSystem) throws(SyncEngineError) -> SyncStatus {
         let file = path + "/" + SyncEngine.stateFile
-        guard fs.kind(of: file) == .file else { throw .invalid("\(path) has never synced (no \(SyncEngine.stateFile)); run `jlog sync` first") }
+        guard fs.kind(of: file) == .file else { throw .invalid("\(path) has never synced (no \(SyncEngine.stateFile)); sync it first (`SyncEngine.sync()`)") }
         let state: SyncState
         do { state = try SyncStateCodec.decode(try AtomicFile.read(file, fs: fs, limit: SyncStateCodec.maxFileBytes)) } catch {
             throw .stateDamaged(String(describing: error))

@@ -168,7 +168,7 @@ extension SyncBench {
             let fresh = try FollowingDevice("fresh", core: core, dir: dir + "/across", clock: clock, historyAfterRefetch: false)
             defer { fresh.close() }
             let s = await fresh.engine.sync()
-            guard s.isComplete, s.refetched == [zone] else { throw JournalError.invalidEntry("the fresh device's re-fetch: \(s.errors)") }
+            guard s.isComplete, s.firstFetched == [zone] else { throw JournalError.invalidEntry("the fresh device's re-fetch: \(s.errors)") }
             try await fresh.engine.fetchHistory(zone)
             let m = fresh.meter
             (out.todayBytes, out.todayRequests, out.todayHistoryBytes, out.todayHistoryPages) = (m.bytesUp + m.bytesDown, m.calls, m.historyBytes, m.historyPages)
@@ -247,7 +247,7 @@ extension SyncBench {
             defer { for d in devices { d.close() } }
             for dv in devices {
                 let s = await dv.engine.sync()
-                guard s.isComplete, s.refetched == [zone] else { throw JournalError.invalidEntry("\(dv.name)'s first sync: \(s.errors)") }
+                guard s.isComplete, s.firstFetched == [zone] else { throw JournalError.invalidEntry("\(dv.name)'s first sync: \(s.errors)") }
                 dv.meter.reset()
             }
             for d in 1...30 {

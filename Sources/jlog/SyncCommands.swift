@@ -16,7 +16,7 @@ struct Sync: AsyncParsableCommand {
     @OptionGroup var connection: ServiceConnection
     @Flag(help: "Keep running: sync again on every hint, and every --interval.") var watch = false
     @Option(help: ArgumentHelp("With --watch: seconds between syncs when nothing hints.", valueName: "s")) var interval: Double = 30
-    @Flag(help: "One JSON object per sync: {complete, sent, uploaded, applied, held, refetched, gone, rejected, offline, quotaExceeded, signedOut, errors}.")
+    @Flag(help: "One JSON object per sync: {complete, sent, uploaded, applied, held, refetched, firstFetched, gone, rejected, offline, quotaExceeded, signedOut, errors}.")
     var json = false
     @Flag(help: "Push the device's queued changes and fetch nothing: what an app that listens for hints does after a local change (other devices' changes come as hints, Spec/SYNC.md §7.7).")
     var pushOnly = false

@@ -137,13 +137,14 @@ func resolveList(_ text: String, engine: SyncEngine) async throws -> ZoneID {
 
 func reportLines(_ r: SyncReport) -> [String] {
     var lines = ["sent \(r.sent) (\(r.uploaded) taken), applied \(r.applied), held \(r.held)"]
-    if !r.refetched.isEmpty { lines.append("installed the service's copy (first fetch, after it compacted, or after it refused a change): \(r.refetched.map(\.storeName).joined(separator: ", "))") }
+    if !r.firstFetched.isEmpty { lines.append("fetched for the first time: \(r.firstFetched.map(\.storeName).joined(separator: ", "))") }
+    if !r.refetched.isEmpty { lines.append("installed the service's copy anew (its token expired, it could not follow a compaction, or the service refused a change): \(r.refetched.map(\.storeName).joined(separator: ", "))") }
     for g in r.gone { lines.append("gone: \(g.zone.storeName) (\(g.reason.rawValue))") }
     for (id, why) in r.rejected { lines.append("rejected: \(id) (\(why))") }
     if r.offline { lines.append("offline: everything stays queued") }
     if r.quotaExceeded { lines.append("the account's quota is exceeded: changes stay queued") }
     if r.signedOut { lines.append("not signed in: nothing was synced; the lists and their queued changes stay on this device until a credential the service takes is given") }
-    for e in r.errors { lines.append("error: \(e)") }
+    for p in r.problems where p.reason != .unreachable { lines.append("error: \(p)") }
     return lines
 }
 
@@ -151,7 +152,7 @@ func reportJSON(_ r: SyncReport) -> JSON {
     .object([
         ("complete", .bool(r.isComplete)), ("sent", .int(Int64(r.sent))), ("uploaded", .int(Int64(r.uploaded))),
         ("applied", .int(Int64(r.applied))), ("held", .int(Int64(r.held))),
-        ("refetched", .array(r.refetched.map { .string($0.storeName) })),
+        ("refetched", .array(r.refetched.map { .string($0.storeName) })), ("firstFetched", .array(r.firstFetched.map { .string($0.storeName) })),
         ("gone", .array(r.gone.map { .object([("zone", .string($0.zone.storeName)), ("reason", .string($0.reason.rawValue))]) })),
         ("rejected", .array(r.rejected.map { .object([("id", .string($0.id.description)), ("why", .string($0.why))]) })),
         ("offline", .bool(r.offline)), ("quotaExceeded", .bool(r.quotaExceeded)), ("signedOut", .bool(r.signedOut)),

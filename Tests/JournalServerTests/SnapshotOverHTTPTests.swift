@@ -38,7 +38,7 @@ import ListModel
         let ipad = try HTTPDevice(server, replica: "alice:ipad", credential: try server.credential("alice"))
         let r = await ipad.sync()
         #expect(r.isComplete, "\(r.errors)")
-        #expect(r.refetched == [list])
+        #expect(r.firstFetched == [list])
         let first = try ipad.store.changes(in: list.storeName, since: nil, limit: 1).entries.first?.entry
         #expect(first.map(ListBase.isBase) == true, "the list starts from the server's snapshot")
         let served = try server.serverList(list)

@@ -158,7 +158,7 @@ extension PullTests {
         let (world, list) = try await ServiceCoreTests.compactedListWithoutItsHistory()
         let ipad = try world.device("alice:ipad")
         let r = await ipad.sync()
-        #expect(r.refetched == [list])
+        #expect(r.firstFetched == [list])
         #expect(r.errors.contains { $0.contains("history") }, "\(r.errors)")
         #expect(try ipad.list(list) == world.serviceList(list))
         #expect(await ipad.status(list)?.refetching == false)

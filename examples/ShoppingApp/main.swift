@@ -1,6 +1,6 @@
 // An app-shaped example (issue 36): what a SwiftUI app's model looks like over JournalLog.
-// An @Observable model on the main actor observes one list (`ListStore.observe`), edits it through
-// the sync engine (whose disk work runs on the store's own thread), and syncs through `jlog serve`
+// An @Observable model on the main actor holds one list (`ShoppingList`): it observes it, edits it
+// (checked against the list, written on the store's own thread), and syncs through `jlog serve`
 // when given one. Run: `swift run shopping-app STORE [--server URL --credential jlc1…]`.
 import Foundation
 import JournalLog
@@ -17,22 +17,16 @@ final class ShoppingListModel {
     private(set) var items: [ListItem] = []
     private(set) var status = "starting"
 
-    private let lists: ListStore
-    private let engine: SyncEngine
-    private let zone: ZoneID
+    private let list: ShoppingList
     private var observing: Task<Void, Never>?
 
-    init(lists: ListStore, engine: SyncEngine, zone: ZoneID) {
-        self.lists = lists
-        self.engine = engine
-        self.zone = zone
-    }
+    init(list: ShoppingList) { self.list = list }
 
     /// Follows the list: every change (local or synced in) arrives here as a new state.
     func start() {
-        observing = Task { [lists, zone] in
+        observing = Task { [list] in
             do {
-                for try await state in lists.observe(zone.storeName) {
+                for try await state in list.observe() {
                     self.name = state.name
                     self.items = state.items
                 }
@@ -42,17 +36,18 @@ final class ShoppingListModel {
         }
     }
 
+    /// Adds an item at the end; an empty or over-long text is refused (`SyncEngineError.refused`).
     func add(_ text: String) async throws {
-        try await engine.record(.add(item: CompactID.random(), text: text, after: items.last?.id), in: zone)
+        try await list.add(text, after: items.last?.id)
     }
 
     func markOff(_ item: ListItem) async throws {
-        try await engine.record(.markOff(item: item.id), in: zone)
+        try await list.markOff(item.id)
     }
 
     func sync() async {
-        let report = await engine.sync()
-        status = report.isComplete ? "synced" : "not synced: \((report.errors + (report.offline ? ["offline"] : [])).joined(separator: "; "))"
+        let report = await list.engine.sync()
+        status = report.isComplete ? "synced" : "not synced: \(report.errors.joined(separator: "; "))"
     }
 
     func stop() { observing?.cancel() }
@@ -68,23 +63,25 @@ struct ShoppingApp {
         }
         func option(_ name: String) -> String? { args.firstIndex(of: name).flatMap { args.index(after: $0) < args.endIndex ? args[args.index(after: $0)] : nil } }
         let lists = try await ListStore.open(path)
+        // Not signed in yet: lists are made and edited on this device, and join the service
+        // once signed in (`SyncEngine.signIn`).
         let service: any SyncService
         if let server = option("--server"), let text = option("--credential"), let credential = DeviceCredential(text) {
             service = HTTPSyncService(server: server, credential: credential)
         } else {
             service = OfflineService(account: "me")
         }
-        let engine = try SyncEngine(store: lists.store, service: service, replica: service.account + ":app")
-        let zone: ZoneID
-        if let existing = await engine.lists.first { zone = existing } else { zone = try await engine.createList("Weekly") }
-        let model = ShoppingListModel(lists: lists, engine: engine, zone: zone)
+        let engine = try await SyncEngine.open(store: lists.store, service: service, replica: service.account + ":app")
+        let list: ShoppingList
+        if let existing = await engine.shoppingLists.first { list = existing } else { list = try await engine.createList(named: "Weekly") }
+        let model = ShoppingListModel(list: list)
         model.start()
         try await model.add("Milk")
         try await model.add("Bread")
         await model.sync()
         // Give the observation a moment to deliver the latest state, as a screen would redraw.
         for _ in 0..<100 where model.items.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
-        print("\(model.name.isEmpty ? zone.name : model.name): \(model.items.map(\.text).joined(separator: ", ")) (\(model.status))")
+        print("\(model.name.isEmpty ? list.zone.name : model.name): \(model.items.map(\.text).joined(separator: ", ")) (\(model.status))")
         model.stop()
         try await lists.close()
     }

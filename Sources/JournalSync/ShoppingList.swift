@@ -1,0 +1,129 @@
+import JournalLog
+import JournalQuery
+import ListModel
+
+/// One list as an app holds it: typed edits, each checked against the list this device holds
+/// (`ListEditError`, through `SyncEngineError.refused`) and written durably through the engine
+/// (the item's id, the author and the clock are the engine's, kept across launches), and its
+/// state and history, read on the store's own thread. The same whether the list syncs yet or
+/// not (`OfflineService` before sign-in).
+///
+/// ```swift
+/// let weekly = try await engine.createList(named: "Weekly")
+/// let milk = try await weekly.add("Milk")
+/// try await weekly.add("Bread", after: milk)
+/// try await weekly.markOff(milk)
+/// print(try await weekly.state().items.map(\.text))   // ["Milk", "Bread"]
+/// ```
+public struct ShoppingList: Sendable, Hashable {
+    /// The list's zone: `owner/name`.
+    public let zone: ZoneID
+    /// The engine its edits go through.
+    public let engine: SyncEngine
+
+    /// The list `zone` of `engine` (`SyncEngine.list(_:)` checks it exists).
+    init(zone: ZoneID, engine: SyncEngine) {
+        self.zone = zone
+        self.engine = engine
+    }
+
+    public static func == (a: ShoppingList, b: ShoppingList) -> Bool { a.zone == b.zone && a.engine === b.engine }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(zone)
+        hasher.combine(ObjectIdentifier(engine))
+    }
+
+    // MARK: Edits
+
+    /// Adds an item with `text` after `anchor` (at the head when nil); returns its id.
+    /// Refused: empty text, text over `ListEdit.maxTextBytes`, an anchor not on the list.
+    @discardableResult
+    public func add(_ text: String, after anchor: CompactID? = nil) async throws(SyncEngineError) -> CompactID {
+        try await engine.add(text, after: anchor, in: zone)
+    }
+
+    /// Marks `item` off (bought). Refused: an item not on the list.
+    public func markOff(_ item: CompactID) async throws(SyncEngineError) {
+        try await engine.record(.markOff(item: item), in: zone)
+    }
+
+    /// Puts a marked-off `item` back to do. Refused: an item not on the list.
+    public func unmark(_ item: CompactID) async throws(SyncEngineError) {
+        try await engine.record(.unmark(item: item), in: zone)
+    }
+
+    /// Deletes `item` from the list. Refused: an item not on the list.
+    public func delete(_ item: CompactID) async throws(SyncEngineError) {
+        try await engine.record(.delete(item: item), in: zone)
+    }
+
+    /// Renames the list. Refused: an empty name, or one over `ListEdit.maxTextBytes`.
+    public func rename(_ name: String) async throws(SyncEngineError) {
+        try await engine.record(.rename(name: name), in: zone)
+    }
+
+    /// Gives the list another colour. Refused: an empty colour, or one over the limit.
+    public func recolour(_ colour: String) async throws(SyncEngineError) {
+        try await engine.record(.recolour(colour: colour), in: zone)
+    }
+
+    // MARK: Reading
+
+    /// The list as this device holds it now.
+    public func state() async throws(SyncEngineError) -> ListState {
+        try await engine.state(of: zone)
+    }
+
+    /// The list's state now, then after every change, local or synced in (`ListObservation`,
+    /// on the store's thread).
+    public func observe() -> ListObservation {
+        ListStore(store: engine.store).observe(zone.storeName)
+    }
+
+    /// The list's activity history ("who deleted the milk?"): every event this device holds. A
+    /// list installed from the service's snapshot has only what happened since, until its history
+    /// is fetched (`SyncEngine.fetchHistory(_:)`, which a sync does after a re-fetch by default).
+    public func history() async throws(SyncEngineError) -> ActivityLog {
+        try await engine.history(of: zone)
+    }
+}
+
+extension SyncEngine {
+    /// The list `zone` this device syncs, as an app holds it.
+    public func list(_ zone: ZoneID) throws(SyncEngineError) -> ShoppingList {
+        guard state.zones[zone.storeName] != nil else { throw .noSuchList(zone.storeName) }
+        return ShoppingList(zone: zone, engine: self)
+    }
+
+    /// Creates a list this account owns, named `name` (`createList(_:)`), as an app holds it.
+    public func createList(named name: String) throws(SyncEngineError) -> ShoppingList {
+        ShoppingList(zone: try createList(name), engine: self)
+    }
+
+    /// Every list this device syncs, as an app holds them (`lists`).
+    public var shoppingLists: [ShoppingList] { lists.map { ShoppingList(zone: $0, engine: self) } }
+
+    /// Adds an item (`ShoppingList.add`): a new id, checked and recorded.
+    func add(_ text: String, after anchor: CompactID?, in zone: ZoneID) throws(SyncEngineError) -> CompactID {
+        let item = CompactID.random(using: &rng)
+        try record(.add(item: item, text: text, after: anchor), in: zone)
+        return item
+    }
+
+    /// The list as this device holds it (on the store's thread: the engine's executor).
+    public func state(of zone: ZoneID) throws(SyncEngineError) -> ListState {
+        guard state.zones[zone.storeName] != nil else { throw .noSuchList(zone.storeName) }
+        do { return try ListQuery(store: store).materialise(zone.storeName).state } catch { throw Self.queryError(error) }
+    }
+
+    /// The list's activity history as this device holds it (on the store's thread).
+    public func history(of zone: ZoneID) throws(SyncEngineError) -> ActivityLog {
+        guard state.zones[zone.storeName] != nil else { throw .noSuchList(zone.storeName) }
+        do { return try ListQuery(store: store).history(zone.storeName).log } catch { throw Self.queryError(error) }
+    }
+
+    static func queryError(_ error: QueryError) -> SyncEngineError {
+        if case .storage(let e) = error { return .storage(e) }
+        return .storage(.invalidEntry(error.description))
+    }
+}
