@@ -52,15 +52,21 @@ final class FollowFloors: @unchecked Sendable {
         return floor
     }
 
-    /// The record of a compaction to `position` (the zone's mark when nil), if the zone's first
-    /// entry above it is one.
+    /// The zone's entries above a mark read for its record: the record is the first of them,
+    /// unless a run that failed wrote it late, after uploads its zone took meanwhile.
+    static let recordSearch = 256
+
+    /// The record of a compaction to `position` (the zone's mark when nil): the first record among
+    /// the zone's first `recordSearch` entries above it whose `to` is `position`.
     func record(_ info: ZoneInfo, at position: SequenceNumber? = nil) throws(FeedError) -> CompactionRecord? {
         let at = position ?? info.lowWaterMark
         let token = try store.zoneToken(info.name, position: at)
-        let page = try store.zoneChanges(info.name, since: token, limit: 1)
-        guard page.incarnation == info.incarnation, let first = page.entries.first else { return nil }
-        guard let record = try? CompactionRecord.of(first.entry), record.to == at else { return nil }
-        return record
+        let page = try store.zoneChanges(info.name, since: token, limit: Self.recordSearch)
+        guard page.incarnation == info.incarnation else { return nil }
+        for e in page.entries where CompactionRecord.isRecord(e.entry) {
+            if let record = try? CompactionRecord.of(e.entry), record.to == at { return record }
+        }
+        return nil
     }
 
     private func read(_ info: ZoneInfo) throws(FeedError) -> Floor {

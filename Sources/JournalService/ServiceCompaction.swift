@@ -125,7 +125,7 @@ struct ServiceCompaction: Sendable {
     }
 
     /// The record of a run that failed after its rewrite committed (`committed`), once the zone's
-    /// mark is raised to that run's snapshot position: its digest is the zone's log through it
+    /// mark is raised to that run's snapshot position: its digest is the zone's whole log
     /// replayed, as a device checks it (a digest that differs only sends devices to re-fetch).
     private func writeRecordOfCommitted(_ zone: String) throws(JournalError) {
         guard var pending = context.locked({ context.committed[zone] }) else { return }
@@ -136,7 +136,9 @@ struct ServiceCompaction: Sendable {
             }
             return
         }
-        pending.followed?.digest = try replayedDigest(info, through: pending.snapshotSequence)
+        // Through the zone's last entry: uploads it took after `S` while the run's raise was owed
+        // come before the record, and a device applies them before it (SYNC.md §6.7).
+        pending.followed?.digest = try replayedDigest(info, through: .max)
         try writeRecord(pending, zone: info)
         context.locked { context.committed[zone] = nil }
     }

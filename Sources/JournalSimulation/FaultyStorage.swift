@@ -44,6 +44,7 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     private var faultsNow = StorageFaults()
     private var down = false
     private var raisesToFail = 0
+    private var appendsToFail = 0
     private var injectedNow: [String: Int] = [:]
 
     package init(_ inner: any ServiceStorage, seed: UInt64, faults: StorageFaults = StorageFaults()) {
@@ -65,6 +66,13 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     package var failingRaises: Int {
         get { lock.withLock { raisesToFail } }
         set { lock.withLock { raisesToFail = newValue } }
+    }
+
+    /// The next `failingRecordAppends` appends of a compaction record (SYNC.md §6.7) fail as the
+    /// database not answering, before they reach the storage.
+    package var failingRecordAppends: Int {
+        get { lock.withLock { appendsToFail } }
+        set { lock.withLock { appendsToFail = newValue } }
     }
 
     package var isDown: Bool {
@@ -144,7 +152,13 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     }
 
     package func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber> {
-        try write { () throws(JournalError) in try inner.appendBatch(batch, expectingMark: mark) }
+        let fails: Bool = lock.withLock {
+            guard appendsToFail > 0, batch.contains(where: CompactionRecord.isRecord) else { return false }
+            appendsToFail -= 1
+            return true
+        }
+        if fails { throw .writerFailed("injected: the database did not answer") }
+        return try write { () throws(JournalError) in try inner.appendBatch(batch, expectingMark: mark) }
     }
     package func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> Int {
         try write { () throws(JournalError) in try inner.appendCounting(batch, expectingMark: mark) }

@@ -74,6 +74,31 @@ import JournalTesting
         #expect(try ipad.list(list) == world.serviceList(list))
     }
 
+    /// A run that failed before its record was written leaves what the record needs in memory;
+    /// uploads the list takes meanwhile come before the record the next run writes, and the iPad
+    /// follows, its digest taken over them too.
+    @Test(.enabled(if: World.isEngine, "the engine raises the mark after its rewrite"))
+    func aRecordWrittenLateAfterUploadsStillLetsTheDeviceFollow() async throws {
+        var limits = ServiceLimits()
+        limits.retentionMillis = day
+        let world = try World(limits: limits, storageFaults: true)
+        let (phone, ipad, list, _) = try await Self.twoDevices(world)
+        world.clock.advance(by: 2 * day)
+        try await phone.add("Tea", list)
+        await phone.sync()
+        await ipad.sync()
+        // The record's append fails, and so does the run's retry of it at its end.
+        try #require(world.faulty).failingRecordAppends = 2
+        #expect(throws: SyncError.self) { try world.compact(after: 0) }
+        try await phone.add("Jam", list)
+        #expect(await phone.sync().uploaded == 1)
+        _ = try world.compact(after: 0)
+        let report = await ipad.sync()
+        #expect(report.refetched.isEmpty, "followed, not fetched anew: \(report.refetchCauses)")
+        #expect(report.compactionsFollowed == 1)
+        #expect(try ipad.list(list) == world.serviceList(list))
+    }
+
     @Test func theFollowingDeviceKeepsTheWholeHistory() async throws {
         let world = try World(retentionMillis: day)
         let (_, ipad, list, _) = try await Self.twoDevices(world)
