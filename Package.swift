@@ -1,10 +1,13 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
     name: "JournalLog",
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
+        // An app's one product: the engine, the list model and queries, the sync engine and its
+        // URLSession HTTP client, all re-exported by `import JournalKit`.
+        .library(name: "JournalKit", targets: ["JournalKit"]),
         .library(name: "JournalLog", targets: ["JournalLog"]),
         .library(name: "ListModel", targets: ["ListModel"]),
         .library(name: "JournalQuery", targets: ["JournalQuery"]),
@@ -17,6 +20,14 @@ let package = Package(
         .executable(name: "jlog", targets: ["jlog"]),
         .executable(name: "jlog-bench", targets: ["jlog-bench"]),
         .executable(name: "jlog-load", targets: ["jlog-load"]),
+    ],
+    // `Server` (on by default: the project's own build and tests) brings the server's, the CLI's
+    // and the benchmarks' dependencies. An app that depends on this package with `traits: []`
+    // resolves none of them: only swift-system, which the engine uses (Package.swift of
+    // scripts/app-client-check.sh).
+    traits: [
+        .trait(name: "Server", description: "jlog, jlog serve, the PostgreSQL backend, the benchmarks and the tests' dependencies"),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -77,33 +88,35 @@ let package = Package(
         // compaction), usable in process; `jlog serve` puts HTTP in front of it.
         .target(name: "JournalService", dependencies: [
             "JournalSync", "JournalSyncWire", "JournalLog", "JournalQuery", "ListModel",
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Server"])),
+            .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: ["Server"])),
         ]),
         // Layer 4, transports: `jlog serve`'s HTTP server (Hummingbird) over the reference service,
         // with accounts and access control; and the engine's HTTP client (AsyncHTTPClient).
         .target(name: "JournalServer", dependencies: [
             "JournalService", "JournalSync", "JournalSyncWire", "JournalQuery", "JournalLog",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HummingbirdCore", package: "hummingbird"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "Metrics", package: "swift-metrics"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Server"])),
+            .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["Server"])),
+            .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Server"])),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Server"])),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: .when(traits: ["Server"])),
+            .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),
+            .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Server"])),
+            .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["Server"])),
+            .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Server"])),
+            .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["Server"])),
         ]),
         // The HTTP client over a transport of the app's: URLSession by default (Foundation only,
         // so an app builds neither SwiftNIO nor BoringSSL).
         .target(name: "JournalSyncHTTP", dependencies: ["JournalSync", "JournalSyncWire", "JournalLog"]),
+        // The app's one import: re-exports the modules an app uses (no server, no SwiftNIO).
+        .target(name: "JournalKit", dependencies: ["JournalCodec", "JournalLog", "ListModel", "JournalQuery", "JournalSync", "JournalSyncWire", "JournalSyncHTTP"]),
         // The client's AsyncHTTPClient transport, for servers, tools and load tests.
         .target(name: "JournalSyncHTTPNIO", dependencies: [
             "JournalSyncHTTP",
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Server"])),
+            .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),
+            .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["Server"])),
         ]),
         // Layer 4: the sync service's storage over PostgreSQL (schema migrations, positions that
         // no reader can see out of order, entries as their stored encodings): what nodes over one
@@ -115,10 +128,10 @@ let package = Package(
             "JournalSync",
             "JournalSyncWire",
             "ListModel",
-            .product(name: "PostgresNIO", package: "postgres-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Server"])),
+            .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Server"])),
+            .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
+            .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: ["Server"])),
         ]),
         // The project's test rigs (an in-memory file system that loses unsynced bytes, a service
         // that injects faults, the fuzz targets' checks): for tests, fuzzers and the simulation,
@@ -140,17 +153,17 @@ let package = Package(
                 "JournalSyncHTTPNIO",
                 "JournalSyncWire",
                 "JournalPostgres",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["Server"])),
             ]
         ),
         .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "JournalSync", "JournalSyncWire", "JournalService", "CSQLite",
-                                                            "JournalPostgres", .product(name: "Logging", package: "swift-log")]),
+                                                            "JournalPostgres", .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"]))]),
         // The server's load test: devices over loopback against `jlog serve`, beside Hummingbird's ceiling.
         .executableTarget(name: "jlog-load", dependencies: [
             "JournalLog", "JournalSync", "JournalSyncWire", "JournalService", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalPostgres",
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Server"])),
+            .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
+            .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Server"])),
         ]),
         // An app-shaped example: an @Observable model over ListStore's observation, syncing through
         // `jlog serve` (examples/ShoppingApp; CI builds and runs it).
@@ -176,12 +189,12 @@ let package = Package(
         .executableTarget(name: "FuzzSyncState", dependencies: ["JournalSync", "JournalTesting"], path: "Fuzz/FuzzSyncState"),
         .testTarget(
             name: "JournalLogTests",
-            dependencies: ["JournalLog", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["JournalLog", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based", condition: .when(traits: ["Server"]))],
             resources: []
         ),
         .testTarget(
             name: "JournalQueryTests",
-            dependencies: ["JournalQuery", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: ["JournalQuery", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based", condition: .when(traits: ["Server"]))]
         ),
         .testTarget(
             name: "JournalSyncTests",
@@ -190,17 +203,17 @@ let package = Package(
         .testTarget(
             name: "JournalServerTests",
             dependencies: ["JournalServer", "JournalTesting", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
-                           .product(name: "AsyncHTTPClient", package: "async-http-client")]
+                           .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Server"]))]
         ),
         .testTarget(
             name: "JournalPostgresTests",
-            dependencies: ["JournalPostgres", "JournalLog", "JournalSyncWire", .product(name: "Logging", package: "swift-log"),
-                           .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: ["JournalPostgres", "JournalLog", "JournalSyncWire", .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
+                           .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Server"]))]
         ),
         .testTarget(
             name: "ListModelTests",
             // JournalQuery for its helper threads (`HelperThreads`), which the reducer tests use.
-            dependencies: ["ListModel", "JournalQuery", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based")]
+            dependencies: ["ListModel", "JournalQuery", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based", condition: .when(traits: ["Server"]))]
         ),
     ],
     swiftLanguageModes: [.v6]

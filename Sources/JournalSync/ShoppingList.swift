@@ -80,11 +80,13 @@ public struct ShoppingList: Sendable, Hashable {
         ListStore(store: engine.store).observe(zone.storeName)
     }
 
-    /// The list's activity history ("who deleted the milk?"): every event this device holds. A
-    /// list installed from the service's snapshot has only what happened since, until its history
-    /// is fetched (`SyncEngine.fetchHistory(_:)`, which a sync does after a re-fetch by default).
+    /// The list's activity history ("who deleted the milk?"). A list installed from the
+    /// service's snapshot holds only what happened since, until its history is fetched: a sync
+    /// fetches it once the lists are usable (`SyncEngineOptions.fetchesHistoryAfterRefetch`), and
+    /// this call fetches it first when it is still missing (the activity view's first opening), so
+    /// it never answers short; offline, that is `SyncEngineError.service(.networkUnavailable)`.
     public func history() async throws(SyncEngineError) -> ActivityLog {
-        try await engine.history(of: zone)
+        try await engine.historyFetchingIfMissing(of: zone)
     }
 }
 
@@ -120,6 +122,15 @@ extension SyncEngine {
     public func history(of zone: ZoneID) throws(SyncEngineError) -> ActivityLog {
         guard state.zones[zone.storeName] != nil else { throw .noSuchList(zone.storeName) }
         do { return try ListQuery(store: store).history(zone.storeName).log } catch { throw Self.queryError(error) }
+    }
+
+    /// The list's history, its pages fetched first when this device lacks them.
+    func historyFetchingIfMissing(of zone: ZoneID) async throws(SyncEngineError) -> ActivityLog {
+        guard state.zones[zone.storeName] != nil else { throw .noSuchList(zone.storeName) }
+        if ListQuery(store: store).lacksHistoryBeforeBase(zone.storeName) {
+            do { try await fetchHistory(zone) } catch { throw .service(error) }
+        }
+        return try history(of: zone)
     }
 
     static func queryError(_ error: QueryError) -> SyncEngineError {

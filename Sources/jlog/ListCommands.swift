@@ -37,7 +37,8 @@ func queryFailure(_ error: QueryError, json: Bool, path: String) -> ExitCode {
             print(JSON.object([("error", .string("historyNotFetched")), ("zone", .string(zone)),
                                ("next", .string("jlog sync --history"))]).rendered)
         }
-        printError(error.description)
+        // The library names its API call; the operator's is a command.
+        printError("the history of list \(zone) from before it was installed from its service's snapshot is not fetched yet: fetch it with `jlog sync --history`")
         return ExitCode(Status.failure)
     case .baseUnreadable(let zone, let reason):
         if json {

@@ -147,7 +147,8 @@ func feedFailure(_ error: FeedError, json: Bool) -> ExitCode {
         return fail(e, path: "")
     }
     if json { print(object.rendered) }
-    printError(error.description)
+    // The library names its API call; the operator's is a command.
+    if case .zoneNotFound(let zone) = error { printError("no zone named \(zone) (list the zones with `jlog zones`)") } else { printError(error.description) }
     return ExitCode(code)
 }
 

@@ -36,9 +36,10 @@ final class ShoppingListModel {
         }
     }
 
-    /// Adds an item at the end; an empty or over-long text is refused (`SyncEngineError.refused`).
+    /// Adds an item at the end (of the list as stored: the observed `items` may be a moment
+    /// behind); an empty or over-long text is refused (`SyncEngineError.refused`).
     func add(_ text: String) async throws {
-        try await list.add(text, after: items.last?.id)
+        try await list.add(text, after: try await list.state().items.last?.id)
     }
 
     func markOff(_ item: ListItem) async throws {

@@ -2,10 +2,8 @@
 // the reference service in this process. CI builds and runs it (scripts/sync-example.sh).
 import Foundation
 import JournalLog
-import JournalQuery
 import JournalService
 import JournalSync
-import ListModel
 
 @main
 struct SyncTwoDevices {
@@ -19,29 +17,28 @@ struct SyncTwoDevices {
         let service = try ServiceCore(store: serviceStore, now: { Int64(Date().timeIntervalSince1970 * 1000) })
 
         // Two devices, each with its own store and engine; a replica is `account` or `account:device`.
-        let alice = try SyncEngine(store: JournalStore.open(dir + "/alice.wal"),
-                                   service: LocalService(core: service, account: "alice"), replica: "alice:phone")
-        let bob = try SyncEngine(store: JournalStore.open(dir + "/bob.wal"),
-                                 service: LocalService(core: service, account: "bob"), replica: "bob:laptop")
+        let alice = try await SyncEngine.open(store: JournalStore.open(dir + "/alice.wal"),
+                                              service: LocalService(core: service, account: "alice"), replica: "alice:phone")
+        let bob = try await SyncEngine.open(store: JournalStore.open(dir + "/bob.wal"),
+                                            service: LocalService(core: service, account: "bob"), replica: "bob:laptop")
 
         // Alice makes a list, adds to it (offline is fine: the log is the upload queue), and syncs.
-        let weekly = try await alice.createList("weekly")
-        let milk = CompactID.random()
-        try await alice.record(.add(item: milk, text: "Milk", after: nil), in: weekly)
-        try await alice.record(.add(item: CompactID.random(), text: "Bread", after: milk), in: weekly)
+        let weekly = try await alice.createList(named: "weekly")
+        let milk = try await weekly.add("Milk")
+        try await weekly.add("Bread", after: milk)
         await alice.sync()
 
         // She shares it; Bob accepts, syncs, and marks the milk off.
-        let invitation = try await alice.share(weekly, with: "bob")
-        _ = try await bob.accept(invitation)
+        let invitation = try await alice.share(weekly.zone, with: "bob")
+        let onBobsDevice = try await bob.list(try await bob.accept(invitation))
         await bob.sync()
-        try await bob.record(.markOff(item: milk), in: weekly)
+        try await onBobsDevice.markOff(milk)
         await bob.sync()
         await alice.sync()
 
-        // Both devices show the same list (ListStore.observe would follow it in an app).
-        let onAlice = try ListQuery(store: alice.store).materialise(weekly.storeName).state
-        let onBob = try ListQuery(store: bob.store).materialise(weekly.storeName).state
+        // Both devices show the same list (`observe()` would follow it in an app).
+        let onAlice = try await weekly.state()
+        let onBob = try await onBobsDevice.state()
         for item in onAlice.items { print(item.state == .markedOff ? "[x]" : "[ ]", item.text) }
         print(onAlice == onBob ? "both devices show the same list" : "the devices differ")
         guard onAlice == onBob else { exit(1) }
