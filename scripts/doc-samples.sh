@@ -34,6 +34,8 @@ samples = {
     "GettingStarted": blocks(os.path.join(docc, "GettingStarted.md"))[0],
     "ObservingLists": imports + "import Observation\nfunc show(_ state: ListState) {}\n"
         + "".join(blocks(os.path.join(docc, "ObservingLists.md"))),
+    # examples/SyncTwoDevices, copied out of the repository (it runs the service in process).
+    "SyncTwoDevices": open(os.path.join(root, "examples/SyncTwoDevices/main.swift")).read(),
     "SyncModule": blocks(os.path.join(root, "Sources/JournalSync/JournalSync.docc/JournalSync.md"))[0],
     "HTTPModule": blocks(os.path.join(root, "Sources/JournalSyncHTTP/JournalSyncHTTP.docc/JournalSyncHTTP.md"))[0],
     "SyncingDevices": imports + "import JournalSyncHTTP\nimport JournalSyncWire\n"

@@ -3,12 +3,7 @@
 // (checked against the list, written on the store's own thread), and syncs through `jlog serve`
 // when given one. Run: `swift run shopping-app STORE [--server URL --credential jlc1…]`.
 import Foundation
-import JournalLog
-import JournalQuery
-import JournalSync
-import JournalSyncHTTP
-import JournalSyncWire
-import ListModel
+import JournalKit
 import Observation
 
 @MainActor @Observable
