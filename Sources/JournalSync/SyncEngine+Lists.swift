@@ -6,7 +6,12 @@ extension SyncEngine {
     // MARK: Sharing (Spec/SYNC.md §5)
 
     /// Invites `participant` to a list this account owns (the service must hold it: pushes first).
+    /// A participant that is no account name is refused here, before anything is sent (offline
+    /// too), with the name quoted and the rule.
     public func share(_ zone: ZoneID, with participant: String) async throws(SyncEngineError) -> ShareInvitation {
+        if let rule = SyncNames.accountRefusal(participant) {
+            throw .invalid("\(QuotedInput.quote(participant)) is not an account name: \(rule)")
+        }
         var report = SyncReport()
         if state.zones[zone.storeName]?.existsOnService != true {
             _ = await pushZone(zone.storeName, &report)

@@ -114,6 +114,21 @@ import ListModel
         #expect(try await engine.createList(named: "weekly").add("Milk") != CompactID("x")!)
     }
 
+    /// Offline, an invitation for a name no account can have is refused here, in words, not as
+    /// a network failure.
+    @Test func sharingWithANameNoAccountHasIsRefusedLocallyOffline() async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone", service: { _ in OfflineService(account: "alice") })
+        let weekly = try await phone.engine.createList(named: "weekly")
+        do {
+            _ = try await phone.engine.share(weekly.zone, with: "bob/\u{0}")
+            Issue.record("an invalid name was sent")
+        } catch {
+            guard case .invalid(let why) = error else { Issue.record("\(error)"); return }
+            #expect(why.hasPrefix("\"bob/\\u{0}\" is not an account name"), "\(why)")
+        }
+    }
+
     @Test func aBadListNameIsQuotedWithItsRule() async throws {
         let world = try World()
         let phone = try world.device("alice:phone")
