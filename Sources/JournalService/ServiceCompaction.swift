@@ -128,10 +128,10 @@ struct ServiceCompaction: Sendable {
     /// mark is raised to that run's snapshot position: its digest is the zone's whole log
     /// replayed, as a device checks it (a digest that differs only sends devices to re-fetch).
     private func writeRecordOfCommitted(_ zone: String) throws(JournalError) {
-        guard var pending = context.locked({ context.committed[zone] }) else { return }
-        guard let info = try read(zone), !info.isDeleted, info.incarnation == pending.incarnation,
-              info.lowWaterMark == pending.snapshotSequence else {
-            if let info = try read(zone), info.incarnation != pending.incarnation || info.lowWaterMark > pending.snapshotSequence {
+        guard var pending = context.locked({ context.committed[zone] }), let info = try read(zone) else { return }
+        guard !info.isDeleted, info.incarnation == pending.incarnation, info.lowWaterMark == pending.snapshotSequence else {
+            // Another incarnation, or a mark past the run's: the record can no longer be written.
+            if info.isDeleted || info.incarnation != pending.incarnation || info.lowWaterMark > pending.snapshotSequence {
                 context.locked { context.committed[zone] = nil }
             }
             return

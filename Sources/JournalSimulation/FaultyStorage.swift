@@ -75,6 +75,17 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
         set { lock.withLock { appendsToFail = newValue } }
     }
 
+    /// Fails (as the database not answering) and counts down when the chosen failures left at
+    /// `counter` are not used up.
+    private func failIfChosen(_ counter: ReferenceWritableKeyPath<FaultyStorage, Int>) throws(JournalError) {
+        let fails: Bool = lock.withLock {
+            guard self[keyPath: counter] > 0 else { return false }
+            self[keyPath: counter] -= 1
+            return true
+        }
+        if fails { throw .writerFailed("injected: the database did not answer") }
+    }
+
     package var isDown: Bool {
         get { lock.withLock { down } }
         set { lock.withLock { down = newValue } }
@@ -152,12 +163,7 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     }
 
     package func appendBatch(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> ClosedRange<SequenceNumber> {
-        let fails: Bool = lock.withLock {
-            guard appendsToFail > 0, batch.contains(where: CompactionRecord.isRecord) else { return false }
-            appendsToFail -= 1
-            return true
-        }
-        if fails { throw .writerFailed("injected: the database did not answer") }
+        if batch.contains(where: CompactionRecord.isRecord) { try failIfChosen(\.appendsToFail) }
         return try write { () throws(JournalError) in try inner.appendBatch(batch, expectingMark: mark) }
     }
     package func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> Int {
@@ -166,12 +172,7 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     package func makeZone(_ name: String) throws(JournalError) { try write { () throws(JournalError) in try inner.makeZone(name) } }
     package func removeZone(_ name: String) throws(JournalError) { try write { () throws(JournalError) in try inner.removeZone(name) } }
     package func raiseMark(_ zone: String, to mark: SequenceNumber) throws(JournalError) {
-        let fails: Bool = lock.withLock {
-            guard raisesToFail > 0 else { return false }
-            raisesToFail -= 1
-            return true
-        }
-        if fails { throw .writerFailed("injected: the database did not answer") }
+        try failIfChosen(\.raisesToFail)
         try write { () throws(JournalError) in try inner.raiseMark(zone, to: mark) }
     }
     package func saveDeviceRows(_ rows: [DeviceFetches.Row]) throws(JournalError) {

@@ -45,21 +45,28 @@ import JournalTesting
         #expect(try Self.ids(ipad, list) == world.serviceIDs(list))
     }
 
+    /// `twoDevices` under a day's retention over a storage that can fail, two days on, and Tea
+    /// added since: it arrived after the cutoff, so a run's mark stops below it and its raise
+    /// goes on to `S`. Both devices are caught up.
+    static func teaAfterTheCutoff() async throws -> (World, phone: Device, ipad: Device, list: ZoneID) {
+        var limits = ServiceLimits()
+        limits.retentionMillis = day
+        let world = try World(limits: limits, storageFaults: true)
+        let (phone, ipad, list, _) = try await Self.twoDevices(world)
+        world.clock.advance(by: 2 * day)
+        try await phone.add("Tea", list)
+        await phone.sync()
+        await ipad.sync()
+        return (world, phone, ipad, list)
+    }
+
     /// The record is written before the raise: a run whose raises fail (its own and its retry at
     /// the end) leaves the record in place, and the raise that follows (a restart's, or the next
     /// run's, SYNC.md §6.2 rule 8) finds it: the iPad follows.
     /// (The engine's store: PostgreSQL raises the mark in the purge's own transaction.)
     @Test(.enabled(if: World.isEngine, "the engine raises the mark after its rewrite"), arguments: [true, false])
     func aRaiseThatFailsAfterTheRecordStillLetsTheDeviceFollow(restart: Bool) async throws {
-        var limits = ServiceLimits()
-        limits.retentionMillis = day
-        let world = try World(limits: limits, storageFaults: true)
-        let (phone, ipad, list, _) = try await Self.twoDevices(world)
-        // Tea arrives after the cutoff: the run's mark stops below it, and its raise goes on to `S`.
-        world.clock.advance(by: 2 * day)
-        try await phone.add("Tea", list)
-        await phone.sync()
-        await ipad.sync()
+        let (world, phone, ipad, list) = try await Self.teaAfterTheCutoff()
         try #require(world.faulty).failingRaises = 2
         #expect(throws: SyncError.self) { try world.compact(after: 0) }
         if restart {
@@ -79,14 +86,7 @@ import JournalTesting
     /// follows, its digest taken over them too.
     @Test(.enabled(if: World.isEngine, "the engine raises the mark after its rewrite"))
     func aRecordWrittenLateAfterUploadsStillLetsTheDeviceFollow() async throws {
-        var limits = ServiceLimits()
-        limits.retentionMillis = day
-        let world = try World(limits: limits, storageFaults: true)
-        let (phone, ipad, list, _) = try await Self.twoDevices(world)
-        world.clock.advance(by: 2 * day)
-        try await phone.add("Tea", list)
-        await phone.sync()
-        await ipad.sync()
+        let (world, phone, ipad, list) = try await Self.teaAfterTheCutoff()
         // The record's append fails, and so does the run's retry of it at its end.
         try #require(world.faulty).failingRecordAppends = 2
         #expect(throws: SyncError.self) { try world.compact(after: 0) }
