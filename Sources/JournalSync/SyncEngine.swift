@@ -274,10 +274,15 @@ public actor SyncEngine {
     /// with the engine's state, so it never runs back across launches.
     @discardableResult
     public func record(_ operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
-        guard state.account != nil else { throw .notSignedIn }
-        guard state.zones[zone.storeName] != nil, let info = store.zone(zone.storeName), !info.isDeleted else { throw .noSuchList(zone.storeName) }
+        try checkWritable(zone)
         if let why = try refusal(of: operation, in: zone) { throw .refused(why) }
         return try recordUnchecked(operation, in: zone)
+    }
+
+    /// A change may go into `zone`: the device is signed in and syncs the list, live here.
+    private func checkWritable(_ zone: ZoneID) throws(SyncEngineError) {
+        guard state.account != nil else { throw .notSignedIn }
+        guard state.zones[zone.storeName] != nil, let info = store.zone(zone.storeName), !info.isDeleted else { throw .noSuchList(zone.storeName) }
     }
 
     /// Why `operation` may not be written to `zone`, read against the list as this device holds
@@ -299,8 +304,7 @@ public actor SyncEngine {
     /// which holds the list differently, might (a mark-off of an item this one never saw).
     @discardableResult
     package func recordUnchecked(_ operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
-        guard state.account != nil else { throw .notSignedIn }
-        guard state.zones[zone.storeName] != nil, let info = store.zone(zone.storeName), !info.isDeleted else { throw .noSuchList(zone.storeName) }
+        try checkWritable(zone)
         if case .opaque(ListBase.kind, _) = operation { throw .refused(.notAnEdit("a list's base")) }
         let now = clock.now()
         let entry = JournalEntry(id: CompactID.random(using: &rng), zone: zone.storeName, author: replica, wallTime: now,
