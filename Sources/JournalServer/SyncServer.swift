@@ -188,9 +188,11 @@ package struct SyncServer: Sendable {
             let zone = try Self.zone(context)
             let entries = try await Self.uploadedEntries(request, limits: backend.limits)
             let (since, _) = try Self.paging(request)
+            let carrying = try Self.carry(request)
             let result: UploadResult
             do throws(SyncError) {
-                result = try await backend.perform(context.authenticatedCaller(), .upload(entries: entries, zone: zone, since: since)).uploadResult()
+                result = try await backend.perform(context.authenticatedCaller(),
+                                                   .upload(entries: entries, zone: zone, since: since, carrying: carrying)).uploadResult()
             } catch {
                 guard case .partialFailure(let r) = error else { throw error }
                 result = r
@@ -395,6 +397,15 @@ package struct SyncServer: Sendable {
             throw .invalidRequest("a history cursor is 1–\(HistoryCursor.maxBytes) bytes")
         }
         return HistoryCursor(String(after))
+    }
+
+    /// An upload's `carry`: how many others' entries its answer may bring (0…256; 0 when absent).
+    static func carry(_ request: Request) throws(SyncError) -> Int {
+        guard let c = request.uri.queryParameters["carry"] else { return 0 }
+        guard let n = Int(c), n >= 0, n <= HTTPBinding.maxCarriedEntries else {
+            throw .invalidRequest("carry is 0…\(HTTPBinding.maxCarriedEntries)")
+        }
+        return n
     }
 
     static func paging(_ request: Request) throws(SyncError) -> (ServiceToken?, Int) {

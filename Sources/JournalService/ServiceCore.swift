@@ -163,8 +163,8 @@ public final class ServiceCore: @unchecked Sendable {
         // nodes wrote first (membership, announcements; one query over a shared database).
         if Self.zoneOwned(by: caller, call) == nil { try catchUp() }
         switch call {
-        case .upload(let entries, let zone, let since):
-            let (result, mark) = try upload(caller: caller, entries: entries, to: zone, since: since)
+        case .upload(let entries, let zone, let since, let carrying):
+            let (result, mark) = try uploadMarking(caller: caller, entries: entries, to: zone, since: since, carrying: carrying)
             return (.upload(result), mark.map { (zone, $0) })
         case .fetchZoneChanges(let zone, let token, let limit):
             let (page, mark) = try feed.fetchZoneChanges(caller: caller, zone: zone, since: token, limit: limit)
@@ -192,38 +192,60 @@ public final class ServiceCore: @unchecked Sendable {
     /// Stores the caller's entries in a zone (`SyncService.upload`): idempotent by entry id, and a
     /// late retry of an entry compaction purged is acknowledged, never stored again.
     public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID) throws(SyncError) -> UploadResult {
-        try upload(caller: caller, entries: entries, to: zone, since: nil).result
+        try uploadMarking(caller: caller, entries: entries, to: zone, since: nil, carrying: 0).result
     }
 
     /// `upload(caller:entries:to:)` that also reads the zone after `since` (SYNC.md §3.11): when it
     /// holds nothing there but this upload's entries, the answer carries the token after them and
     /// the zone's head, so the device need not fetch its own entries back.
     public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?) throws(SyncError) -> UploadResult {
-        try upload(caller: caller, entries: entries, to: zone, since: since).result
+        try uploadMarking(caller: caller, entries: entries, to: zone, since: since, carrying: 0).result
     }
 
-    /// `upload(caller:entries:to:since:)`, and the mark of the token it answers (nil: none). The
-    /// zone's audience is hinted once the entries are stored, with the head the answer carries
-    /// when it has one (§7.7): the uploading device holds that head, so its hint costs it nothing.
-    private func upload(caller: String, entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?) throws(SyncError) -> (result: UploadResult, mark: SequenceNumber?) {
+    /// `upload(caller:entries:to:since:)` whose answer also carries the others' entries after
+    /// `since`, at most `carrying` of them (`SyncService.upload(_:to:since:carrying:)`).
+    public func upload(caller: String, entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?, carrying: Int) throws(SyncError) -> UploadResult {
+        try uploadMarking(caller: caller, entries: entries, to: zone, since: since, carrying: carrying).result
+    }
+
+    /// `upload(caller:entries:to:since:carrying:)`, and the mark of the token it answers (nil:
+    /// none). The zone's audience is hinted once the entries are stored, with the head the answer
+    /// carries when it has one (§7.7): the uploading device holds that head, so its hint costs it
+    /// nothing.
+    private func uploadMarking(caller: String, entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?,
+                               carrying: Int) throws(SyncError) -> (result: UploadResult, mark: SequenceNumber?) {
         var (result, told) = try uploads.upload(caller: caller, entries: entries, to: zone)
         var mark: SequenceNumber? = nil
-        if let since, result.failed.isEmpty, let (token, head, m) = tokenAfter(result, caller: caller, zone: zone, since: since) {
-            (result.token, result.head, mark) = (token, head, m)
+        if let since, result.failed.isEmpty,
+           let after = tokenAfter(result, caller: caller, zone: zone, since: since, carrying: min(max(carrying, 0), Self.maxCarried)) {
+            (result.token, result.head, result.entries, mark) = (after.token, after.head, after.others, after.mark)
         }
         if !told.isEmpty { context.hints.changed(zone.storeName, head: result.head, for: told) }
         if !result.failed.isEmpty { throw .partialFailure(result) }
         return (result, mark)
     }
 
+    /// The most others' entries an upload's answer carries, whatever the device asks (SYNC.md
+    /// §3.11): more wait for the device's fetch, in pages.
+    package static let maxCarried = 256
+
     /// The token after `since` and the zone's head when the zone holds nothing after `since` but
-    /// this upload's entries (nil otherwise, or on any refusal: a purge under way, an expired token).
-    private func tokenAfter(_ result: UploadResult, caller: String, zone: ZoneID, since: ServiceToken) -> (ServiceToken, ZoneHead, SequenceNumber?)? {
-        guard let (page, mark) = try? feed.fetchZoneChanges(caller: caller, zone: zone, since: since, limit: result.saved.count + 1),
+    /// this upload's entries and at most `carrying` others' (which the answer carries), in one
+    /// page; nil otherwise, or on any refusal (a purge under way, an expired token).
+    private func tokenAfter(_ result: UploadResult, caller: String, zone: ZoneID, since: ServiceToken,
+                            carrying: Int) -> (token: ServiceToken, head: ZoneHead, others: [JournalEntry], mark: SequenceNumber?)? {
+        guard let (page, mark) = try? feed.fetchZoneChanges(caller: caller, zone: zone, since: since, limit: result.saved.count + carrying + 1),
               !page.moreComing, let head = page.head else { return nil }
         let mine = Set(result.saved)
-        guard page.entries.allSatisfy({ mine.contains($0.id) }) else { return nil }
-        return (page.token, head, mark)
+        guard let firstMine = page.entries.firstIndex(where: { mine.contains($0.id) }) ?? (page.entries.isEmpty ? 0 : nil) else {
+            return nil   // none of the upload's entries after `since`: a retry the device fetched back
+        }
+        let others = page.entries[..<firstMine]
+        // Others' entries come only before all of this upload's, so that the device knows its own
+        // entries follow them in the zone's order (SYNC.md §3.11).
+        guard others.count <= carrying, page.entries[firstMine...].allSatisfy({ mine.contains($0.id) }),
+              others.isEmpty || page.entries.count - firstMine == mine.count else { return nil }
+        return (page.token, head, Array(others), mark)
     }
 
     /// The zones of one of the caller's databases changed or gone since `token`
@@ -308,7 +330,7 @@ public final class ServiceCore: @unchecked Sendable {
     /// The zone of a call on one zone that `caller` owns, or nil (any other call).
     static func zoneOwned(by caller: String, _ call: SyncCall) -> ZoneID? {
         let zone: ZoneID? = switch call {
-        case .upload(_, let z, _), .fetchZoneChanges(let z, _, _), .fetchZoneHistory(let z), .fetchZoneSnapshot(let z),
+        case .upload(_, let z, _, _), .fetchZoneChanges(let z, _, _), .fetchZoneHistory(let z), .fetchZoneSnapshot(let z),
              .fetchZoneHistoryPage(let z, _): z
         default: nil
         }

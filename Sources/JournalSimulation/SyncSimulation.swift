@@ -130,7 +130,7 @@ struct RoutedService: ForwardingSyncService {
 
     func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
         let caller = try credentials.authenticate(account).account()
-        if case .upload(let entries, _, _) = call { ledger.record(entries, replica: replica) }
+        if case .upload(let entries, _, _, _) = call { ledger.record(entries, replica: replica) }
         return try box.core.perform(ServiceCaller(account: caller, device: replica), call)
     }
 }

@@ -4,8 +4,9 @@ import JournalLog
 /// session, a fault injector, a meter, a thread hop, a transport) passes on without knowing which
 /// call it is. `SyncService`'s methods are the same calls, one method each.
 public enum SyncCall: Sendable {
-    /// `SyncService.upload` (`since`: the token the device holds, `upload(_:to:since:)`).
-    case upload(entries: [JournalEntry], zone: ZoneID, since: ServiceToken?)
+    /// `SyncService.upload` (`since`: the token the device holds, and `carrying`: how many
+    /// others' entries after it the answer may bring, `upload(_:to:since:carrying:)`).
+    case upload(entries: [JournalEntry], zone: ZoneID, since: ServiceToken?, carrying: Int = 0)
     /// `SyncService.fetchDatabaseChanges`.
     case fetchDatabaseChanges(scope: DatabaseScope, since: ServiceToken?, limit: Int)
     /// `SyncService.fetchDatabaseChanges(since:limit:)`: both databases at once.
@@ -143,7 +144,8 @@ extension SyncService {
     /// Runs `call` through this service's method for it.
     public func perform(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
         switch call {
-        case .upload(let entries, let zone, let since): return .upload(try await upload(entries, to: zone, since: since))
+        case .upload(let entries, let zone, let since, let carrying):
+            return .upload(try await upload(entries, to: zone, since: since, carrying: carrying))
         case .fetchDatabaseChanges(let scope, let token, let limit):
             return .databaseChanges(try await fetchDatabaseChanges(scope, since: token, limit: limit))
         case .fetchBothDatabases(let tokens, let limit): return .bothDatabases(try await fetchDatabaseChanges(since: tokens, limit: limit))
@@ -178,6 +180,11 @@ extension ForwardingSyncService {
     /// `SyncService.upload(_:to:since:)`, through `forward`.
     public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?) async throws(SyncError) -> UploadResult {
         try await forward(.upload(entries: entries, zone: zone, since: token)).uploadResult()
+    }
+
+    /// `SyncService.upload(_:to:since:carrying:)`, through `forward`.
+    public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?, carrying limit: Int) async throws(SyncError) -> UploadResult {
+        try await forward(.upload(entries: entries, zone: zone, since: token, carrying: limit)).uploadResult()
     }
 
     /// `SyncService.fetchDatabaseChanges(since:limit:)`, through `forward`.

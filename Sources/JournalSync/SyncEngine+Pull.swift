@@ -191,32 +191,7 @@ extension SyncEngine {
                     return
                 }
             }
-            if !page.entries.isEmpty {
-                if z.shopping {
-                    // This device's own changes come back too: they are applied (a no-op), not held.
-                    let remote = page.entries.filter { $0.author != replica }
-                    state.zones[name]?.held += remote
-                    state.zones[name]?.toApply = page.entries.filter { $0.author == replica }
-                    state.zones[name]?.token = page.token
-                    state.zones[name]?.head = page.moreComing ? nil : page.head
-                    report.held += remote.count
-                    guard (try? save()) != nil else { return }
-                    applyQueued(name, &report)
-                    if state.zones[name]?.toApply.isEmpty == false { return }
-                } else {
-                    state.zones[name]?.toApply = page.entries
-                    state.zones[name]?.token = page.token
-                    state.zones[name]?.head = page.moreComing ? nil : page.head
-                    guard (try? save()) != nil else { return }
-                    applyQueued(name, &report)
-                    noteAfterFollowed(name, page.entries)
-                    if state.zones[name]?.toApply.isEmpty == false { return }
-                }
-            } else if z.token != page.token || z.head != page.head {
-                state.zones[name]?.token = page.token
-                state.zones[name]?.head = page.moreComing ? nil : page.head
-                try? save()
-            }
+            guard take(page.entries, token: page.token, head: page.moreComing ? nil : page.head, in: name, &report) else { return }
             if !page.moreComing { break }
         }
         state.zones[name]?.needsFetch = false
@@ -229,6 +204,37 @@ extension SyncEngine {
             refetchCauses[name] = refetchCauses[name] ?? .conflict
             await refetch(name, &report, wanted: true)
         }
+    }
+
+    /// Takes fetched entries and the token after them (`head`: the zone's head with it, nil when
+    /// more is coming): queued with the token, then applied (while shopping, others' entries are
+    /// held instead). False when something stopped it: the state was not saved, or what is
+    /// queued could not all be applied (it stays queued, with the token).
+    func take(_ entries: [JournalEntry], token: ServiceToken, head: ZoneHead?, in name: String, _ report: inout SyncReport) -> Bool {
+        guard let z = state.zones[name] else { return false }
+        guard !entries.isEmpty else {
+            if z.token != token || z.head != head {
+                state.zones[name]?.token = token
+                state.zones[name]?.head = head
+                try? save()
+            }
+            return true
+        }
+        if z.shopping {
+            // This device's own changes come back too: they are applied (a no-op), not held.
+            let remote = entries.filter { $0.author != replica }
+            state.zones[name]?.held += remote
+            state.zones[name]?.toApply = entries.filter { $0.author == replica }
+            report.held += remote.count
+        } else {
+            state.zones[name]?.toApply = entries
+        }
+        state.zones[name]?.token = token
+        state.zones[name]?.head = head
+        guard (try? save()) != nil else { return false }
+        applyQueued(name, &report)
+        if !z.shopping { noteAfterFollowed(name, entries) }
+        return state.zones[name]?.toApply.isEmpty != false
     }
 
     /// Appends the to-apply queue to the local log (idempotent by id), then empties it. A

@@ -113,6 +113,7 @@ extension SyncEngine {
             report.uploaded += outcome.saved.count
             totals.entriesUploaded += outcome.saved.count
             done.formUnion(outcome.saved)
+            for c in outcome.carried { takeCarried(c, in: name, &report) }
             if !outcome.refused.isEmpty {
                 for (id, why) in outcome.refused.sorted(by: { $0.key < $1.key }) {
                     state.zones[name]?.rejected.append(id)
@@ -165,6 +166,29 @@ extension SyncEngine {
         var saved = Set<CompactID>()
         var refused: [CompactID: EntryFailure] = [:]
         var stoppedBy: SyncError?
+        /// Others' entries upload answers carried, in the order they came.
+        var carried: [Carried] = []
+    }
+
+    /// Others' entries an upload's answer carried (`UploadResult.entries`): the token sent, the
+    /// token and head after them, and the upload's saved ids (which follow them in the zone).
+    struct Carried {
+        var since: ServiceToken
+        var entries: [JournalEntry]
+        var token: ServiceToken
+        var head: ZoneHead?
+        var saved: [CompactID]
+    }
+
+    /// Applies what an upload's answer carried, as a fetched page (a compaction record in it is
+    /// followed), when the list's token is still the one sent. The upload's own entries follow
+    /// the carried ones in the zone, so a followed record's digest is checked without them.
+    func takeCarried(_ c: Carried, in name: String, _ report: inout SyncReport) {
+        guard let z = state.zones[name], z.token == c.since, z.replacing == nil, z.toApply.isEmpty else { return }
+        followChecks[name] = nil
+        guard take(c.entries, token: c.token, head: c.head, in: name, &report) else { return }
+        followChecks[name]?.after.formUnion(c.saved)
+        checkFollowed(name, &report)
     }
 
     /// One upload, with every retry it takes (Spec/SYNC.md §7): `limitExceeded` halves the batch
@@ -180,16 +204,22 @@ extension SyncEngine {
             do {
                 // The token the device holds goes with the upload: when the zone holds nothing
                 // after it but these entries, the answer moves the token past them (§3.11).
-                let since = state.zones[zone.storeName].flatMap { $0.replacing == nil ? $0.token : nil }
-                let r = try await service.upload(todo, to: zone, since: since)
+                // Others' entries after it come in the answer too, a few of them (a compaction
+                // record among them): then this list needs no fetch.
+                let since = state.zones[zone.storeName].flatMap { $0.replacing == nil && $0.toApply.isEmpty ? $0.token : nil }
+                let r = try await service.upload(todo, to: zone, since: since, carrying: options.uploadCarries)
                 out.saved.formUnion(r.saved)
                 todo = []
                 if let next = r.token, let since, state.zones[zone.storeName]?.token == since,
                    state.zones[zone.storeName]?.replacing == nil, (try? Self.checked(next)) != nil {
-                    state.zones[zone.storeName]?.token = next
-                    state.zones[zone.storeName]?.head = r.head
-                    // Saved with the pull's state write (or the sync's last): lost in a crash, the
-                    // older token only fetches this device's entries back.
+                    if r.entries.isEmpty {
+                        state.zones[zone.storeName]?.token = next
+                        state.zones[zone.storeName]?.head = r.head
+                        // Saved with the pull's state write (or the sync's last): lost in a crash,
+                        // the older token only fetches this device's entries back.
+                    } else {
+                        out.carried.append(Carried(since: since, entries: r.entries, token: next, head: r.head, saved: r.saved))
+                    }
                 }
             } catch {
                 switch error {
@@ -199,6 +229,7 @@ extension SyncEngine {
                         let o = try await send(part, to: zone)
                         out.saved.formUnion(o.saved)
                         out.refused.merge(o.refused) { x, _ in x }
+                        out.carried += o.carried
                         if let stopped = o.stoppedBy {
                             out.stoppedBy = stopped
                             return out

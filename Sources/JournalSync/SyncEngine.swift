@@ -10,6 +10,10 @@ public struct SyncEngineOptions: Sendable {
     public var uploadBatchBytes = 512 << 10
     /// Entries asked for per zone-changes page.
     public var pageLimit = 500
+    /// Others' entries an upload's answer may bring (Spec/SYNC.md §3.11; the service takes at most
+    /// 256): when the list took no more than these since this device's token, a compaction record
+    /// among them, the upload's answer brings them and the list needs no fetch. 0: never.
+    public var uploadCarries = 64
     /// Zones asked for per database-changes page.
     public var databasePageLimit = 1_000
     /// Remote entries a list keeps held back while shopping (the state file keeps them): at the

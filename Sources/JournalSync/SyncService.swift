@@ -105,13 +105,19 @@ public struct UploadResult: Sendable, Equatable {
     public var token: ServiceToken?
     /// The zone's head with that token (`ZoneHead`), when `token` is given.
     public var head: ZoneHead?
+    /// Others' entries the zone took after the token the device sent, in the zone's order, when
+    /// the upload asked for them (`upload(_:to:since:carrying:)`) and `token` is given: `token`
+    /// is after them too, so a device applies them before it takes `token`. Empty otherwise.
+    public var entries: [JournalEntry]
 
     /// A result with these outcomes (empty by default), as a service answers an upload.
-    public init(saved: [CompactID] = [], failed: [CompactID: EntryFailure] = [:], token: ServiceToken? = nil, head: ZoneHead? = nil) {
+    public init(saved: [CompactID] = [], failed: [CompactID: EntryFailure] = [:], token: ServiceToken? = nil, head: ZoneHead? = nil,
+                entries: [JournalEntry] = []) {
         self.saved = saved
         self.failed = failed
         self.token = token
         self.head = head
+        self.entries = entries
     }
 }
 
@@ -305,6 +311,14 @@ public protocol SyncService: Sendable {
     /// after them (`UploadResult.token`), and the device need not fetch its own entries back.
     func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?) async throws(SyncError) -> UploadResult
 
+    /// `upload(_:to:since:)` whose answer may also bring the others' entries the zone took after
+    /// `since`, at most `limit` of them (Spec/SYNC.md §3.11): when the zone holds nothing else
+    /// after `since`, the answer carries them (`UploadResult.entries`, a compaction record among
+    /// them) and the token after all of it, and the device that applies them need not fetch the
+    /// zone. A caller that takes `token` applies `entries` first. `limit` 0 is
+    /// `upload(_:to:since:)`.
+    func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?, carrying limit: Int) async throws(SyncError) -> UploadResult
+
     /// A zone's entries after `token`, in pages (CKFetchRecordZoneChangesOperation).
     func fetchZoneChanges(_ zone: ZoneID, since token: ServiceToken?, limit: Int) async throws(SyncError) -> ZoneChangesPage
 
@@ -368,6 +382,11 @@ extension SyncService {
     public func fetchDatabaseChanges(since tokens: DatabaseTokens, limit: Int) async throws(SyncError) -> BothDatabasesPage {
         BothDatabasesPage(private: try await fetchDatabaseChanges(.private, since: tokens.private, limit: limit),
                           shared: try await fetchDatabaseChanges(.shared, since: tokens.shared, limit: limit))
+    }
+
+    /// An upload whose answer carries no others' entries: `upload(_:to:since:)`.
+    public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?, carrying limit: Int) async throws(SyncError) -> UploadResult {
+        try await upload(entries, to: zone, since: token)
     }
 
     /// An upload whose answer carries no token (CloudKit: the device fetches its entries back).

@@ -65,7 +65,12 @@ public struct HTTPSyncService: SyncService {
     }
 
     public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?) async throws(SyncError) -> UploadResult {
-        let query = token.map { [("token", $0.text)] } ?? []
+        try await upload(entries, to: zone, since: token, carrying: 0)
+    }
+
+    public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?, carrying limit: Int) async throws(SyncError) -> UploadResult {
+        var query = token.map { [("token", $0.text)] } ?? []
+        if token != nil && limit > 0 { query.append(("carry", String(min(limit, HTTPBinding.maxCarriedEntries)))) }
         let a = try await call("POST", HTTPBinding.zonePath(zone) + "/entries", query: query, body: WireBatch.encode(entries),
                                contentType: WireBatch.mediaType)
         let answer: HTTPBinding.UploadJSON

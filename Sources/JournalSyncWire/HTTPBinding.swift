@@ -9,6 +9,8 @@ package enum HTTPBinding {
     package static let tokenHeader = "JLog-Token"
     /// The longest change token a request may carry: what a client keeps (SYNC.md §3.8 I2).
     package static let maxTokenBytes = 1_024
+    /// The most others' entries an upload's answer carries (`carry`, SYNC.md §3.11).
+    package static let maxCarriedEntries = 256
     package static let moreComingHeader = "JLog-More-Coming"
     /// The response header of a history page that names the next page's cursor (SYNC.md §3.12);
     /// absent on the last page.
@@ -102,10 +104,14 @@ package enum HTTPBinding {
         package var token: String?
         /// The zone's head with it.
         package var head: String?
+        /// Others' entries after the token sent, as a wire batch in base64url without padding (as tokens are), when the
+        /// upload asked for them (`carry`) and the answer carries any (`UploadResult.entries`).
+        package var entries: String?
 
         package init(_ r: UploadResult) {
             token = r.token?.text
             head = r.head?.text
+            entries = r.entries.isEmpty ? nil : Base64URL.encode(WireBatch.encode(r.entries))
             saved = r.saved.map(\.description)
             failed = r.failed.sorted { $0.key < $1.key }.map { id, f in
                 switch f {
@@ -120,8 +126,14 @@ package enum HTTPBinding {
         /// general encoder costs a busy server more than the upload's own checks.
         package var encoded: [UInt8] {
             var out: [UInt8] = []
-            out.reserveCapacity(24 + saved.count * 40 + failed.count * 120)
-            out += Array("{\"failed\":[".utf8)
+            out.reserveCapacity(24 + saved.count * 40 + failed.count * 120 + (entries?.utf8.count ?? 0))
+            if let entries {
+                out += Array("{\"entries\":".utf8)
+                EntryJSON.appendString(entries, to: &out)
+                out += Array(",\"failed\":[".utf8)
+            } else {
+                out += Array("{\"failed\":[".utf8)
+            }
             for (k, f) in failed.enumerated() {
                 out += Array((k == 0 ? "{\"id\":" : ",{\"id\":").utf8)
                 EntryJSON.appendString(f.id, to: &out)
@@ -186,6 +198,12 @@ package enum HTTPBinding {
                 guard !token.isEmpty, token.utf8.count <= HTTPBinding.maxTokenBytes, let head, HTTPBinding.isHead(head) else { return nil }
                 r.token = ServiceToken(token)
                 r.head = ZoneHead(head)
+            }
+            if let entries {
+                // Entries come only with the token they are before.
+                guard r.token != nil, let batch = Base64URL.decode(entries),
+                      let carried = try? WireBatch.decode(batch, maxEntries: HTTPBinding.maxCarriedEntries), !carried.isEmpty else { return nil }
+                r.entries = carried
             }
             for f in failed {
                 guard let id = CompactID(f.id) else { return nil }

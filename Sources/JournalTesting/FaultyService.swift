@@ -105,13 +105,15 @@ package final class FaultyService: ForwardingSyncService, @unchecked Sendable {
 
     /// Every call goes through the faults; an upload has a few of its own.
     package func forward(_ call: SyncCall) async throws(SyncError) -> SyncAnswer {
-        if case .upload(let entries, let zone, let since) = call { return .upload(try await faultyUpload(entries, to: zone, since: since)) }
+        if case .upload(let entries, let zone, let since, let carrying) = call {
+            return .upload(try await faultyUpload(entries, to: zone, since: since, carrying: carrying))
+        }
         return try await deliver { () async throws(SyncError) -> SyncAnswer in try await inner.perform(call) }
     }
 
     /// An upload: perhaps refused for its size or the quota, held back and delivered later, or
     /// only partly taken.
-    private func faultyUpload(_ entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?) async throws(SyncError) -> UploadResult {
+    private func faultyUpload(_ entries: [JournalEntry], to zone: ZoneID, since: ServiceToken?, carrying: Int) async throws(SyncError) -> UploadResult {
         let f = faults
         if let limit = f.limitEntries, entries.count > limit, !offline { throw .limitExceeded }
         if !offline && roll(f.delay) {
@@ -132,6 +134,6 @@ package final class FaultyService: ForwardingSyncService, @unchecked Sendable {
             for e in refused { result.failed[e.id] = .retryable("injected: the zone was busy") }
             throw .partialFailure(result)
         }
-        return try await deliver { () async throws(SyncError) -> UploadResult in try await inner.upload(entries, to: zone, since: since) }
+        return try await deliver { () async throws(SyncError) -> UploadResult in try await inner.upload(entries, to: zone, since: since, carrying: carrying) }
     }
 }

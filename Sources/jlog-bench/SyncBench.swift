@@ -54,7 +54,7 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
         let answer = try await inner.forward(call)
         // Tokens sent travel in the request (query parameters); HTTP's own headers are not counted.
         let sent: Int = switch call {
-        case .upload(_, _, let t), .fetchDatabaseChanges(_, let t, _), .fetchZoneChanges(_, let t, _): t?.text.utf8.count ?? 0
+        case .upload(_, _, let t, _), .fetchDatabaseChanges(_, let t, _), .fetchZoneChanges(_, let t, _): t?.text.utf8.count ?? 0
         case .fetchZoneHistoryPage(_, let c): c?.text.utf8.count ?? 0
         case .fetchBothDatabases(let t, _): (t.private?.text.utf8.count ?? 0) + (t.shared?.text.utf8.count ?? 0)
         default: 0
@@ -68,7 +68,7 @@ final class WireMeter: ForwardingSyncService, @unchecked Sendable {
         }
         lock.withLock { tokenBytes += sent + received }
         switch (call, answer) {
-        case (.upload(let entries, _, _), .upload(let r)):
+        case (.upload(let entries, _, _, _), .upload(let r)):
             count(up: sent + WireBatch.encode(entries).count, down: HTTPBinding.UploadJSON(r).encoded.count, entriesUp: entries.count)
         case (_, .databaseChanges(let p)): count(up: sent, down: Self.json(HTTPBinding.DatabaseChangesJSON(p)))
         case (_, .bothDatabases(let p)): count(up: sent, down: Self.json(HTTPBinding.BothDatabasesJSON(p)))

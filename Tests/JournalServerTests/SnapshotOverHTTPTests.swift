@@ -49,6 +49,20 @@ import ListModel
         await server.stop()
     }
 
+    /// The phone uploads after the server compacted its list: the answer carries the compaction
+    /// record (`carry`, SYNC.md §3.11), and the phone follows it, fetching nothing anew.
+    @Test func anUploadAfterACompactionCarriesTheRecordBack() async throws {
+        let server = try await TestServer(limits: Self.limits())
+        let (phone, list) = try await Self.compactedList(server)
+        try await phone.engine.record(.add(item: CompactID("tea")!, text: "Tea", after: nil), in: list)
+        let r = await phone.sync()
+        #expect(r.isComplete, "\(r.errors)")
+        #expect(r.compactionsFollowed == 1)
+        #expect(r.refetched.isEmpty)
+        #expect(try phone.list(list) == server.serverList(list))
+        await server.stop()
+    }
+
     @Test func theSnapshotRouteAnswersNoContentForAListNeverCompacted() async throws {
         let server = try await TestServer(limits: Self.limits())
         let alice = try server.credential("alice")

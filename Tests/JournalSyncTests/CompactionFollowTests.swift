@@ -12,8 +12,8 @@ import JournalTesting
 /// writes the same places and keeps its history, and never fetches the list or its history again.
 @Suite struct CompactionFollowTests {
     /// alice's list on her phone and her iPad, both caught up: Milk (bought), Bread, Eggs.
-    static func twoDevices(_ world: World) async throws -> (phone: Device, ipad: Device, list: ZoneID, milk: CompactID) {
-        let phone = try world.device("alice:phone")
+    static func twoDevices(_ world: World, phoneCalls: CallLog? = nil) async throws -> (phone: Device, ipad: Device, list: ZoneID, milk: CompactID) {
+        let phone = try world.device("alice:phone", service: phoneCalls.map { calls in { CountingService($0, calls) } })
         let ipad = try world.device("alice:ipad")
         let list = try await phone.engine.createList("weekly")
         let milk = try await phone.add("Milk", list)
@@ -97,6 +97,43 @@ import JournalTesting
         #expect(report.refetched.isEmpty, "followed, not fetched anew: \(report.refetchCauses)")
         #expect(report.compactionsFollowed == 1)
         #expect(try ipad.list(list) == world.serviceList(list))
+    }
+
+    /// The phone uploads right after a compaction: the upload's answer carries the record, which
+    /// the phone follows, and the database page then names the head it holds (SYNC.md §3.11):
+    /// two requests, no fetch of the list.
+    @Test func anUploadRightAfterACompactionBringsTheRecordWithIt() async throws {
+        let world = try World(retentionMillis: day)
+        let calls = CallLog()
+        let (phone, _, list, _) = try await Self.twoDevices(world, phoneCalls: calls)
+        _ = try world.compact(after: 2 * day)
+        try await phone.add("Tea", list)
+        calls.forget()
+        let report = await phone.sync()
+        #expect(report.isComplete, "\(report.errors)")
+        #expect(report.compactionsFollowed == 1)
+        #expect(report.refetched.isEmpty)
+        #expect(calls.names == ["upload", "fetchBothDatabases"])
+        #expect(try phone.list(list) == world.serviceList(list))
+        #expect(try Self.ids(phone, list) == world.serviceIDs(list))
+    }
+
+    /// More others' entries than the upload may carry: the answer carries none, and the phone
+    /// fetches the list as before.
+    @Test func moreThanTheUploadCarriesAreFetched() async throws {
+        let world = try World(retentionMillis: day)
+        let calls = CallLog()
+        let (phone, ipad, list, _) = try await Self.twoDevices(world, phoneCalls: calls)
+        for i in 0..<3 { try await ipad.add("Item \(i)", list) }
+        await ipad.sync()
+        var options = SyncEngineOptions()
+        options.uploadCarries = 2
+        try phone.restart(options: options)
+        try await phone.add("Tea", list)
+        calls.forget()
+        await phone.sync()
+        #expect(calls.names == ["upload", "fetchBothDatabases", "fetchZoneChanges"])
+        #expect(try phone.list(list) == world.serviceList(list))
     }
 
     @Test func theFollowingDeviceKeepsTheWholeHistory() async throws {
@@ -235,3 +272,4 @@ import JournalTesting
         #expect(try ipad.list(list).digest == world.serviceList(list).digest)
     }
 }
+

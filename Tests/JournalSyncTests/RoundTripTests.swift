@@ -64,16 +64,16 @@ import JournalTesting
         #expect(a.take().calls == ["fetchBothDatabases"])
     }
 
-    @Test func aChangeBySomeoneElseBeforeTheUploadIsFetched() async throws {
+    @Test func aChangeBySomeoneElseBeforeTheUploadComesWithTheUploadsAnswer() async throws {
         let (world, alice, a, bob, _, list) = try await Self.pair()
         try await bob.add("Eggs", list)
         await bob.sync()
         try await alice.add("Tea", list)
         let r = await alice.sync()
-        // Bob's change stood between her token and her upload: the fetch brings both, and only
-        // Bob's counts as applied (hers coming back is no change here).
+        // Bob's change stood between her token and her upload: the upload's answer carries it
+        // (SYNC.md §3.11), and the database page then names the head she holds.
         #expect(r.applied == 1)
-        #expect(a.take().calls == ["upload", "fetchBothDatabases", "fetchZoneChanges"])
+        #expect(a.take().calls == ["upload", "fetchBothDatabases"])
         await settle([alice, bob])
         try expectConverged(world, [alice, bob], list)
     }

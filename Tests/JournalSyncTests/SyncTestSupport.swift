@@ -139,7 +139,7 @@ final class Device: @unchecked Sendable {
     var store: JournalStore
     var engine: SyncEngine
     let wrap: ((LocalService) -> any SyncService)?
-    let options: SyncEngineOptions
+    var options: SyncEngineOptions
     var account: String { SyncNames.account(ofAuthor: replica) }
 
     init(world: World, replica: String, options: SyncEngineOptions = SyncEngineOptions(),
@@ -169,7 +169,8 @@ final class Device: @unchecked Sendable {
     }
 
     /// The app restarted cleanly (the store closed first).
-    func restart() throws {
+    func restart(options: SyncEngineOptions? = nil) throws {
+        if let options { self.options = options }
         try? store.close()
         try reopen()
     }

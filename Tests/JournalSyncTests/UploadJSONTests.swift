@@ -38,6 +38,21 @@ struct UploadJSONTests {
         }
     }
 
+    /// Carried entries travel as one wire batch in base64url, first among the sorted keys, and
+    /// read back whole; without a token they are malformed.
+    @Test func carriedEntriesReadBackWithTheirToken() throws {
+        let tea = JournalEntry(id: CompactID.random(), zone: "alice/weekly", author: "alice:ipad", wallTime: 1_700_000_000_000,
+                               clock: HybridTime(derivedFromWallTime: 1_700_000_000_000), operation: .add(item: CompactID.random(), text: "Tea", after: nil))
+        let r = UploadResult(saved: [CompactID.random()], token: ServiceToken("t1"), head: ZoneHead("h0123456789abcdef"), entries: [tea])
+        let value = HTTPBinding.UploadJSON(r)
+        #expect(String(decoding: value.encoded.prefix(11), as: UTF8.self) == "{\"entries\":")
+        #expect(try JSONDecoder().decode(HTTPBinding.UploadJSON.self, from: Data(value.encoded)).result == r)
+        var noToken = value
+        noToken.token = nil
+        noToken.head = nil
+        #expect(noToken.result == nil)
+    }
+
     @Test func anEmptyAnswerIsTwoEmptyLists() {
         #expect(String(decoding: HTTPBinding.UploadJSON(UploadResult()).encoded, as: UTF8.self) == "{\"failed\":[],\"saved\":[]}")
     }
