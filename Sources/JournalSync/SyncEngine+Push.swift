@@ -88,6 +88,8 @@ extension SyncEngine {
             try? save()
         }
         guard !pending.isEmpty else { return true }
+        var followed = false   // a record came with an answer: checked once the push is over
+        defer { if followed { checkFollowed(name, &report) } }
         var done = Set<CompactID>()
         for batch in uploadBatches(pending.map(\.entry)) {
             let outcome: SendOutcome
@@ -113,7 +115,10 @@ extension SyncEngine {
             report.uploaded += outcome.saved.count
             totals.entriesUploaded += outcome.saved.count
             done.formUnion(outcome.saved)
-            for c in outcome.carried { takeCarried(c, in: name, &report) }
+            for c in outcome.carried where takeCarried(c, in: name, &report) { followed = true }
+            // Saved after a record this push followed: after it in the zone, as the record's
+            // check must know (a fetch would have brought them back after it).
+            if followed { followChecks[name]?.after.formUnion(outcome.saved) }
             if !outcome.refused.isEmpty {
                 for (id, why) in outcome.refused.sorted(by: { $0.key < $1.key }) {
                     state.zones[name]?.rejected.append(id)
@@ -182,13 +187,18 @@ extension SyncEngine {
 
     /// Applies what an upload's answer carried, as a fetched page (a compaction record in it is
     /// followed), when the list's token is still the one sent. The upload's own entries follow
-    /// the carried ones in the zone, so a followed record's digest is checked without them.
-    func takeCarried(_ c: Carried, in name: String, _ report: inout SyncReport) {
-        guard let z = state.zones[name], z.token == c.since, z.replacing == nil, z.toApply.isEmpty else { return }
+    /// the carried ones in the zone, so a followed record's digest is checked without them, once
+    /// the list's push is over (what it uploaded is then no longer pending).
+    /// True when a record was followed: its check is pending (`followChecks`).
+    func takeCarried(_ c: Carried, in name: String, _ report: inout SyncReport) -> Bool {
+        guard let z = state.zones[name], z.token == c.since, z.replacing == nil, z.toApply.isEmpty else { return false }
         followChecks[name] = nil
-        guard take(c.entries, token: c.token, head: c.head, in: name, &report) else { return }
+        guard take(c.entries, token: c.token, head: c.head, in: name, &report) else {
+            followChecks[name] = nil   // what is still queued is applied by the next fetch, unchecked as there
+            return false
+        }
         followChecks[name]?.after.formUnion(c.saved)
-        checkFollowed(name, &report)
+        return followChecks[name] != nil
     }
 
     /// One upload, with every retry it takes (Spec/SYNC.md §7): `limitExceeded` halves the batch
