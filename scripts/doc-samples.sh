@@ -37,6 +37,7 @@ samples = {
     # examples/SyncTwoDevices, copied out of the repository (it runs the service in process).
     "SyncTwoDevices": open(os.path.join(root, "examples/SyncTwoDevices/main.swift")).read(),
     "SyncModule": blocks(os.path.join(root, "Sources/JournalSync/JournalSync.docc/JournalSync.md"))[0],
+    "InTheShop": blocks(os.path.join(root, "Sources/JournalSync/JournalSync.docc/InTheShop.md"))[0],
     "HTTPModule": blocks(os.path.join(root, "Sources/JournalSyncHTTP/JournalSyncHTTP.docc/JournalSyncHTTP.md"))[0],
     "SyncingDevices": imports + "import JournalSyncHTTP\nimport JournalSyncWire\n"
         + "let lists = try await ListStore.open(\"shopping.wal\")\n"

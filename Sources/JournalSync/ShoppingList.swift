@@ -42,6 +42,14 @@ public struct ShoppingList: Sendable, Hashable {
         try await engine.add(text, after: anchor, in: zone)
     }
 
+    /// Adds several items at once (a paste), each after the one before it, the first after
+    /// `anchor` (at the head when nil); returns their ids in order. One atomic, durable write:
+    /// all of them or, refused (`SyncEngineError.refusedInBatch`), none.
+    @discardableResult
+    public func add(contentsOf texts: [String], after anchor: CompactID? = nil) async throws(SyncEngineError) -> [CompactID] {
+        try await engine.add(contentsOf: texts, after: anchor, in: zone)
+    }
+
     /// Marks `item` off (bought). Refused: an item not on the list.
     public func markOff(_ item: CompactID) async throws(SyncEngineError) {
         try await engine.record(.markOff(item: item), in: zone)
@@ -65,6 +73,31 @@ public struct ShoppingList: Sendable, Hashable {
     /// Gives the list another colour. Refused: an empty colour, or one over the limit.
     public func recolour(_ colour: String) async throws(SyncEngineError) {
         try await engine.record(.recolour(colour: colour), in: zone)
+    }
+
+    // MARK: Shopping mode (Spec/SYNC.md §7.8)
+
+    /// Starts or ends shopping on this list. While shopping the list stays still: others' new
+    /// items wait as `notifications()`, while their mark-offs, unmarks and deletes of items on
+    /// screen, and a rename, apply at once. Ending it applies everything held.
+    public func setShopping(_ on: Bool) async throws(SyncEngineError) {
+        try await engine.setShopping(on, in: zone)
+    }
+
+    /// Others' new items held while shopping, oldest first: what the app offers to tap in.
+    public func notifications() async -> [PendingNotification] {
+        await engine.notifications(in: zone)
+    }
+
+    /// Shows the chosen held items (by `PendingNotification.entryID`) now, with the held
+    /// changes to them.
+    public func applyHeld(_ entryIDs: Set<CompactID>) async throws(SyncEngineError) {
+        try await engine.applyHeld(entryIDs, in: zone)
+    }
+
+    /// What is held while shopping, by kind.
+    public func heldChanges() async -> HeldChanges {
+        await engine.heldChanges(in: zone)
     }
 
     // MARK: Reading
@@ -110,6 +143,21 @@ extension SyncEngine {
         let item = CompactID.random(using: &rng)
         try record(.add(item: item, text: text, after: anchor), in: zone)
         return item
+    }
+
+    /// Adds `texts` as items, each after the one before (`ShoppingList.add(contentsOf:after:)`).
+    func add(contentsOf texts: [String], after anchor: CompactID?, in zone: ZoneID) throws(SyncEngineError) -> [CompactID] {
+        var items: [CompactID] = []
+        var operations: [EntryOperation] = []
+        var previous = anchor
+        for text in texts {
+            let item = CompactID.random(using: &rng)
+            operations.append(.add(item: item, text: text, after: previous))
+            items.append(item)
+            previous = item
+        }
+        try record(operations, in: zone)
+        return items
     }
 
     /// The list as this device holds it (on the store's thread: the engine's executor).

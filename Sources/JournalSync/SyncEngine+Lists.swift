@@ -75,10 +75,26 @@ extension SyncEngine {
         return ShoppingSession(applied: ListReducer(zone: zone.storeName), pending: pending).notifications
     }
 
-    /// Applies the chosen held entries (by entry id) now, while shopping goes on.
+    /// What the list holds back while shopping, by kind (Spec/SYNC.md §7.8): others' new items
+    /// (offered as `notifications(in:)`), changes to items not shown yet, and what this version
+    /// does not apply while shopping (a compaction record, and whatever follows it).
+    public func heldChanges(in zone: ZoneID) -> HeldChanges {
+        HeldChanges(state.zones[zone.storeName]?.held ?? [])
+    }
+
+    /// Applies the chosen held entries (by entry id) now, while shopping goes on, with the held
+    /// changes to the items they add (a mark-off of a new item comes with it).
     public func applyHeld(_ ids: Set<CompactID>, in zone: ZoneID) throws(SyncEngineError) {
-        guard state.zones[zone.storeName] != nil else { throw .noSuchList(zone.storeName) }
-        moveHeldToApply(zone.storeName) { ids.contains($0.id) }
+        guard let z = state.zones[zone.storeName] else { throw .noSuchList(zone.storeName) }
+        var items = Set<CompactID>()
+        for e in z.held where ids.contains(e.id) { if case .add(let item, _, _) = e.operation { items.insert(item) } }
+        moveHeldToApply(zone.storeName) { e in
+            if ids.contains(e.id) { return true }
+            switch e.operation {
+            case .markOff(let item), .unmark(let item), .delete(let item): return items.contains(item)
+            default: return false
+            }
+        }
         try save()
         var report = SyncReport()
         applyQueued(zone.storeName, &report)

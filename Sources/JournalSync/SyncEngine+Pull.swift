@@ -146,7 +146,7 @@ extension SyncEngine {
         }
         if z.replacing == nil && z.token == nil && z.toApply.isEmpty { refetchCauses[name] = refetchCauses[name] ?? .firstFetch }
         if z.replacing != nil || (z.token == nil && z.toApply.isEmpty) { return await refetch(name, &report) }
-        followChecks[name] = nil
+        if followChecksAwaitingFetch.remove(name) == nil { followChecks[name] = nil }
         if !z.toApply.isEmpty {
             applyQueued(name, &report)
             // What could not be applied stays queued, and the token stays with it.
@@ -222,10 +222,13 @@ extension SyncEngine {
         }
         if z.shopping {
             // This device's own changes come back too: they are applied (a no-op), not held.
-            let remote = entries.filter { $0.author != replica }
-            state.zones[name]?.held += remote
-            state.zones[name]?.toApply = entries.filter { $0.author == replica }
-            report.held += remote.count
+            // Others' changes to what the list shows apply at once; the rest is held (§7.8).
+            let (_, hold) = ShoppingHold.split(entries.filter { $0.author != replica }, shown: shownItems(name),
+                                               holdingARecord: z.held.contains { ShoppingHold.isBarrier($0.operation) })
+            let held = Set(hold.map(\.id))
+            state.zones[name]?.held += hold
+            state.zones[name]?.toApply = entries.filter { !held.contains($0.id) }
+            report.held += hold.count
         } else {
             state.zones[name]?.toApply = entries
         }
@@ -235,6 +238,13 @@ extension SyncEngine {
         applyQueued(name, &report)
         if !z.shopping { noteAfterFollowed(name, entries) }
         return state.zones[name]?.toApply.isEmpty != false
+    }
+
+    /// The items the list shows now (marked-off ones included); empty when it cannot be read
+    /// (then every change to an item is held, as before shopping could show any).
+    func shownItems(_ name: String) -> Set<CompactID> {
+        guard let state = try? ListQuery(store: store, fs: store.fileSystem).materialise(name).state else { return [] }
+        return Set(state.items.map(\.id))
     }
 
     /// Appends the to-apply queue to the local log (idempotent by id), then empties it. A

@@ -88,12 +88,24 @@ extension SyncEngine {
             try? save()
         }
         guard !pending.isEmpty else { return true }
-        var followed = false   // a record came with an answer: checked once the push is over
-        defer { if followed { checkFollowed(name, &report) } }
+        // A record an answer carried is checked once the push is over, when the place of every
+        // entry saved since is known (`noteAnswer`); otherwise the fetch that brings them back
+        // after the record finishes the check.
+        pushFollow[name] = nil
+        defer {
+            if let placed = pushFollow.removeValue(forKey: name) {
+                if placed {
+                    checkFollowed(name, &report)
+                } else {
+                    state.zones[name]?.needsFetch = true
+                    followChecksAwaitingFetch.insert(name)
+                }
+            }
+        }
         var done = Set<CompactID>()
         for batch in uploadBatches(pending.map(\.entry)) {
             let outcome: SendOutcome
-            do { outcome = try await send(batch, to: z.zone) } catch {
+            do { outcome = try await send(batch, to: z.zone, carrying: true, &report) } catch {
                 switch error {
                 case .zoneNotFound where z.zone.owner == state.account:
                     // Gone from the service (deleted elsewhere, or never made): make it again.
@@ -115,10 +127,6 @@ extension SyncEngine {
             report.uploaded += outcome.saved.count
             totals.entriesUploaded += outcome.saved.count
             done.formUnion(outcome.saved)
-            for c in outcome.carried where takeCarried(c, in: name, &report) { followed = true }
-            // Saved after a record this push followed: after it in the zone, as the record's
-            // check must know (a fetch would have brought them back after it).
-            if followed { followChecks[name]?.after.formUnion(outcome.saved) }
             if !outcome.refused.isEmpty {
                 for (id, why) in outcome.refused.sorted(by: { $0.key < $1.key }) {
                     state.zones[name]?.rejected.append(id)
@@ -171,8 +179,6 @@ extension SyncEngine {
         var saved = Set<CompactID>()
         var refused: [CompactID: EntryFailure] = [:]
         var stoppedBy: SyncError?
-        /// Others' entries upload answers carried, in the order they came.
-        var carried: [Carried] = []
     }
 
     /// Others' entries an upload's answer carried (`UploadResult.entries`): the token sent, the
@@ -190,9 +196,11 @@ extension SyncEngine {
     /// the carried ones in the zone, so a followed record's digest is checked without them, once
     /// the list's push is over (what it uploaded is then no longer pending).
     /// True when a record was followed: its check is pending (`followChecks`).
-    func takeCarried(_ c: Carried, in name: String, _ report: inout SyncReport) -> Bool {
+    /// `continuing`: a record this push followed is being checked (the carried entries come
+    /// after it); else any earlier check is stale (a fetch that stopped) and goes.
+    func takeCarried(_ c: Carried, in name: String, continuing: Bool, _ report: inout SyncReport) -> Bool {
         guard let z = state.zones[name], z.token == c.since, z.replacing == nil, z.toApply.isEmpty else { return false }
-        followChecks[name] = nil
+        if !continuing { followChecks[name] = nil }
         guard take(c.entries, token: c.token, head: c.head, in: name, &report) else {
             followChecks[name] = nil   // what is still queued is applied by the next fetch, unchecked as there
             return false
@@ -201,11 +209,39 @@ extension SyncEngine {
         return followChecks[name] != nil
     }
 
+    /// Takes an upload's answer: the token after the device's entries, or the entries it carried
+    /// and the token after them (`takeCarried`), when the list's token is still the one sent.
+    /// While this push checks a record (`pushFollow`), the entries an answer saved are after it:
+    /// known to be when the answer moved the token past them, else left for a fetch to place.
+    func noteAnswer(_ r: UploadResult, since: ServiceToken?, in name: String, _ report: inout SyncReport) {
+        let following = pushFollow[name] != nil
+        var placed = false
+        if let next = r.token, let since, state.zones[name]?.token == since, state.zones[name]?.replacing == nil,
+           (try? Self.checked(next)) != nil {
+            if r.entries.isEmpty {
+                state.zones[name]?.token = next
+                state.zones[name]?.head = r.head
+                // Saved with the pull's state write (or the sync's last): lost in a crash, the
+                // older token only fetches this device's entries back.
+                placed = true
+            } else {
+                let c = Carried(since: since, entries: r.entries, token: next, head: r.head, saved: r.saved)
+                placed = takeCarried(c, in: name, continuing: following, &report)
+                if placed && !following { pushFollow[name] = true }
+                if !placed && following { pushFollow[name] = false }
+                return
+            }
+        }
+        guard following, !r.saved.isEmpty else { return }
+        if placed { followChecks[name]?.after.formUnion(r.saved) } else { pushFollow[name] = false }
+    }
+
     /// One upload, with every retry it takes (Spec/SYNC.md §7): `limitExceeded` halves the batch
     /// down to single entries; a busy or rate-limited service is waited for (its `retryAfter`, or
     /// jittered exponential backoff) up to `maxAttempts` times; a partial failure retries only the
     /// entries that may succeed. Errors that concern the whole request are thrown.
-    func send(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> SendOutcome {
+    /// `carrying`: the answer may carry others' entries (§3.11), which are taken at once.
+    func send(_ entries: [JournalEntry], to zone: ZoneID, carrying: Bool, _ report: inout SyncReport) async throws(SyncError) -> SendOutcome {
         var todo = entries
         var out = SendOutcome()
         var attempt = 0
@@ -217,29 +253,18 @@ extension SyncEngine {
                 // Others' entries after it come in the answer too, a few of them (a compaction
                 // record among them): then this list needs no fetch.
                 let since = state.zones[zone.storeName].flatMap { $0.replacing == nil && $0.toApply.isEmpty ? $0.token : nil }
-                let r = try await service.upload(todo, to: zone, since: since, carrying: options.uploadCarries)
+                let r = try await service.upload(todo, to: zone, since: since, carrying: carrying ? options.uploadCarries : 0)
                 out.saved.formUnion(r.saved)
                 todo = []
-                if let next = r.token, let since, state.zones[zone.storeName]?.token == since,
-                   state.zones[zone.storeName]?.replacing == nil, (try? Self.checked(next)) != nil {
-                    if r.entries.isEmpty {
-                        state.zones[zone.storeName]?.token = next
-                        state.zones[zone.storeName]?.head = r.head
-                        // Saved with the pull's state write (or the sync's last): lost in a crash,
-                        // the older token only fetches this device's entries back.
-                    } else {
-                        out.carried.append(Carried(since: since, entries: r.entries, token: next, head: r.head, saved: r.saved))
-                    }
-                }
+                noteAnswer(r, since: since, in: zone.storeName, &report)
             } catch {
                 switch error {
                 case .limitExceeded where todo.count > 1:
                     let half = todo.count / 2
                     for part in [Array(todo[..<half]), Array(todo[half...])] {
-                        let o = try await send(part, to: zone)
+                        let o = try await send(part, to: zone, carrying: carrying, &report)
                         out.saved.formUnion(o.saved)
                         out.refused.merge(o.refused) { x, _ in x }
-                        out.carried += o.carried
                         if let stopped = o.stoppedBy {
                             out.stoppedBy = stopped
                             return out
@@ -251,6 +276,7 @@ extension SyncEngine {
                     todo = []
                 case .partialFailure(let r):
                     out.saved.formUnion(r.saved)
+                    if !r.saved.isEmpty && pushFollow[zone.storeName] != nil { pushFollow[zone.storeName] = false }
                     var again: [JournalEntry] = []
                     for e in todo where !r.saved.contains(e.id) {
                         switch r.failed[e.id] {

@@ -101,12 +101,45 @@ public struct SyncReport: Sendable {
     /// was skipped; everything stays queued.
     public var throttled = false
 
+    /// A bounded sync (`sync(until:hinted:)`) reached its deadline, or its task was cancelled,
+    /// before it was done: what it did stands, and `deferred` names the lists left for later.
+    public var timedOut = false
+    /// Lists a bounded sync left for a later sync: their fetch (or re-fetch) not done, or not
+    /// finished. A re-fetched list's history is always left to a later sync or its first view.
+    public var deferred: [ZoneID] = []
+    /// When a bounded sync must stop starting new work.
+    var deadline: ContinuousClock.Instant? = nil
+
     /// An empty report: nothing done, nothing failed.
     public init() {}
     /// Nothing failed: the device is up to date with the service as of this sync.
-    public var isComplete: Bool { problems.isEmpty && !offline && !quotaExceeded && !signedOut && !throttled }
-    /// Whether the sync goes on to other lists and to the pull.
-    var mayContinue: Bool { !offline && !signedOut && !throttled }
+    public var isComplete: Bool { problems.isEmpty && !offline && !quotaExceeded && !signedOut && !throttled && !timedOut }
+    /// Whether the sync goes on to other lists and to the pull: nothing stopped it, and a
+    /// bounded sync still has time.
+    var mayContinue: Bool {
+        !offline && !signedOut && !throttled && !timedOut && !Task.isCancelled && !(deadline.map { ContinuousClock.now >= $0 } ?? false)
+    }
+
+    /// What an app woken in the background answers the system (iOS's `UIBackgroundFetchResult`,
+    /// one to one): `newData` when the sync brought others' changes (entries applied or held,
+    /// lists fetched, lists gone), else `failed` when it could not do its work (offline, signed
+    /// out, throttled, an error, or the deadline before anything was learned), else `noData`.
+    public var backgroundResult: BackgroundSyncResult {
+        if applied > 0 || held > 0 || !firstFetched.isEmpty || !refetched.isEmpty || !gone.isEmpty { return .newData }
+        if !problems.isEmpty || offline || signedOut || throttled || quotaExceeded || (timedOut && !deferred.isEmpty) { return .failed }
+        return .noData
+    }
+}
+
+/// A background sync's answer to the system (`SyncReport.backgroundResult`): iOS's
+/// `UIBackgroundFetchResult` case by case.
+public enum BackgroundSyncResult: Sendable, Equatable {
+    /// Others' changes arrived (`.newData`).
+    case newData
+    /// Nothing new (`.noData`).
+    case noData
+    /// The sync could not do its work (`.failed`).
+    case failed
 }
 
 /// Totals since the engine was made (what the simulation measures).
@@ -139,6 +172,9 @@ public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
     /// A local edit refused before anything was written: empty or over-long text, an item or an
     /// anchor not on the list (`ListEdit`).
     case refused(ListEditError)
+    /// One change of a batch (`record(_:in:)` of several) refused before anything was written:
+    /// its offset in the batch, and why. None of the batch was written.
+    case refusedInBatch(offset: Int, ListEditError)
 
     public var description: String {
         switch self {
@@ -149,6 +185,7 @@ public enum SyncEngineError: Error, Sendable, CustomStringConvertible {
         case .invalid(let why): why
         case .service(let e): e.description
         case .refused(let why): why.description
+        case .refusedInBatch(let offset, let why): "change \(offset) of the batch (counting from 0): \(why); nothing of the batch was written"
         }
     }
 }
@@ -193,6 +230,12 @@ public actor SyncEngine {
     /// Per list, the digest the last compaction record followed in the current fetch names, its
     /// mark, and the ids fetched after it (`checkFollowed`).
     var followChecks: [String: (want: UInt64, to: SequenceNumber, after: Set<CompactID>)] = [:]
+    /// Lists whose record check an upload's answer began and the next fetch finishes: the push
+    /// saved entries whose place after the record it does not know (`pushZone`).
+    var followChecksAwaitingFetch: Set<String> = []
+    /// Lists whose push follows a record an upload's answer carried: true while every entry the
+    /// push saved since is known to come after it (`noteAnswer`).
+    var pushFollow: [String: Bool] = [:]
     /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
 
@@ -283,6 +326,58 @@ public actor SyncEngine {
         return try recordUnchecked(operation, in: zone)
     }
 
+    /// Records several changes to one list at once (a paste of 40 items): each checked against
+    /// the list as the ones before it leave it (`ListEdit.refusal(ofBatch:on:)`), then all written
+    /// in one atomic, durable append and one state write; after a crash, all of them are there
+    /// or none. A refused change refuses the batch (`refusedInBatch`), and nothing is written.
+    /// At most `maxBatchChanges` changes.
+    @discardableResult
+    public func record(_ operations: [EntryOperation], in zone: ZoneID) throws(SyncEngineError) -> [JournalEntry] {
+        try checkWritable(zone)
+        guard operations.count <= Self.maxBatchChanges else {
+            throw .invalid("a batch of \(operations.count) changes: at most \(Self.maxBatchChanges) are recorded at once")
+        }
+        guard !operations.isEmpty else { return [] }
+        if let (offset, why) = try batchRefusal(of: operations, in: zone) { throw .refusedInBatch(offset: offset, why) }
+        return try recordUnchecked(operations, in: zone)
+    }
+
+    /// The most changes `record(_:in:)` takes at once.
+    public static let maxBatchChanges = 4_096
+
+    /// `refusal(of:in:)` for a batch, reading the list only when one of them names an item.
+    private func batchRefusal(of operations: [EntryOperation], in zone: ZoneID) throws(SyncEngineError) -> (Int, ListEditError)? {
+        let namesItems = operations.contains { op in
+            switch op {
+            case .add(_, _, let after): after != nil
+            case .markOff, .unmark, .delete: true
+            default: false
+            }
+        }
+        var list = ListState()
+        if namesItems {
+            do { list = try ListQuery(store: store).materialise(zone.storeName).state } catch { throw Self.queryError(error) }
+        }
+        return ListEdit.refusal(ofBatch: operations, on: list)
+    }
+
+    /// The batch `recordUnchecked`: one state write, one atomic append.
+    private func recordUnchecked(_ operations: [EntryOperation], in zone: ZoneID) throws(SyncEngineError) -> [JournalEntry] {
+        var entries: [JournalEntry] = []
+        entries.reserveCapacity(operations.count)
+        for operation in operations {
+            if case .opaque(ListBase.kind, _) = operation { throw .refused(.notAnEdit("a list's base")) }
+            let now = clock.now()
+            entries.append(JournalEntry(id: CompactID.random(using: &rng), zone: zone.storeName, author: replica, wallTime: now,
+                                        clock: hlc.tick(wallMillis: now), operation: operation))
+        }
+        state.zones[zone.storeName]?.replacing?.pendingLocal += entries
+        try save()
+        do { try store.append(batch: entries) } catch { throw .storage(error) }
+        totals.localChanges += entries.count
+        return entries
+    }
+
     /// A change may go into `zone`: the device is signed in and syncs the list, live here.
     private func checkWritable(_ zone: ZoneID) throws(SyncEngineError) {
         guard state.account != nil else { throw .notSignedIn }
@@ -355,9 +450,41 @@ public actor SyncEngine {
     @discardableResult
     public func sync(hinted: [ZoneHint]) async -> SyncReport { await sync(fetching: hinted) }
 
-    /// `sync()` (`hinted` nil) or `sync(hinted:)`.
-    private func sync(fetching hinted: [ZoneHint]?) async -> SyncReport {
+    /// A sync bounded by `deadline` (and by cancelling its task), for an app woken in the
+    /// background (iOS gives it about 30 s): the cheap, visible work first (the push, then the
+    /// `hinted` lists, then the other changed lists), and no new step once the deadline has
+    /// passed; a service call still under way at the deadline is cut off, as a lost connection
+    /// is (nothing acknowledged is lost; it is asked again later). A re-fetched list's history
+    /// is left for later (`ShoppingList.history()` fetches it on first view). The report says
+    /// what it did, what it left (`deferred`, `timedOut`) and what to answer the system
+    /// (`backgroundResult`).
+    public func sync(until deadline: ContinuousClock.Instant, hinted: [ZoneHint] = []) async -> SyncReport {
+        await withTaskGroup(of: SyncReport?.self) { group in
+            group.addTask { await self.sync(fetching: hinted.isEmpty ? nil : hinted, deadline: deadline) }
+            group.addTask {
+                // The watchdog: at the deadline the sync's task is cancelled, cutting off a call
+                // under way (a little after it: the sync itself starts nothing new past it).
+                try? await Task.sleep(until: deadline + .milliseconds(20), clock: .continuous)
+                return nil
+            }
+            var report = SyncReport()
+            for await r in group {
+                if let r {
+                    report = r
+                    group.cancelAll()
+                    break
+                } else {
+                    group.cancelAll()
+                }
+            }
+            return report
+        }
+    }
+
+    /// `sync()` (`hinted` nil) or `sync(hinted:)`, bounded by `deadline` when given.
+    private func sync(fetching hinted: [ZoneHint]?, deadline: ContinuousClock.Instant? = nil) async -> SyncReport {
         var report = SyncReport()
+        report.deadline = deadline
         guard state.account != nil else {
             report.signedOut = true
             return report
@@ -365,10 +492,17 @@ public actor SyncEngine {
         let sentBefore = totals.entriesSent
         await push(&report)
         if report.mayContinue {
-            if let hinted { await pull(hinted: hinted, &report) } else { await pull(&report) }
+            if let hinted {
+                await pull(hinted: hinted, &report)
+                // A bounded sync goes on to the other lists while it has time.
+                if deadline != nil && report.mayContinue { await pull(&report) }
+            } else {
+                await pull(&report)
+            }
         }
-        if report.mayContinue && options.fetchesHistoryAfterRefetch { await fetchWantedHistories(&report) }
+        if report.mayContinue && options.fetchesHistoryAfterRefetch && deadline == nil { await fetchWantedHistories(&report) }
         if report.mayContinue { await restoreSignedOutChanges(&report) }
+        if deadline != nil { noteDeferred(&report) }
         state.lastSync = report.isComplete ? clock.now() : state.lastSync
         let problem = report.problems.first { $0.reason != .unreachable }
         state.lastError = (problem?.description ?? (report.offline ? "offline" : nil)).map(Self.bounded)
@@ -377,8 +511,24 @@ public actor SyncEngine {
         return report
     }
 
+    /// The lists a bounded sync leaves for later, and whether its time ran out.
+    private func noteDeferred(_ report: inout SyncReport) {
+        let out = Task.isCancelled || report.deadline.map { ContinuousClock.now >= $0 } == true
+        report.deferred = state.zones.keys.sorted().compactMap { name in
+            guard let z = state.zones[name], !z.pendingDelete,
+                  z.needsFetch || z.replacing != nil || !z.toApply.isEmpty || z.refetchWanted else { return nil }
+            return z.zone
+        }
+        report.timedOut = report.timedOut || (out && !report.deferred.isEmpty)
+    }
+
     /// Handles a service error common to every call; returns true when the sync must stop.
     func stop(on error: SyncError, _ report: inout SyncReport, zone: String? = nil) -> Bool {
+        // A bounded sync's call cut off at its deadline is no failure: the rest is deferred.
+        if Task.isCancelled && report.deadline != nil {
+            report.timedOut = true
+            return true
+        }
         let reason = SyncProblem.reason(for: error)
         switch error {
         case .networkUnavailable:
@@ -527,7 +677,7 @@ public actor SyncEngine {
             guard let z = state.zones[name], z.replacing == nil, let info = store.zone(name), !info.isDeleted else { continue }
             for batch in uploadBatches(state.signedOut.filter { $0.zone == name }) {
                 let outcome: SendOutcome
-                do { outcome = try await send(batch, to: z.zone) } catch {
+                do { outcome = try await send(batch, to: z.zone, carrying: false, &report) } catch {
                     switch error {
                     case .zoneNotFound where z.zone.owner == state.account:
                         // Made again by the next push; its kept changes follow on the sync after.

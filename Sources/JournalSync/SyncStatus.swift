@@ -132,3 +132,33 @@ extension SyncStatus {
         return lines
     }
 }
+
+/// What a list holds back while a person shops (`SyncEngine.heldChanges(in:)`, Spec/SYNC.md
+/// §7.8), counted by kind: the app can say "3 new items, 1 change waiting".
+public struct HeldChanges: Sendable, Equatable {
+    /// Held entries of each kind the list interprets: adds (the notifications), and changes to
+    /// items the list does not show yet.
+    public var byKind: [EntryOperation.Kind: Int]
+    /// Held entries of kinds no list change of this version is (a compaction record, a newer
+    /// version's change): they apply when shopping ends.
+    public var other: Int
+    /// All held entries.
+    public var total: Int { byKind.values.reduce(other, +) }
+
+    /// Counts as given.
+    public init(byKind: [EntryOperation.Kind: Int], other: Int) {
+        self.byKind = byKind
+        self.other = other
+    }
+
+    /// Counts `held` by kind.
+    public init(_ held: [JournalEntry]) {
+        var byKind: [EntryOperation.Kind: Int] = [:]
+        var other = 0
+        for e in held {
+            if let kind = EntryOperation.Kind(rawValue: e.operation.kindByte) { byKind[kind, default: 0] += 1 } else { other += 1 }
+        }
+        self.byKind = byKind
+        self.other = other
+    }
+}

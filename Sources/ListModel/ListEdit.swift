@@ -39,14 +39,36 @@ public enum ListEdit {
 
     /// Nil when `operation` may be written to a list whose state is `list`, or why not.
     public static func refusal(of operation: EntryOperation, on list: ListState) -> ListEditError? {
+        refusal(of: operation) { id in list.items.contains { $0.id == id } }
+    }
+
+    /// Nil when every one of `operations` may be written, in order, to a list whose state is
+    /// `list`: each is checked against the list as the ones before it leave it (an add may
+    /// follow an item added earlier in the batch; nothing may name an item deleted earlier in
+    /// it). Else the first refused, by its offset in `operations`, and why.
+    public static func refusal(ofBatch operations: [EntryOperation], on list: ListState) -> (offset: Int, why: ListEditError)? {
+        var onList = Set(list.items.map(\.id))
+        for (offset, operation) in operations.enumerated() {
+            if let why = refusal(of: operation, isOnList: { onList.contains($0) }) { return (offset, why) }
+            switch operation {
+            case .add(let item, _, _): onList.insert(item)
+            case .delete(let item): onList.remove(item)
+            default: break
+            }
+        }
+        return nil
+    }
+
+    /// `refusal(of:on:)` with the list's items given by `isOnList`.
+    private static func refusal(of operation: EntryOperation, isOnList: (CompactID) -> Bool) -> ListEditError? {
         switch operation {
         case .add(let item, let text, let after):
             if let bad = checkText(text, field: "item's text") { return bad }
             guard let after else { return nil }
             if after == item { return .anchoredToItself(item) }
-            return list.items.contains { $0.id == after } ? nil : .anchorNotOnList(after)
+            return isOnList(after) ? nil : .anchorNotOnList(after)
         case .markOff(let item), .unmark(let item), .delete(let item):
-            return list.items.contains { $0.id == item } ? nil : .unknownItem(item)
+            return isOnList(item) ? nil : .unknownItem(item)
         case .rename(let name): return checkText(name, field: "list's name")
         case .recolour(let colour): return checkText(colour, field: "list's colour")
         case .place: return .notAnEdit("a place")

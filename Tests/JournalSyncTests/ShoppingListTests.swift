@@ -179,3 +179,54 @@ import ListModel
         #expect(report.applied == 0, "its own five came back")
     }
 }
+
+/// Pasting many items (Part 3's third way to add them): one atomic append and one state write.
+@Suite struct PasteTests {
+    struct Refusal: Equatable { var offset: Int, why: ListEditError }
+
+    /// The offset and reason `body` was refused with, if it was refused a batch.
+    static func batchRefusal(_ body: () async throws(SyncEngineError) -> Void) async -> Refusal? {
+        do { try await body() } catch { if case .refusedInBatch(let offset, let why) = error { return Refusal(offset: offset, why: why) } }
+        return nil
+    }
+
+    @Test func aFortyItemPasteIsOneAppendInOrder() async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let weekly = try await phone.engine.createList(named: "Weekly")
+        let calls = phone.fs.mutatingCalls
+        let milk = try await weekly.add("Milk")
+        let one = phone.fs.mutatingCalls - calls, before = phone.fs.mutatingCalls
+        let texts = (1...40).map { "Thing \($0)" }
+        let items = try await weekly.add(contentsOf: texts, after: milk)
+        #expect(items.count == 40)
+        // One state write and one append, as one add makes: not forty of each.
+        #expect(phone.fs.mutatingCalls - before <= 2 * one, "one add: \(one) writes; the paste: \(phone.fs.mutatingCalls - before)")
+        #expect(try await weekly.state().items.map(\.text) == ["Milk"] + texts)
+        await phone.sync()
+        #expect(try world.serviceList(weekly.zone).items.map(\.text) == ["Milk"] + texts)
+    }
+
+    @Test func aRefusedChangeRefusesTheWholeBatch() async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let weekly = try await phone.engine.createList(named: "Weekly")
+        let before = try await weekly.state()
+        let refusal = await Self.batchRefusal { () async throws(SyncEngineError) in _ = try await weekly.add(contentsOf: ["Tea", "Jam", " "]) }
+        #expect(refusal == Refusal(offset: 2, why: .emptyText(field: "item's text")))
+        #expect(try await weekly.state() == before, "nothing of the batch was written")
+    }
+
+    @Test func aBatchMayNameItemsItAddsButNotOnesItDeletes() async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let weekly = try await phone.engine.createList(named: "Weekly")
+        let tea = CompactID.random()
+        try await phone.engine.record([.add(item: tea, text: "Tea", after: nil), .markOff(item: tea)], in: weekly.zone)
+        #expect(try await weekly.state().items.first?.state == .markedOff)
+        let refusal = await Self.batchRefusal { () async throws(SyncEngineError) in
+            _ = try await phone.engine.record([.delete(item: tea), .unmark(item: tea)], in: weekly.zone)
+        }
+        #expect(refusal == Refusal(offset: 1, why: .unknownItem(tea)))
+    }
+}

@@ -21,13 +21,13 @@ import ListModel
         return (world, alice, bob, list, milk)
     }
 
-    /// Remote changes are stored but held back, adds are offered as notifications, the hold
+    /// Remote adds (and changes to what they add) are stored but held back, adds are offered as notifications, the hold
     /// survives a power loss, and ending shopping applies them.
     @Test func remoteChangesAreHeldDurablyAndApplyWhenShoppingEnds() async throws {
         let (world, alice, bob, list, milk) = try await Self.shopping()
         let before = try bob.list(list)
         let eggs = try await alice.add("Eggs", list)
-        try await alice.engine.record(.markOff(item: milk), in: list)
+        try await alice.engine.record(.markOff(item: eggs), in: list)
         await alice.sync()
 
         let r = await bob.sync()
@@ -47,8 +47,8 @@ import ListModel
 
         try await bob.engine.setShopping(false, in: list)
         let after = try bob.list(list)
-        #expect(after.items.first { $0.id == eggs }?.state == .active)
-        #expect(after.items.first { $0.id == milk }?.state == .markedOff)
+        #expect(after.items.first { $0.id == eggs }?.state == .markedOff)
+        #expect(after.items.first { $0.id == milk }?.state == .active)
         #expect(await bob.status(list)?.held == 0)
         await settle([alice, bob], rounds: 2)
         try expectConverged(world, [alice, bob], list)
@@ -171,5 +171,54 @@ extension ShoppingTests {
         await settle([alice, bob], rounds: 2)
         #expect(try bob.list(list).items.count == 5)
         try expectConverged(world, [alice, bob], list)
+    }
+}
+
+/// Shopping keeps the list still, but not blind (SYNC.md §7.8): what changes an item on Bob's
+/// screen reaches him at once, so two people who split up in the shop do not buy the milk twice.
+@Suite struct ShoppingAtOnceTests {
+    @Test func alicesMarkOffOfTheMilkReachesBobWhileHeShops() async throws {
+        let (world, alice, bob, list, milk) = try await ShoppingTests.shopping()
+        try await alice.engine.record(.markOff(item: milk), in: list)
+        await alice.sync()
+        let r = await bob.sync()
+        #expect(r.applied == 1 && r.held == 0)
+        #expect(try bob.list(list).items.first { $0.id == milk }?.state == .markedOff)
+        try await bob.engine.setShopping(false, in: list)
+        try expectConverged(world, [alice, bob], list)
+    }
+
+    @Test func aDeleteAndARenameApplyAtOnceAndANewItemWaits() async throws {
+        let (world, alice, bob, list, milk) = try await ShoppingTests.shopping()
+        let order = try bob.list(list).items.map(\.id)
+        try await alice.engine.record(.delete(item: milk), in: list)
+        try await alice.engine.record(.rename(name: "Saturday"), in: list)
+        try await alice.add("Eggs", list)
+        await alice.sync()
+        let r = await bob.sync()
+        #expect(r.applied == 2 && r.held == 1)
+        let shown = try bob.list(list)
+        #expect(shown.name == "Saturday")
+        #expect(shown.items.map(\.id) == order.filter { $0 != milk }, "nothing moved; the milk is gone")
+        #expect(await bob.engine.notifications(in: list).map(\.text) == ["Eggs"])
+        #expect(await bob.engine.heldChanges(in: list) == HeldChanges(byKind: [.add: 1], other: 0))
+        try await bob.engine.setShopping(false, in: list)
+        await settle([alice, bob], rounds: 2)
+        try expectConverged(world, [alice, bob], list)
+    }
+
+    /// A mark-off of an item Bob does not see yet waits with its add, and comes with it when he
+    /// taps the notification.
+    @Test func aMarkOffOfANewItemWaitsWithItsAdd() async throws {
+        let (_, alice, bob, list, _) = try await ShoppingTests.shopping()
+        let eggs = try await alice.add("Eggs", list)
+        try await alice.engine.record(.markOff(item: eggs), in: list)
+        await alice.sync()
+        #expect(await bob.sync().held == 2)
+        #expect(await bob.engine.heldChanges(in: list).byKind == [.add: 1, .markOff: 1])
+        let tap = try #require(await bob.engine.notifications(in: list).first)
+        try await bob.engine.applyHeld([tap.entryID], in: list)
+        #expect(try bob.list(list).items.first { $0.id == eggs }?.state == .markedOff)
+        #expect(await bob.engine.heldChanges(in: list).total == 0)
     }
 }

@@ -41,6 +41,20 @@ final class ShoppingListModel {
         try await list.markOff(item.id)
     }
 
+    /// Pastes several lines as items at the end, in one write (all of them or none).
+    func paste(_ text: String) async throws {
+        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        try await list.add(contentsOf: lines, after: try await list.state().items.last?.id)
+    }
+
+    /// In the shop: the list stays still (others' new items wait as `waiting`), while their
+    /// mark-offs of what is on screen show at once.
+    private(set) var waiting: [PendingNotification] = []
+    func setShopping(_ on: Bool) async throws {
+        try await list.setShopping(on)
+        waiting = on ? await list.notifications() : []
+    }
+
     func sync() async {
         let report = await list.engine.sync()
         status = report.isComplete ? "synced" : "not synced: \(report.errors.joined(separator: "; "))"
@@ -73,10 +87,12 @@ struct ShoppingApp {
         let model = ShoppingListModel(list: list)
         model.start()
         try await model.add("Milk")
-        try await model.add("Bread")
+        try await model.paste("Bread\nEggs\n")
+        try await model.setShopping(true)
         await model.sync()
+        try await model.setShopping(false)
         // Give the observation a moment to deliver the latest state, as a screen would redraw.
-        for _ in 0..<100 where model.items.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<100 where model.items.count < 3 { try await Task.sleep(for: .milliseconds(10)) }
         print("\(model.name.isEmpty ? list.zone.name : model.name): \(model.items.map(\.text).joined(separator: ", ")) (\(model.status))")
         model.stop()
         try await lists.close()
