@@ -109,7 +109,7 @@ extension EntryJSON {
         return ParsedEntryLine(id: id, zone: zone, author: author, wallTime: wallTime, clock: clock, operation: operation)
     }
 
-    /// The kind byte `op` names: a known name's, or `op0xNN`'s (an opaque kind, 0x80…0xff).
+    /// The kind byte `op` names: a known name's, or `op0xNN`'s (an opaque kind, 0x40…0xff).
     private static func kindByte(_ r: FieldReader, _ opValue: Value) throws(EntryJSONError) -> UInt8 {
         // A known name gives its kind byte; `op0xNN` gives 0x100 + NN; anything else -1.
         let match: Int = r.withBytes(opValue) { u in
@@ -130,12 +130,12 @@ extension EntryJSON {
             return 0x100 | Int(hi << 4 | lo)
         }
         guard match >= 0 else {
-            throw EntryJSONError(message: "unknown op \(quoted(r.string(opValue))) (expected add, markOff, unmark, delete, rename, recolour, join, leave, place or op0x80…op0xff)",
+            throw EntryJSONError(message: "unknown op \(quoted(r.string(opValue))) (expected add, markOff, unmark, delete, rename, recolour, join, leave, place or op0x40…op0xff)",
                                  column: r.f.op.column)
         }
         let kindByte = UInt8(truncatingIfNeeded: match)
-        if match >= 0x100 && kindByte < 0x80 {
-            throw EntryJSONError(message: "op \(quoted(r.string(opValue))) is not an opaque kind (those are op0x80…op0xff)", column: r.f.op.column)
+        if match >= 0x100 && kindByte < EntryOperation.firstNewerListKind {
+            throw EntryJSONError(message: "op \(quoted(r.string(opValue))) is not an opaque kind (those are op0x40…op0xff)", column: r.f.op.column)
         }
         return kindByte
     }

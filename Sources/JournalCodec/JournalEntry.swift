@@ -24,7 +24,7 @@ public struct JournalEntry: Hashable, Sendable {
     }
 }
 
-/// What an entry does. Kinds with the high bit set are preserved but not interpreted,
+/// What an entry does. Kinds 0x40–0xFF are preserved but not interpreted (`opaque`),
 /// so a newer minor version can add operations that older readers carry through. (Not
 /// `Operation`: that name is Foundation's, and an app importing both could name neither.)
 public enum EntryOperation: Hashable, Sendable {
@@ -49,8 +49,21 @@ public enum EntryOperation: Hashable, Sendable {
     /// its exact place when the finished items it followed are purged (MERGE.md §3.4). Stores of
     /// minor version ≥ 2 only.
     case place(item: CompactID, after: CompactID?)
-    /// A kind this version does not interpret (high bit set), kept byte for byte.
+    /// A kind this version does not interpret, kept byte for byte: a list change of a newer
+    /// version (0x40–0x7F, `isNewerListChange`), or a record of the layers above (0x80–0xFF:
+    /// the service's records, a list's base, a compaction record).
     case opaque(kind: UInt8, body: [UInt8])
+
+    /// The first kind of the range a newer version defines list changes in (0x40–0x7F,
+    /// Spec/FORMAT.md §6): a reader that does not interpret one stores it, syncs it and hands
+    /// it on byte for byte, and its list says it holds changes from a newer version.
+    package static let firstNewerListKind: UInt8 = 0x40
+
+    /// Whether this is a list change of a newer version than this one (kind 0x40–0x7F).
+    public var isNewerListChange: Bool {
+        if case .opaque(let k, _) = self { return k >= Self.firstNewerListKind && k < 0x80 }
+        return false
+    }
 
     /// The interpreted operation kinds, by their wire byte (Spec/FORMAT.md §6).
     public enum Kind: UInt8, CaseIterable, Sendable {
@@ -203,7 +216,7 @@ package enum EntryCodec {
         case .join(let p), .leave(let p):
             if p.isEmpty || p.utf8.count > Limits.maxAuthorBytes { return "participant must be 1...\(Limits.maxAuthorBytes) UTF-8 bytes" }
         case .opaque(let k, let body):
-            if k < 0x80 { return "opaque operation kinds must have the high bit set" }
+            if k < EntryOperation.firstNewerListKind { return "opaque operation kinds are 0x40…0xff (0x0a…0x3f are reserved)" }
             if body.count > Limits.maxPayloadBytes { return "opaque body too large" }
         default: break
         }
@@ -278,7 +291,7 @@ package enum EntryCodec {
             let item = try CompactID.decode(&r, field: "item")
             op = .place(item: item, after: try decodeAfter(&r))
         case nil:
-            guard kind & 0x80 != 0 else { throw CodecError(.unknownOperation(kind), at: kindAt) }
+            guard kind >= EntryOperation.firstNewerListKind else { throw CodecError(.unknownOperation(kind), at: kindAt) }
             op = .opaque(kind: kind, body: Array(try r.bytes(r.remaining)))
         }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }

@@ -122,6 +122,7 @@ package struct SyncServer: Sendable {
         router.middlewares.add(MetricsMiddleware())
         router.middlewares.add(LogRequestsMiddleware(.info))
         router.middlewares.add(MethodNotAllowedMiddleware())
+        router.middlewares.add(ProtocolVersionMiddleware())
         router.middlewares.add(SyncErrorMiddleware())
         router.middlewares.add(EmptySegmentMiddleware())
         router.get("/v1/health") { _, _ in Self.json(200, ["status": "ok"]) }

@@ -337,6 +337,8 @@ extension SyncEngine {
     /// took (pending or refused changes of this device).
     func checkFollowed(_ name: String, _ report: inout SyncReport) {
         guard let check = followChecks.removeValue(forKey: name) else { return }
+        // A newer version's changes may change the state the record describes: not computable here.
+        guard state.zones[name]?.holdsNewerChanges != true else { return }
         var skip = check.after
         skip.formUnion(((try? pendingLocal(name))?.entries ?? []).map(\.entry.id))
         skip.formUnion(state.zones[name]?.rejected ?? [])
@@ -390,6 +392,7 @@ extension SyncEngine {
                 }
             }
         }
+        if entries.contains(where: \.operation.isNewerListChange) { state.zones[name]?.holdsNewerChanges = true }
         if !entries.isEmpty || !tail.isEmpty {
             state.zones[name]?.toApply = tail
             try? save()
@@ -484,6 +487,7 @@ extension SyncEngine {
                     rest = rest[cut...]
                 }
                 report.applied += page.entries.count { $0.author != replica }
+                if page.entries.contains(where: \.operation.isNewerListChange) { state.zones[name]?.holdsNewerChanges = true }
             }
             r.token = page.token
             lastHead = page.moreComing ? nil : page.head

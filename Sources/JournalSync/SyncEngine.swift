@@ -113,7 +113,11 @@ public struct SyncReport: Sendable {
     /// An empty report: nothing done, nothing failed.
     public init() {}
     /// Nothing failed: the device is up to date with the service as of this sync.
-    public var isComplete: Bool { problems.isEmpty && !offline && !quotaExceeded && !signedOut && !throttled && !timedOut }
+    /// A list holding a newer version's changes (`SyncProblem.Reason.newerVersion`) is in sync
+    /// all the same.
+    public var isComplete: Bool {
+        problems.allSatisfy { $0.reason == .newerVersion } && !offline && !quotaExceeded && !signedOut && !throttled && !timedOut
+    }
     /// Whether the sync goes on to other lists and to the pull: nothing stopped it, and a
     /// bounded sync still has time.
     var mayContinue: Bool {
@@ -126,7 +130,8 @@ public struct SyncReport: Sendable {
     /// out, throttled, an error, or the deadline before anything was learned), else `noData`.
     public var backgroundResult: BackgroundSyncResult {
         if applied > 0 || held > 0 || !firstFetched.isEmpty || !refetched.isEmpty || !gone.isEmpty { return .newData }
-        if !problems.isEmpty || offline || signedOut || throttled || quotaExceeded || (timedOut && !deferred.isEmpty) { return .failed }
+        if problems.contains(where: { $0.reason != .newerVersion }) || offline || signedOut || throttled || quotaExceeded
+            || (timedOut && !deferred.isEmpty) { return .failed }
         return .noData
     }
 }
@@ -503,6 +508,10 @@ public actor SyncEngine {
         if report.mayContinue && options.fetchesHistoryAfterRefetch && deadline == nil { await fetchWantedHistories(&report) }
         if report.mayContinue { await restoreSignedOutChanges(&report) }
         if deadline != nil { noteDeferred(&report) }
+        for name in state.zones.keys.sorted() where state.zones[name]?.holdsNewerChanges == true {
+            report.problems.append(SyncProblem(reason: .newerVersion, zone: state.zones[name]?.zone,
+                                               message: "the list holds changes from a newer version of the app, kept and synced but not shown: update the app to see them"))
+        }
         state.lastSync = report.isComplete ? clock.now() : state.lastSync
         let problem = report.problems.first { $0.reason != .unreachable }
         state.lastError = (problem?.description ?? (report.offline ? "offline" : nil)).map(Self.bounded)

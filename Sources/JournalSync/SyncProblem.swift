@@ -18,6 +18,13 @@ public struct SyncProblem: Sendable, Equatable, CustomStringConvertible {
         case refused(SyncError)
         /// Something on this device (its store) failed.
         case local
+        /// The list holds changes a newer version of the app made, of a kind this version does
+        /// not read (Spec/FORMAT.md §6, 0x40–0x7F): they are kept and synced, not shown. The app
+        /// says "update the app to see every change". The list is otherwise in sync.
+        case newerVersion
+        /// This version and the service do not speak a common protocol version, or an answer
+        /// is in a form this version cannot read (`SyncError.incompatible`): update the app.
+        case incompatible
     }
 
     /// What kind of problem it is.
@@ -42,6 +49,7 @@ public struct SyncProblem: Sendable, Equatable, CustomStringConvertible {
         case .quotaExceeded: .quotaExceeded
         case .rateLimited(let after): .rateLimited(retryAfter: after)
         case .serviceBusy(let after): .serviceBusy(retryAfter: after)
+        case .incompatible: .incompatible
         default: .refused(error)
         }
     }

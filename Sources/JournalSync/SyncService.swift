@@ -261,6 +261,10 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     case quotaExceeded
     /// A request no retry will fix (CKError.invalidArguments): a bug, or a hostile client.
     case invalidRequest(String)
+    /// The device and the service do not speak a common protocol version, or an answer is in a
+    /// form this version cannot read (Spec/SYNC.md §3.13): one side must be updated. Not
+    /// retried: the same request gets the same answer until then.
+    case incompatible(String)
 
     public var description: String {
         switch self {
@@ -275,6 +279,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAuthenticated: "not signed in"
         case .quotaExceeded: "the account's quota is exceeded"
         case .invalidRequest(let why): "invalid request: \(why)"
+        case .incompatible(let why): "this app and the service do not understand each other (\(why)): update the app"
         }
     }
 

@@ -38,13 +38,17 @@ public struct HTTPSyncService: SyncService {
         if !query.isEmpty {
             url += "?" + query.map { "\($0.0)=\(HTTPBinding.percentEncode($0.1))" }.joined(separator: "&")
         }
-        var request = HTTPTransportRequest(method: method, url: url, headers: [("Authorization", authorization)], body: body, timeout: timeout)
+        var request = HTTPTransportRequest(method: method, url: url,
+                                           headers: [("Authorization", authorization), (HTTPBinding.protocolHeader, String(HTTPBinding.protocolVersion))],
+                                           body: body, timeout: timeout)
         if body != nil, let contentType { request.headers.append(("Content-Type", contentType)) }
         if let accept { request.headers.append(("Accept", accept)) }
         let answer: Answer
         do { answer = try await transport.send(request, maxBody: Self.maxResponseBytes) } catch {
             throw .networkUnavailable(cause: "\(method) \(path): \(error)")
         }
+        // A server too old for this client says so in every answer (SYNC.md §3.13).
+        if let refusal = HTTPBinding.protocolRefusal(answer.header(HTTPBinding.protocolHeader)) { throw .incompatible(refusal) }
         guard (200..<300).contains(answer.status) else {
             let body = try? JSONDecoder().decode(HTTPBinding.ErrorJSON.self, from: Data(answer.body))
             throw HTTPBinding.error(status: answer.status, body: body, retryAfter: answer.header("Retry-After").flatMap { Int($0) })
@@ -100,7 +104,9 @@ public struct HTTPSyncService: SyncService {
             throw .serviceBusy(retryAfter: nil)
         }
         let entries: [JournalEntry]
-        do { entries = try WireBatch.decode(a.body) } catch { throw .serviceBusy(retryAfter: nil) }
+        // The service's page (its headers say so) that does not decode is in a form this version
+        // cannot read: no retry will change that (SYNC.md §3.13).
+        do { entries = try WireBatch.decode(a.body) } catch { throw .incompatible("a page of \(zone) does not decode: \(error)") }
         // Entries of another zone would be stored in the wrong list: never accepted.
         guard entries.allSatisfy({ $0.zone == zone.storeName }) else { throw .serviceBusy(retryAfter: nil) }
         let head = a.header(HTTPBinding.headHeader).flatMap { HTTPBinding.isHead($0) ? ZoneHead($0) : nil }

@@ -9,6 +9,28 @@ package enum HTTPBinding {
     package static let tokenHeader = "JLog-Token"
     /// The longest change token a request may carry: what a client keeps (SYNC.md §3.8 I2).
     package static let maxTokenBytes = 1_024
+    /// The header naming the protocol version of a request's client and of an answer's server
+    /// (SYNC.md §3.13).
+    package static let protocolHeader = "JLog-Protocol"
+    /// The protocol version this build speaks: 2 (uploads that carry others' entries, list
+    /// changes of kinds 0x40–0x7F); 1 is every client before the header.
+    package static let protocolVersion = 2
+    /// The oldest protocol version this build still speaks, as a server and as a client.
+    package static let oldestProtocol = 1
+
+    /// Why a peer naming `header` as its protocol version cannot be spoken to (nil: it can; no
+    /// header is version 1).
+    package static func protocolRefusal(_ header: String?) -> String? {
+        guard let header else { return nil }
+        guard let v = Int(header), v >= 1, header.utf8.count <= 5 else {
+            return "\(protocolHeader) is a protocol version number; \(String(header.prefix(16)).debugDescription) is not one"
+        }
+        guard v >= oldestProtocol else {
+            return "this side speaks protocol versions \(oldestProtocol)–\(protocolVersion); the other speaks \(v), which is too old"
+        }
+        return nil
+    }
+
     /// The most others' entries an upload's answer carries (`carry`, SYNC.md §3.11).
     package static let maxCarriedEntries = 256
     package static let moreComingHeader = "JLog-More-Coming"
@@ -253,6 +275,7 @@ package enum HTTPBinding {
         case .notAuthenticated: return (401, ErrorJSON(error: "notAuthenticated", message: error.description))
         case .quotaExceeded: return (507, ErrorJSON(error: "quotaExceeded", message: error.description))
         case .invalidRequest(let why): return (400, ErrorJSON(error: "invalidRequest", message: why))
+        case .incompatible(let why): return (426, ErrorJSON(error: "incompatible", message: why))
         }
     }
 
@@ -272,6 +295,7 @@ package enum HTTPBinding {
         case (410, "zoneDeleted"): return .zoneDeleted(reason: body?.reason.flatMap(ZoneGoneReason.init(rawValue:)) ?? .deleted)
         case (410, "tokenExpired"): return .tokenExpired
         case (400, _): return .invalidRequest(body?.message ?? "the service refused the request")
+        case (426, "incompatible"): return .incompatible(body?.message ?? "the service speaks another protocol version")
         case (502, _), (504, _): return .networkUnavailable(cause: "a gateway answered \(status)" + (body.map { ": \($0.message)" } ?? ""))
         default: return .serviceBusy(retryAfter: after)
         }

@@ -51,6 +51,8 @@ package struct RetentionPlanner: Sendable {
     /// no item and go when old (COMPACTION.md §2); about one per compaction of the zone.
     var records: [(seq: UInt64, time: Int64)] = []
     package private(set) var entries = 0
+    /// Entries of a newer version's list change kind (FORMAT.md §6): with any, nothing is purged.
+    package private(set) var newerChanges = 0
     /// Base entries read (`ListBase`, Spec/MERGE.md §10). A list with one may be a list its
     /// reader refuses (a base after other entries, or one that does not decode), which compaction
     /// leaves whole (COMPACTION.md §1.1): only such a list needs the reducer's verdict.
@@ -208,6 +210,8 @@ package struct RetentionPlanner: Sendable {
             bases += 1
         case .opaque where CompactionRecord.isRecord(e):
             records.append((seq, time))
+        case .opaque where e.operation.isNewerListChange:
+            newerChanges += 1
         case .join, .leave, .opaque:
             return
         }
@@ -456,8 +460,10 @@ package struct RetentionDecision: Sendable {
 extension RetentionPlanner {
     /// Applies the rules (COMPACTION.md §2) to what was read, for entries old at `cutoff` and at
     /// or below `mark`. May be called again with another mark or cutoff.
+    /// A list holding a newer version's change (FORMAT.md §6, 0x40–0x7F) is not compacted: what
+    /// that change does to an item's lifecycle or place is not known here. Nothing is old.
     package func decide(cutoff: Int64, mark: SequenceNumber) -> RetentionDecision {
-        let pass = RetentionPass(self, cutoff: cutoff, mark: mark)
+        let pass = newerChanges > 0 ? RetentionPass(self, cutoff: .min, mark: 0) : RetentionPass(self, cutoff: cutoff, mark: mark)
         let graph = pass.graph()
         let leaves = pass.leaves()
         var goes = pass.wholeItems(leaves: leaves, graph)

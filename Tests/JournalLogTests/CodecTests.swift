@@ -168,12 +168,23 @@ fileprivate extension Result {
         }
     }
 
-    @Test(arguments: [UInt8(0x00), 0x0A, 0x10, 0x7F])
+    @Test(arguments: [UInt8(0x00), 0x0A, 0x10, 0x3F])
     func unknownNonSkippableOperationKindIsRejected(kind: UInt8) {
         // An opaque entry with an empty body ends with its kind byte.
         var bytes = EntryCodec.encode(Self.entry(.opaque(kind: 0x81, body: [])))
         bytes[bytes.count - 1] = kind
         #expect(Decode.entry(bytes).failure == CodecError(.unknownOperation(kind), at: bytes.count - 1))
+    }
+
+    /// A newer version's list change (0x40–0x7F) reads as an opaque entry, kept byte for byte.
+    @Test(arguments: [UInt8(0x40), 0x55, 0x7F])
+    func aNewerListChangeReadsAsOpaque(kind: UInt8) throws {
+        let e = Self.entry(.opaque(kind: kind, body: [1, 2, 3]))
+        #expect(EntryCodec.validate(e) == nil)
+        let back = try Decode.entry(EntryCodec.encode(e)).get()
+        #expect(back == e)
+        #expect(back.operation.isNewerListChange)
+        #expect(!EntryOperation.opaque(kind: 0x84, body: []).isNewerListChange)
     }
 
     @Test func opaqueKindBelowHighBitFailsValidation() {

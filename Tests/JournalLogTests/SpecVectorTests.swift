@@ -270,7 +270,7 @@ import Testing
             ("no at", #"{"zone":"List-1","op":"rename","text":"x","by":"alice"}"#),
             ("no op", #"{"zone":"List-1","text":"x","# + tail + "}"),
             ("an op name in the wrong case", #"{"zone":"List-1","op":"Rename","text":"x","# + tail + "}"),
-            ("op0xNN below 0x80", #"{"zone":"List-1","op":"op0x7f","body":"","# + tail + "}"),
+            ("op0xNN below 0x40", #"{"zone":"List-1","op":"op0x3f","body":"","# + tail + "}"),
             ("op0xNN in upper-case hex", #"{"zone":"List-1","op":"op0xFF","body":"","# + tail + "}"),
             ("a body in upper-case hex", #"{"zone":"List-1","op":"op0x80","body":"FF","# + tail + "}"),
             ("a body of odd length", #"{"zone":"List-1","op":"op0x80","body":"abc","# + tail + "}"),

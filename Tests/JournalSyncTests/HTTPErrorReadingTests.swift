@@ -9,7 +9,7 @@ struct HTTPErrorReadingTests {
     static let written: [SyncError] = [
         .limitExceeded, .rateLimited(retryAfter: .seconds(3)), .serviceBusy(retryAfter: .seconds(2)),
         .tokenExpired, .zoneNotFound, .zoneDeleted(reason: .deleted), .zoneDeleted(reason: .removed),
-        .notAuthenticated, .quotaExceeded, .invalidRequest("no"),
+        .notAuthenticated, .quotaExceeded, .invalidRequest("no"), .incompatible("protocol 0"),
     ]
 
     @Test func theServicesAnswersReadBackAsTheirErrors() {
@@ -31,5 +31,12 @@ struct HTTPErrorReadingTests {
         for body in [nil, proxy] {
             #expect(HTTPBinding.error(status: 410, body: body, retryAfter: nil) == .serviceBusy(retryAfter: nil))
         }
+    }
+
+    /// SYNC.md §3.13: no header is version 1; a number from the oldest on is spoken (a newer one
+    /// too: the newer side decides); anything else is refused in words.
+    @Test func aProtocolVersionIsSpokenFromTheOldestOn() {
+        for ok in [nil, "1", "2", "3"] { #expect(HTTPBinding.protocolRefusal(ok) == nil, "\(ok ?? "none")") }
+        for bad in ["0", "-1", "two", "", "999999"] { #expect(HTTPBinding.protocolRefusal(bad) != nil, "\(bad)") }
     }
 }
