@@ -79,7 +79,7 @@ let package = Package(
         .target(name: "JournalQuery", dependencies: ["JournalLog", "ListModel"]),
         // Layer 4: sync. The protocol a service offers (CloudKit-shaped) and the client engine;
         // no networking here: transports live in their own targets.
-        .target(name: "JournalSync", dependencies: ["JournalLog", "JournalQuery", "ListModel"]),
+        .target(name: "JournalSync", dependencies: ["JournalLog", "JournalQuery", "ListModel", .product(name: "Logging", package: "swift-log")]),
         // Layer 4: the HTTP binding's wire (JSON bodies, status codes, percent-encoding), device
         // credentials and the server's accounts file: what a client and a server must agree on,
         // with no networking of its own (Foundation only).

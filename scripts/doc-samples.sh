@@ -38,6 +38,7 @@ samples = {
     "SyncTwoDevices": open(os.path.join(root, "examples/SyncTwoDevices/main.swift")).read(),
     "SyncModule": blocks(os.path.join(root, "Sources/JournalSync/JournalSync.docc/JournalSync.md"))[0],
     "InTheShop": blocks(os.path.join(root, "Sources/JournalSync/JournalSync.docc/InTheShop.md"))[0],
+    "BackgroundAndSupport": blocks(os.path.join(root, "Sources/JournalSync/JournalSync.docc/BackgroundAndSupport.md"))[0],
     "HTTPModule": blocks(os.path.join(root, "Sources/JournalSyncHTTP/JournalSyncHTTP.docc/JournalSyncHTTP.md"))[0],
     "SyncingDevices": imports + "import JournalSyncHTTP\nimport JournalSyncWire\n"
         + "let lists = try await ListStore.open(\"shopping.wal\")\n"

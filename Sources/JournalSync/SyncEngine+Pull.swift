@@ -1,4 +1,5 @@
 import JournalLog
+import Logging
 import JournalQuery
 import ListModel
 
@@ -298,6 +299,7 @@ extension SyncEngine {
                 return true
             }
             report.compactionsFollowed += 1
+            options.logger.info("followed the service's compaction", metadata: ["list": "\(name)", "to": "\(record.to)", "purged": "\(outcome.purged + outcome.placed)"])
             report.purgedByFollowing += outcome.purged + outcome.placed
             // Compared at the end of the fetch, without what came after the record.
             followChecks[name] = (record.digest, record.to, [])
@@ -409,6 +411,9 @@ extension SyncEngine {
     /// `wanted`: asked for by `refetchWanted`, not forced by the service: while shopping it waits.
     func refetch(_ name: String, _ report: inout SyncReport, wanted: Bool = false) async {
         guard var z = state.zones[name] else { return }
+        if z.replacing == nil {
+            options.logger.notice("fetching the list anew", metadata: ["list": "\(name)", "cause": "\(refetchCauses[name]?.rawValue ?? "requested")"])
+        }
         if z.replacing == nil {
             guard await pushZone(name, &report) else {
                 note("the list must be fetched anew, after its pending changes are uploaded", zone: name, &report)

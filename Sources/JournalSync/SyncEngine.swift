@@ -1,9 +1,16 @@
 import JournalLog
+import Logging
 import JournalQuery
 import ListModel
 
 /// How a `SyncEngine` batches, pages and backs off: the defaults suit most apps.
 public struct SyncEngineOptions: Sendable {
+    /// Where the engine logs (swift-log): each sync's summary (`info`; `debug` when it did
+    /// nothing), each problem (`warning`), a list fetched anew (`notice`), a compaction followed
+    /// (`info`). Set its `logLevel` to choose. By default nothing is logged. Never a credential
+    /// and never a list's contents.
+    public var logger = Logger(label: "JournalSync", factory: { _ in SwiftLogNoOpLogHandler() })
+
     /// Entries per upload (a service's limits split larger ones anyway).
     public var uploadBatchEntries = 200
     /// Encoded bytes per upload; an entry larger than this goes alone.
@@ -241,6 +248,8 @@ public actor SyncEngine {
     /// Lists whose push follows a record an upload's answer carried: true while every entry the
     /// push saved since is known to come after it (`noteAnswer`).
     var pushFollow: [String: Bool] = [:]
+    /// The problems of recent syncs, with when (`diagnosticReport()`).
+    var recentProblems: [(at: Int64, problem: SyncProblem)] = []
     /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
 
@@ -455,6 +464,52 @@ public actor SyncEngine {
     @discardableResult
     public func sync(hinted: [ZoneHint]) async -> SyncReport { await sync(fetching: hinted) }
 
+    /// Fetches every list anew from the service, then syncs (a troubleshooting menu's "re-fetch
+    /// every list"; `jlog sync --refetch`): each list's copy is replaced by the service's, as
+    /// after an expired token (Spec/SYNC.md §7.5), its history fetched again, and changes not yet
+    /// uploaded are kept and sent. A list being shopped waits for shopping to end.
+    public func refetchAllLists() async -> SyncReport {
+        for name in state.zones.keys.sorted() where state.zones[name]?.pendingDelete == false {
+            state.zones[name]?.refetchWanted = true
+            refetchCauses[name] = .requested
+        }
+        try? save()
+        return await sync()
+    }
+
+    /// A report an app attaches to a support mail (Shopping UK's diagnostic log): the engine's
+    /// configuration, the service it talks to (`SyncService.diagnosticName`: an address, never a
+    /// credential), every list's queues, token, oldest queued changes and last error, and the
+    /// problems of the last syncs. No list's contents.
+    public func diagnosticReport() -> String {
+        let now = clock.now()
+        var lines = ["JournalLog sync diagnostics, \(ISO8601Time.format(now))",
+                     "service: \(service.diagnosticName)",
+                     "options: pageLimit \(options.pageLimit), uploadCarries \(options.uploadCarries), uploadBatchEntries \(options.uploadBatchEntries), "
+                        + "maxAttempts \(options.maxAttempts), maxHeldEntries \(options.maxHeldEntries), fetchesHistoryAfterRefetch \(options.fetchesHistoryAfterRefetch)",
+                     "totals: \(totals.localChanges) local changes, \(totals.entriesSent) sent, \(totals.entriesUploaded) uploaded"]
+        lines += status().reportLines(now: now)
+        lines.append(recentProblems.isEmpty ? "no problems in recent syncs" : "recent problems (oldest first):")
+        for (at, p) in recentProblems { lines.append("  \(ISO8601Time.format(at)) \(p.description)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// One sync in the app's log (`SyncEngineOptions.logger`).
+    private func logSummary(_ r: SyncReport) {
+        let log = options.logger
+        let idle = r.uploaded == 0 && r.applied == 0 && r.held == 0 && r.refetched.isEmpty && r.firstFetched.isEmpty && r.gone.isEmpty
+        log.log(level: idle && r.problems.isEmpty ? .debug : .info, "sync", metadata: [
+            "complete": "\(r.isComplete)", "uploaded": "\(r.uploaded)", "applied": "\(r.applied)", "held": "\(r.held)",
+            "refetched": "\(r.refetched.count + r.firstFetched.count)", "followed": "\(r.compactionsFollowed)", "deferred": "\(r.deferred.count)",
+        ])
+        for p in r.problems {
+            log.log(level: p.reason == .newerVersion ? .notice : .warning, "\(p.description)", metadata: p.zone.map { ["list": "\($0)"] } ?? [:])
+        }
+    }
+
+    /// The most problems `diagnosticReport()` keeps from recent syncs.
+    static let maxRecentProblems = 50
+
     /// A sync bounded by `deadline` (and by cancelling its task), for an app woken in the
     /// background (iOS gives it about 30 s): the cheap, visible work first (the push, then the
     /// `hinted` lists, then the other changed lists), and no new step once the deadline has
@@ -512,6 +567,10 @@ public actor SyncEngine {
             report.problems.append(SyncProblem(reason: .newerVersion, zone: state.zones[name]?.zone,
                                                message: "the list holds changes from a newer version of the app, kept and synced but not shown: update the app to see them"))
         }
+        logSummary(report)
+        let at = clock.now()
+        recentProblems += report.problems.map { (at, $0) }
+        if recentProblems.count > Self.maxRecentProblems { recentProblems.removeFirst(recentProblems.count - Self.maxRecentProblems) }
         state.lastSync = report.isComplete ? clock.now() : state.lastSync
         let problem = report.problems.first { $0.reason != .unreachable }
         state.lastError = (problem?.description ?? (report.offline ? "offline" : nil)).map(Self.bounded)

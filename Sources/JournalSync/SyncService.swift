@@ -300,6 +300,10 @@ public protocol SyncService: Sendable {
     /// The account these calls act as (CKContainer.userRecordID).
     var account: String { get }
 
+    /// What a diagnostic report calls this service: its kind and address (an HTTP client's
+    /// server URL), never a credential. By default, its type's name.
+    var diagnosticName: String { get }
+
     /// Uploads entries to a zone (CKModifyRecordsOperation, savePolicy `.ifServerRecordUnchanged`
     /// on immutable records): idempotent by entry id; the result says what became of each one.
     func upload(_ entries: [JournalEntry], to zone: ZoneID) async throws(SyncError) -> UploadResult
@@ -388,6 +392,9 @@ extension SyncService {
         BothDatabasesPage(private: try await fetchDatabaseChanges(.private, since: tokens.private, limit: limit),
                           shared: try await fetchDatabaseChanges(.shared, since: tokens.shared, limit: limit))
     }
+
+    /// The service's type: what a diagnostic report names it by, when it says nothing better.
+    public var diagnosticName: String { String(describing: type(of: self)) }
 
     /// An upload whose answer carries no others' entries: `upload(_:to:since:)`.
     public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?, carrying limit: Int) async throws(SyncError) -> UploadResult {

@@ -36,7 +36,31 @@ public struct SyncStatus: Sendable {
         public var token: String?
         /// The last error syncing the list met, if it has not synced cleanly since.
         public var lastError: String?
+        /// `queued` by kind of change (`add`, `markOff`, …; `op0xNN` for an opaque kind).
+        public var queuedByKind: [String: Int] = [:]
+        /// The oldest queued changes (at most `SyncStatus.maxPendingListed`): what a support screen
+        /// lists when a list is stuck.
+        public var oldestQueued: [QueuedChange] = []
+        /// The list holds changes from a newer version of the app (not shown): update the app.
+        public var holdsNewerChanges = false
     }
+
+    /// A local change not yet uploaded, as a diagnostic screen lists it.
+    public struct QueuedChange: Sendable, Equatable {
+        /// The entry's id.
+        public var id: CompactID
+        /// The kind of change (`add`, `markOff`, …).
+        public var kind: String
+        /// The item it concerns; nil for a change to the list itself.
+        public var item: CompactID?
+        /// When it was made, in milliseconds since 1970 (the device's clock).
+        public var since: Int64
+        /// The list's last error, which may be why it is still queued; nil if none.
+        public var lastError: String?
+    }
+
+    /// The most queued changes a list's status lists (`List.oldestQueued`).
+    public static let maxPendingListed = 20
 
     /// This device as the author of its local changes: `account` or `account:device`.
     public var replica: String
@@ -68,19 +92,31 @@ public struct SyncStatus: Sendable {
             let info = store.zone(name)
             let mark = info.flatMap { i in marks.first { $0.zone == name && $0.incarnation == i.incarnation }?.position } ?? 0
             var queued = 0
+            var byKind: [String: Int] = [:]
+            var oldest: [QueuedChange] = []
             if let info, !info.isDeleted {
                 let rejected = Set(z.rejected)
                 var token: FeedToken? = mark > 0 ? try? store.zoneToken(name, position: min(mark, info.lastChange)) : nil
                 while let page = try? store.changes(in: name, since: token, limit: 4_096) {
-                    queued += page.entries.filter { $0.entry.author == state.replica && !rejected.contains($0.entry.id) }.count
+                    for e in page.entries.map(\.entry) where e.author == state.replica && !rejected.contains(e.id) {
+                        queued += 1
+                        byKind[e.operation.name, default: 0] += 1
+                        if oldest.count < Self.maxPendingListed {
+                            oldest.append(QueuedChange(id: e.id, kind: e.operation.name, item: e.operation.item, since: e.wallTime, lastError: z.lastError))
+                        }
+                    }
                     token = page.token
                     if !page.moreComing { break }
                 }
             }
-            return List(zone: z.zone, scope: z.scope, queued: queued, toApply: z.toApply.count, held: z.held.count, rejected: z.rejected.count,
-                        shopping: z.shopping, needsFetch: z.needsFetch, refetching: z.replacing != nil, refetchWanted: z.refetchWanted,
-                        pendingDelete: z.pendingDelete,
-                        existsOnService: z.existsOnService, uploadedThrough: mark, token: z.token?.text, lastError: z.lastError)
+            var list = List(zone: z.zone, scope: z.scope, queued: queued, toApply: z.toApply.count, held: z.held.count, rejected: z.rejected.count,
+                            shopping: z.shopping, needsFetch: z.needsFetch, refetching: z.replacing != nil, refetchWanted: z.refetchWanted,
+                            pendingDelete: z.pendingDelete,
+                            existsOnService: z.existsOnService, uploadedThrough: mark, token: z.token?.text, lastError: z.lastError)
+            list.queuedByKind = byKind
+            list.oldestQueued = oldest
+            list.holdsNewerChanges = z.holdsNewerChanges
+            return list
         }
     }
 
@@ -126,6 +162,13 @@ extension SyncStatus {
             if l.pendingDelete { flags.append("deletion to send") }
             lines.append("\(l.zone.storeName)  (\(flags.joined(separator: ", ")))")
             lines.append("  upload queue \(l.queued), to apply \(l.toApply), held \(l.held), rejected \(l.rejected); uploaded through \(l.uploadedThrough)")
+            if !l.queuedByKind.isEmpty {
+                lines.append("  queued by kind: " + l.queuedByKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
+            for q in l.oldestQueued {
+                lines.append("  queued \(q.kind) \(q.id)" + (q.item.map { " of item \($0)" } ?? "") + " since \(ISO8601Time.format(q.since))")
+            }
+            if l.holdsNewerChanges { lines.append("  holds changes from a newer version of the app (kept and synced, not shown)") }
             lines.append("  token \(l.token ?? "none")")
             if let e = l.lastError { lines.append("  last error: \(e)") }
         }

@@ -29,6 +29,9 @@ public struct HTTPSyncService: SyncService {
         self.transport = transport
     }
 
+    /// `HTTP` and the server's address (the credential never).
+    public var diagnosticName: String { "HTTP \(server)" }
+
     typealias Answer = HTTPTransportResponse
 
     /// One request; any status outside 2xx becomes the binding's `SyncError`.

@@ -88,6 +88,31 @@ extension SyncBench {
         var recordBodyBytes = 0, recordPurged = 0, recordPlaced = 0
         var todayBytes = 0, todayRequests = 0, todaySnapshotBytes = 0, todayHistoryBytes = 0, todayHistoryPages = 0
         var listEntries = 0, dayEntries = 0
+        /// The other way to follow: the device recomputes the purge from the service's cutoff
+        /// over its own copy (its time, and how many entries it would purge or write over).
+        var recomputeMS = 0.0, recomputePurged = 0
+    }
+
+    /// What recomputing the service's decision on a device costs: the list rules (`RetentionPlanner`)
+    /// over the device's copy of `zone`, with the service's cutoff and every entry it holds below
+    /// its horizon counted as at or below the mark (the device has no service sequences: the exact
+    /// window would have to be sent). Returns the time and the entries it would purge or replace.
+    static func recompute(_ store: JournalStore, _ zone: String, cutoff: Int64) throws -> (ms: Double, purged: Int) {
+        let t0 = now()
+        var planner = RetentionPlanner()
+        var all: [FeedEntry] = []
+        var token: FeedToken? = nil
+        while true {
+            let page = try store.changes(in: zone, since: token, limit: 4_096)
+            for e in page.entries { planner.add(e.sequence, e.entry) }
+            all += page.entries
+            token = page.token
+            if !page.moreComing { break }
+        }
+        var walk = planner.decide(cutoff: cutoff, mark: all.last?.sequence ?? 0).walk()
+        var purged = 0
+        for e in all where walk.verdict(e.sequence, e.entry) != .keep { purged += 1 }
+        return ((now() - t0) * 1000, purged)
     }
 
     /// Two caught-up devices (phone and tablet of one account) of the family list, on a service
@@ -159,6 +184,7 @@ extension SyncBench {
             if out.purged == 0 {
                 log("  sync_across_compaction: the compaction purged nothing of \(zone.storeName): zones \(compaction.zones.map { "\($0.zone) chosen \($0.chosen)" }), skipped \(compaction.skipped.map { "\($0.zone): \($0.reason)" })")
             }
+            (out.recomputeMS, out.recomputePurged) = try Self.recompute(tablet.store, zone.storeName, cutoff: clock.value - 14 * day)
             out.after = try await change(1)
             if let e = phone.meter.lastRecord ?? tablet.meter.lastRecord, let rec = try CompactionRecord.of(e) {
                 out.recordBodyBytes = rec.encoded().count
@@ -183,7 +209,7 @@ extension SyncBench {
             d.requests <= 2 && d.snapshots == 0 && d.historyPages == 0 && d.refetched == 0 && d.bytes <= c.bytes + allowance
         }
         let p = r.after.phone, t = r.after.tablet
-        log("  sync_across_compaction: purged \(r.purged); phone \(p.requests) requests, \(p.bytes) B (control \(r.control.phone.bytes) B); tablet \(t.requests) requests, \(t.bytes) B (control \(r.control.tablet.bytes) B); today's rule \(r.todayBytes) B per device")
+        log("  sync_across_compaction: purged \(r.purged); phone \(p.requests) requests, \(p.bytes) B (control \(r.control.phone.bytes) B); tablet \(t.requests) requests, \(t.bytes) B (control \(r.control.tablet.bytes) B); today's rule \(r.todayBytes) B per device; recomputing instead: \(String(format: "%.1f", r.recomputeMS)) ms on the device, \(r.recomputePurged) entries (the record: \(r.recordPurged) + \(r.recordPlaced))")
         report.emit(Measurement(
             name: "sync_across_compaction", system: "journallog", unit: "B", runs: [Double(p.bytes + t.bytes)],
             extra: [("list_entries", .i(r.listEntries)), ("day_entries", .i(r.dayEntries)), ("purged_entries", .i(r.purged)),
@@ -192,11 +218,12 @@ extension SyncBench {
                 + r.control.phone.fields("control_phone").filter { ["control_phone_requests", "control_phone_bytes"].contains($0.0) }
                 + r.control.tablet.fields("control_tablet").filter { ["control_tablet_requests", "control_tablet_bytes"].contains($0.0) }
                 + [("byte_allowance", .i(allowance)),
+                   ("recompute_ms", .n(r.recomputeMS)), ("recompute_purged", .i(r.recomputePurged)), ("recompute_param_bytes", .i(24)),
                    ("today_rule_bytes", .i(r.todayBytes)), ("today_rule_requests", .i(r.todayRequests)),
                    ("today_rule_snapshot_bytes", .i(r.todaySnapshotBytes)), ("today_rule_history_bytes", .i(r.todayHistoryBytes)),
                    ("today_rule_history_pages", .i(r.todayHistoryPages)),
                    ("today_rule_over_following", .n(Double(r.todayBytes) / Double(max(1, max(p.bytes, t.bytes))))),
-                   ("note", .s("the two-year family list on a service that compacted it daily; a phone and a tablet of one account, caught up; one more day of changes, which both fetch; the control: the phone records an add and syncs, the tablet syncs; then the service compacts (one day's purge, purged_entries = chosen + rewritten) and the same again. The median is the two devices' bytes (both ways) for that step; control_* is the same step without the compaction; the allowance is 24 B per purged entry. today_rule_*: what one device costs when a compaction sends it back (a fresh device: snapshot, entries after it, then the whole history page by page). One run: the bytes are deterministic but for random ids and tokens"))],
+                   ("note", .s("the two-year family list on a service that compacted it daily; a phone and a tablet of one account, caught up; one more day of changes, which both fetch; the control: the phone records an add and syncs, the tablet syncs; then the service compacts (one day's purge, purged_entries = chosen + rewritten) and the same again. The median is the two devices' bytes (both ways) for that step; control_* is the same step without the compaction; the allowance is 24 B per purged entry. recompute_*: the alternative of sending only the cutoff, mark and digest (24 B) and having the device run the list rules over its copy (its time; the entries it would purge or replace, against record_purged_ids + record_placed); today_rule_*: what one device costs when a compaction sends it back (a fresh device: snapshot, entries after it, then the whole history page by page). One run: the bytes are deterministic but for random ids and tokens"))],
             goal: "per device: <= 2 requests, no snapshot, no history page, no re-fetch; bytes <= the control's + 24 per purged entry",
             // A step whose compaction purged nothing measured nothing: never reported as met.
             met: r.purged > 0 && met(p, r.control.phone) && met(t, r.control.tablet)))

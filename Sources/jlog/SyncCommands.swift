@@ -22,10 +22,13 @@ struct Sync: AsyncParsableCommand {
     var pushOnly = false
     @Flag(help: "After the sync, fetch the history of every list installed from its service's snapshot whose history is not here yet (a sync does so itself unless an earlier one was cut short).")
     var history = false
+    @Flag(help: "Fetch every list anew from the service, then sync (troubleshooting: the device's copies are replaced by the service's; changes not yet uploaded are kept and sent).")
+    var refetch = false
 
     func validate() throws {
         guard interval > 0, interval <= 86_400 else { throw ValidationError("--interval must be 0…86400 seconds") }
-        if pushOnly && (watch || history) { throw ValidationError("--push-only fetches nothing: it goes with neither --watch nor --history") }
+        if pushOnly && (watch || history || refetch) { throw ValidationError("--push-only fetches nothing: it goes with neither --watch, --history nor --refetch") }
+        if refetch && watch { throw ValidationError("--refetch is one sync: it does not go with --watch") }
     }
 
     func run() async throws {
@@ -41,7 +44,7 @@ struct Sync: AsyncParsableCommand {
             fflush(nil)
         }
         guard watch else {
-            let r = pushOnly ? await engine.sync(hinted: []) : await engine.sync()
+            let r = pushOnly ? await engine.sync(hinted: []) : refetch ? await engine.refetchAllLists() : await engine.sync()
             show(r)
             if !r.isComplete { throw ExitCode(Status.failure) }
             if history {
@@ -107,6 +110,12 @@ func statusJSON(_ s: SyncStatus) -> JSON {
                 ("refetching", .bool(l.refetching)), ("refetchWanted", .bool(l.refetchWanted)), ("pendingDelete", .bool(l.pendingDelete)), ("existsOnService", .bool(l.existsOnService)),
                 ("uploadedThrough", .uint(l.uploadedThrough)), ("token", l.token.map { .string($0) } ?? .null),
                 ("lastError", l.lastError.map { .string($0) } ?? .null),
+                ("queuedByKind", .object(l.queuedByKind.sorted { $0.key < $1.key }.map { ($0.key, .int(Int64($0.value))) })),
+                ("oldestQueued", .array(l.oldestQueued.map { q in
+                    .object([("id", .string(q.id.description)), ("kind", .string(q.kind)), ("item", q.item.map { .string($0.description) } ?? .null),
+                             ("since", .string(iso(q.since))), ("lastError", q.lastError.map { .string($0) } ?? .null)])
+                })),
+                ("holdsNewerChanges", .bool(l.holdsNewerChanges)),
             ])
         })),
     ])

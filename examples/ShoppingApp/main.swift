@@ -60,6 +60,13 @@ final class ShoppingListModel {
         status = report.isComplete ? "synced" : "not synced: \(report.errors.joined(separator: "; "))"
     }
 
+    /// The app woken in the background (iOS: about 30 s): a sync bounded by a deadline, and the
+    /// answer for the system (`UIBackgroundFetchResult` one to one).
+    func backgroundFetch() async -> BackgroundSyncResult {
+        let report = await list.engine.sync(until: .now + .seconds(25))
+        return report.backgroundResult
+    }
+
     func stop() { observing?.cancel() }
 }
 
@@ -91,6 +98,7 @@ struct ShoppingApp {
         try await model.setShopping(true)
         await model.sync()
         try await model.setShopping(false)
+        print("a background fetch would answer \(await model.backgroundFetch())")
         // Give the observation a moment to deliver the latest state, as a screen would redraw.
         for _ in 0..<100 where model.items.count < 3 { try await Task.sleep(for: .milliseconds(10)) }
         print("\(model.name.isEmpty ? list.zone.name : model.name): \(model.items.map(\.text).joined(separator: ", ")) (\(model.status))")
