@@ -706,6 +706,29 @@ public actor SyncEngine {
         }
     }
 
+    /// Signs in as another account on this store (Part 7: another iCloud account): this
+    /// account's lists leave the device, their changes not yet uploaded kept apart for it (as a
+    /// sign-out keeps them; they go up when it signs in here again), and the returned engine, the
+    /// device as `replica` (`newAccount` or `newAccount:device`), fetches the new account's lists
+    /// at its first sync. Use the returned engine from then on, never this one. Refused (`invalid`)
+    /// while this account has lists the service does not hold yet, or deletions still to send:
+    /// sync first, so nothing of them is left without an account.
+    public func switchAccount(to service: any SyncService, replica newReplica: String) throws(SyncEngineError) -> SyncEngine {
+        guard SyncNames.account(ofAuthor: newReplica) == service.account else {
+            throw .invalid("the replica \(newReplica) is not a device of account \(service.account)")
+        }
+        let unsynced = state.zones.values.filter { $0.pendingDelete || ($0.zone.owner == state.account && !$0.existsOnService) }
+        guard unsynced.isEmpty else {
+            throw .invalid("\(unsynced.count) lists of \(state.account ?? "this account") are not on the service yet, or their deletion is still to send (\(unsynced.map(\.zone.storeName).sorted().joined(separator: ", "))): sync before switching accounts")
+        }
+        var report = SyncReport()
+        signOut(&report)
+        state.replica = newReplica
+        state.account = service.account
+        try save()
+        return try SyncEngine(store: store, service: service, replica: newReplica, clock: clock, seed: rng.next(), options: options)
+    }
+
     /// Signs in with `service` (the same account only): after a refused credential, syncing goes
     /// on where it stopped, nothing fetched again; after `signOut()`, the next sync fetches every
     /// list anew, and the kept changes of the same account go back on top.
@@ -726,24 +749,26 @@ public actor SyncEngine {
     /// A change the service refuses is reported and dropped; one that could not be sent (offline,
     /// busy, its list not back) stays kept for a later sync.
     func restoreSignedOutChanges(_ report: inout SyncReport) async {
-        guard !state.signedOut.isEmpty, state.account == state.signedOutAccount else { return }
+        // Kept changes are restored by their own account only (several may wait, after switches).
+        let mine = state.signedOut.filter { SyncNames.account(ofAuthor: $0.author) == state.account }
+        guard !mine.isEmpty else { return }
         var done: [String: Set<CompactID>] = [:]
         var saved: [String: Set<CompactID>] = [:]
         var stopped = false
         /// Kept changes of a list that is going away: reported and dropped, never left for good.
         func dropKept(_ name: String, _ why: String, _ report: inout SyncReport) {
-            for e in state.signedOut where e.zone == name {
+            for e in mine where e.zone == name {
                 done[name, default: []].insert(e.id)
                 report.rejected.append((e.id, why))
             }
         }
-        zones: for name in Set(state.signedOut.map(\.zone)).sorted() {
+        zones: for name in Set(mine.map(\.zone)).sorted() {
             if state.zones[name]?.pendingDelete == true {
                 dropKept(name, "its list was deleted on this device", &report)
                 continue
             }
             guard let z = state.zones[name], z.replacing == nil, let info = store.zone(name), !info.isDeleted else { continue }
-            for batch in uploadBatches(state.signedOut.filter { $0.zone == name }) {
+            for batch in uploadBatches(mine.filter { $0.zone == name }) {
                 let outcome: SendOutcome
                 do { outcome = try await send(batch, to: z.zone, carrying: false, &report) } catch {
                     switch error {
