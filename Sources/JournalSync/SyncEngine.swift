@@ -109,7 +109,8 @@ public struct SyncReport: Sendable {
     public var throttled = false
 
     /// A bounded sync (`sync(until:hinted:)`) reached its deadline, or its task was cancelled,
-    /// before it was done: what it did stands, and `deferred` names the lists left for later.
+    /// before it was done: what it did stands, and `deferred` names the lists it knows it left
+    /// (a database page cut off names none: the next sync finds them).
     public var timedOut = false
     /// Lists a bounded sync left for a later sync: their fetch (or re-fetch) not done, or not
     /// finished. A re-fetched list's history is always left to a later sync or its first view.
@@ -138,7 +139,7 @@ public struct SyncReport: Sendable {
     public var backgroundResult: BackgroundSyncResult {
         if applied > 0 || held > 0 || !firstFetched.isEmpty || !refetched.isEmpty || !gone.isEmpty { return .newData }
         if problems.contains(where: { $0.reason != .newerVersion }) || offline || signedOut || throttled || quotaExceeded
-            || (timedOut && !deferred.isEmpty) { return .failed }
+            || timedOut { return .failed }
         return .noData
     }
 }
@@ -587,7 +588,9 @@ public actor SyncEngine {
                   z.needsFetch || z.replacing != nil || !z.toApply.isEmpty || z.refetchWanted else { return nil }
             return z.zone
         }
-        report.timedOut = report.timedOut || (out && !report.deferred.isEmpty)
+        // Past the deadline at the end: a step may have been skipped or cut (a database page not
+        // read names no list to defer), so the sync does not claim to be complete.
+        report.timedOut = report.timedOut || out
     }
 
     /// Handles a service error common to every call; returns true when the sync must stop.
