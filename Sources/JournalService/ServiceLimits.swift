@@ -25,6 +25,9 @@ public struct ServiceLimits: Sendable {
     public var maxHistoryPageBytes = 1 << 20
     /// Zones an account may own.
     public var maxZonesPerAccount = 1_000
+    /// Participants of one shared zone, its owner not counted (CloudKit's limit for a share):
+    /// one more is refused `tooManyParticipants`, at sharing and at accepting.
+    public var maxParticipants = 100
     /// Entries in the zones an account owns (nil: no quota).
     public var maxEntriesPerAccount: Int? = nil
     /// How long finished lifecycles stay before the service compacts them (COMPACTION.md §2).

@@ -58,6 +58,10 @@ struct ServiceSharing: Sendable {
         let exists: Bool
         do throws(StorageError) { exists = participant != caller ? try accountExists(participant) : false } catch { throw error.syncError }
         guard exists else { throw .invalidRequest("no account named \(participant) to share with") }
+        let full = context.locked { context.membership.members(of: zone.storeName).count >= context.limits.maxParticipants }
+        if full && !context.locked({ context.membership.isMember(participant, of: zone.storeName) }) {
+            throw .tooManyParticipants(limit: context.limits.maxParticipants)
+        }
         let issuedAt: SequenceNumber
         do throws(StorageError) { issuedAt = try store.readHorizon() } catch { throw error.syncError }
         return invitations.issue(.init(zone: zone.storeName, incarnation: info.incarnation, participant: participant, issuedAt: issuedAt))
@@ -79,9 +83,13 @@ struct ServiceSharing: Sendable {
                 guard let info = read, !info.isDeleted, info.incarnation == i.incarnation else { throw .zoneNotFound }
                 if let last = context.membership.latest(caller, in: i.zone) {
                     if last.member { return true }
-                    guard i.issuedAt >= last.sequence else { throw .zoneNotFound }   // issued before its removal
+                    // Issued before the owner removed it: void. One who left comes back with it.
+                    guard i.issuedAt >= last.sequence || last.reason == .left else { throw .zoneNotFound }
                 }
                 guard !context.membership.isWithdrawn(caller, from: i.zone, issuedAt: i.issuedAt) else { throw .zoneNotFound }
+                guard context.membership.members(of: i.zone).count < context.limits.maxParticipants else {
+                    throw .tooManyParticipants(limit: context.limits.maxParticipants)
+                }
                 return false
             }
             if !joined { try recordMembership(caller, zone: zone, member: true, reason: nil, by: caller) }
@@ -104,7 +112,13 @@ struct ServiceSharing: Sendable {
                 if kind == .owner { try recordWithdrawal(of: participant, from: zone) }
                 return
             }
-            try recordMembership(participant, zone: zone, member: false, reason: .removed, by: caller)
+            let reason: ZoneGoneReason = kind != .owner && participant == caller ? .left : .removed
+            try recordMembership(participant, zone: zone, member: false, reason: reason, by: caller)
+            // The last participant gone: the list is no longer shared, and the invitations still
+            // outstanding are void (Part 7; stopSharing does the same).
+            if kind == .owner && context.locked({ context.membership.members(of: zone.storeName).isEmpty }) {
+                try recordWithdrawal(of: nil, from: zone)
+            }
         }
     }
 

@@ -67,10 +67,13 @@ public enum ZoneGoneReason: String, Sendable, CaseIterable {
     case deleted
     /// The service purged it (an operator, a quota).
     case purged
-    /// The owner removed this participant, or the participant left.
+    /// The owner removed this participant.
     case removed
     /// The owner stopped sharing it.
     case sharingStopped
+    /// This participant left it (deleted the list on one of its devices): unlike one the owner
+    /// removed, it may come back with the invitation it already has (Spec/SYNC.md §5).
+    case left
 }
 
 /// Why one entry of an upload was not taken (CKModifyRecordsOperation's per-record errors).
@@ -261,6 +264,9 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     case quotaExceeded
     /// A request no retry will fix (CKError.invalidArguments): a bug, or a hostile client.
     case invalidRequest(String)
+    /// A zone already has the most participants the service allows (a CKShare's 100): the
+    /// invitation or acceptance is refused; remove someone first.
+    case tooManyParticipants(limit: Int)
     /// The device and the service do not speak a common protocol version, or an answer is in a
     /// form this version cannot read (Spec/SYNC.md §3.13): one side must be updated. Not
     /// retried: the same request gets the same answer until then.
@@ -279,6 +285,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAuthenticated: "not signed in"
         case .quotaExceeded: "the account's quota is exceeded"
         case .invalidRequest(let why): "invalid request: \(why)"
+        case .tooManyParticipants(let limit): "the list already has the most participants the service allows (\(limit))"
         case .incompatible(let why): "this app and the service do not understand each other (\(why)): update the app"
         }
     }

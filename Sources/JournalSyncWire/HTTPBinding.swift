@@ -251,12 +251,15 @@ package enum HTTPBinding {
         package var message: String
         package var reason: String?
         package var retryAfter: Int?
+        /// `tooManyParticipants`: the service's limit.
+        package var limit: Int?
 
-        package init(error: String, message: String, reason: String? = nil, retryAfter: Int? = nil) {
+        package init(error: String, message: String, reason: String? = nil, retryAfter: Int? = nil, limit: Int? = nil) {
             self.error = error
             self.message = message
             self.reason = reason
             self.retryAfter = retryAfter
+            self.limit = limit
         }
     }
 
@@ -276,6 +279,7 @@ package enum HTTPBinding {
         case .quotaExceeded: return (507, ErrorJSON(error: "quotaExceeded", message: error.description))
         case .invalidRequest(let why): return (400, ErrorJSON(error: "invalidRequest", message: why))
         case .incompatible(let why): return (426, ErrorJSON(error: "incompatible", message: why))
+        case .tooManyParticipants(let limit): return (409, ErrorJSON(error: "tooManyParticipants", message: error.description, limit: limit))
         }
     }
 
@@ -295,6 +299,7 @@ package enum HTTPBinding {
         case (410, "zoneDeleted"): return .zoneDeleted(reason: body?.reason.flatMap(ZoneGoneReason.init(rawValue:)) ?? .deleted)
         case (410, "tokenExpired"): return .tokenExpired
         case (400, _): return .invalidRequest(body?.message ?? "the service refused the request")
+        case (409, "tooManyParticipants"): return .tooManyParticipants(limit: body?.limit ?? 100)
         case (426, "incompatible"): return .incompatible(body?.message ?? "the service speaks another protocol version")
         case (502, _), (504, _): return .networkUnavailable(cause: "a gateway answered \(status)" + (body.map { ": \($0.message)" } ?? ""))
         default: return .serviceBusy(retryAfter: after)

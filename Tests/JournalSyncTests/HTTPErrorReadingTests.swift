@@ -9,7 +9,7 @@ struct HTTPErrorReadingTests {
     static let written: [SyncError] = [
         .limitExceeded, .rateLimited(retryAfter: .seconds(3)), .serviceBusy(retryAfter: .seconds(2)),
         .tokenExpired, .zoneNotFound, .zoneDeleted(reason: .deleted), .zoneDeleted(reason: .removed),
-        .notAuthenticated, .quotaExceeded, .invalidRequest("no"), .incompatible("protocol 0"),
+        .notAuthenticated, .quotaExceeded, .invalidRequest("no"), .incompatible("protocol 0"), .tooManyParticipants(limit: 100), .zoneDeleted(reason: .left),
     ]
 
     @Test func theServicesAnswersReadBackAsTheirErrors() {

@@ -49,14 +49,14 @@ import ListModel
         try expectConverged(world, [alice, aliceIpad], list)
     }
 
-    /// A participant left: the list leaves its other devices too, reason `removed`.
+    /// A participant left: the list leaves its other devices too, reason `left`.
     @Test func aParticipantLeavingRemovesTheListFromItsOtherDevices() async throws {
         let (world, alice, aliceIpad, bob, bobIpad, list) = try await Self.family()
         try await bob.engine.deleteList(list)
         #expect(!bob.holds(list))
         #expect(await bob.sync().isComplete)
         #expect(world.core.members(of: list).isEmpty, "the leave reached the service")
-        await Self.expectGone(bobIpad, list, .removed)
+        await Self.expectGone(bobIpad, list, .left)
         await settle([alice, aliceIpad], rounds: 2)
         #expect(try alice.list(list).participants.isEmpty)
     }

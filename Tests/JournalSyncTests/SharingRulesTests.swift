@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+import JournalLog
+import JournalService
+@testable import JournalSync
+
+/// Sharing as the series describes it (Parts 4, 5, 7; Spec/SYNC.md §5): one who left comes back
+/// with the invitation it has, one the owner removed cannot; at most 100 participants; the last
+/// participant removed voids what is outstanding.
+@Suite struct SharingRulesTests {
+    /// alice's list "weekly" on the service, and an invitation for bob.
+    static func aliceInvitesBob(_ world: World) throws -> (ZoneID, ShareInvitation) {
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        return (list, try world.core.shareZone(caller: "alice", zone: list, with: "bob"))
+    }
+
+    @Test func aParticipantWhoLeftComesBackWithTheInvitationItHas() throws {
+        let world = try World()
+        let (list, invitation) = try Self.aliceInvitesBob(world)
+        _ = try world.core.acceptShare(caller: "bob", invitation: invitation)
+        try world.core.removeParticipant(caller: "bob", participant: "bob", from: list)   // bob deletes the list
+        #expect(world.core.members(of: list).isEmpty)
+        #expect(try world.core.acceptShare(caller: "bob", invitation: invitation) == list)
+        #expect(world.core.members(of: list) == ["bob"])
+    }
+
+    @Test func oneTheOwnerRemovedCannotComeBackWithIt() throws {
+        let world = try World()
+        let (list, invitation) = try Self.aliceInvitesBob(world)
+        _ = try world.core.acceptShare(caller: "bob", invitation: invitation)
+        try world.core.removeParticipant(caller: "alice", participant: "bob", from: list)
+        #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "bob", invitation: invitation) }
+    }
+
+    @Test func theHundredAndFirstParticipantIsRefused() throws {
+        let world = try World()
+        let list = ZoneID(owner: "alice", name: "weekly")!
+        try world.core.createZone(caller: "alice", zone: list)
+        let invitations = try (1...101).map { try world.core.shareZone(caller: "alice", zone: list, with: "friend\($0)") }
+        for (k, invitation) in invitations.prefix(100).enumerated() {
+            _ = try world.core.acceptShare(caller: "friend\(k + 1)", invitation: invitation)
+        }
+        #expect(throws: SyncError.tooManyParticipants(limit: 100)) { try world.core.acceptShare(caller: "friend101", invitation: invitations[100]) }
+        #expect(throws: SyncError.tooManyParticipants(limit: 100)) { try world.core.shareZone(caller: "alice", zone: list, with: "friend102") }
+        #expect(world.core.members(of: list).count == 100)
+    }
+
+    /// Removing the last participant stops sharing: an invitation still outstanding is void.
+    @Test func removingTheLastParticipantVoidsWhatIsOutstanding() throws {
+        let world = try World()
+        let (list, invitation) = try Self.aliceInvitesBob(world)
+        _ = try world.core.acceptShare(caller: "bob", invitation: invitation)
+        let forCarol = try world.core.shareZone(caller: "alice", zone: list, with: "carol")
+        try world.core.removeParticipant(caller: "alice", participant: "bob", from: list)
+        #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "carol", invitation: forCarol) }
+    }
+}
