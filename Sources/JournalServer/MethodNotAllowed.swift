@@ -24,7 +24,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         (["v1", "zones", ":", ":", "snapshot"], [.get]),
         (["v1", "zones", ":", ":", "history", "pages"], [.get]),
         (["v1", "zones", ":", ":", "invitations"], [.post]),
-        (["v1", "zones", ":", ":", "participants"], [.delete]),
+        (["v1", "zones", ":", ":", "participants"], [.get, .delete]),
         (["v1", "zones", ":", ":", "participants", ":"], [.delete]),
     ]
 

@@ -263,6 +263,10 @@ package struct SyncServer: Sendable {
             try await backend.perform(context.authenticatedCaller(), .removeParticipant(participant, zone: zone)).finished()
             return Response(status: .noContent)
         }
+        api.get("zones/:owner/:name/participants") { _, context in
+            let list = try await backend.perform(context.authenticatedCaller(), .fetchParticipants(try Self.zone(context))).participantList()
+            return Self.json(200, HTTPBinding.ParticipantsJSON(list))
+        }
         api.delete("zones/:owner/:name/participants") { _, context in
             try await backend.perform(context.authenticatedCaller(), .stopSharing(try Self.zone(context))).finished()
             return Response(status: .noContent)

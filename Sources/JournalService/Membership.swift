@@ -15,6 +15,9 @@ struct Membership: Sendable {
     /// The opaque operation kind of a withdrawal: the invitations to a zone issued before it,
     /// to one account or to all, are void (SYNC.md §5.3).
     static let withdrawalKind: UInt8 = 0x81
+    /// The opaque operation kind of an invitation issued (its zone and account, the body of a
+    /// withdrawal): what lists a zone's pending invitations (SYNC.md §5.3).
+    static let invitationKind: UInt8 = 0x85
 
     struct Event: Sendable, Equatable {
         var account: String
@@ -31,6 +34,22 @@ struct Membership: Sendable {
     private(set) var history: [String: [Event]] = [:]
     /// By zone, by account ("" for every account): the position of the latest withdrawal.
     private(set) var withdrawn: [String: [String: SequenceNumber]] = [:]
+    /// By zone, by account: the position of the latest invitation issued.
+    private(set) var invited: [String: [String: SequenceNumber]] = [:]
+
+    mutating func invite(_ account: String, to zone: String, at sequence: SequenceNumber) {
+        invited[zone, default: [:]][account] = max(invited[zone]?[account] ?? 0, sequence)
+    }
+
+    /// The accounts invited to `zone` whose latest invitation still stands: not a member, not
+    /// withdrawn since, and not issued before the owner removed it.
+    func pendingInvitations(of zone: String) -> [String] {
+        (invited[zone] ?? [:]).compactMap { account, at -> String? in
+            if isMember(account, of: zone) || isWithdrawn(account, from: zone, issuedAt: at) { return nil }
+            if let last = latest(account, in: zone), last.sequence > at, last.reason != .left { return nil }
+            return account
+        }.sorted()
+    }
 
     /// Whether an invitation of `account` to `zone` issued at `issuedAt` was withdrawn since:
     /// for that account, or for all of them (the owner stopped sharing).
@@ -87,6 +106,7 @@ struct Membership: Sendable {
         guard case .opaque(let kind, let body) = entry.operation else { return nil }
         if kind == Self.kind, let e = Self.decode(body, sequence: sequence) { return record(e) ? e : nil }
         if kind == Self.withdrawalKind, let w = Self.decodeWithdrawal(body) { withdraw(w.account, from: w.zone, at: sequence) }
+        if kind == Self.invitationKind, let w = Self.decodeWithdrawal(body), let account = w.account { invite(account, to: w.zone, at: sequence) }
         return nil
     }
 

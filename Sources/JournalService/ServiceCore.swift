@@ -185,6 +185,7 @@ public final class ServiceCore: @unchecked Sendable {
         case .acceptShare(let invitation): return (.zone(try acceptShare(caller: caller, invitation: invitation)), nil)
         case .removeParticipant(let participant, let zone): try removeParticipant(caller: caller, participant: participant, from: zone)
         case .stopSharing(let zone): try stopSharing(caller: caller, zone: zone)
+        case .fetchParticipants(let zone): return (.participants(try sharing.participants(caller: caller, zone: zone)), nil)
         }
         return (.done, nil)
     }

@@ -64,7 +64,26 @@ struct ServiceSharing: Sendable {
         }
         let issuedAt: SequenceNumber
         do throws(StorageError) { issuedAt = try store.readHorizon() } catch { throw error.syncError }
+        // Recorded, so the owner sees who is invited and has not accepted (§5.2).
+        do {
+            try context.appendOwnRecord(Membership.zone, kind: Membership.invitationKind,
+                                        body: Membership.encodeWithdrawal(zone: zone.storeName, account: participant)) { at in
+                context.membership.invite(participant, to: zone.storeName, at: at)
+            }
+        } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
         return invitations.issue(.init(zone: zone.storeName, incarnation: info.incarnation, participant: participant, issuedAt: issuedAt))
+    }
+
+    /// The zone's members and pending invitations, for its owner (`SyncService.fetchParticipants`).
+    func participants(caller: String, zone: ZoneID) throws(SyncError) -> [ShareParticipant] {
+        let read = try context.readZone(zone)
+        return try context.locked { () throws(SyncError) -> [ShareParticipant] in
+            let (kind, _) = try context.access(caller, zone, info: read)
+            guard kind == .owner else { throw .invalidRequest("only the owner lists a zone's participants") }
+            let members = context.membership.members(of: zone.storeName).map { ShareParticipant(account: $0, status: .member) }
+            let invited = context.membership.pendingInvitations(of: zone.storeName).map { ShareParticipant(account: $0, status: .invited) }
+            return (members + invited).sorted { $0.account < $1.account }
+        }
     }
 
     /// Joins the caller to the zone its invitation names, recorded as a `join` entry in the zone.

@@ -31,6 +31,8 @@ public enum SyncCall: Sendable {
     case removeParticipant(String, zone: ZoneID)
     /// `SyncService.stopSharing`.
     case stopSharing(ZoneID)
+    /// `SyncService.fetchParticipants`.
+    case fetchParticipants(ZoneID)
 
     /// The call's name, as SYNC.md §3 and the HTTP binding's routes name it.
     public var name: String {
@@ -48,6 +50,7 @@ public enum SyncCall: Sendable {
         case .acceptShare: "acceptShare"
         case .removeParticipant: "removeParticipant"
         case .stopSharing: "stopSharing"
+        case .fetchParticipants: "fetchParticipants"
         }
     }
 }
@@ -72,6 +75,8 @@ public enum SyncAnswer: Sendable {
     case invitation(ShareInvitation)
     /// The zone an accepted invitation joined.
     case zone(ZoneID)
+    /// A zone's participants.
+    case participants([ShareParticipant])
     /// Done, with nothing to say (zone and sharing changes).
     case done
 
@@ -134,6 +139,12 @@ public enum SyncAnswer: Sendable {
         return z
     }
 
+    /// The participants this answer lists.
+    public func participantList() throws(SyncError) -> [ShareParticipant] {
+        guard case .participants(let p) = self else { throw mismatch("fetchParticipants") }
+        return p
+    }
+
     /// Checks that this answer is `done`.
     public func finished() throws(SyncError) {
         guard case .done = self else { throw mismatch("a zone or sharing change") }
@@ -159,6 +170,7 @@ extension SyncService {
         case .acceptShare(let invitation): return .zone(try await acceptShare(invitation))
         case .removeParticipant(let participant, let zone): try await removeParticipant(participant, from: zone)
         case .stopSharing(let zone): try await stopSharing(zone)
+        case .fetchParticipants(let zone): return .participants(try await fetchParticipants(zone))
         }
         return .done
     }
@@ -231,4 +243,9 @@ extension ForwardingSyncService {
     }
 
     public func stopSharing(_ zone: ZoneID) async throws(SyncError) { try await forward(.stopSharing(zone)).finished() }
+
+    /// `SyncService.fetchParticipants`, through `forward`.
+    public func fetchParticipants(_ zone: ZoneID) async throws(SyncError) -> [ShareParticipant] {
+        try await forward(.fetchParticipants(zone)).participantList()
+    }
 }

@@ -40,6 +40,12 @@ extension SyncEngine {
         do { try await service.removeParticipant(participant, from: zone) } catch { throw .service(error) }
     }
 
+    /// Who a list this account owns is shared with: members, and those invited who have not
+    /// accepted yet (Spec/SYNC.md §5.2). `remove(_:from:)` withdraws one's invitation.
+    public func participants(of zone: ZoneID) async throws(SyncEngineError) -> [ShareParticipant] {
+        do { return try await service.fetchParticipants(zone) } catch { throw .service(error) }
+    }
+
     /// Stops sharing a list this account owns: it leaves every participant's devices.
     public func stopSharing(_ zone: ZoneID) async throws(SyncEngineError) {
         do { try await service.stopSharing(zone) } catch { throw .service(error) }

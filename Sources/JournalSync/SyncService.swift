@@ -227,6 +227,28 @@ public struct ZoneChangesPage: Sendable, Equatable {
     }
 }
 
+/// Someone a zone is shared with, as its owner sees it (`SyncService.fetchParticipants`; a
+/// CKShare.Participant and its acceptance status).
+public struct ShareParticipant: Hashable, Sendable {
+    /// Whether the participant belongs to the list, or was invited and has not accepted yet.
+    public enum Status: String, Sendable {
+        /// A member: the list is in its shared database.
+        case member
+        /// Invited, not yet accepted, the invitation neither withdrawn nor voided.
+        case invited
+    }
+    /// The participant's account.
+    public var account: String
+    /// Member or invited.
+    public var status: Status
+
+    /// A participant of `account` with `status`.
+    public init(account: String, status: Status) {
+        self.account = account
+        self.status = status
+    }
+}
+
 /// An invitation to a shared zone (a CKShare's URL): issued to one participant by the owner,
 /// accepted by that participant. Signed by the service, so it carries its own proof.
 public struct ShareInvitation: Hashable, Sendable, CustomStringConvertible {
@@ -376,6 +398,11 @@ public protocol SyncService: Sendable {
     /// Removes every participant (deleting the CKShare): the zone leaves their shared databases,
     /// and no invitation issued so far admits anyone.
     func stopSharing(_ zone: ZoneID) async throws(SyncError)
+
+    /// The zone's participants as its owner sees them: members, and those invited who have not
+    /// accepted (Spec/SYNC.md §5.2), by account. Owner only. The owner withdraws one invitation
+    /// with `removeParticipant`.
+    func fetchParticipants(_ zone: ZoneID) async throws(SyncError) -> [ShareParticipant]
 }
 
 /// A zone's state as its service holds it, with the token to fetch what follows it
@@ -402,6 +429,11 @@ extension SyncService {
 
     /// The service's type: what a diagnostic report names it by, when it says nothing better.
     public var diagnosticName: String { String(describing: type(of: self)) }
+
+    /// A service that lists no participants (CloudKit's adapter reads the CKShare instead).
+    public func fetchParticipants(_ zone: ZoneID) async throws(SyncError) -> [ShareParticipant] {
+        throw .invalidRequest("this service does not list a zone's participants")
+    }
 
     /// An upload whose answer carries no others' entries: `upload(_:to:since:)`.
     public func upload(_ entries: [JournalEntry], to zone: ZoneID, since token: ServiceToken?, carrying limit: Int) async throws(SyncError) -> UploadResult {

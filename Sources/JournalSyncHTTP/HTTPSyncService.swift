@@ -168,6 +168,12 @@ public struct HTTPSyncService: SyncService {
         _ = try await call("DELETE", HTTPBinding.zonePath(zone) + "/participants")
     }
 
+    public func fetchParticipants(_ zone: ZoneID) async throws(SyncError) -> [ShareParticipant] {
+        let a = try await call("GET", HTTPBinding.zonePath(zone) + "/participants")
+        guard let list = try json(HTTPBinding.ParticipantsJSON.self, a).list else { throw .incompatible("a participant list that does not read") }
+        return list
+    }
+
     /// Who the server says this credential is (a check before the first sync).
     public func whoAmI() async throws(SyncError) -> String {
         try json(HTTPBinding.AccountJSON.self, try await call("GET", "/v1/account")).account

@@ -241,6 +241,27 @@ package enum HTTPBinding {
     }
 
     package struct ParticipantJSON: Codable, Sendable { package var participant: String; package init(participant: String) { self.participant = participant } }
+
+    /// A zone's participants (`GET …/participants`): each account and `member` or `invited`.
+    package struct ParticipantsJSON: Codable, Sendable, Equatable {
+        package struct One: Codable, Sendable, Equatable {
+            package var account: String
+            package var status: String
+        }
+        package var participants: [One]
+
+        package init(_ list: [ShareParticipant]) { participants = list.map { One(account: $0.account, status: $0.status.rawValue) } }
+
+        /// The list, or nil when an entry is not an account with a known status.
+        package var list: [ShareParticipant]? {
+            var out: [ShareParticipant] = []
+            for p in participants {
+                guard SyncNames.accountRefusal(p.account) == nil, let status = ShareParticipant.Status(rawValue: p.status) else { return nil }
+                out.append(ShareParticipant(account: p.account, status: status))
+            }
+            return out
+        }
+    }
     package struct InvitationJSON: Codable, Sendable { package var invitation: String; package init(invitation: String) { self.invitation = invitation } }
     package struct AccountJSON: Codable, Sendable { package var account: String; package init(account: String) { self.account = account } }
 

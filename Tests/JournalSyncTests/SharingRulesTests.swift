@@ -55,4 +55,19 @@ import JournalService
         try world.core.removeParticipant(caller: "alice", participant: "bob", from: list)
         #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "carol", invitation: forCarol) }
     }
+
+    /// The owner sees who is invited and has not accepted, and withdraws one invitation.
+    @Test func theOwnerSeesPendingInvitationsAndWithdrawsOne() async throws {
+        let world = try World()
+        let (list, invitation) = try Self.aliceInvitesBob(world)
+        _ = try world.core.acceptShare(caller: "bob", invitation: invitation)
+        let forCarol = try world.core.shareZone(caller: "alice", zone: list, with: "carol")
+        let alice = LocalService(core: world.core, account: "alice")
+        #expect(try await alice.fetchParticipants(list) == [ShareParticipant(account: "bob", status: .member),
+                                                            ShareParticipant(account: "carol", status: .invited)])
+        try await alice.removeParticipant("carol", from: list)
+        #expect(try await alice.fetchParticipants(list) == [ShareParticipant(account: "bob", status: .member)])
+        #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "carol", invitation: forCarol) }
+        await #expect(throws: SyncError.self) { try await LocalService(core: world.core, account: "bob").fetchParticipants(list) }
+    }
 }
