@@ -133,7 +133,7 @@ fi
 #   (410, SYNC.md §3.3, §3.4, §5.1); and calls the schema cannot tell from good ones are
 #   `invalidRequest` (400): a body that is not a wire batch (§9.1), a zone created in another
 #   account's name (§3.6), a participant deleting, sharing or removing another (§3.6, §5.2), an
-#   account that does not exist, a string that is no invitation (§5.2). A zone's reads answer
+#   account that does not exist, a string that is no invitation, a participant listing participants (§5.2). A zone's reads answer
 #   400 too, for a name no zone can have that the schema cannot describe: over 255 UTF-8 bytes
 #   with its owner (a schema counts characters, not bytes; SYNC.md §9.3). Every other answer to
 #   a schema-valid request must be 2xx, 401, 404 or 429; the database reads never answer 400.
@@ -160,7 +160,7 @@ values = ["groceries", "weekly"]
 expected-statuses = ["2xx", "401", "404", "410", "429"]
 
 [[operations]]
-include-operation-id-regex = "^(upload|createZone|deleteZone|shareZone|acceptShare|removeParticipant|stopSharing|fetchZoneChanges|fetchZoneHistory|fetchZoneHistoryPage|fetchZoneSnapshot)$"
+include-operation-id-regex = "^(upload|createZone|deleteZone|shareZone|acceptShare|removeParticipant|stopSharing|fetchParticipants|fetchZoneChanges|fetchZoneHistory|fetchZoneHistoryPage|fetchZoneSnapshot)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "404", "410", "429"]
 TOML
 cat > "$work/jlog_fuzz_hooks.py" <<'PY'

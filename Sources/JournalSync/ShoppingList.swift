@@ -135,6 +135,17 @@ extension SyncEngine {
         ShoppingList(zone: try createList(name), engine: self)
     }
 
+    /// Creates a list that stays on this device only until it is shared (Part 5): no sync puts
+    /// it on the service; `share(_:with:)` does, with everything recorded in it so far.
+    public func createList(named name: String, localOnly: Bool) throws(SyncEngineError) -> ShoppingList {
+        let zone = try createList(name)
+        if localOnly {
+            state.zones[zone.storeName]?.localOnly = true
+            try save()
+        }
+        return ShoppingList(zone: zone, engine: self)
+    }
+
     /// Every list this device syncs, as an app holds them (`lists`).
     public var shoppingLists: [ShoppingList] { lists.map { ShoppingList(zone: $0, engine: self) } }
 

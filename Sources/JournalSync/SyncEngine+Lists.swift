@@ -14,15 +14,25 @@ extension SyncEngine {
         }
         var report = SyncReport()
         if state.zones[zone.storeName]?.existsOnService != true {
+            state.zones[zone.storeName]?.localOnly = false   // a local-only list goes up when shared
             _ = await pushZone(zone.storeName, &report)
         }
-        do { return try await service.shareZone(zone, with: participant) } catch { throw .service(error) }
+        let invitation: ShareInvitation
+        do { invitation = try await service.shareZone(zone, with: participant) } catch { throw .service(error) }
+        let name = (try? ListQuery(store: store).materialise(zone.storeName).state.name).flatMap { $0.isEmpty ? nil : $0 } ?? zone.name
+        return InvitationPreview(owner: zone.owner, listName: name).attached(to: invitation)
+    }
+
+    /// What an invitation says before it is accepted (`InvitationPreview`): who invites, to which
+    /// list. Read here, with no request; nil when the invitation carries none.
+    public nonisolated static func preview(of invitation: ShareInvitation) -> InvitationPreview? {
+        InvitationPreview(of: invitation)
     }
 
     /// Accepts an invitation: the list joins this device (fetched by the next pull).
     public func accept(_ invitation: ShareInvitation) async throws(SyncEngineError) -> ZoneID {
         let zone: ZoneID
-        do { zone = try await service.acceptShare(invitation) } catch { throw .service(error) }
+        do { zone = try await service.acceptShare(InvitationPreview.detached(invitation)) } catch { throw .service(error) }
         var z = state.zones[zone.storeName] ?? SyncState.Zone(zone: zone, scope: .shared)
         z.needsFetch = true
         z.existsOnService = true

@@ -27,6 +27,7 @@ extension SyncEngine {
                 continue
             }
             guard z.replacing == nil else { continue }  // the pull finishes it (and pushes first)
+            guard !z.localOnly else { continue }        // on this device only, until shared
             // Offline, signed out or told to wait: no other list is tried in this sync.
             if await !pushZone(name, &report) && !report.mayContinue { return }
         }

@@ -32,6 +32,9 @@ package struct SyncState: Equatable, Sendable {
         /// The list holds changes of a kind a newer version defines (Spec/FORMAT.md §6, 0x40–0x7F):
         /// kept and synced, not shown; each sync reports `newerVersion` for it.
         package var holdsNewerChanges = false
+        /// The list stays on this device only: no push creates it on the service until it is
+        /// shared (`createList(named:localOnly:)`, or sharing stopped with the list kept here).
+        package var localOnly = false
         /// A re-fetch in progress (after `tokenExpired`).
         package var replacing: Replacing?
         package var lastError: String?
@@ -94,7 +97,8 @@ package enum SyncStateCodec {
     /// 2 added the zone flag `refetchWanted`; a version-1 file reads the same (the bit is clear),
     /// and an older reader refuses a version-2 file by its version, not as damage to its fields.
     /// 3 added each zone's `head` after its `lastError`; a file of 1 or 2 reads with none.
-    /// 4 added the zone flag `holdsNewerChanges` (bit 32); a file of 1 to 3 reads with it clear.
+    /// 4 added the zone flags `holdsNewerChanges` (bit 32) and `localOnly` (bit 64); a file of 1
+    /// to 3 reads with them clear.
     package static let version: UInt8 = 4
     /// Refused before reading; a to-apply queue is one page of entries.
     package static let maxFileBytes = 256 << 20
@@ -124,7 +128,7 @@ package enum SyncStateCodec {
             w.u8(z.scope == .private ? 0 : 1)
             optional(&w, z.token) { $0.string($1.text) }
             w.u8((z.needsFetch ? 1 : 0) | (z.existsOnService ? 2 : 0) | (z.pendingDelete ? 4 : 0) | (z.shopping ? 8 : 0)
-                 | (z.refetchWanted ? 16 : 0) | (z.holdsNewerChanges ? 32 : 0))
+                 | (z.refetchWanted ? 16 : 0) | (z.holdsNewerChanges ? 32 : 0) | (z.localOnly ? 64 : 0))
             entries(&w, z.toApply)
             entries(&w, z.held)
             w.varint(UInt64(z.rejected.count))
@@ -199,13 +203,14 @@ package enum SyncStateCodec {
             z.token = try optional(&r) { (r: inout ByteReader) throws(CodecError) in ServiceToken(try r.string("token", limit: 1_024)) }
             let flagsAt = r.offset
             let flags = try r.u8()
-            guard flags & ~(v >= 4 ? 0x3F : 0x1F) == 0 else { throw CodecError(.invalidValue(field: "zone flags"), at: flagsAt) }
+            guard flags & ~(v >= 4 ? 0x7F : 0x1F) == 0 else { throw CodecError(.invalidValue(field: "zone flags"), at: flagsAt) }
             z.needsFetch = flags & 1 != 0
             z.existsOnService = flags & 2 != 0
             z.pendingDelete = flags & 4 != 0
             z.shopping = flags & 8 != 0
             z.refetchWanted = flags & 16 != 0
             z.holdsNewerChanges = flags & 32 != 0
+            z.localOnly = flags & 64 != 0
             z.toApply = try entries(&r)
             z.held = try entries(&r)
             let rejected = try count(&r, each: 2)

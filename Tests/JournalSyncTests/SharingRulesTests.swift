@@ -70,4 +70,32 @@ import JournalService
         #expect(throws: SyncError.zoneNotFound) { try world.core.acceptShare(caller: "carol", invitation: forCarol) }
         await #expect(throws: SyncError.self) { try await LocalService(core: world.core, account: "bob").fetchParticipants(list) }
     }
+
+    /// The invitee sees who invites to which list before accepting; the name travels in the
+    /// invitation only, never to the service.
+    @Test func theInviteeSeesTheListsNameAndWhoInvitesBeforeAccepting() async throws {
+        let world = try World()
+        let alice = try world.device("alice:phone"), bob = try world.device("bob:phone")
+        let weekly = try await alice.engine.createList(named: "weekly")
+        try await weekly.rename("Saturday shop")
+        await alice.sync()
+        let invitation = try await alice.engine.share(weekly.zone, with: "bob")
+        #expect(SyncEngine.preview(of: invitation) == InvitationPreview(owner: "alice", listName: "Saturday shop"))
+        #expect(try await bob.engine.accept(invitation) == weekly.zone)
+        await bob.sync()
+        #expect(try bob.list(weekly.zone).name == "Saturday shop")
+    }
+
+    /// A list made local-only stays on the device until it is shared, then goes up whole.
+    @Test func aLocalOnlyListGoesUpWhenShared() async throws {
+        let world = try World()
+        let alice = try world.device("alice:phone"), bob = try world.device("bob:phone")
+        let party = try await alice.engine.createList(named: "party", localOnly: true)
+        try await party.add("Cake")
+        #expect(await alice.sync().isComplete)
+        #expect((try? world.serviceIDs(party.zone)) == nil, "not on the service")
+        _ = try await bob.engine.accept(try await alice.engine.share(party.zone, with: "bob"))
+        await settle([alice, bob], rounds: 2)
+        #expect(try bob.list(party.zone).items.map(\.text) == ["Cake"])
+    }
 }
