@@ -18,6 +18,12 @@ struct Membership: Sendable {
     /// The opaque operation kind of an invitation issued (its zone and account, the body of a
     /// withdrawal): what lists a zone's pending invitations (SYNC.md §5.3).
     static let invitationKind: UInt8 = 0x85
+    /// The opaque operation kind of a left mark: the leave record right after it was the
+    /// participant's own (reason `left`). The record itself says `removed`, which a node that
+    /// does not know this kind reads the same way for access (SYNC.md §5.3, §11.4).
+    static let leftKind: UInt8 = 0x86
+    /// By zone, by account: the position of the latest left mark.
+    private(set) var leftMarks: [String: [String: SequenceNumber]] = [:]
 
     struct Event: Sendable, Equatable {
         var account: String
@@ -104,7 +110,13 @@ struct Membership: Sendable {
     /// when it was not applied already (nil for a withdrawal, or a record read back).
     mutating func observe(_ entry: JournalEntry, at sequence: SequenceNumber) -> Event? {
         guard case .opaque(let kind, let body) = entry.operation else { return nil }
-        if kind == Self.kind, let e = Self.decode(body, sequence: sequence) { return record(e) ? e : nil }
+        if kind == Self.kind, var e = Self.decode(body, sequence: sequence) {
+            if !e.member, e.reason == .removed, leftMarks[e.zone]?[e.account] == sequence - 1 { e.reason = .left }
+            return record(e) ? e : nil
+        }
+        if kind == Self.leftKind, let w = Self.decodeWithdrawal(body), let account = w.account {
+            leftMarks[w.zone, default: [:]][account] = sequence
+        }
         if kind == Self.withdrawalKind, let w = Self.decodeWithdrawal(body) { withdraw(w.account, from: w.zone, at: sequence) }
         if kind == Self.invitationKind, let w = Self.decodeWithdrawal(body), let account = w.account { invite(account, to: w.zone, at: sequence) }
         return nil
@@ -134,7 +146,8 @@ struct Membership: Sendable {
         var w = ByteWriter()
         w.u8(1)
         w.u8(member ? 1 : 0)
-        w.u8(UInt8(ZoneGoneReason.allCases.firstIndex(of: reason ?? .removed)!))
+        // `left` is written as `removed` with a left mark before it (`leftKind`).
+        w.u8(UInt8(ZoneGoneReason.allCases.firstIndex(of: reason == .left ? .removed : reason ?? .removed)!))
         w.string(account)
         w.string(zone)
         return w.bytes

@@ -174,7 +174,16 @@ struct ServiceSharing: Sendable {
                                                                                                          member: member, reason: reason)))
             record.id = CompactID.derived(from: record)
             context.pending.begin(assigned: assigned, leaving: leaving, zone: zone.storeName, reason: reason ?? .removed)
-            return [visible, record]
+            guard reason == .left else { return [visible, record] }
+            // The participant's own leave: a mark right before the record (which says `removed`).
+            var mark = JournalEntry(id: CompactID("-")!, zone: Membership.zone, author: Membership.author, wallTime: wall,
+                                    clock: context.clock.tick(wallMillis: wall),
+                                    operation: .opaque(kind: Membership.leftKind, body: Membership.encodeWithdrawal(zone: zone.storeName, account: account)))
+            mark.id = CompactID.derived(from: mark)
+            // The record's clock after the mark's, as their order in the batch.
+            record.clock = context.clock.tick(wallMillis: wall)
+            record.id = CompactID.derived(from: record)
+            return [visible, mark, record]
         }
         let range: ClosedRange<SequenceNumber>
         do { range = try store.appendBatch(batch) } catch {

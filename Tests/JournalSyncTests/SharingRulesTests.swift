@@ -15,11 +15,15 @@ import JournalService
         return (list, try world.core.shareZone(caller: "alice", zone: list, with: "bob"))
     }
 
-    @Test func aParticipantWhoLeftComesBackWithTheInvitationItHas() throws {
+    /// Also after the service restarted: the leave is read back as `left` (a mark before a
+    /// record that says `removed`, which an older node reads as a removal).
+    @Test(arguments: [false, true])
+    func aParticipantWhoLeftComesBackWithTheInvitationItHas(restart: Bool) throws {
         let world = try World()
         let (list, invitation) = try Self.aliceInvitesBob(world)
         _ = try world.core.acceptShare(caller: "bob", invitation: invitation)
         try world.core.removeParticipant(caller: "bob", participant: "bob", from: list)   // bob deletes the list
+        if restart { try world.restartService() }
         #expect(world.core.members(of: list).isEmpty)
         #expect(try world.core.acceptShare(caller: "bob", invitation: invitation) == list)
         #expect(world.core.members(of: list) == ["bob"])
