@@ -8,6 +8,15 @@
 #   start_node K           starts node K; returns once it answers /v1/health (exits if it never does)
 #   start_front DIR PORT   nginx (its files in DIR) on PORT in front of every node in ports;
 #                          returns once a request through it reaches a node
+#   cleanup_nodes          (an EXIT trap) stops the device processes in devices, the nodes in pids,
+#                          nginx and the cluster, and removes $work
+cleanup_nodes() {
+  for p in "${devices[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  bash "$scripts/nginx-front.sh" stop "$work/nginx" || true
+  bash "$scripts/postgres.sh" stop "$work/pg" || true
+  rm -rf "$work"
+}
 start_database() {
   bash "$scripts/postgres.sh" start "$work/pg" >/dev/null
   db="postgres://jlog@/jlog?host=$work/pg"

@@ -22,16 +22,9 @@ work="$(mktemp -d /tmp/jlog-nodes.XXXXXX)"
 chmod 755 "$work"
 pids=("" "")
 devices=()
-cleanup() {
-  for p in "${devices[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
-  bash "$scripts/nginx-front.sh" stop "$work/nginx" || true
-  bash "$scripts/postgres.sh" stop "$work/pg" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
 . "$scripts/jlog-nodes.sh"
+trap cleanup_nodes EXIT
+cd "$work"
 start_database
 ports=("$(free_port)" "$(free_port)")
 front="$(free_port)"

@@ -22,16 +22,9 @@ work="$(mktemp -d /tmp/jlog-versions.XXXXXX)"
 chmod 755 "$work"
 pids=("" "")
 devices=()
-cleanup() {
-  for p in "${devices[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
-  bash "$scripts/nginx-front.sh" stop "$work/nginx" || true
-  bash "$scripts/postgres.sh" stop "$work/pg" || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
 . "$scripts/jlog-nodes.sh"
+trap cleanup_nodes EXIT
+cd "$work"
 # The database is made by the previous version's node, as it was before the upgrade.
 JLOG="$PREV_JLOG"
 start_database
