@@ -362,6 +362,12 @@ public actor SyncEngine {
 
     /// `refusal(of:in:)` for a batch, reading the list only when one of them names an item.
     private func batchRefusal(of operations: [EntryOperation], in zone: ZoneID) throws(SyncEngineError) -> (Int, ListEditError)? {
+        ListEdit.refusal(ofBatch: operations, on: try listToCheck(operations, in: zone))
+    }
+
+    /// The list as this device holds it when one of `operations` names an item (an add after
+    /// one, a mark-off, unmark or delete); else an empty one, read from nothing.
+    private func listToCheck(_ operations: [EntryOperation], in zone: ZoneID) throws(SyncEngineError) -> ListState {
         let namesItems = operations.contains { op in
             switch op {
             case .add(_, _, let after): after != nil
@@ -369,14 +375,13 @@ public actor SyncEngine {
             default: false
             }
         }
-        var list = ListState()
-        if namesItems {
-            do { list = try ListQuery(store: store).materialise(zone.storeName).state } catch { throw Self.queryError(error) }
-        }
-        return ListEdit.refusal(ofBatch: operations, on: list)
+        guard namesItems else { return ListState() }
+        do { return try ListQuery(store: store).materialise(zone.storeName).state } catch { throw Self.queryError(error) }
     }
 
-    /// The batch `recordUnchecked`: one state write, one atomic append.
+    /// `recordUnchecked` of several: one state write (saved before the append: the clock never
+    /// runs back across a restart, and a re-fetch in progress, which may replace the incarnation
+    /// these go into, puts them back), one atomic append.
     private func recordUnchecked(_ operations: [EntryOperation], in zone: ZoneID) throws(SyncEngineError) -> [JournalEntry] {
         var entries: [JournalEntry] = []
         entries.reserveCapacity(operations.count)
@@ -402,16 +407,7 @@ public actor SyncEngine {
     /// Why `operation` may not be written to `zone`, read against the list as this device holds
     /// it only when the operation names an item (an add at the head or a rename reads nothing).
     func refusal(of operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> ListEditError? {
-        let namesItems: Bool
-        switch operation {
-        case .add(_, _, let after): namesItems = after != nil
-        case .markOff, .unmark, .delete: namesItems = true
-        default: namesItems = false
-        }
-        guard namesItems else { return ListEdit.refusal(of: operation, on: ListState()) }
-        let list: ListState
-        do { list = try ListQuery(store: store).materialise(zone.storeName).state } catch { throw Self.queryError(error) }
-        return ListEdit.refusal(of: operation, on: list)
+        ListEdit.refusal(of: operation, on: try listToCheck([operation], in: zone))
     }
 
     /// `record` without the checks against the list: the simulation writes what another device,
@@ -419,17 +415,7 @@ public actor SyncEngine {
     @discardableResult
     package func recordUnchecked(_ operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
         try checkWritable(zone)
-        if case .opaque(ListBase.kind, _) = operation { throw .refused(.notAnEdit("a list's base")) }
-        let now = clock.now()
-        let entry = JournalEntry(id: CompactID.random(using: &rng), zone: zone.storeName, author: replica, wallTime: now,
-                                 clock: hlc.tick(wallMillis: now), operation: operation)
-        // Saved before the append: the clock never runs back across a restart, and a re-fetch in
-        // progress (which may replace the incarnation this goes into) puts the change back.
-        state.zones[zone.storeName]?.replacing?.pendingLocal.append(entry)
-        try save()
-        do { try store.append(entry) } catch { throw .storage(error) }
-        totals.localChanges += 1
-        return entry
+        return try recordUnchecked([operation], in: zone)[0]
     }
 
     /// Deletes a list here and, on the next push, on the service (its owner), or leaves it (a
