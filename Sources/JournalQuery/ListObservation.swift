@@ -20,8 +20,11 @@ public struct ListObservation: AsyncSequence, Sendable {
     let zone: String
     let executor: StoreExecutor
 
-    /// Observes `zone` through a reader of a store another process writes.
-    public init(reader: StoreReader, zone: String) {
+    /// Observes the list `zone` through a reader of a store another process writes.
+    public init(reader: StoreReader, zone: ZoneID) { self.init(reader: reader, zone: zone.storeName) }
+
+    /// `init(reader:zone:)` by the zone's name in the store.
+    package init(reader: StoreReader, zone: String) {
         self.init(source: reader, query: ListQuery(reader: reader), zone: zone, executor: StoreExecutor(name: "JournalLog reader"))
     }
 

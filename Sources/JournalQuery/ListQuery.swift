@@ -210,7 +210,12 @@ public struct ListQuery: Sendable {
     /// The zone's state now, or at `point`: from the newest valid snapshot at or before that
     /// point plus the entries after it. A damaged snapshot is passed over with a warning (an
     /// older one, or a full replay, is used instead).
-    public func materialise(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
+    public func materialise(_ zone: ZoneID, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
+        try materialise(zone.storeName, at: point)
+    }
+
+    /// `materialise(_:at:)` by the zone's name in the store (tools: `jlog show`).
+    package func materialise(_ zone: String, at point: HistoryPoint? = nil) throws(QueryError) -> MaterialisedList {
         var m = try unbroken { () throws(QueryError) in try replayed(zone, at: point) }
         if let why = m.reducer.baseProblem { throw .baseUnreadable(zone: zone, reason: why) }
         m.state = m.reducer.state()
@@ -301,7 +306,12 @@ public struct ListQuery: Sendable {
 
     /// Every change to the zone with who, what and when: from the newest valid history file
     /// (which survives compaction) plus the entries after it.
-    public func history(_ zone: String) throws(QueryError) -> (log: ActivityLog, warnings: [String]) {
+    public func history(_ zone: ZoneID) throws(QueryError) -> (log: ActivityLog, warnings: [String]) {
+        try history(zone.storeName)
+    }
+
+    /// `history(_:)` by the zone's name in the store (tools: `jlog history`).
+    package func history(_ zone: String) throws(QueryError) -> (log: ActivityLog, warnings: [String]) {
         try unbroken { () throws(QueryError) in
             // The pieces first, then the log after them: a rewrite in between moves events from
             // the log into a piece not read, and the replay's check sees it.
@@ -346,7 +356,12 @@ public struct ListQuery: Sendable {
 
     /// Writes a snapshot of the zone at the feed's horizon. (Its history needs none: the log and
     /// the history pieces compaction writes hold every event.)
-    public func writeSnapshot(_ zone: String) throws(QueryError) -> SnapshotReport {
+    public func writeSnapshot(_ zone: ZoneID) throws(QueryError) -> SnapshotReport {
+        try writeSnapshot(zone.storeName)
+    }
+
+    /// `writeSnapshot(_:)` by the zone's name in the store (tools: `jlog snapshot`).
+    package func writeSnapshot(_ zone: String) throws(QueryError) -> SnapshotReport {
         let m = try materialisedReducer(zone)
         return try writeSnapshot(zone, reducer: m.reducer, incarnation: m.incarnation, sequence: m.sequence)
     }

@@ -12,7 +12,7 @@ import ListModel
 /// ```swift
 /// let lists = try await ListStore.open("shopping.wal")
 /// try await lists.append(entry)
-/// for try await list in lists.observe("List-db6a6e29") { model.items = list.items }
+/// for try await list in lists.observe(ZoneID(owner: "alice", name: "weekly")!) { model.items = list.items }
 /// ```
 public final class ListStore: Sendable {
     /// The synchronous core.
@@ -74,21 +74,37 @@ public final class ListStore: Sendable {
 
     // MARK: Reading
 
-    /// A zone's entries after `token` (`changes(in:since:limit:)`).
-    public func changes(in zone: String, since token: FeedToken?, limit: Int = 1_000) async throws(FeedError) -> ZoneChanges {
+    /// The list `zone`'s entries after `token` (`JournalStore.changes(in:since:limit:)`).
+    public func changes(in zone: ZoneID, since token: FeedToken?, limit: Int = 1_000) async throws(FeedError) -> ZoneChanges {
+        try await changes(in: zone.storeName, since: token, limit: limit)
+    }
+
+    /// `changes(in:since:limit:)` by the zone's name in the store.
+    package func changes(in zone: String, since token: FeedToken?, limit: Int = 1_000) async throws(FeedError) -> ZoneChanges {
         let store = store
         return try await executor.run { () throws(FeedError) in try store.changes(in: zone, since: token, limit: limit) }
     }
 
     /// The list as it stands (`ListQuery.materialise`).
-    public func materialise(_ zone: String) async throws(QueryError) -> MaterialisedList {
+    public func materialise(_ zone: ZoneID) async throws(QueryError) -> MaterialisedList {
+        try await materialise(zone.storeName)
+    }
+
+    /// `materialise(_:)` by the zone's name in the store.
+    package func materialise(_ zone: String) async throws(QueryError) -> MaterialisedList {
         let query = query
         return try await executor.run { () throws(QueryError) in try query.materialise(zone) }
     }
 
     /// Writes the list's snapshot (`ListQuery.writeSnapshot`).
     @discardableResult
-    public func writeSnapshot(_ zone: String) async throws(QueryError) -> SnapshotReport {
+    public func writeSnapshot(_ zone: ZoneID) async throws(QueryError) -> SnapshotReport {
+        try await writeSnapshot(zone.storeName)
+    }
+
+    /// `writeSnapshot(_:)` by the zone's name in the store.
+    @discardableResult
+    package func writeSnapshot(_ zone: String) async throws(QueryError) -> SnapshotReport {
         let query = query
         return try await executor.run { () throws(QueryError) in try query.writeSnapshot(zone) }
     }
@@ -103,7 +119,10 @@ public final class ListStore: Sendable {
     // MARK: Observing
 
     /// The list's state now, then after every change (`ListObservation`).
-    public func observe(_ zone: String) -> ListObservation {
+    public func observe(_ zone: ZoneID) -> ListObservation { observe(zone.storeName) }
+
+    /// `observe(_:)` by the zone's name in the store.
+    package func observe(_ zone: String) -> ListObservation {
         ListObservation(source: store, query: query, zone: zone, executor: executor)
     }
 

@@ -110,7 +110,7 @@ public struct ShoppingList: Sendable, Hashable {
     /// The list's state now, then after every change, local or synced in (`ListObservation`,
     /// on the store's thread).
     public func observe() -> ListObservation {
-        ListStore(store: engine.store).observe(zone.storeName)
+        ListStore(store: engine.store).observe(zone)
     }
 
     /// The list's activity history ("who deleted the milk?"). A list installed from the

@@ -175,3 +175,22 @@ import ListModel
         try await lists.close()
     }
 }
+
+/// The app-facing calls name a list by its `ZoneID` (issue 48 point 8), the same value the sync
+/// engine takes: `owner/name` in the store.
+@Suite struct ListStoreZoneIDTests {
+    @Test func listStoreReadsObservesAndSnapshotsAListByItsZoneID() async throws {
+        let dir = try ListObservationTests.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let weekly = try #require(ZoneID(owner: "alice", name: "weekly"))
+        let lists = try await ListStore.open(dir + "/s.wal")
+        try await lists.append(ListObservationTests.add("milk", "Milk", at: 1, zone: weekly.storeName))
+        #expect(try await lists.materialise(weekly).state.items.map(\.text) == ["Milk"])
+        #expect(try await lists.changes(in: weekly, since: nil).entries.count == 1)
+        #expect(try await lists.writeSnapshot(weekly).entries == 1)
+        let seen = try await ListObservationTests.states(lists.observe(weekly)) { !$0.isEmpty }
+        #expect(seen.first?.items.map(\.text) == ["Milk"])
+        #expect(try ListQuery(store: lists.store).history(weekly).log.count == 1)
+        try await lists.close()
+    }
+}
