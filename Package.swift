@@ -89,6 +89,8 @@ let package = Package(
         .target(name: "JournalService", dependencies: [
             "JournalSync", "JournalSyncWire", "JournalLog", "JournalQuery", "ListModel",
             .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Server"])),
+            // RSA signatures of identity providers' tokens (RS256, IdentityToken).
+            .product(name: "_CryptoExtras", package: "swift-crypto", condition: .when(traits: ["Server"])),
             .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: ["Server"])),
         ]),
         // Layer 4, transports: `jlog serve`'s HTTP server (Hummingbird) over the reference service,
@@ -188,6 +190,7 @@ let package = Package(
         .executableTarget(name: "FuzzAccounts", dependencies: ["JournalSyncWire", "JournalTesting"], path: "Fuzz/FuzzAccounts"),
         .executableTarget(name: "FuzzHTTPText", dependencies: ["JournalSyncWire", "JournalTesting"], path: "Fuzz/FuzzHTTPText"),
         .executableTarget(name: "FuzzSyncState", dependencies: ["JournalSync", "JournalTesting"], path: "Fuzz/FuzzSyncState"),
+        .executableTarget(name: "FuzzIdentityToken", dependencies: ["JournalService"], path: "Fuzz/FuzzIdentityToken"),
         .testTarget(
             name: "JournalLogTests",
             dependencies: ["JournalLog", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based", condition: .when(traits: ["Server"]))],
@@ -204,7 +207,10 @@ let package = Package(
         .testTarget(
             name: "JournalServerTests",
             dependencies: ["JournalServer", "JournalTesting", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
-                           .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Server"]))]
+                           .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Server"])),
+                           // Identity providers' keys, to sign the tokens the enrolment tests present.
+                           .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Server"])),
+                           .product(name: "_CryptoExtras", package: "swift-crypto", condition: .when(traits: ["Server"]))]
         ),
         .testTarget(
             name: "JournalPostgresTests",

@@ -85,7 +85,12 @@ fi
 "$jlog" accounts add "${store[@]}" alice --output "$work/alice.cred" 2>/dev/null
 "$jlog" accounts add "${store[@]}" bob --output "$work/bob.cred" 2>/dev/null
 alice="$(cat "$work/alice.cred")"
-"$jlog" serve "${store[@]}" --listen 127.0.0.1:0 --port-file "$work/port" --rate-limit 0 --compact-every 0 2>"$work/serve.log" &
+# Devices may enrol with an identity provider's tokens (POST /v1/enrol): its key set holds the
+# Ed25519 public key of RFC 8032's first test vector, so the route is served and every token the
+# fuzzer makes up is refused.
+printf '%s' '{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"rfc8032","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}' > "$work/jwks.json"
+"$jlog" serve "${store[@]}" --listen 127.0.0.1:0 --port-file "$work/port" --rate-limit 0 --compact-every 0 \
+    --jwks "$work/jwks.json" --jwt-issuer https://id.example.com --jwt-audience lists.example.com 2>"$work/serve.log" &
 server_pid=$!
 for _ in $(seq 1 300); do
     [[ -s "$work/port" ]] && break
@@ -122,6 +127,18 @@ fi
 code="$(curl -sS -o /dev/null -D "$work/hints401.head" -w '%{http_code}' "$url/v1/hints")"
 if [[ "$code" != 401 ]] || ! grep -qi '^www-authenticate: bearer' "$work/hints401.head"; then
     echo "api-fuzz: FAIL GET /v1/hints without a credential answered $code" >&2
+    status=1
+fi
+
+# The enrolment route: a token that is no JWT, and none at all, are 401 with the reason.
+enrol="$(curl -sS -X POST -w '\n%{http_code}' -H "Authorization: Bearer not.a.jwt" "$url/v1/enrol")"
+if [[ "$(printf '%s' "$enrol" | tail -n1)" != 401 ]] || ! printf '%s' "$enrol" | grep -q 'not a JWT'; then
+    echo "api-fuzz: FAIL POST /v1/enrol with a token that is no JWT: $enrol" >&2
+    status=1
+fi
+code="$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$url/v1/enrol")"
+if [[ "$code" != 401 ]]; then
+    echo "api-fuzz: FAIL POST /v1/enrol without a token answered $code" >&2
     status=1
 fi
 

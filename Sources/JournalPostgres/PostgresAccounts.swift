@@ -15,6 +15,32 @@ extension PostgresStorage {
         }
     }
 
+    /// Stores a credential a device enrolled for (SYNC.md §9.3) unless its account already has
+    /// `limit` valid ones: counted and inserted in one transaction under an advisory lock on the
+    /// account's name, so nodes enrolling at once never pass the limit together. Whether it was added.
+    package func addCredential(_ c: AccountCredential, ifFewerThan limit: Int, now: Int64) async throws(PostgresStorageError) -> Bool {
+        try await Self.mapped {
+            try await client.withTransaction(logger: logger) { t in
+                try await t.query("SELECT pg_advisory_xact_lock(\(Self.enrolmentLockClass), hashtext(current_schema() || '/' || \(c.account)))", logger: logger)
+                var valid = 0
+                let rows = try await t.query("""
+                    SELECT count(*) FROM jlog_credentials
+                    WHERE account = \(c.account) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > \(now))
+                    """, logger: logger)
+                for try await n in rows.decode(Int.self) { valid = n }
+                guard valid < limit else { return false }
+                try await t.query("""
+                    INSERT INTO jlog_credentials (id, account, secret_sha256, issued_at, expires_at, revoked_at)
+                    VALUES (\(c.id), \(c.account), \(c.secretHash), \(c.issuedAt), \(c.expiresAt), \(c.revokedAt))
+                    """, logger: logger)
+                return true
+            }
+        }
+    }
+
+    /// The advisory lock's first key while a device enrols: "jlog enrolment".
+    static let enrolmentLockClass: Int32 = 0x6A6C_656E
+
     /// Every credential, by account, then when it was issued.
     package func credentials() async throws(PostgresStorageError) -> [AccountCredential] {
         try await Self.mapped {

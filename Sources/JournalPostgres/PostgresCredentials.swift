@@ -1,5 +1,6 @@
 import Foundation
 import JournalService
+import JournalSync
 import JournalSyncWire
 import Synchronization
 
@@ -55,5 +56,23 @@ package final class PostgresCredentials: CredentialCheck {
             $0[account] = (exists, at)
         }
         return exists
+    }
+}
+
+extension PostgresCredentials: DeviceEnrolling {
+    /// Counted and added in one transaction under a lock on the account's name, so two nodes
+    /// enrolling its devices at once never both pass the limit.
+    package func enrol(account: String, now: Int64, limit: Int) async throws(SyncError) -> DeviceCredential {
+        let issued: (DeviceCredential, AccountCredential)
+        do { issued = try AccountDirectory.newCredential(account: account, now: now, expiresAt: nil) } catch {
+            throw .invalidRequest(error.description)
+        }
+        let added: Bool
+        do { added = try await database.addCredential(issued.1, ifFewerThan: limit, now: now) } catch {
+            throw PostgresServiceStorage.storageError(error).syncError
+        }
+        guard added else { throw .tooManyDevices(limit: limit) }
+        accounts.withLock { _ = $0.removeValue(forKey: account) }
+        return issued.0
     }
 }

@@ -13,6 +13,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         (["v1", "health"], [.get]),
         (["v1", "ready"], [.get]),
         (["v1", "account"], [.get]),
+        (["v1", "enrol"], [.post]),
         (["v1", "hints"], [.get]),
         (["v1", "databases", "changes"], [.get]),
         (["v1", "databases", ":", "changes"], [.get]),

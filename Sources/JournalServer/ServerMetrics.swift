@@ -17,6 +17,9 @@ package enum ServerMetrics {
     /// Requests refused for the account's rate, and uploads refused for its quota.
     static var rateLimited: CoreMetrics.Counter { CoreMetrics.Counter(label: "jlog_rate_limited_total") }
     static var quotaRefused: CoreMetrics.Counter { CoreMetrics.Counter(label: "jlog_quota_refused_total") }
+    /// Devices enrolled with an identity provider's token, and tokens refused there.
+    static var enrolments: CoreMetrics.Counter { CoreMetrics.Counter(label: "jlog_enrolments_total") }
+    static var enrolmentsRefused: CoreMetrics.Counter { CoreMetrics.Counter(label: "jlog_enrolments_refused_total") }
     /// Hint channels open now.
     static var hintChannels: CoreMetrics.Meter { CoreMetrics.Meter(label: "jlog_hint_channels") }
     /// Compaction runs, what they purged, and the devices they sent back to the snapshot.

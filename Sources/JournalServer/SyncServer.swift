@@ -38,15 +38,20 @@ package struct SyncServer: Sendable {
     package let backend: any ServiceBackend
     package let accounts: any CredentialCheck
     package let options: ServerOptions
+    /// Who may enrol a device with an identity provider's token (`POST /v1/enrol`), or nil:
+    /// credentials come only from an operator (`jlog accounts add`).
+    package let enrolment: Enrolment?
     let limiter: RateLimiter
     /// Wall-clock milliseconds (credential expiry).
     let now: @Sendable () -> Int64
 
     package init(backend: any ServiceBackend, accounts: any CredentialCheck, options: ServerOptions = ServerOptions(),
+                enrolment: Enrolment? = nil,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.backend = backend
         self.accounts = accounts
         self.options = options
+        self.enrolment = enrolment
         self.now = now
         limiter = RateLimiter(rate: options.requestsPerSecond, burst: options.burst)
     }
@@ -127,6 +132,7 @@ package struct SyncServer: Sendable {
         router.middlewares.add(EmptySegmentMiddleware())
         router.get("/v1/health") { _, _ in Self.json(200, ["status": "ok"]) }
         router.get("/v1/ready") { _, _ in await readiness() }
+        if let enrolment { addEnrolmentRoute(router, enrolment) }
         let api = router.group("/v1").add(middleware: AuthenticationMiddleware(accounts: accounts, limiter: limiter, now: now))
         addAccountRoutes(api)
         addZoneRoutes(api)

@@ -139,7 +139,7 @@ package final class AccountDirectory: CredentialCheck, @unchecked Sendable {
 
     /// Read, change, write back atomically, under a lock on `service/` so two `jlog accounts`
     /// never lose each other's change.
-    private func modify(_ change: (inout [Credential]) throws(JournalError) -> Void) throws(JournalError) {
+    func modify(_ change: (inout [Credential]) throws(JournalError) -> Void) throws(JournalError) {
         // The store's directory too: accounts may be added before the server first runs.
         // Not NSString's `deletingLastPathComponent`: Foundation on Linux traps on a
         // one-character relative path ("s"), as a store named `s` is.

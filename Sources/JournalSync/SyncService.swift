@@ -248,6 +248,9 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A zone already has the most participants the service allows (a CKShare's 100): the
     /// invitation or acceptance is refused; remove someone first.
     case tooManyParticipants(limit: Int)
+    /// The account already has the most device credentials the service enrols (Spec/SYNC.md
+    /// §9.2, enrolment): an operator revokes one (`jlog accounts revoke`) before another device enrols.
+    case tooManyDevices(limit: Int)
     /// The device and the service do not speak a common protocol version, or an answer is in a
     /// form this version cannot read (Spec/SYNC.md §3.13): one side must be updated. Not
     /// retried: the same request gets the same answer until then.
@@ -267,6 +270,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .quotaExceeded: "the account's quota is exceeded"
         case .invalidRequest(let why): "invalid request: \(why)"
         case .tooManyParticipants(let limit): "the list already has the most participants the service allows (\(limit))"
+        case .tooManyDevices(let limit): "the account already has the most devices the service enrols (\(limit)): revoke one first"
         case .incompatible(let why): "this app and the service do not understand each other (\(why)): update the app"
         }
     }

@@ -37,6 +37,14 @@ public struct HTTPSyncService: SyncService {
     /// One request; any status outside 2xx becomes the binding's `SyncError`.
     func call(_ method: String, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
               contentType: String? = nil, accept: String? = nil) async throws(SyncError) -> Answer {
+        try await Self.exchange(transport, server: server, authorization: authorization, timeout: timeout,
+                                method, path, query: query, body: body, contentType: contentType, accept: accept)
+    }
+
+    /// One request to `server` with `authorization`, as `call` makes it.
+    static func exchange(_ transport: any HTTPTransport, server: String, authorization: String, timeout: Duration,
+                         _ method: String, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
+                         contentType: String? = nil, accept: String? = nil, noRoute: SyncError? = nil) async throws(SyncError) -> Answer {
         var url = server + path
         if !query.isEmpty {
             url += "?" + query.map { "\($0.0)=\(HTTPBinding.percentEncode($0.1))" }.joined(separator: "&")
@@ -54,6 +62,8 @@ public struct HTTPSyncService: SyncService {
         if let refusal = HTTPBinding.protocolRefusal(answer.header(HTTPBinding.protocolHeader)) { throw .incompatible(refusal) }
         guard (200..<300).contains(answer.status) else {
             let body = try? JSONDecoder().decode(HTTPBinding.ErrorJSON.self, from: Data(answer.body))
+            // A route the server does not have: its 404 carries none of the binding's errors.
+            if answer.status == 404, let noRoute, body == nil || body?.error == "notFound" { throw noRoute }
             throw HTTPBinding.error(status: answer.status, body: body, retryAfter: answer.header("Retry-After").flatMap { Int($0) })
         }
         return answer

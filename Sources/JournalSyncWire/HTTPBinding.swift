@@ -265,6 +265,17 @@ package enum HTTPBinding {
     package struct InvitationJSON: Codable, Sendable { package var invitation: String; package init(invitation: String) { self.invitation = invitation } }
     package struct AccountJSON: Codable, Sendable { package var account: String; package init(account: String) { self.account = account } }
 
+    /// `POST /v1/enrol`'s answer (SYNC.md §9.2, enrolment): the account the identity token named, and the
+    /// device's new credential (`jlc1.…`), which the device keeps and presents from then on.
+    package struct EnrolmentJSON: Codable, Sendable, Equatable {
+        package var account: String
+        package var credential: String
+        package init(account: String, credential: String) {
+            self.account = account
+            self.credential = credential
+        }
+    }
+
     /// Every error body: `error` names the SyncError case; `reason` is a zone's deletion reason
     /// (for `zoneDeleted`); `retryAfter` seconds also travel as the Retry-After header.
     package struct ErrorJSON: Codable, Sendable, Equatable {
@@ -272,7 +283,7 @@ package enum HTTPBinding {
         package var message: String
         package var reason: String?
         package var retryAfter: Int?
-        /// `tooManyParticipants`: the service's limit.
+        /// `tooManyParticipants`, `tooManyDevices`: the service's limit.
         package var limit: Int?
 
         package init(error: String, message: String, reason: String? = nil, retryAfter: Int? = nil, limit: Int? = nil) {
@@ -301,6 +312,7 @@ package enum HTTPBinding {
         case .invalidRequest(let why): return (400, ErrorJSON(error: "invalidRequest", message: why))
         case .incompatible(let why): return (426, ErrorJSON(error: "incompatible", message: why))
         case .tooManyParticipants(let limit): return (409, ErrorJSON(error: "tooManyParticipants", message: error.description, limit: limit))
+        case .tooManyDevices(let limit): return (409, ErrorJSON(error: "tooManyDevices", message: error.description, limit: limit))
         }
     }
 
@@ -321,6 +333,7 @@ package enum HTTPBinding {
         case (410, "tokenExpired"): return .tokenExpired
         case (400, _): return .invalidRequest(body?.message ?? "the service refused the request")
         case (409, "tooManyParticipants"): return .tooManyParticipants(limit: body?.limit ?? 100)
+        case (409, "tooManyDevices"): return .tooManyDevices(limit: body?.limit ?? 64)
         case (426, "incompatible"): return .incompatible(body?.message ?? "the service speaks another protocol version")
         case (502, _), (504, _): return .networkUnavailable(cause: "a gateway answered \(status)" + (body.map { ": \($0.message)" } ?? ""))
         default: return .serviceBusy(retryAfter: after)

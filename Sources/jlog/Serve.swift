@@ -25,6 +25,13 @@ struct Serve: AsyncParsableCommand {
         within 5 s, and jlog_storage_failures_total{kind="unavailable"} (or "damaged": an \
         operator must act) counts each failure (--metrics). With --metrics, POST /compact on that \
         address runs a compaction now.
+
+        With --jwks, a device that holds a token of the app's own identity provider (a JWT signed \
+        RS256, ES256 or EdDSA by a key of that JWKS, naming --jwt-issuer and --jwt-audience, not \
+        expired) enrols itself: POST /v1/enrol with the token as its bearer answers a device \
+        credential of the account the token's --jwt-account-claim names (made on first sight). \
+        Each such credential is listed, expires and is revoked like one `jlog accounts add` issued; \
+        an account enrols at most 64 valid credentials.
         """)
 
     @Argument(help: "The server's store directory (created if missing); or give --database.") var store: String?
@@ -48,6 +55,12 @@ struct Serve: AsyncParsableCommand {
     var portFile: String?
     @Option(help: ArgumentHelp("Serve Prometheus metrics (GET /metrics) on this address, apart from the API.", valueName: "host:port"))
     var metrics: String?
+    @Option(help: ArgumentHelp("Let devices enrol with this identity provider's tokens (POST /v1/enrol): its JWKS document, a file or an http(s) URL. Needs --jwt-issuer and --jwt-audience.",
+                               valueName: "file|url"))
+    var jwks: String?
+    @Option(help: ArgumentHelp("With --jwks: the issuer (iss) its tokens must name, exactly.", valueName: "iss")) var jwtIssuer: String?
+    @Option(help: ArgumentHelp("With --jwks: the audience (aud) its tokens must name: this server.", valueName: "aud")) var jwtAudience: String?
+    @Option(help: ArgumentHelp("With --jwks: the claim whose value is the account name.", valueName: "claim")) var jwtAccountClaim = "sub"
     @Option(help: ArgumentHelp("Log level: trace, debug, info (a line per request, with its id), notice, warning, error, critical.", valueName: "level"))
     var logLevel = "warning"
 
@@ -62,6 +75,12 @@ struct Serve: AsyncParsableCommand {
         guard (1...65_536).contains(maxUploadEntries) else { throw ValidationError("--max-upload-entries must be 1…65536") }
         guard maxZonesPerAccount >= 1, (maxEntriesPerAccount ?? 1) >= 1 else { throw ValidationError("quotas must be ≥ 1") }
         guard metrics == nil || Self.hostPort(metrics!) != nil else { throw ValidationError("--metrics takes HOST:PORT") }
+        guard (jwks == nil) == (jwtIssuer == nil), (jwks == nil) == (jwtAudience == nil) else {
+            throw ValidationError("--jwks, --jwt-issuer and --jwt-audience go together")
+        }
+        guard !jwtAccountClaim.isEmpty, jwtIssuer?.isEmpty != true, jwtAudience?.isEmpty != true else {
+            throw ValidationError("--jwt-issuer, --jwt-audience and --jwt-account-claim are not empty")
+        }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level is one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -96,7 +115,19 @@ struct Serve: AsyncParsableCommand {
         options.requestsPerSecond = rateLimit
         options.burst = burst
         let backend = BlockingBackend(core: place.core)
-        let server = SyncServer(backend: MeteredBackend(backend), accounts: place.accounts, options: options)
+        var enrolment: Enrolment?
+        if let jwks, let jwtIssuer, let jwtAudience {
+            let provider = IdentityProvider(policy: IdentityPolicy(issuer: jwtIssuer, audience: jwtAudience, accountClaim: jwtAccountClaim),
+                                            source: IdentityProvider.KeySource(jwks))
+            // A key set that cannot be used is refused now, not at the first device's enrolment.
+            do { try await provider.load() } catch {
+                await place.close()
+                printError("--jwks: \(error)")
+                throw ExitCode(Status.badInput)
+            }
+            enrolment = Enrolment(provider: provider, devices: place.accounts)
+        }
+        let server = SyncServer(backend: MeteredBackend(backend), accounts: place.accounts, options: options, enrolment: enrolment)
         let node = ServiceNode(backend: backend, logger: log)
         let compaction = node.compactions(every: compactEvery > 0 ? .milliseconds(Int64(compactEvery * 1000)) : nil) { outcome in
             let r = outcome.report.storage

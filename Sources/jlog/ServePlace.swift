@@ -14,7 +14,7 @@ struct ServePlace: Sendable {
     /// What the startup line names: the store's path, or the database's URL without password.
     let name: String
     let core: ServiceCore
-    let accounts: any CredentialCheck
+    let accounts: any CredentialCheck & DeviceEnrolling
     private let store: JournalStore?
     private let database: PostgresStorage?
 

@@ -43,4 +43,24 @@ struct PostgresAccountsTests {
         await #expect(throws: PostgresStorageError.self) { try await node.addCredential(Self.credential("c1", "bob", at: 2)) }
         await node.close()
     }
+
+    @Test func devicesOfOneAccountEnrollingAtOnceThroughTwoNodesNeverPassTheLimit() async throws {
+        let schema = try await PostgresTestDatabase.freshSchema()
+        let a = try await PostgresTestDatabase.open(schema), b = try await PostgresTestDatabase.open(schema)
+        let added = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for i in 0..<8 {
+                let node = i % 2 == 0 ? a : b
+                group.addTask { try await node.addCredential(Self.credential("e\(i)", "dora", at: Int64(i)), ifFewerThan: 3, now: 100) }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(added == 3)
+        #expect(try await a.credentials(of: "dora").count == 3)
+        // A revoked credential leaves room for one more.
+        try await a.revokeCredentials("e0", now: 200)
+        try await a.revokeCredentials(try await a.credentials(of: "dora")[0].id, now: 200)
+        #expect(try await b.addCredential(Self.credential("late", "dora", at: 300), ifFewerThan: 3, now: 300))
+        await a.close()
+        await b.close()
+    }
 }

@@ -19,10 +19,12 @@ final class TestServer: @unchecked Sendable {
     let port: Int
     var url: String { "http://127.0.0.1:\(port)" }
 
+    /// With `identity`, devices enrol with that provider's tokens (`POST /v1/enrol`).
     /// With `credentials`, the server checks devices' credentials through it (over the accounts
     /// file): a test can make them unavailable.
     init(limits: ServiceLimits = ServiceLimits(), options: ServerOptions = ServerOptions(),
-         credentials: ((AccountDirectory) -> any CredentialCheck)? = nil, backend: ((any ServiceBackend) -> any ServiceBackend)? = nil) async throws {
+         credentials: ((AccountDirectory) -> any CredentialCheck)? = nil, backend: ((any ServiceBackend) -> any ServiceBackend)? = nil,
+         identity: IdentityProvider? = nil, maxDevicesPerAccount: Int = DeviceEnrolment.maxDevicesPerAccount) async throws {
         dir = NSTemporaryDirectory() + "jlog-server-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         store = try JournalStore.open(dir + "/server.wal", options: StoreOptions(durability: .always, segmentSize: 1 << 20, preallocate: false))
@@ -38,7 +40,9 @@ final class TestServer: @unchecked Sendable {
         let blocking = BlockingBackend(core: core, threads: 4)
         let node = ServiceNode(backend: blocking)
         let inner: any ServiceBackend = MeteredBackend(blocking)
-        let server = SyncServer(backend: backend?(inner) ?? inner, accounts: check, options: o)
+        var enrolment = identity.map { Enrolment(provider: $0, devices: accounts) }
+        enrolment?.maxDevicesPerAccount = maxDevicesPerAccount
+        let server = SyncServer(backend: backend?(inner) ?? inner, accounts: check, options: o, enrolment: enrolment)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         // Quiet: stopping a server by cancelling it logs every open connection as an error.
         var log = Logger(label: "test-server")

@@ -1,0 +1,7 @@
+import JournalService
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafeRawPointer?, _ size: Int) -> CInt {
+    IdentityInputChecks.check(Array(UnsafeRawBufferPointer(start: data, count: size)))
+    return 0
+}
