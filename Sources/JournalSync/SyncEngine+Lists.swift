@@ -14,6 +14,8 @@ extension SyncEngine {
         }
         var report = SyncReport()
         if state.zones[zone.storeName]?.existsOnService != true {
+            // A list kept here after sharing stopped goes up as this device's copy (§5.2).
+            if state.zones[zone.storeName]?.localOnly == true, needsOwnCopy(zone) { try startAgainAsOwnCopy(zone) }
             state.zones[zone.storeName]?.localOnly = false   // a local-only list goes up when shared
             _ = await pushZone(zone.storeName, &report)
         }

@@ -120,7 +120,10 @@ extension SyncEngine {
     }
 
     /// Removes a zone the service no longer gives this account: its local copy and its state.
+    /// Not a list this device keeps to itself (local-only): the service's copy that went is one
+    /// this device took off it (§5.2).
     func removeLocal(_ name: String, reason: ZoneGoneReason, _ report: inout SyncReport) {
+        if state.zones[name]?.localOnly == true { return }
         if let info = store.zone(name), !info.isDeleted {
             _ = try? store.deleteZone(name, reason: reason == .purged ? .purged : .deleted)
         }

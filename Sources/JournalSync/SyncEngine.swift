@@ -382,7 +382,7 @@ public actor SyncEngine {
     /// `recordUnchecked` of several: one state write (saved before the append: the clock never
     /// runs back across a restart, and a re-fetch in progress, which may replace the incarnation
     /// these go into, puts them back), one atomic append.
-    private func recordUnchecked(_ operations: [EntryOperation], in zone: ZoneID) throws(SyncEngineError) -> [JournalEntry] {
+    func recordUnchecked(_ operations: [EntryOperation], in zone: ZoneID) throws(SyncEngineError) -> [JournalEntry] {
         var entries: [JournalEntry] = []
         entries.reserveCapacity(operations.count)
         for operation in operations {
@@ -705,6 +705,11 @@ public actor SyncEngine {
     public func switchAccount(to service: any SyncService, replica newReplica: String) throws(SyncEngineError) -> SyncEngine {
         guard SyncNames.account(ofAuthor: newReplica) == service.account else {
             throw .invalid("the replica \(newReplica) is not a device of account \(service.account)")
+        }
+        // A list on this device only would leave with the account, and no sync ever sends it.
+        let local = state.zones.values.filter { $0.localOnly && !$0.pendingDelete }.map(\.zone.storeName).sorted()
+        guard local.isEmpty else {
+            throw .invalid("\(local.count) lists of \(state.account ?? "this account") are on this device only (\(local.joined(separator: ", "))): share or delete them before switching accounts, or they would be lost")
         }
         let unsynced = state.zones.values.filter { $0.pendingDelete || ($0.zone.owner == state.account && !$0.existsOnService) }
         guard unsynced.isEmpty else {

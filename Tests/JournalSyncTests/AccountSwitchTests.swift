@@ -44,4 +44,19 @@ import ListModel
         }
         #expect(refused)
     }
+
+    /// A list kept on this device only is never synced: the switch says to share or delete it,
+    /// not to sync (which would never help).
+    @Test func aListOnThisDeviceOnlyIsSharedOrDeletedFirst() async throws {
+        let world = try World()
+        let alice = try world.device("alice:tablet")
+        let party = try await alice.engine.createList(named: "party", localOnly: true)
+        await alice.sync()
+        var refused = ""
+        do { _ = try await alice.engine.switchAccount(to: LocalService(core: world.core, account: "bob"), replica: "bob:tablet") } catch {
+            if case .invalid(let why) = error { refused = why }
+        }
+        #expect(refused.contains("share or delete"))
+        #expect(refused.contains(party.zone.storeName))
+    }
 }

@@ -102,4 +102,44 @@ import JournalService
         await settle([alice, bob], rounds: 2)
         #expect(try bob.list(party.zone).items.map(\.text) == ["Cake"])
     }
+
+    /// Stop sharing, keep the list on this device only (Part 7): it leaves the service, the
+    /// participants' devices and the owner's other devices; the owner's device keeps it with its
+    /// history; shared again, it goes up as the owner device's copy, others' items included.
+    @Test func stopSharingCanKeepTheListOnTheOwnersDeviceOnlyAndItGoesUpWhenSharedAgain() async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone"), tablet = try world.device("alice:tablet")
+        let bob = try world.device("bob:phone"), carol = try world.device("carol:phone")
+        let weekly = try await phone.engine.createList(named: "weekly")
+        try await weekly.rename("Weekly")
+        try await weekly.markOff(try await weekly.add("Milk"))
+        _ = try await bob.engine.accept(try await phone.engine.share(weekly.zone, with: "bob"))
+        await settle([phone, tablet, bob], rounds: 2)
+        _ = try await bob.engine.list(weekly.zone).add("Bread")
+        await settle([phone, tablet, bob], rounds: 2)
+
+        let before = try phone.list(weekly.zone)
+        #expect(Set(before.items.map(\.text)) == ["Milk", "Bread"])
+        try await phone.engine.stopSharing(weekly.zone, keepingItOnThisDeviceOnly: true)
+        await settle([phone, tablet, bob], rounds: 2)
+        #expect((try? world.serviceIDs(weekly.zone)) == nil, "off the service")
+        #expect(await bob.engine.lists.isEmpty)
+        #expect(await tablet.engine.lists.isEmpty)
+        #expect(try phone.list(weekly.zone) == before)
+        #expect(try phone.history(weekly.zone).allEvents().contains { $0.author == "bob:phone" }, "the history stays here")
+        try await weekly.add("Eggs")
+        let kept = try phone.list(weekly.zone)
+        #expect(await phone.sync().isComplete)
+        #expect((try? world.serviceIDs(weekly.zone)) == nil, "a sync sends it nowhere")
+
+        _ = try await carol.engine.accept(try await phone.engine.share(weekly.zone, with: "carol"))
+        await settle([phone, tablet, carol], rounds: 3)
+        let shown = try phone.list(weekly.zone)
+        #expect(shown.name == "Weekly")
+        #expect(shown.items.map(\.text) == kept.items.map(\.text))
+        #expect(shown.items.map(\.state) == kept.items.map(\.state))
+        #expect(shown.items.first { $0.text == "Milk" }?.state == .markedOff)
+        #expect(try carol.list(weekly.zone).items.map(\.text) == kept.items.map(\.text))
+        #expect(try carol.list(weekly.zone).digest == shown.digest)
+    }
 }
