@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "JournalServer", targets: ["JournalServer"]),
         .library(name: "JournalSyncHTTP", targets: ["JournalSyncHTTP"]),
         .library(name: "JournalSyncHTTPNIO", targets: ["JournalSyncHTTPNIO"]),
+        // Sealed lists (Spec/SEALING.md): its own product, so that no other target needs crypto.
+        .library(name: "JournalSeal", targets: ["JournalSeal"]),
         .executable(name: "jlog", targets: ["jlog"]),
         .executable(name: "jlog-bench", targets: ["jlog-bench"]),
         .executable(name: "jlog-load", targets: ["jlog-load"]),
@@ -26,7 +28,10 @@ let package = Package(
     // resolves none of them: only swift-system, which the engine uses (Package.swift of
     // scripts/app-client-check.sh).
     traits: [
-        .trait(name: "Server", description: "jlog, jlog serve, the PostgreSQL backend, the benchmarks and the tests' dependencies"),
+        .trait(name: "Server", description: "jlog, jlog serve, the PostgreSQL backend, the benchmarks and the tests' dependencies",
+               enabledTraits: ["Sealing"]),
+        // Apple platforms seal with CryptoKit; elsewhere JournalSeal needs swift-crypto.
+        .trait(name: "Sealing", description: "swift-crypto for JournalSeal where CryptoKit is not (Linux)"),
         .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
@@ -111,6 +116,12 @@ let package = Package(
         // The HTTP client over a transport of the app's: URLSession by default (Foundation only,
         // so an app builds neither SwiftNIO nor BoringSSL).
         .target(name: "JournalSyncHTTP", dependencies: ["JournalSync", "JournalSyncWire", "JournalLog"]),
+        // Sealed lists: epoch keys, sealing and opening texts (Spec/SEALING.md). CryptoKit on Apple
+        // platforms (an app builds no BoringSSL); swift-crypto elsewhere, through `Sealing`.
+        .target(name: "JournalSeal", dependencies: [
+            "JournalCodec",
+            .product(name: "Crypto", package: "swift-crypto", condition: .when(platforms: [.linux, .android, .windows, .wasi], traits: ["Sealing"])),
+        ]),
         // The app's one import: re-exports the modules an app uses (no server, no SwiftNIO).
         .target(name: "JournalKit", dependencies: ["JournalCodec", "JournalLog", "ListModel", "JournalQuery", "JournalSync", "JournalSyncWire", "JournalSyncHTTP"]),
         // The client's AsyncHTTPClient transport, for servers, tools and load tests.
@@ -158,7 +169,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["Server"])),
             ]
         ),
-        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "JournalSync", "JournalSyncWire", "JournalService", "CSQLite",
+        .executableTarget(name: "jlog-bench", dependencies: ["JournalLog", "JournalQuery", "ListModel", "JournalSync", "JournalSyncWire", "JournalService", "CSQLite", "JournalSeal",
                                                             "JournalPostgres", .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"]))]),
         // The server's load test: devices over loopback against `jlog serve`, beside Hummingbird's ceiling.
         .executableTarget(name: "jlog-load", dependencies: [
@@ -191,11 +202,13 @@ let package = Package(
         .executableTarget(name: "FuzzHTTPText", dependencies: ["JournalSyncWire", "JournalTesting"], path: "Fuzz/FuzzHTTPText"),
         .executableTarget(name: "FuzzSyncState", dependencies: ["JournalSync", "JournalTesting"], path: "Fuzz/FuzzSyncState"),
         .executableTarget(name: "FuzzIdentityToken", dependencies: ["JournalService"], path: "Fuzz/FuzzIdentityToken"),
+        .executableTarget(name: "FuzzSealed", dependencies: ["JournalSeal"], path: "Fuzz/FuzzSealed"),
         .testTarget(
             name: "JournalLogTests",
             dependencies: ["JournalLog", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based", condition: .when(traits: ["Server"]))],
             resources: []
         ),
+        .testTarget(name: "JournalSealTests", dependencies: ["JournalSeal", "JournalCodec"]),
         .testTarget(
             name: "JournalQueryTests",
             dependencies: ["JournalQuery", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based", condition: .when(traits: ["Server"]))]

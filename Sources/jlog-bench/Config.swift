@@ -141,6 +141,8 @@ enum Group: String, CaseIterable, Sendable {
     case observe = "observe_list"
     /// Uploads appended to PostgreSQL, alone and grouped, one node and two, beside the engine's store.
     case postgres = "postgres_append"
+    /// Sealed lists: bytes per sealed add and mark-off, time to seal and open a text.
+    case e2ee = "e2ee"
 
     static func parse(_ s: String) -> Group? {
         switch s {
@@ -159,6 +161,7 @@ enum Group: String, CaseIterable, Sendable {
         case "observe_list", "observe", "caller_blocked": .observe
         case "tail", "append_tail": .tail
         case "postgres_append", "postgres", "postgresql": .postgres
+        case "e2ee", "sealed", "sealing": .e2ee
         default: nil
         }
     }

@@ -125,6 +125,9 @@ if only.contains(.compaction) {
     log("[8/8] compaction against DELETE + checkpoint, open from its snapshot")
     compare.compaction()
 }
+if only.contains(.e2ee) && systems.contains("journallog") {
+    SealingBench(counts: counts, report: report).run()
+}
 if only.contains(.sync) && systems.contains("journallog") {
     SyncBench(counts: counts, dir: workDir, report: report).run()
 }

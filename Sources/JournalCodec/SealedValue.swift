@@ -1,0 +1,173 @@
+/// A text sealed for the members of a list (Spec/SEALING.md §2): an item's text, a list's name
+/// or colour as AEAD ciphertext under the list's key of one epoch. Everything here is the format
+/// only, with no cryptography: the service reads a sealed value's epoch and checks its form
+/// without any key, and the sealing product (`JournalSeal`) makes and opens them.
+public struct SealedValue: Sendable, Hashable {
+    /// The form's version (the first byte).
+    public static let version: UInt8 = 1
+    public static let nonceBytes = 12
+    public static let tagBytes = 16
+    /// The most bytes a sealed value takes: version, a 10-byte epoch, nonce, the largest padded
+    /// plaintext (`SealPadding.maxPaddedBytes`) and the tag.
+    public static let maxBytes = 1 + 10 + nonceBytes + SealPadding.maxPaddedBytes + tagBytes
+
+    /// The list key's epoch it is sealed under (1, 2, …): in the clear, so that a service can
+    /// refuse a fresh value under an old epoch without reading it.
+    public var epoch: UInt64
+    /// The AEAD's nonce: random, never derived (a derived nonce turns any re-seal into reuse).
+    public var nonce: [UInt8]
+    /// The padded plaintext, encrypted, then the 16-byte tag.
+    public var sealed: [UInt8]
+
+    public init(epoch: UInt64, nonce: [UInt8], sealed: [UInt8]) {
+        self.epoch = epoch
+        self.nonce = nonce
+        self.sealed = sealed
+    }
+
+    /// `version u8 | epoch varint | nonce [12] | ciphertext | tag [16]`.
+    public var encoded: [UInt8] {
+        var w = ByteWriter()
+        w.u8(Self.version)
+        w.varint(epoch)
+        w.append(contentsOf: nonce)
+        w.append(contentsOf: sealed)
+        return w.bytes
+    }
+
+    /// A sealed value from its bytes, or why they are not one: a version this reader does not
+    /// know, an epoch of 0, a ciphertext that is no padded size (SealPadding), too many bytes.
+    public init(decoding bytes: [UInt8]) throws(CodecError) {
+        guard bytes.count <= Self.maxBytes else {
+            throw CodecError(.lengthOutOfRange(field: "sealed", length: bytes.count, limit: Self.maxBytes), at: 0)
+        }
+        var value: SealedValue?
+        var failure: CodecError?
+        bytes.withUnsafeBytes { raw in
+            var r = ByteReader(raw)
+            do throws(CodecError) {
+                let version = try r.u8()
+                guard version == Self.version else { throw CodecError(.unsupportedEncodingVersion(version), at: 0) }
+                let at = r.offset
+                let epoch = try r.varint()
+                guard epoch >= 1 else { throw CodecError(.invalidValue(field: "sealed epoch"), at: at) }
+                let nonce = Array(try r.bytes(Self.nonceBytes))
+                let rest = r.remaining
+                guard rest >= Self.tagBytes, SealPadding.isPaddedSize(rest - Self.tagBytes) else {
+                    throw CodecError(.invalidValue(field: "sealed ciphertext length"), at: r.offset)
+                }
+                value = SealedValue(epoch: epoch, nonce: nonce, sealed: Array(try r.bytes(rest)))
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        self = value!
+    }
+}
+
+/// The plaintext a sealed value encrypts (Spec/SEALING.md §2.2): `length varint | UTF-8 text |
+/// zero bytes` up to a bucket, so that the ciphertext tells a text's length only to its bucket:
+/// 16, 32, 64, 128 or 256 bytes, then PADMÉ (Nikitin et al., PoPETs 2019), which wastes at most
+/// 12% and leaks O(log log n) bits.
+public enum SealPadding {
+    /// The largest padded plaintext: PADMÉ of a 4,096-byte text with its 2-byte length.
+    public static let maxPaddedBytes = paddedSize(2 + Limits.maxTextBytes)
+
+    /// The bucket a plaintext of `length` bytes (length prefix included) is padded to.
+    public static func paddedSize(_ length: Int) -> Int {
+        precondition(length >= 1)
+        for bucket in [16, 32, 64, 128, 256] where length <= bucket { return bucket }
+        return padme(length)
+    }
+
+    /// PADMÉ: keep the top ⌊log2 E⌋ + 1 bits of the length, E = ⌊log2 L⌋; round up the rest.
+    static func padme(_ length: Int) -> Int {
+        let e = Int.bitWidth - 1 - length.leadingZeroBitCount
+        let s = Int.bitWidth - e.leadingZeroBitCount
+        let zeroed = e - s
+        let mask = (1 << zeroed) - 1
+        return (length + mask) & ~mask
+    }
+
+    /// Whether `n` is a size some plaintext pads to.
+    public static func isPaddedSize(_ n: Int) -> Bool {
+        guard n >= 16, n <= maxPaddedBytes else { return false }
+        return paddedSize(n) == n
+    }
+
+    /// The padded plaintext of `text`, or nil when it is over the text limit (FORMAT.md §8).
+    public static func pad(_ text: String) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count <= Limits.maxTextBytes else { return nil }
+        var w = ByteWriter()
+        w.varint(UInt64(utf8.count))
+        w.append(contentsOf: utf8)
+        let size = paddedSize(w.bytes.count)
+        return w.bytes + [UInt8](repeating: 0, count: size - w.bytes.count)
+    }
+
+    /// The text a padded plaintext holds, or nil when it is not one: a length past its end,
+    /// bytes that are not UTF-8, padding that is not zeros, or a size no text pads to.
+    public static func unpad(_ plaintext: [UInt8]) -> String? {
+        guard isPaddedSize(plaintext.count) else { return nil }
+        var length: UInt64 = 0, shift: UInt64 = 0, at = 0
+        while at < plaintext.count, at < 3 {
+            let b = plaintext[at]
+            length |= UInt64(b & 0x7F) << shift
+            at += 1
+            if b & 0x80 == 0 { break }
+            shift += 7
+        }
+        // The length's shortest varint only (1 or 2 bytes for at most 4,096).
+        guard plaintext[at - 1] & 0x80 == 0, at == 1 || plaintext[at - 1] != 0, length <= UInt64(Limits.maxTextBytes),
+              at + Int(length) <= plaintext.count,
+              paddedSize(at + Int(length)) == plaintext.count,
+              plaintext[(at + Int(length))...].allSatisfy({ $0 == 0 }) else { return nil }
+        return String(validating: plaintext[at..<(at + Int(length))], as: UTF8.self)
+    }
+}
+
+/// What a sealed value is bound to (Spec/SEALING.md §2.3), as the AEAD's associated data: the
+/// zone, the entry's id, kind, item (an add's), author and clocks, and the epoch. A value moved
+/// to another entry, item, author or list, or presented under another epoch, does not open.
+/// Not the add's anchor: a compactor may legitimately place an item elsewhere (MERGE.md §3.4).
+public struct SealBinding: Sendable, Hashable {
+    public var zone: String
+    public var entry: CompactID
+    public var kind: UInt8
+    public var item: CompactID?
+    public var author: String
+    public var clock: HybridTime
+    public var wallTime: Int64
+    public var epoch: UInt64
+
+    public init(zone: String, entry: CompactID, kind: UInt8, item: CompactID?, author: String,
+                clock: HybridTime, wallTime: Int64, epoch: UInt64) {
+        self.zone = zone
+        self.entry = entry
+        self.kind = kind
+        self.item = item
+        self.author = author
+        self.clock = clock
+        self.wallTime = wallTime
+        self.epoch = epoch
+    }
+
+    /// `"JLS1" | zone string | entry id | kind u8 | hasItem u8 | [item id] | author string |
+    /// hlc varint | wallDelta zigzag | epoch varint`, strings and ids as in an entry (FORMAT.md §6).
+    public var associatedData: [UInt8] {
+        var w = ByteWriter()
+        w.append(contentsOf: Array("JLS1".utf8))
+        w.string(zone)
+        entry.encoded(into: &w)
+        w.u8(kind)
+        w.u8(item == nil ? 0 : 1)
+        item?.encoded(into: &w)
+        w.string(author)
+        w.varint(clock.rawValue)
+        w.zigzag(wallTime &- Int64(bitPattern: clock.physicalMillis))
+        w.varint(epoch)
+        return w.bytes
+    }
+}

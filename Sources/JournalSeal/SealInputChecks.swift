@@ -1,0 +1,24 @@
+import JournalCodec
+
+/// What `Fuzz/FuzzSealed` checks on any bytes, and the corpus test replays: a sealed value's
+/// reader never crashes, what it reads writes back to the same bytes, opening what no key sealed
+/// fails cleanly, and padding round-trips every text and refuses what is not one.
+package enum SealInputChecks {
+    static let sealer = TextSealer(key: ListKey(epoch: 1, material: Array(repeating: 7, count: 32))!, zone: "alice/fuzz")
+    static let binding = SealBinding(zone: "alice/fuzz", entry: CompactID("e1")!, kind: 0x41, item: CompactID("i1")!,
+                                     author: "alice:phone", clock: HybridTime(rawValue: 1 << 20), wallTime: 16, epoch: 1)
+
+    package static func check(_ bytes: [UInt8]) {
+        if let value = try? SealedValue(decoding: bytes) {
+            precondition(value.encoded == bytes, "a sealed value did not write back to its bytes")
+            if (try? sealer.open(value, for: binding)) != nil { fatalError("bytes no key sealed opened") }
+        }
+        // Padding: what unpads pads back to the same bytes; any text pads and unpads to itself.
+        if let text = SealPadding.unpad(bytes) {
+            precondition(SealPadding.pad(text) == bytes, "an unpadded text pads to other bytes")
+        }
+        if let text = String(validating: bytes.prefix(Limits.maxTextBytes), as: UTF8.self) {
+            precondition(SealPadding.unpad(SealPadding.pad(text)!) == text, "a text did not survive padding")
+        }
+    }
+}

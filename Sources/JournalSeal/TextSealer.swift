@@ -1,0 +1,50 @@
+import Foundation
+import JournalCodec
+
+/// Seals and opens one list's texts under one epoch's key (Spec/SEALING.md §2): AES-256-GCM over
+/// the padded text (`SealPadding`), with the value's binding (`SealBinding`) as associated data
+/// and a random 96-bit nonce. The derived key is made once per sealer (HKDF costs more than a
+/// seal): keep one per list and epoch.
+public struct TextSealer: Sendable {
+    public let epoch: UInt64
+    public let zone: String
+    /// The derived key's bytes (swift-crypto's `SymmetricKey` is not `Sendable`; making one
+    /// from 32 bytes costs nothing next to a seal).
+    let derived: [UInt8]
+    var key: SymmetricKey { SymmetricKey(data: derived) }
+
+    public init(key: ListKey, zone: String) {
+        epoch = key.epoch
+        self.zone = zone
+        derived = key.textKey(zone: zone).withUnsafeBytes { Array($0) }
+    }
+
+    /// `text` sealed for `binding` (whose epoch must be this sealer's). `nonce` is random unless
+    /// given: only the spec's vectors give one.
+    public func seal(_ text: String, for binding: SealBinding, nonce: [UInt8]? = nil) throws(SealError) -> SealedValue {
+        guard binding.epoch == epoch else { throw .wrongEpoch(key: epoch, value: binding.epoch) }
+        guard let plaintext = SealPadding.pad(text) else { throw .textTooLong(bytes: text.utf8.count) }
+        do {
+            let n = try nonce.map { try AES.GCM.Nonce(data: $0) } ?? AES.GCM.Nonce()
+            let box = try AES.GCM.seal(plaintext, using: key, nonce: n, authenticating: binding.associatedData)
+            return SealedValue(epoch: epoch, nonce: Array(box.nonce), sealed: Array(box.ciphertext) + Array(box.tag))
+        } catch {
+            throw .badKey("the text could not be sealed: \(error)")
+        }
+    }
+
+    /// The text `value` holds, if it was sealed for `binding` under this sealer's key.
+    public func open(_ value: SealedValue, for binding: SealBinding) throws(SealError) -> String {
+        guard value.epoch == epoch, binding.epoch == epoch else { throw .wrongEpoch(key: epoch, value: value.epoch) }
+        let plaintext: Data
+        do {
+            let tag = value.sealed.count - SealedValue.tagBytes
+            let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: value.nonce), ciphertext: value.sealed[..<tag], tag: value.sealed[tag...])
+            plaintext = try AES.GCM.open(box, using: key, authenticating: binding.associatedData)
+        } catch {
+            throw .cannotOpen
+        }
+        guard let text = SealPadding.unpad(Array(plaintext)) else { throw .notAText }
+        return text
+    }
+}
