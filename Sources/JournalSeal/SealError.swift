@@ -13,6 +13,13 @@ public enum SealError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAText
     /// A key of the wrong size, or a back link that is not one.
     case badKey(String)
+    /// A key record holds no wrap for this account's key: it was not a member at that epoch (or
+    /// its keys changed since).
+    case notAMember(epoch: UInt64)
+    /// A key record's signature is not its creator's, or its creator is not whom it names.
+    case badSignature(epoch: UInt64)
+    /// The list's key records skip an epoch or repeat one.
+    case brokenChain(String)
 
     public var description: String {
         switch self {
@@ -21,6 +28,9 @@ public enum SealError: Error, Sendable, Equatable, CustomStringConvertible {
         case .cannotOpen: "the sealed value does not open under this list's key: another list's key, or a value moved or changed"
         case .notAText: "the sealed value opened but holds no padded text"
         case .badKey(let why): "not a list key: \(why)"
+        case .notAMember(let epoch): "epoch \(epoch)'s key is wrapped to no key of this account: it was not a member then"
+        case .badSignature(let epoch): "the key record of epoch \(epoch) is not signed by the member it names"
+        case .brokenChain(let why): "the list's key records do not follow one another: \(why)"
         }
     }
 }

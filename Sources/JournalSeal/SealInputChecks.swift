@@ -1,7 +1,7 @@
 import JournalCodec
 
-/// What `Fuzz/FuzzSealed` checks on any bytes, and the corpus test replays: a sealed value's
-/// reader never crashes, what it reads writes back to the same bytes, opening what no key sealed
+/// What `Fuzz/FuzzSealed` checks on any bytes, and the corpus test replays: the readers of a
+/// sealed value and of a key record never crash, what they read writes back to the same bytes, opening what no key sealed
 /// fails cleanly, and padding round-trips every text and refuses what is not one.
 package enum SealInputChecks {
     static let sealer = TextSealer(key: ListKey(epoch: 1, material: Array(repeating: 7, count: 32))!, zone: "alice/fuzz")
@@ -12,6 +12,10 @@ package enum SealInputChecks {
         if let value = try? SealedValue(decoding: bytes) {
             precondition(value.encoded == bytes, "a sealed value did not write back to its bytes")
             if (try? sealer.open(value, for: binding)) != nil { fatalError("bytes no key sealed opened") }
+        }
+        // A key record: what reads writes back to the same bytes.
+        if let record = try? EpochKeyRecord(decoding: bytes) {
+            precondition(record.encoded == bytes, "a key record did not write back to its bytes")
         }
         // Padding: what unpads pads back to the same bytes; any text pads and unpads to itself.
         if let text = SealPadding.unpad(bytes) {

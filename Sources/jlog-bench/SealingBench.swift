@@ -35,7 +35,7 @@ struct SealingBench {
             let binding = SealBinding(zone: sealer.zone, entry: id, kind: 0x41, item: item, author: "alice:phone",
                                       clock: clock, wallTime: add.wallTime, epoch: 1)
             guard let value = try? sealer.seal(text, for: binding).encoded else { fail("sealing a text", SealError.cannotOpen) }
-            // SEALING.md §4: the add's body with `length | sealed` in place of the text string.
+            // SEALING.md §5: the add's body with `length | sealed` in place of the text string.
             let plainBytes = EntryCodec.encode(add).count
             let zoneDelta = sealer.zone.utf8.count - "alice/weekly".utf8.count
             let textBytes = varintLength(UInt64(text.utf8.count)) + text.utf8.count
@@ -52,10 +52,10 @@ struct SealingBench {
         report.emit(Measurement(name: "e2ee_add_bytes", system: "sealed", unit: "bytes per add", runs: sealed,
                                 extra: [("mean_sealing_bytes", .n(mean)), ("max_sealing_bytes", .n(overhead.max() ?? 0)),
                                         ("random_zone_name_bytes", .i(zoneCost)),
-                                        ("note", .s("the same adds as sealedAdd (SEALING.md §4): the sealed value of the padded text in place of the text. mean_sealing_bytes is the cost of sealing (against a plain add in a zone of the same name); a sealed list's random 11-character zone name costs every entry random_zone_name_bytes more than alice/weekly"))],
+                                        ("note", .s("the same adds as sealedAdd (SEALING.md §5): the sealed value of the padded text in place of the text. mean_sealing_bytes is the cost of sealing (against a plain add in a zone of the same name); a sealed list's random 11-character zone name costs every entry random_zone_name_bytes more than alice/weekly"))],
                                 goal: "≤ 45 bytes more per add for sealing (mean)", met: mean <= 45))
         report.emit(Measurement(name: "e2ee_markoff_bytes", system: "sealed", unit: "bytes more than plain", runs: [0],
-                                extra: [("note", .s("marks, deletes and places carry no text (SEALING.md §4); only the zone's random name differs"))],
+                                extra: [("note", .s("marks, deletes and places carry no text (SEALING.md §5); only the zone's random name differs"))],
                                 goal: "0", met: true))
     }
 

@@ -1,0 +1,53 @@
+import JournalCodec
+
+/// The keys of one sealed list an account's device holds (Spec/SEALING.md §4.3): read from the
+/// list's key records in their order, each checked (epochs 1, 2, … with none skipped; signed by
+/// its creator, who was a member when it began: the owner for epoch 1, a member of the epoch
+/// before after it), then the newest epoch wrapped to this account opened and the back links
+/// followed down to epoch 1. An account removed at some epoch holds the keys before it only.
+public struct ListKeyring: Sendable {
+    public let zone: String
+    /// The list's current epoch: its newest record's.
+    public let currentEpoch: UInt64
+    /// The keys this account holds, by epoch.
+    public let keys: [UInt64: ListKey]
+
+    /// `records` in the list's order; `publicKeys` gives a member account's public keys as this
+    /// device knows them (pinned on first contact, SEALING.md §4.1), nil for one it does not.
+    public init(zone: String, records: [EpochKeyRecord], account: AccountKeys,
+                publicKeys: (String) -> AccountPublicKeys?) throws(SealError) {
+        guard !records.isEmpty else { throw .brokenChain("a sealed list has a record for epoch 1") }
+        let owner = zone.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
+        var members: Set<String> = []
+        for (i, record) in records.enumerated() {
+            guard record.epoch == UInt64(i + 1) else { throw .brokenChain("record \(i + 1) is of epoch \(record.epoch)") }
+            let entitled = record.epoch == 1 ? record.creator == owner : members.contains(record.creator)
+            guard entitled, let creator = publicKeys(record.creator), EpochKeys.isSigned(record, zone: zone, by: creator) else {
+                throw .badSignature(epoch: record.epoch)
+            }
+            members = Set(record.wraps.map(\.account))
+        }
+        var keys: [UInt64: ListKey] = [:]
+        let mine = account.publicKeys.keyID
+        if let newest = records.last(where: { $0.wraps.contains { $0.account == account.account && $0.keyID == mine } }) {
+            var key = try EpochKeys.open(newest, zone: zone, with: account)
+            keys[key.epoch] = key
+            while key.epoch > 1, let link = records[Int(key.epoch) - 1].backLink {
+                key = try key.openBackLink(link, zone: zone)
+                keys[key.epoch] = key
+            }
+        }
+        self.zone = zone
+        currentEpoch = records.last!.epoch
+        self.keys = keys
+    }
+
+    /// Whether this account may write to the list now: it holds the current epoch's key.
+    public var isMember: Bool { keys[currentEpoch] != nil }
+
+    /// The sealer of `epoch` (the current one unless given), nil when this account does not
+    /// hold its key.
+    public func sealer(epoch: UInt64? = nil) -> TextSealer? {
+        keys[epoch ?? currentEpoch].map { TextSealer(key: $0, zone: zone) }
+    }
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+# A second implementation of Spec/SEALING.md's cryptography, written from the spec alone with
+# Python's `cryptography` package (Debian: python3-cryptography). It derives the text keys, builds
+# the bindings and padded plaintexts, seals with the vectors' fixed nonces and makes the back link
+# of Spec/vectors/sealing.txt; then it verifies the key record of Spec/vectors/sealing-keys.txt
+# (Ed25519) and opens each of its wraps (RFC 9180 base mode, written out below). Every value must
+# equal the vectors'. One line per check; exits 1 on any difference.
+#   python3 scripts/sealing-vectors.py
+import hashlib
+import hmac
+import os
+import sys
+import uuid
+
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+failed = False
+
+
+def check(what, ok):
+    global failed
+    print(("ok   " if ok else "FAIL ") + what)
+    failed |= not ok
+
+
+def fields(name):
+    out = {}
+    for line in open(os.path.join(root, "Spec/vectors", name), encoding="utf-8"):
+        if line.startswith("#") or ": " not in line:
+            continue
+        key, _, value = line.rstrip("\n").partition(": ")
+        out[key] = value
+    return out
+
+
+def varint(n):
+    out = b""
+    while True:
+        low, n = n & 0x7F, n >> 7
+        if n:
+            out += bytes([low | 0x80])
+        else:
+            return out + bytes([low])
+
+
+def zigzag(n):
+    return varint(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def string(b):
+    return varint(len(b)) + b
+
+
+def uuid_id(text):
+    return b"\x01" + uuid.UUID(text).bytes
+
+
+def text_key(key, zone):
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=zone, info=b"jlog-seal v1 text").derive(key)
+
+
+def padded_size(n):
+    for bucket in (16, 32, 64, 128, 256):
+        if n <= bucket:
+            return bucket
+    e = n.bit_length() - 1
+    mask = (1 << (e - e.bit_length())) - 1
+    return (n + mask) & ~mask
+
+
+def pad(text):
+    body = varint(len(text)) + text
+    return body + bytes(padded_size(len(body)) - len(body))
+
+
+# 1. Sealed values and the back link (SEALING.md §2, §3).
+v = fields("sealing.txt")
+zone = v["zone"].encode()
+key1 = bytes.fromhex(v["key1"])
+check("text key (HKDF-SHA256)", text_key(key1, zone).hex() == v["textKey1"])
+hlc = (1764000000000 << 16) | 3
+aad = (b"JLS1" + string(zone) + uuid_id("00000000-0000-4000-8000-000000000001") + bytes([0x41, 1])
+       + uuid_id("00000000-0000-4000-8000-0000000000aa") + string(b"alice:phone") + varint(hlc)
+       + zigzag(1764000000123 - 1764000000000) + varint(1))
+nonce = bytes([0x24]) * 12
+for i in range(3):
+    text = v.get("text%d" % i, "").encode()
+    check("binding %d" % i, aad.hex() == v["aad%d" % i])
+    check("padded plaintext %d" % i, pad(text).hex() == v["plaintext%d" % i])
+    sealed = bytes([1]) + varint(1) + nonce + AESGCM(text_key(key1, zone)).encrypt(nonce, pad(text), aad)
+    check("sealed value %d (AES-256-GCM)" % i, sealed.hex() == v["sealed%d" % i])
+key2 = bytes.fromhex(v["key2"])
+link = nonce + AESGCM(text_key(key2, zone)).encrypt(nonce, key1, b"JLS1-back" + string(zone) + varint(2))
+check("back link of epoch 2", link.hex() == v["backLink2"])
+check("PADME sizes", [padded_size(n) for n in (257, 300, 1000, 4098)] == [272, 304, 1024, 4352])
+
+# 2. A key record (SEALING.md §4): its signature, and every wrap opened (RFC 9180 base mode).
+k = fields("sealing-keys.txt")
+
+
+def raw(public):
+    return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+secrets = {b"alice": bytes.fromhex(k["aliceSecret"]), b"bob": bytes.fromhex(k["bobSecret"])}
+identity = Ed25519PrivateKey.from_private_bytes(secrets[b"alice"][:32]).public_key()
+check("alice's identity key", raw(identity).hex() == k["aliceIdentity"])
+check("alice's wrap key", raw(X25519PrivateKey.from_private_bytes(secrets[b"alice"][32:]).public_key()).hex() == k["aliceWrap"])
+for who in (b"alice", b"bob"):
+    wrap = raw(X25519PrivateKey.from_private_bytes(secrets[who][32:]).public_key())
+    check(who.decode() + "'s key id", hashlib.sha256(wrap).digest()[:16].hex() == k[who.decode() + "KeyID"])
+
+record = bytes.fromhex(k["record1"])
+
+
+def read_varint(b, i):
+    n = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        n |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return n, i
+
+
+def read_string(b, i):
+    n, i = read_varint(b, i)
+    return b[i:i + n], i + n
+
+
+i = 1
+epoch, i = read_varint(record, i)
+i += 1  # reason
+creator, i = read_string(record, i)
+i += 16  # creator key id
+count, i = read_varint(record, i)
+wraps = []
+for _ in range(count):
+    account, i = read_string(record, i)
+    wraps.append((account, record[i:i + 16], record[i + 16:i + 48], record[i + 48:i + 96]))
+    i += 96
+i += 1 + (60 if record[i] else 0)
+try:
+    identity.verify(record[i:i + 64], b"JLS1-epoch" + string(zone) + record[:i])
+    check("record signature (Ed25519, creator %s)" % creator.decode(), len(record) == i + 64)
+except Exception as e:  # noqa: BLE001
+    check("record signature: %s" % e, False)
+
+
+def labeled_extract(suite, salt, label, ikm):
+    return hmac.new(salt or bytes(32), b"HPKE-v1" + suite + label + ikm, hashlib.sha256).digest()
+
+
+def labeled_expand(suite, prk, label, info, length):
+    info = length.to_bytes(2, "big") + b"HPKE-v1" + suite + label + info
+    out, block, n = b"", b"", 1
+    while len(out) < length:
+        block = hmac.new(prk, block + info + bytes([n]), hashlib.sha256).digest()
+        out, n = out + block, n + 1
+    return out[:length]
+
+
+kem = b"KEM" + (0x0020).to_bytes(2, "big")
+suite = b"HPKE" + (0x0020).to_bytes(2, "big") + (0x0001).to_bytes(2, "big") + (0x0003).to_bytes(2, "big")
+for account, key_id, enc, wrapped in wraps:
+    secret_key = X25519PrivateKey.from_private_bytes(secrets[account][32:])
+    dh = secret_key.exchange(X25519PublicKey.from_public_bytes(enc))
+    shared = labeled_expand(kem, labeled_extract(kem, b"", b"eae_prk", dh), b"shared_secret", enc + raw(secret_key.public_key()), 32)
+    info = b"jlog-seal v1 wrap" + string(zone) + varint(epoch) + string(account) + key_id
+    context = b"\x00" + labeled_extract(suite, b"", b"psk_id_hash", b"") + labeled_extract(suite, b"", b"info_hash", info)
+    secret = labeled_extract(suite, shared, b"secret", b"")
+    aead_key = labeled_expand(suite, secret, b"key", context, 32)
+    base_nonce = labeled_expand(suite, secret, b"base_nonce", context, 12)
+    opened = ChaCha20Poly1305(aead_key).decrypt(base_nonce, wrapped, b"")
+    check("%s's wrap opens to key1 (HPKE)" % account.decode(), opened.hex() == k["key1"])
+
+sys.exit(1 if failed else 0)
