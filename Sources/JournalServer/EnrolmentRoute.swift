@@ -23,10 +23,16 @@ extension SyncServer {
     /// credential of the account it names, made on first sight (201). A token refused is `401`
     /// with the reason; keys that could not be read are `503` (retry, never a refusal); an
     /// account at its device limit is `409 tooManyDevices`. Within the account's rate, like every
-    /// authenticated request.
+    /// authenticated request, and all enrolments together within one account's rate.
     func addEnrolmentRoute(_ router: Router<ServerRequestContext>, _ enrolment: Enrolment) {
         router.post("/v1/enrol") { request, _ in
             guard let token = Self.bearer(request) else { throw SyncError.notAuthenticated }
+            // All enrolments together within one account's rate, before any signature is checked:
+            // made-up tokens cost the server a bounded number of verifications ("_" names no account).
+            if let wait = limiter.admit("_enrolment") {
+                ServerMetrics.rateLimited.increment()
+                throw SyncError.rateLimited(retryAfter: .seconds(wait))
+            }
             let account: String
             do throws(IdentityTokenError) { account = try await enrolment.provider.account(of: token, now: now()) } catch {
                 ServerMetrics.enrolmentsRefused.increment()

@@ -16,9 +16,10 @@ import JournalSyncWire
     static let provider = try! TestIdentityProvider()
 
     /// A server whose devices enrol with `provider`'s tokens, its JWKS in a file.
-    static func server(maxDevices: Int = DeviceEnrolment.maxDevicesPerAccount, source: IdentityProvider.KeySource? = nil) async throws -> TestServer {
+    static func server(maxDevices: Int = DeviceEnrolment.maxDevicesPerAccount, source: IdentityProvider.KeySource? = nil,
+                       options: ServerOptions = ServerOptions()) async throws -> TestServer {
         let identity = IdentityProvider(policy: provider.policy, source: try source ?? .file(provider.jwksFile()))
-        return try await TestServer(identity: identity, maxDevicesPerAccount: maxDevices)
+        return try await TestServer(options: options, identity: identity, maxDevicesPerAccount: maxDevices)
     }
 
     static func enrol(_ server: TestServer, _ token: String) async throws(SyncError) -> DeviceCredential {
@@ -100,5 +101,19 @@ import JournalSyncWire
             if case SyncError.invalidRequest(let why) = error { return why.contains("--jwks") }
             return false
         }
+    }
+
+    @Test func madeUpTokensAreRateLimitedBeforeTheirSignaturesAreChecked() async throws {
+        var options = ServerOptions()
+        options.requestsPerSecond = 0.01
+        options.burst = 2
+        let server = try await Self.server(options: options)
+        defer { Task { await server.stop() } }
+        let forged = try TestIdentityProvider().token(TestIdentityProvider.claims("mallory"))
+        #expect(try await server.send(.POST, "/v1/enrol", authorization: "Bearer " + forged).status == 401)
+        #expect(try await server.send(.POST, "/v1/enrol", authorization: "Bearer " + forged).status == 401)
+        let third = try await server.send(.POST, "/v1/enrol", authorization: "Bearer " + forged)
+        #expect(third.status == 429)
+        #expect(third.header("Retry-After") != nil)
     }
 }
