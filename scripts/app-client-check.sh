@@ -79,3 +79,28 @@ if grep -E "warning: " build.log | grep -v -E "/Sources/(App|ShoppingApp)/"; the
 fi
 "$(swift build --show-bin-path)/App"
 "$(swift build --show-bin-path)/ShoppingApp" "$work/shopping.wal"
+
+# An app that also keeps sealed lists (JournalSeal, Spec/SEALING.md). On Apple platforms it imports
+# CryptoKit and needs no trait: it resolves nothing more than the app above. On Linux there is no
+# CryptoKit: the app enables the `Sealing` trait, which resolves swift-crypto and compiles its
+# BoringSSL. What that resolves is printed here (not built: BoringSSL takes minutes).
+mkdir -p "$work/seal/Sources/SealApp"
+cat > "$work/seal/Package.swift" <<SWIFT
+// swift-tools-version:6.1
+import PackageDescription
+let package = Package(
+    name: "SealSide",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    dependencies: [.package(path: "$root", traits: ["Sealing"])],
+    targets: [.executableTarget(name: "SealApp", dependencies: [.product(name: "JournalSeal", package: "$name")])],
+    swiftLanguageModes: [.v6]
+)
+SWIFT
+echo 'import JournalSeal; print(ListKey.random(epoch: 1).epoch)' > "$work/seal/Sources/SealApp/main.swift"
+(cd "$work/seal" && swift package resolve > resolve.log 2>&1) || { cat "$work/seal/resolve.log" >&2; exit 1; }
+sealed=$(ls "$work/seal/.build/checkouts" 2>/dev/null | tr '\n' ' ')
+if ls "$work/seal/.build/checkouts" | grep -E -i "nio|hummingbird|postgres"; then
+    echo "app-client-check: sealed lists resolved a server package" >&2; exit 1
+fi
+echo "app-client-check: on Linux, sealed lists (JournalSeal, trait Sealing) resolve: $sealed(swift-crypto builds BoringSSL here; on Apple platforms JournalSeal uses CryptoKit and resolves none of them)"
+
