@@ -4,7 +4,7 @@
 # Members the compiler synthesises and witnesses of the standard library's protocols (`==`,
 # `description`, `hash(into:)`, ...) are not counted: their documentation is the protocol's.
 # Prints one JSON object; the app-facing modules are the ones an app links (the engine, the list
-# model, queries, the sync engine, its wire and the URLSession client).
+# model, queries, the sync engine, its wire, the URLSession client and sealing).
 #   bash scripts/public-api.sh              report
 #   bash scripts/public-api.sh --strict     also fail if any public declaration is undocumented
 set -euo pipefail
@@ -16,7 +16,7 @@ dir="$(swift build --show-bin-path)/../symbolgraph"
 python3 - "$dir" "$strict" <<'PY'
 import glob, json, os, sys
 directory, strict = sys.argv[1], sys.argv[2] == "1"
-app = ["JournalCodec", "JournalLog", "ListModel", "JournalQuery", "JournalSync", "JournalSyncWire", "JournalSyncHTTP"]
+app = ["JournalCodec", "JournalLog", "ListModel", "JournalQuery", "JournalSync", "JournalSyncWire", "JournalSyncHTTP", "JournalSeal"]
 others = ["JournalService", "JournalServer", "JournalPostgres", "JournalSyncHTTPNIO", "JournalSimulation", "JournalTesting"]
 witnesses = {"==(_:_:)", "!=(_:_:)", "<(_:_:)", "description", "hash(into:)", "hashValue",
              "makeIterator()", "next()", "makeAsyncIterator()", "unownedExecutor", "init(rawValue:)",

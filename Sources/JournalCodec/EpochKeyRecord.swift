@@ -7,6 +7,7 @@
 public struct EpochKeyRecord: Sendable, Hashable {
     /// The opaque kind that carries a record in its zone.
     public static let kind: UInt8 = 0x87
+    /// The record's format version (its first byte).
     public static let version: UInt8 = 1
     /// Wraps in one record: a list has at most 100 participants and an owner.
     public static let maxWraps = 101
@@ -31,12 +32,16 @@ public struct EpochKeyRecord: Sendable, Hashable {
 
     /// The epoch key wrapped to one member account's wrap key.
     public struct Wrap: Sendable, Hashable {
+        /// The member account wrapped to.
         public var account: String
         /// The first 16 bytes of SHA-256 of the account's X25519 wrap public key.
         public var keyID: [UInt8]
+        /// HPKE's encapsulated key (`enc`), 32 bytes.
         public var encapsulated: [UInt8]
+        /// The epoch key sealed by HPKE, 48 bytes.
         public var wrapped: [UInt8]
 
+        /// A wrap from its parts (`EpochKeys` makes them).
         public init(account: String, keyID: [UInt8], encapsulated: [UInt8], wrapped: [UInt8]) {
             self.account = account
             self.keyID = keyID
@@ -45,10 +50,13 @@ public struct EpochKeyRecord: Sendable, Hashable {
         }
     }
 
+    /// The epoch the record begins (1, 2, …).
     public var epoch: UInt64
+    /// Why it began.
     public var reason: Reason
     /// The member account whose device began the epoch, and its key id.
     public var creator: String
+    /// The key id of the creator's wrap key, naming which of its keys signed.
     public var creatorKeyID: [UInt8]
     /// One per member account, in the order written (sorted by account).
     public var wraps: [Wrap]
@@ -57,6 +65,7 @@ public struct EpochKeyRecord: Sendable, Hashable {
     /// Ed25519, by the creator's identity key, over `signedBytes(zone:)`.
     public var signature: [UInt8]
 
+    /// A record from its parts (`EpochKeys.record` makes and signs them).
     public init(epoch: UInt64, reason: Reason, creator: String, creatorKeyID: [UInt8], wraps: [Wrap],
                 backLink: [UInt8]?, signature: [UInt8]) {
         self.epoch = epoch
@@ -103,7 +112,8 @@ public struct EpochKeyRecord: Sendable, Hashable {
 
     /// A record from its body, or why it is not one: an unknown version or reason, epoch 0, a
     /// back link on epoch 1 or none after it, more than `maxWraps` wraps, wraps not sorted by
-    /// account or naming one twice, fields of the wrong size, bytes after the signature.
+    /// account or naming one twice, fields of the wrong size, a varint not in its shortest form,
+    /// bytes after the signature.
     public init(decoding bytes: [UInt8]) throws(CodecError) {
         var record: EpochKeyRecord?
         var failure: CodecError?
@@ -112,6 +122,8 @@ public struct EpochKeyRecord: Sendable, Hashable {
             do throws(CodecError) { record = try Self.read(&r) } catch { failure = error }
         }
         if let failure { throw failure }
+        // One form only: varints (epoch, counts, lengths) in their shortest form.
+        guard record!.encoded == bytes else { throw CodecError(.invalidValue(field: "key record (a varint not in its shortest form)"), at: 0) }
         self = record!
     }
 

@@ -5,7 +5,9 @@
 public struct SealedValue: Sendable, Hashable {
     /// The form's version (the first byte).
     public static let version: UInt8 = 1
+    /// The nonce's size: AES-GCM's 96 bits.
     public static let nonceBytes = 12
+    /// The tag's size: AES-GCM's 128 bits.
     public static let tagBytes = 16
     /// The most bytes a sealed value takes: version, a 10-byte epoch, nonce, the largest padded
     /// plaintext (`SealPadding.maxPaddedBytes`) and the tag.
@@ -13,12 +15,14 @@ public struct SealedValue: Sendable, Hashable {
 
     /// The list key's epoch it is sealed under (1, 2, …): in the clear, so that a service can
     /// refuse a fresh value under an old epoch without reading it.
+    /// The epoch the value is sealed under.
     public var epoch: UInt64
     /// The AEAD's nonce: random, never derived (a derived nonce turns any re-seal into reuse).
     public var nonce: [UInt8]
     /// The padded plaintext, encrypted, then the 16-byte tag.
     public var sealed: [UInt8]
 
+    /// A value from its parts (a sealer makes them; `init(decoding:)` reads them).
     public init(epoch: UInt64, nonce: [UInt8], sealed: [UInt8]) {
         self.epoch = epoch
         self.nonce = nonce
@@ -36,7 +40,8 @@ public struct SealedValue: Sendable, Hashable {
     }
 
     /// A sealed value from its bytes, or why they are not one: a version this reader does not
-    /// know, an epoch of 0, a ciphertext that is no padded size (SealPadding), too many bytes.
+    /// know, an epoch of 0 or not in its shortest varint, a ciphertext that is no padded size
+    /// (SealPadding), too many bytes.
     public init(decoding bytes: [UInt8]) throws(CodecError) {
         guard bytes.count <= Self.maxBytes else {
             throw CodecError(.lengthOutOfRange(field: "sealed", length: bytes.count, limit: Self.maxBytes), at: 0)
@@ -62,6 +67,9 @@ public struct SealedValue: Sendable, Hashable {
             }
         }
         if let failure { throw failure }
+        // One form only: an epoch varint longer than it need be is refused (the bytes a value is
+        // read from are the bytes it writes).
+        guard value!.encoded == bytes else { throw CodecError(.invalidValue(field: "sealed epoch (not its shortest varint)"), at: 1) }
         self = value!
     }
 }
@@ -133,15 +141,23 @@ public enum SealPadding {
 /// to another entry, item, author or list, or presented under another epoch, does not open.
 /// Not the add's anchor: a compactor may legitimately place an item elsewhere (MERGE.md §3.4).
 public struct SealBinding: Sendable, Hashable {
+    /// The entry's zone.
     public var zone: String
+    /// The entry's id.
     public var entry: CompactID
+    /// The entry's operation kind (SEALING.md §5).
     public var kind: UInt8
+    /// An add's item; nil for a list's name or colour.
     public var item: CompactID?
+    /// The entry's author.
     public var author: String
+    /// The entry's hybrid clock.
     public var clock: HybridTime
+    /// The entry's wall-clock milliseconds.
     public var wallTime: Int64
     public var epoch: UInt64
 
+    /// The binding of a value in the entry these describe.
     public init(zone: String, entry: CompactID, kind: UInt8, item: CompactID?, author: String,
                 clock: HybridTime, wallTime: Int64, epoch: UInt64) {
         self.zone = zone

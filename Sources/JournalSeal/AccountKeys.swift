@@ -5,6 +5,7 @@ import JournalCodec
 /// Ed25519 identity key, which signs the key records its devices write, and its X25519 wrap key,
 /// to which list keys are wrapped. `keyID` names the wrap key in records.
 public struct AccountPublicKeys: Sendable, Hashable {
+    /// The account the keys are of.
     public let account: String
     /// The Ed25519 public key, 32 bytes.
     public let identity: [UInt8]
@@ -35,6 +36,7 @@ public struct AccountPublicKeys: Sendable, Hashable {
 /// never sent to the service. Keep them in the Keychain (Apple platforms) or a file only the
 /// user can read; `raw` and `init(account:raw:)` move them between the account's devices.
 public struct AccountKeys: Sendable {
+    /// The account the keys are of.
     public let account: String
     let identitySecret: [UInt8]
     let wrapSecret: [UInt8]
@@ -61,6 +63,7 @@ public struct AccountKeys: Sendable {
     var identityKey: Curve25519.Signing.PrivateKey { try! Curve25519.Signing.PrivateKey(rawRepresentation: identitySecret) }
     var wrapKey: Curve25519.KeyAgreement.PrivateKey { try! Curve25519.KeyAgreement.PrivateKey(rawRepresentation: wrapSecret) }
 
+    /// The public halves, which others learn (and pin) to wrap list keys to this account.
     public var publicKeys: AccountPublicKeys {
         AccountPublicKeys(account: account, identity: Array(identityKey.publicKey.rawRepresentation),
                           wrap: Array(wrapKey.publicKey.rawRepresentation))!

@@ -7,6 +7,7 @@ import JournalCodec
 /// before it, sealed under it (`backLink`), so that the newest key opens every older one: a
 /// member reads the whole history, and every surviving text of a snapshot, from one key.
 public struct ListKey: Sendable, Hashable {
+    /// A key's size in bytes.
     public static let bytes = 32
     /// 1 for the list's first key, one more at each rotation.
     public let epoch: UInt64

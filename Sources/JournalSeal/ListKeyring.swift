@@ -6,6 +6,7 @@ import JournalCodec
 /// before after it), then the newest epoch wrapped to this account opened and the back links
 /// followed down to epoch 1. An account removed at some epoch holds the keys before it only.
 public struct ListKeyring: Sendable {
+    /// The list whose keys these are.
     public let zone: String
     /// The list's current epoch: its newest record's.
     public let currentEpoch: UInt64

@@ -6,13 +6,16 @@ import JournalCodec
 /// and a random 96-bit nonce. The derived key is made once per sealer (HKDF costs more than a
 /// seal): keep one per list and epoch.
 public struct TextSealer: Sendable {
+    /// The epoch of the key it seals and opens with.
     public let epoch: UInt64
+    /// The list (zone) whose texts it seals: part of every binding and of the key derivation.
     public let zone: String
     /// The derived key's bytes (swift-crypto's `SymmetricKey` is not `Sendable`; making one
     /// from 32 bytes costs nothing next to a seal).
     let derived: [UInt8]
     var key: SymmetricKey { SymmetricKey(data: derived) }
 
+    /// A sealer of `zone`'s texts under `key` (derives the text key once).
     public init(key: ListKey, zone: String) {
         epoch = key.epoch
         self.zone = zone

@@ -87,7 +87,8 @@ import JournalSeal
         #expect(throws: (any Error).self) { try third.backLink(to: first, zone: Self.zone) }
     }
 
-    @Test(arguments: [[], [2], [1, 0], [1, 1] + Array(repeating: 0, count: 12 + 15), [1, 1] + Array(repeating: 0, count: 12 + 16 + 17)])
+    @Test(arguments: [[], [2], [1, 0], [1, 1] + Array(repeating: 0, count: 12 + 15), [1, 1] + Array(repeating: 0, count: 12 + 16 + 17),
+                      [1, 0x81, 0x00] + Array(repeating: 0, count: 12 + 16 + 16)])  // last: epoch 1 in two bytes
     func bytesThatAreNoSealedValueAreRefused(bytes: [UInt8]) {
         #expect(throws: CodecError.self) { try SealedValue(decoding: bytes) }
     }
