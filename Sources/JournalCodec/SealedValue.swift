@@ -15,7 +15,6 @@ public struct SealedValue: Sendable, Hashable {
 
     /// The list key's epoch it is sealed under (1, 2, …): in the clear, so that a service can
     /// refuse a fresh value under an old epoch without reading it.
-    /// The epoch the value is sealed under.
     public var epoch: UInt64
     /// The AEAD's nonce: random, never derived (a derived nonce turns any re-seal into reuse).
     public var nonce: [UInt8]
@@ -106,13 +105,15 @@ public enum SealPadding {
 
     /// The padded plaintext of `text`, or nil when it is over the text limit (FORMAT.md §8).
     public static func pad(_ text: String) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
-        guard utf8.count <= Limits.maxTextBytes else { return nil }
-        var w = ByteWriter()
-        w.varint(UInt64(utf8.count))
-        w.append(contentsOf: utf8)
-        let size = paddedSize(w.bytes.count)
-        return w.bytes + [UInt8](repeating: 0, count: size - w.bytes.count)
+        let count = text.utf8.count
+        guard count <= Limits.maxTextBytes else { return nil }
+        // One allocation: the padded size is known from the text's length.
+        let size = paddedSize(varintLength(UInt64(count)) + count)
+        var w = ByteWriter(capacity: size)
+        w.varint(UInt64(count))
+        w.append(contentsOf: text.utf8)
+        w.append(contentsOf: repeatElement(0, count: size - w.bytes.count))
+        return w.bytes
     }
 
     /// The text a padded plaintext holds, or nil when it is not one: a length past its end,
@@ -155,6 +156,7 @@ public struct SealBinding: Sendable, Hashable {
     public var clock: HybridTime
     /// The entry's wall-clock milliseconds.
     public var wallTime: Int64
+    /// The epoch the value is sealed under.
     public var epoch: UInt64
 
     /// The binding of a value in the entry these describe.
@@ -173,7 +175,7 @@ public struct SealBinding: Sendable, Hashable {
     /// `"JLS1" | zone string | entry id | kind u8 | hasItem u8 | [item id] | author string |
     /// hlc varint | wallDelta zigzag | epoch varint`, strings and ids as in an entry (FORMAT.md §6).
     public var associatedData: [UInt8] {
-        var w = ByteWriter()
+        var w = ByteWriter(capacity: 48 + zone.utf8.count + author.utf8.count + 2 * 17)
         w.append(contentsOf: Array("JLS1".utf8))
         w.string(zone)
         entry.encoded(into: &w)

@@ -10,16 +10,14 @@ public struct TextSealer: Sendable {
     public let epoch: UInt64
     /// The list (zone) whose texts it seals: part of every binding and of the key derivation.
     public let zone: String
-    /// The derived key's bytes (swift-crypto's `SymmetricKey` is not `Sendable`; making one
-    /// from 32 bytes costs nothing next to a seal).
-    let derived: [UInt8]
-    var key: SymmetricKey { SymmetricKey(data: derived) }
+    let box: DerivedKey
+    var key: SymmetricKey { box.key }
 
     /// A sealer of `zone`'s texts under `key` (derives the text key once).
     public init(key: ListKey, zone: String) {
         epoch = key.epoch
         self.zone = zone
-        derived = key.textKey(zone: zone).withUnsafeBytes { Array($0) }
+        box = DerivedKey(key.textKey(zone: zone))
     }
 
     /// `text` sealed for `binding` (whose epoch must be this sealer's). `nonce` is random unless
@@ -30,7 +28,11 @@ public struct TextSealer: Sendable {
         do {
             let n = try nonce.map { try AES.GCM.Nonce(data: $0) } ?? AES.GCM.Nonce()
             let box = try AES.GCM.seal(plaintext, using: key, nonce: n, authenticating: binding.associatedData)
-            return SealedValue(epoch: epoch, nonce: Array(box.nonce), sealed: Array(box.ciphertext) + Array(box.tag))
+            var sealed = [UInt8]()
+            sealed.reserveCapacity(plaintext.count + SealedValue.tagBytes)
+            sealed.append(contentsOf: box.ciphertext)
+            sealed.append(contentsOf: box.tag)
+            return SealedValue(epoch: epoch, nonce: Array(box.nonce), sealed: sealed)
         } catch {
             throw .badKey("the text could not be sealed: \(error)")
         }
@@ -50,4 +52,11 @@ public struct TextSealer: Sendable {
         guard let text = SealPadding.unpad(Array(plaintext)) else { throw .notAText }
         return text
     }
+}
+
+/// A derived key, made once per sealer. swift-crypto's `SymmetricKey` is not `Sendable`, but it
+/// is immutable once made: sealers on several threads only read it.
+final class DerivedKey: @unchecked Sendable {
+    let key: SymmetricKey
+    init(_ key: SymmetricKey) { self.key = key }
 }
