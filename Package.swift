@@ -227,7 +227,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JournalPostgresTests",
-            dependencies: ["JournalPostgres", "JournalLog", "JournalSyncWire", .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
+            dependencies: ["JournalPostgres", "JournalLog", "JournalSyncWire", "JournalService", "JournalSync", .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
                            .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Server"]))]
         ),
         .testTarget(

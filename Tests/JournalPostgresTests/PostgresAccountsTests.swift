@@ -1,4 +1,6 @@
 import JournalPostgres
+import JournalService
+import JournalSync
 import JournalSyncWire
 import Testing
 
@@ -60,6 +62,19 @@ struct PostgresAccountsTests {
         try await a.revokeCredentials("e0", now: 200)
         try await a.revokeCredentials(try await a.credentials(of: "dora")[0].id, now: 200)
         #expect(try await b.addCredential(Self.credential("late", "dora", at: 300), ifFewerThan: 3, now: 300))
+        await a.close()
+        await b.close()
+    }
+
+    /// A device enrolled through a node over the database (SYNC.md §9.2): its credential
+    /// authenticates on any node; past the limit the node answers tooManyDevices.
+    @Test func aDeviceEnrolledThroughOneNodeSignsInOnAnotherAndTheLimitHolds() async throws {
+        let schema = try await PostgresTestDatabase.freshSchema()
+        let a = try await PostgresTestDatabase.open(schema), b = try await PostgresTestDatabase.open(schema)
+        let now: Int64 = 1_000
+        let credential = try await PostgresCredentials(a).enrol(account: "dora", now: now, limit: 1)
+        #expect(await PostgresCredentials(b).authenticate(credential.text, now: now) == .accepted(account: "dora"))
+        await #expect(throws: SyncError.tooManyDevices(limit: 1)) { try await PostgresCredentials(b).enrol(account: "dora", now: now, limit: 1) }
         await a.close()
         await b.close()
     }
