@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # A second implementation of Spec/SEALING.md's cryptography, written from the spec alone with
 # Python's `cryptography` package (Debian: python3-cryptography). It derives the text keys, builds
-# the bindings and padded plaintexts, seals with the vectors' fixed nonces and makes the back link
-# of Spec/vectors/sealing.txt; then it verifies the key record of Spec/vectors/sealing-keys.txt
+# the bindings and padded plaintexts, seals with the vectors' fixed nonces, rebuilds a whole
+# sealed-add entry and makes the back link of Spec/vectors/sealing.txt; then it verifies the key record of Spec/vectors/sealing-keys.txt
 # (Ed25519) and opens each of its wraps (RFC 9180 base mode, written out below). Every value must
 # equal the vectors'. One line per check; exits 1 on any difference.
 #   python3 scripts/sealing-vectors.py
@@ -94,6 +94,13 @@ for i in range(3):
     check("padded plaintext %d" % i, pad(text).hex() == v["plaintext%d" % i])
     sealed = bytes([1]) + varint(1) + nonce + AESGCM(text_key(key1, zone)).encrypt(nonce, pad(text), aad)
     check("sealed value %d (AES-256-GCM)" % i, sealed.hex() == v["sealed%d" % i])
+# The whole sealed-add entry (FORMAT.md §6 with SEALING.md §5's body): version, id, zone, author,
+# hlc, wall delta, kind 0x41, item, no anchor, then the sealed value with its length.
+sealed0 = bytes.fromhex(v["sealed0"])
+entry = (bytes([1]) + uuid_id("00000000-0000-4000-8000-000000000001") + string(zone) + string(b"alice:phone")
+         + varint(hlc) + zigzag(1764000000123 - 1764000000000) + bytes([0x41])
+         + uuid_id("00000000-0000-4000-8000-0000000000aa") + bytes([0]) + string(sealed0))
+check("sealed-add entry", entry.hex() == v["sealedAddEntry0"])
 key2 = bytes.fromhex(v["key2"])
 link = nonce + AESGCM(text_key(key2, zone)).encrypt(nonce, key1, b"JLS1-back" + string(zone) + varint(2))
 check("back link of epoch 2", link.hex() == v["backLink2"])

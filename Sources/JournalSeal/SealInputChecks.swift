@@ -1,8 +1,9 @@
 import JournalCodec
 
 /// What `Fuzz/FuzzSealed` checks on any bytes, and the corpus test replays: the readers of a
-/// sealed value and of a key record never crash, what they read writes back to the same bytes, opening what no key sealed
-/// fails cleanly, and padding round-trips every text and refuses what is not one.
+/// sealed value, a key record and a sealed change's body never crash, and what they read writes
+/// back to the same bytes; opening what no key sealed fails cleanly; padding round-trips every
+/// text and refuses what is not one.
 package enum SealInputChecks {
     static let sealer = TextSealer(key: ListKey(epoch: 1, material: Array(repeating: 7, count: 32))!, zone: "alice/fuzz")
     static let binding = SealBinding(zone: "alice/fuzz", entry: CompactID("e1")!, kind: 0x41, item: CompactID("i1")!,
@@ -16,6 +17,12 @@ package enum SealInputChecks {
         // A key record: what reads writes back to the same bytes.
         if let record = try? EpochKeyRecord(decoding: bytes) {
             precondition(record.encoded == bytes, "a key record did not write back to its bytes")
+        }
+        // A sealed change's body, under each of the three kinds: what reads writes back.
+        for kind in SealedChange.addKind...SealedChange.recolourKind {
+            if let change = try? SealedChange(.opaque(kind: kind, body: bytes)) {
+                precondition(change.body == bytes && change.kind == kind, "a sealed change did not write back to its body")
+            }
         }
         // Padding: what unpads pads back to the same bytes; any text pads and unpads to itself.
         if let text = SealPadding.unpad(bytes) {

@@ -112,6 +112,12 @@ import JournalSeal
             lines.append("plaintext\(i): \(hex(SealPadding.pad(text)!))")
             lines.append("sealed\(i): \(hex(try Self.sealer.seal(text, for: b, nonce: nonce).encoded))")
         }
+        // The first text as a whole sealed-add entry (FORMAT.md §6, SEALING.md §5): item ...aa at
+        // the head, the same binding and nonce.
+        let b = Self.binding()
+        let add = SealedChange.add(item: b.item!, after: nil, text: try Self.sealer.seal(texts[0], for: b, nonce: nonce))
+        let entry = JournalEntry(id: b.entry, zone: Self.zone, author: b.author, wallTime: b.wallTime, clock: b.clock, operation: add.operation)
+        lines.append("sealedAddEntry0: \(hex(EntryCodec.encode(entry)))")
         let key2 = ListKey(epoch: 2, material: Array(32..<64))!
         lines.append("key2: \(hex(key2.material))")
         lines.append("backLink2: \(hex(try key2.backLink(to: Self.key, zone: Self.zone, nonce: nonce)))")
@@ -123,7 +129,9 @@ import JournalSeal
             # 1764000000000 counter 3, wall time 1764000000123, epoch 1; nonce 24 repeated 12 times.
             # textKey1 is HKDF-SHA256(key1, salt: zone, info: "jlog-seal v1 text"); aadN the binding's
             # associated data, plaintextN the padded text, sealedN the value's bytes. backLink2 is
-            # key1 sealed under key2 (epoch 2, bytes 20..3f) with the same nonce.
+            # key1 sealed under key2 (epoch 2, bytes 20..3f) with the same nonce. sealedAddEntry0 is the
+            # whole entry (FORMAT.md §6) of a sealedAdd (kind 0x41) of that item at the head carrying
+            # sealed0: the binding's id, zone, author and clocks.
 
             \(lines.joined(separator: "\n"))
 
