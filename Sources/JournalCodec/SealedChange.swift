@@ -11,8 +11,11 @@ public enum SealedChange: Sendable, Hashable {
     /// `sealed bytes` (kind 0x43): the list's colour.
     case recolour(SealedValue)
 
+    /// The kind of a sealed add.
     public static let addKind: UInt8 = 0x41
+    /// The kind of a sealed rename.
     public static let renameKind: UInt8 = 0x42
+    /// The kind of a sealed recolour.
     public static let recolourKind: UInt8 = 0x43
 
     /// The entry kind that carries it.
