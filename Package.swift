@@ -215,7 +215,9 @@ let package = Package(
         ),
         .testTarget(
             name: "JournalSyncTests",
-            dependencies: ["JournalSync", "JournalSyncWire", "JournalService", "JournalSimulation", "JournalTesting", "JournalQuery", "ListModel", "JournalPostgres"]
+            dependencies: ["JournalSync", "JournalSyncWire", "JournalService", "JournalSimulation", "JournalTesting", "JournalQuery", "ListModel", "JournalPostgres",
+                           // Sealed lists end to end (SealedListTests): keys, sealing, opening.
+                           "JournalSeal"]
         ),
         .testTarget(
             name: "JournalServerTests",

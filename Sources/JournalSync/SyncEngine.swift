@@ -379,6 +379,28 @@ public actor SyncEngine {
         do { return try ListQuery(store: store).materialise(zone.storeName).state } catch { throw Self.queryError(error) }
     }
 
+    /// Records a change made for the entry that will carry it: `make` is given that entry's
+    /// stamp (its id, zone, author and clocks, drawn by the engine as for any change) and returns
+    /// the operation, which is then checked and written as `record(_:in:)` writes one. A sealed
+    /// list's change is made this way, because its text is sealed for its entry (Spec/SEALING.md
+    /// §2.3): `TextSealer.add(_:item:after:entry:author:clock:wallTime:)` with the stamp's fields.
+    /// An error `make` throws is `.invalid`, and nothing is written.
+    @discardableResult
+    public func record(in zone: ZoneID, making make: @Sendable (EntryStamp) throws -> EntryOperation) throws(SyncEngineError) -> JournalEntry {
+        try checkWritable(zone)
+        let stamp = newStamp(in: zone)
+        let operation: EntryOperation
+        do { operation = try make(stamp) } catch { throw .invalid("the change could not be made for its entry: \(error)") }
+        if let why = try refusal(of: operation, in: zone) { throw .refused(why) }
+        return try write([stamp.entry(operation)], in: zone)[0]
+    }
+
+    /// A new entry's id, author and clocks in `zone`.
+    private func newStamp(in zone: ZoneID) -> EntryStamp {
+        let now = clock.now()
+        return EntryStamp(id: CompactID.random(using: &rng), zone: zone.storeName, author: replica, clock: hlc.tick(wallMillis: now), wallTime: now)
+    }
+
     /// `recordUnchecked` of several: one state write (saved before the append: the clock never
     /// runs back across a restart, and a re-fetch in progress, which may replace the incarnation
     /// these go into, puts them back), one atomic append.
@@ -387,10 +409,14 @@ public actor SyncEngine {
         entries.reserveCapacity(operations.count)
         for operation in operations {
             if case .opaque(ListBase.kind, _) = operation { throw .refused(.notAnEdit("a list's base")) }
-            let now = clock.now()
-            entries.append(JournalEntry(id: CompactID.random(using: &rng), zone: zone.storeName, author: replica, wallTime: now,
-                                        clock: hlc.tick(wallMillis: now), operation: operation))
+            entries.append(newStamp(in: zone).entry(operation))
         }
+        return try write(entries, in: zone)
+    }
+
+    /// Writes local changes: the state first (the clock, and a re-fetch's pending changes), then
+    /// one atomic append.
+    private func write(_ entries: [JournalEntry], in zone: ZoneID) throws(SyncEngineError) -> [JournalEntry] {
         state.zones[zone.storeName]?.replacing?.pendingLocal += entries
         try save()
         do { try store.append(batch: entries) } catch { throw .storage(error) }

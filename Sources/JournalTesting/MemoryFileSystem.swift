@@ -125,6 +125,13 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         directories.insert(parentDirectory(path))
     }
 
+    /// Every file's path and bytes (a scan of all a store wrote, as a test reads a service's disk).
+    package func everyFile() -> [(path: String, bytes: [UInt8])] {
+        mutex.lock()
+        defer { mutex.unlock() }
+        return files.map { (path: $0.key, bytes: $0.value.data) }.sorted { $0.path < $1.path }
+    }
+
     package func contents(_ path: String) -> [UInt8]? {
         mutex.lock()
         defer { mutex.unlock() }

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+import JournalLog
+import JournalSeal
+import JournalService
+@testable import JournalSync
+
+/// A sealed list end to end as far as it is built (Spec/SEALING.md): the owner's device writes
+/// the epoch's key record and sealed changes through its engine, the service stores and serves
+/// them, and a member's device opens every text with its own account keys. The service holds
+/// none of the texts: every file it wrote and every entry it serves, decoded, is scanned for
+/// them, while the same scan finds every text of a plain list (the control).
+@Suite struct SealedListTests {
+    /// A text no other byte sequence is likely to hold.
+    static func canary() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
+        return "zq" + String((0..<16).map { _ in alphabet[Int.random(in: 0..<32)] })
+    }
+
+    /// The forms of `text` a scan looks for: UTF-8, UTF-16 (both orders), lowercase hex, and
+    /// base64 and base64url at each of the three alignments (the stable middle of each).
+    static func forms(_ text: String) -> [[UInt8]] {
+        let utf8 = Array(text.utf8)
+        var forms = [utf8, Array(text.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }),
+                     Array(text.utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }),
+                     Array(utf8.map { String(format: "%02x", $0) }.joined().utf8)]
+        for pad in 0..<3 {
+            let b64 = Data(Array(repeating: 0, count: pad) + utf8).base64EncodedString()
+            let middle = Array(b64.utf8.dropFirst(4).dropLast(4))
+            forms.append(middle)
+            forms.append(middle.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: "-") : $0 == UInt8(ascii: "/") ? UInt8(ascii: "_") : $0 })
+        }
+        return forms
+    }
+
+    /// The canaries any of `blobs` holds in any form.
+    static func found(_ canaries: [String], in blobs: [[UInt8]]) -> Set<String> {
+        Set(canaries.filter { c in Self.forms(c).contains { form in blobs.contains { $0.firstRange(of: form) != nil } } })
+    }
+
+    /// Everything the service holds: every file of its store, raw, and every entry it serves
+    /// for `zones`, decoded (a compressed batch hides nothing from the second).
+    static func serviceBytes(_ world: World, _ zones: [ZoneID]) throws -> [[UInt8]] {
+        try world.serverFS.everyFile().map(\.bytes) + zones.flatMap { try world.serviceEntries($0).map { EntryCodec.encode($0) } }
+    }
+
+    @Test func aMemberOpensEveryTextAndTheServiceHoldsNone() async throws {
+        let world = try World()
+        let alice = try world.device("alice:phone"), bob = try world.device("bob:phone")
+        let keys = ["alice": AccountKeys(account: "alice"), "bob": AccountKeys(account: "bob")]
+        let directory: @Sendable (String) -> AccountPublicKeys? = { keys[$0]?.publicKeys }
+
+        // A sealed list (a random zone name) and a plain one, the control.
+        let sealed = try await alice.engine.createList("Qm9vbXMtMTIzNDU"), plain = try await alice.engine.createList("weekly")
+        let key = ListKey.random(epoch: 1)
+        let record = try EpochKeys.record(for: key, previous: nil, reason: .creation, zone: sealed.storeName,
+                                          members: [keys["alice"]!.publicKeys, keys["bob"]!.publicKeys], creator: keys["alice"]!)
+        try await alice.engine.record(.opaque(kind: EpochKeyRecord.kind, body: record.encoded), in: sealed)
+        let sealer = TextSealer(key: key, zone: sealed.storeName)
+        let texts = (0..<6).map { _ in Self.canary() }, controls = (0..<6).map { _ in Self.canary() }
+        for text in texts.dropLast() {
+            try await alice.engine.record(in: sealed) { stamp in
+                try sealer.add(text, item: CompactID.random(), after: nil, entry: stamp.id, author: stamp.author,
+                               clock: stamp.clock, wallTime: stamp.wallTime).operation
+            }
+        }
+        try await alice.engine.record(in: sealed) { stamp in
+            try sealer.rename(to: texts.last!, entry: stamp.id, author: stamp.author, clock: stamp.clock, wallTime: stamp.wallTime).operation
+        }
+        for text in controls { try await alice.add(text, plain) }
+        _ = try await bob.engine.accept(try await alice.engine.share(sealed, with: "bob"))
+        await settle([alice, bob], rounds: 3)
+
+        // Bob's device: the key record from the list itself, opened with his keys; every text.
+        let entries = try bob.store.changes(in: sealed.storeName, since: nil, limit: 1_000).entries.map(\.entry)
+        let records = try entries.compactMap { e -> EpochKeyRecord? in
+            guard case .opaque(EpochKeyRecord.kind, let body) = e.operation else { return nil }
+            return try EpochKeyRecord(decoding: body)
+        }
+        let ring = try ListKeyring(zone: sealed.storeName, records: records, account: keys["bob"]!, publicKeys: directory)
+        let opened = try entries.compactMap { e -> String? in
+            guard let change = try SealedChange(e.operation) else { return nil }
+            return try ring.sealer(epoch: change.text.epoch)!.open(change, in: e)
+        }
+        #expect(opened.sorted() == texts.sorted())
+
+        // The service: none of the sealed list's texts, every one of the plain list's.
+        let bytes = try Self.serviceBytes(world, [sealed, plain])
+        #expect(Self.found(texts, in: bytes).isEmpty)
+        #expect(Self.found(controls, in: bytes) == Set(controls), "the scan finds plain text (positive control)")
+    }
+}
