@@ -30,9 +30,31 @@ enum UploadPolicy {
         case .join, .leave: return "participants join and leave through shares (accept, remove), not by upload"
         case .place: return "place entries are the service's compactor's"
         case .opaque(ListBase.kind, _): return "a base is a device's copy of its service's snapshot, never uploaded"
+        case .opaque(SealedChange.addKind...SealedChange.recolourKind, _): if let why = sealedRefusal(e) { return why }
+        case .opaque(EpochKeyRecord.kind, let body):
+            do throws(CodecError) { _ = try EpochKeyRecord(decoding: body) } catch { return "the key record does not read: \(error)" }
         default: break
         }
         return JournalStore.refusal(e)
+    }
+
+    /// Why a sealed change (SEALING.md §5) is refused, or nil: its body must read, and its entry
+    /// id and an add's item id must be random (version 4) UUIDs, since a text id, or one derived
+    /// from the entry (FORMAT.md §7.5, version 8), can give its text away.
+    static func sealedRefusal(_ e: JournalEntry) -> String? {
+        guard isRandomUUID(e.id) else { return "a sealed change's entry id is a random (version 4) UUID, not \(QuotedInput.quote(e.id.description))" }
+        let change: SealedChange?
+        do throws(CodecError) { change = try SealedChange(e.operation) } catch { return "the sealed change does not read: \(error)" }
+        if let item = change?.item, !isRandomUUID(item) {
+            return "a sealed add's item id is a random (version 4) UUID, not \(QuotedInput.quote(item.description))"
+        }
+        return nil
+    }
+
+    /// Whether `id` is a version-4 UUID of RFC 9562's variant.
+    static func isRandomUUID(_ id: CompactID) -> Bool {
+        guard let (high, low) = id.uuidHalves else { return false }
+        return (high >> 12) & 0xF == 4 && low >> 62 == 0b10
     }
 
     /// An entry's encoded bytes (FORMAT.md §6): what upload and page limits count.

@@ -27,7 +27,7 @@ import JournalSyncWire
         let phone = try HTTPDevice(server, replica: "alice:phone", credential: try server.credential("alice"))
         let ipad = try HTTPDevice(server, replica: "alice:ipad", credential: try server.credential("alice"))
         let list = try await phone.engine.createList("weekly")
-        try await phone.engine.recordUnchecked(.opaque(kind: 0x41, body: [9, 9]), in: list)
+        try await phone.engine.recordUnchecked(.opaque(kind: 0x50, body: [9, 9]), in: list)
         #expect(await phone.sync().isComplete)
         let r = await ipad.sync()
         #expect(r.isComplete, "\(r.errors)")

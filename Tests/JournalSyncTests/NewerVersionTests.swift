@@ -9,8 +9,9 @@ import ListModel
 /// kind this version does not read (0x40–0x7F) is stored, synced and handed on byte for byte,
 /// not shown; the list says "update the app", and nothing is retried or refused for it.
 @Suite struct NewerVersionTests {
-    /// A change of kind 0x41, as a newer version (a `move`, say) writes it.
-    static let newer = EntryOperation.opaque(kind: 0x41, body: [0x01, 0x02, 0x03])
+    /// A change of kind 0x50, as a newer version (a `move`, say) writes it (0x41–0x43 are the
+    /// sealed lists', whose form a service checks).
+    static let newer = EntryOperation.opaque(kind: 0x50, body: [0x01, 0x02, 0x03])
 
     /// Alice's newer phone writes one into the list her older iPad holds.
     static func newerChangeOnAnOlderDevice() async throws -> (World, phone: Device, ipad: Device, ZoneID, JournalEntry) {

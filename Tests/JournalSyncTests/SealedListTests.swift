@@ -89,4 +89,37 @@ import JournalService
         #expect(Self.found(texts, in: bytes).isEmpty)
         #expect(Self.found(controls, in: bytes) == Set(controls), "the scan finds plain text (positive control)")
     }
+
+    /// The service refuses a sealed change whose ids could give its text away, or whose body
+    /// does not read, and a key record that does not read (SEALING.md §5, §4.2); a well-formed
+    /// sealed change is stored.
+    @Test func theServiceRefusesSealedChangesWithTextOrDerivedIDsAndBodiesThatDoNotRead() throws {
+        let world = try World()
+        let list = ZoneID(owner: "alice", name: "Qm9vbXMtMTIzNDU")!
+        try world.core.createZone(caller: "alice", zone: list)
+        let sealer = TextSealer(key: ListKey.random(epoch: 1), zone: list.storeName)
+        let clock = HybridTime(physicalMillis: UInt64(world.clock.now()), counter: 0)
+        func entry(_ id: CompactID, _ operation: EntryOperation) -> JournalEntry {
+            JournalEntry(id: id, zone: list.storeName, author: "alice:phone", wallTime: world.clock.now(), clock: clock, operation: operation)
+        }
+        func add(id: CompactID, item: CompactID) throws -> JournalEntry {
+            entry(id, try sealer.add("Milk", item: item, after: nil, entry: id, author: "alice:phone", clock: clock, wallTime: world.clock.now()).operation)
+        }
+        let good = try add(id: .random(), item: .random())
+        let textID = try add(id: CompactID("milk-add")!, item: .random())
+        let textItem = try add(id: .random(), item: CompactID("milk")!)
+        // A version-8 id, as FORMAT.md §7.5 derives one from the entry.
+        let derived = try add(id: CompactID(uuidHigh: 0x1234_5678_9abc_8def, low: 0x8000_0000_0000_0001), item: .random())
+        let garbled = entry(.random(), .opaque(kind: SealedChange.renameKind, body: [3, 1, 2, 3]))
+        let badRecord = entry(.random(), .opaque(kind: EpochKeyRecord.kind, body: [1, 0]))
+        var result = UploadResult()
+        do { _ = try world.core.upload(caller: "alice", entries: [good, textID, textItem, derived, garbled, badRecord], to: list) } catch {
+            guard case .partialFailure(let partial) = error else { throw error }
+            result = partial
+        }
+        #expect(result.saved == [good.id])
+        for refused in [textID, textItem, derived, garbled, badRecord] {
+            guard case .invalid = result.failed[refused.id] else { Issue.record("\(refused.id) was not refused: \(String(describing: result.failed[refused.id]))"); continue }
+        }
+    }
 }
