@@ -31,7 +31,7 @@ package final class IdentityProvider: Sendable {
     static let refreshInterval: Duration = .seconds(600)
     static let retryInterval: Duration = .seconds(30)
     static let fetchTimeout: TimeInterval = 10
-    private let state = Mutex<(keys: IdentityKeys?, read: ContinuousClock.Instant?, failure: String?)>((nil, nil, nil))
+    private let state = Mutex<(keys: IdentityKeys?, read: ContinuousClock.Instant?)>((nil, nil))
 
     package init(policy: IdentityPolicy, source: KeySource) {
         self.policy = policy
@@ -42,7 +42,7 @@ package final class IdentityProvider: Sendable {
     /// with a key set it cannot use).
     package func load() async throws(IdentityTokenError) {
         let keys = try await Self.read(source)
-        state.withLock { $0 = (keys, .now, nil) }
+        state.withLock { $0 = (keys, .now) }
     }
 
     /// The account `token` names, or why it is not taken: `keysUnavailable` when the keys could
@@ -64,10 +64,11 @@ package final class IdentityProvider: Sendable {
         if let keys, let read, ContinuousClock.now - read < limit { return keys }
         do {
             let fresh = try await Self.read(source)
-            state.withLock { $0 = (fresh, .now, nil) }
+            state.withLock { $0 = (fresh, .now) }
             return fresh
         } catch {
-            state.withLock { $0.read = .now; $0.failure = error.description }
+            // Not read again before the interval is up, whether or not it answers.
+            state.withLock { $0.read = .now }
             // Keys read before still verify the tokens they verified; only none at all is a failure.
             if let keys { return keys }
             throw .keysUnavailable(error.description)
