@@ -76,7 +76,7 @@ package enum EntryJSON {
         case .markOff(let item), .unmark(let item), .delete(let item):
             put(#","item":"#, &out)
             appendID(item, to: &out)
-        case .place(let item, let after):
+        case .place(let item, let after), .move(let item, let after):
             put(#","item":"#, &out)
             appendID(item, to: &out)
             put(#","after":"#, &out)

@@ -123,6 +123,7 @@ extension EntryJSON {
             case (4, 0x6E69_6F6A): return Int(EntryOperation.Kind.join.rawValue)
             case (5, 0x65_7661_656C): return Int(EntryOperation.Kind.leave.rawValue)
             case (5, 0x65_6361_6C70): return Int(EntryOperation.Kind.place.rawValue)
+            case (4, 0x6576_6F6D): return Int(EntryOperation.Kind.move.rawValue)
             default: break
             }
             guard u.count == 6, u[0] == 0x6F, u[1] == 0x70, u[2] == 0x30, u[3] == 0x78,
@@ -130,12 +131,15 @@ extension EntryJSON {
             return 0x100 | Int(hi << 4 | lo)
         }
         guard match >= 0 else {
-            throw EntryJSONError(message: "unknown op \(quoted(r.string(opValue))) (expected add, markOff, unmark, delete, rename, recolour, join, leave, place or op0x40…op0xff)",
+            throw EntryJSONError(message: "unknown op \(quoted(r.string(opValue))) (expected add, markOff, unmark, delete, rename, recolour, join, leave, place, move or op0x41…op0xff)",
                                  column: r.f.op.column)
         }
         let kindByte = UInt8(truncatingIfNeeded: match)
         if match >= 0x100 && kindByte < EntryOperation.firstNewerListKind {
-            throw EntryJSONError(message: "op \(quoted(r.string(opValue))) is not an opaque kind (those are op0x40…op0xff)", column: r.f.op.column)
+            throw EntryJSONError(message: "op \(quoted(r.string(opValue))) is not an opaque kind (those are op0x41…op0xff)", column: r.f.op.column)
+        }
+        if match >= 0x100, let defined = EntryOperation.Kind(rawValue: kindByte) {
+            throw EntryJSONError(message: "op \(quoted(r.string(opValue))) is \"\(defined.name)\", not an opaque kind (write op \"\(defined.name)\")", column: r.f.op.column)
         }
         return kindByte
     }
@@ -145,11 +149,11 @@ extension EntryJSON {
         let takesItem: Bool, takesText: Bool
         switch kind {
         case .add: (takesItem, takesText) = (true, true)
-        case .markOff, .unmark, .delete, .place: (takesItem, takesText) = (true, false)
+        case .markOff, .unmark, .delete, .place, .move: (takesItem, takesText) = (true, false)
         case .rename, .recolour, .join, .leave: (takesItem, takesText) = (false, true)
         case nil: (takesItem, takesText) = (false, false)
         }
-        let takesAfter = kind == .add || kind == .place, takesBody = kind == nil
+        let takesAfter = kind == .add || kind == .place || kind == .move, takesBody = kind == nil
         func forbid(_ key: Key, unless applies: Bool) throws(EntryJSONError) {
             guard !applies, !r.f[key].value.isAbsent else { return }
             throw EntryJSONError(message: "\"\(key.name)\" does not apply to op \"\(opName)\"", column: r.f[key].keyColumn)
@@ -168,6 +172,7 @@ extension EntryJSON {
             let text = r.string(try r.requireString(.text, " (the item text, required for op \"add\")"))
             return .add(item: item, text: text, after: try r.after())
         case .place: return .place(item: try r.item(for: "place"), after: try r.after())
+        case .move: return .move(item: try r.item(for: "move"), after: try r.after())
         case .markOff: return .markOff(item: try r.item(for: opName))
         case .unmark: return .unmark(item: try r.item(for: opName))
         case .delete: return .delete(item: try r.item(for: opName))

@@ -49,6 +49,11 @@ public enum EntryOperation: Hashable, Sendable {
     /// its exact place when the finished items it followed are purged (MERGE.md §3.4). Stores of
     /// minor version ≥ 2 only.
     case place(item: CompactID, after: CompactID?)
+    /// Moves an item to just after `after` (at the top when nil); the item's latest move decides
+    /// where it shows, and items added after it while it stood somewhere stay there (MERGE.md
+    /// §3.5). Kind 0x40, the first of the range newer versions define: a reader older than this
+    /// one carries it as opaque.
+    case move(item: CompactID, after: CompactID?)
     /// A kind this version does not interpret, kept byte for byte: a list change of a newer
     /// version (0x40–0x7F, `isNewerListChange`), or a record of the layers above (0x80–0xFF:
     /// the service's records, a list's base, a compaction record).
@@ -69,6 +74,8 @@ public enum EntryOperation: Hashable, Sendable {
     public enum Kind: UInt8, CaseIterable, Sendable {
         /// One case per interpreted operation; the raw value is the kind byte on disk.
         case add = 1, markOff = 2, unmark = 3, delete = 4, rename = 5, recolour = 6, join = 7, leave = 8, place = 9
+        /// `move` (MERGE.md §3.5), the first kind of the range newer versions define.
+        case move = 0x40
         /// The kind's name as used in JSON and `jlog` output, e.g. `markOff`.
         public var name: String {
             switch self {
@@ -81,6 +88,7 @@ public enum EntryOperation: Hashable, Sendable {
             case .join: "join"
             case .leave: "leave"
             case .place: "place"
+            case .move: "move"
             }
         }
         /// The kind with this name; nil if `name` is not a known kind.
@@ -107,6 +115,7 @@ public enum EntryOperation: Hashable, Sendable {
         case .join: Kind.join.rawValue
         case .leave: Kind.leave.rawValue
         case .place: Kind.place.rawValue
+        case .move: Kind.move.rawValue
         case .opaque(let k, _): k
         }
     }
@@ -120,7 +129,7 @@ public enum EntryOperation: Hashable, Sendable {
     /// The item the operation acts on; nil for list-level and opaque operations.
     public var item: CompactID? {
         switch self {
-        case .add(let i, _, _), .markOff(let i), .unmark(let i), .delete(let i), .place(let i, _): i
+        case .add(let i, _, _), .markOff(let i), .unmark(let i), .delete(let i), .place(let i, _), .move(let i, _): i
         default: nil
         }
     }
@@ -163,7 +172,7 @@ package enum EntryCodec {
             item.encode(into: &w)
             encodeAfter(after, into: &w)
             w.string(text)
-        case .place(let item, let after):
+        case .place(let item, let after), .move(let item, let after):
             item.encode(into: &w)
             encodeAfter(after, into: &w)
         case .markOff(let item), .unmark(let item), .delete(let item):
@@ -217,6 +226,7 @@ package enum EntryCodec {
             if p.isEmpty || p.utf8.count > Limits.maxAuthorBytes { return "participant must be 1...\(Limits.maxAuthorBytes) UTF-8 bytes" }
         case .opaque(let k, let body):
             if k < EntryOperation.firstNewerListKind { return "opaque operation kinds are 0x40…0xff (0x0a…0x3f are reserved)" }
+            if let defined = EntryOperation.Kind(rawValue: k) { return "kind 0x\(String(k, radix: 16)) is \(defined.name), not opaque" }
             if body.count > Limits.maxPayloadBytes { return "opaque body too large" }
         default: break
         }
@@ -290,6 +300,9 @@ package enum EntryCodec {
         case .place:
             let item = try CompactID.decode(&r, field: "item")
             op = .place(item: item, after: try decodeAfter(&r))
+        case .move:
+            let item = try CompactID.decode(&r, field: "item")
+            op = .move(item: item, after: try decodeAfter(&r))
         case nil:
             guard kind >= EntryOperation.firstNewerListKind else { throw CodecError(.unknownOperation(kind), at: kindAt) }
             op = .opaque(kind: kind, body: Array(try r.bytes(r.remaining)))

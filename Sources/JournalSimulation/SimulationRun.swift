@@ -152,7 +152,7 @@ final class SimulationRun {
         guard let zone = pick(await node.engine.lists) else { return }
         let known = items[zone.storeName] ?? []
         let op: JournalCodec.EntryOperation
-        switch rng.next() % 10 {
+        switch rng.next() % 11 {
         case 0..<4:
             itemCounter += 1
             let item = CompactID("i\(itemCounter)")!
@@ -162,6 +162,10 @@ final class SimulationRun {
         case 6: guard let i = pick(known) else { return }; op = .unmark(item: i)
         case 7: guard let i = pick(known) else { return }; op = .delete(item: i)
         case 8: op = .rename(name: "List \(rng.next() % 100)")
+        case 9:
+            // A move (Spec/MERGE.md §3.5): to the top or after another item, any of them.
+            guard let i = pick(known) else { return }
+            op = .move(item: i, after: rng.next() % 4 == 0 ? nil : pick(known))
         default: op = .recolour(colour: ["red", "green", "blue"][Int(rng.next() % 3)])
         }
         do throws(SyncEngineError) {

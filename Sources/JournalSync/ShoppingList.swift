@@ -65,6 +65,14 @@ public struct ShoppingList: Sendable, Hashable {
         try await engine.record(.delete(item: item), in: zone)
     }
 
+    /// Moves `item` to just after `anchor` (to the top when nil); the items around it stay where
+    /// they are, and items added after it from now on follow it (Spec/MERGE.md §3.5). When two
+    /// devices move one item at once, the later move wins on both. Refused: an item or an anchor
+    /// not on the list, or an item put after itself.
+    public func move(_ item: CompactID, after anchor: CompactID?) async throws(SyncEngineError) {
+        try await engine.record(.move(item: item, after: anchor), in: zone)
+    }
+
     /// Renames the list. Refused: an empty name, or one over `ListEdit.maxTextBytes`.
     public func rename(_ name: String) async throws(SyncEngineError) {
         try await engine.record(.rename(name: name), in: zone)

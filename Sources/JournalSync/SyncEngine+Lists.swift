@@ -109,7 +109,7 @@ extension SyncEngine {
         moveHeldToApply(zone.storeName) { e in
             if ids.contains(e.id) { return true }
             switch e.operation {
-            case .markOff(let item), .unmark(let item), .delete(let item): return items.contains(item)
+            case .markOff(let item), .unmark(let item), .delete(let item), .move(let item, _): return items.contains(item)
             default: return false
             }
         }

@@ -366,12 +366,12 @@ public actor SyncEngine {
     }
 
     /// The list as this device holds it when one of `operations` names an item (an add after
-    /// one, a mark-off, unmark or delete); else an empty one, read from nothing.
+    /// one, a mark-off, unmark, delete or move); else an empty one, read from nothing.
     private func listToCheck(_ operations: [EntryOperation], in zone: ZoneID) throws(SyncEngineError) -> ListState {
         let namesItems = operations.contains { op in
             switch op {
             case .add(_, _, let after): after != nil
-            case .markOff, .unmark, .delete: true
+            case .markOff, .unmark, .delete, .move: true
             default: false
             }
         }

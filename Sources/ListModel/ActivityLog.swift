@@ -5,9 +5,11 @@ public enum ActivityKind: UInt8, Hashable, Sendable, CaseIterable {
     /// One case per interpreted operation: an item added, marked off, unmarked or deleted; the list
     /// renamed or recoloured; a participant joined or left.
     case added = 1, markedOff = 2, unmarked = 3, deleted = 4, renamed = 5, recoloured = 6, joined = 7, left = 8
+    /// An item moved to another place on the list (MERGE.md §3.5).
+    case moved = 0x40
 
     /// Whether the event is about one item (and so carries `item`).
-    public var isItemEvent: Bool { rawValue <= 4 }
+    public var isItemEvent: Bool { rawValue <= 4 || self == .moved }
 }
 
 /// One change in a list's history: who, what, when.
@@ -96,6 +98,7 @@ public struct ActivityLog: Sendable, Equatable {
         case .markOff(let i): kind = .markedOff; item = i
         case .unmark(let i): kind = .unmarked; item = i
         case .delete(let i): kind = .deleted; item = i
+        case .move(let i, _): kind = .moved; item = i
         case .rename(let t): kind = .renamed; text = t
         case .recolour(let t): kind = .recoloured; text = t
         case .join(let p): kind = .joined; text = p

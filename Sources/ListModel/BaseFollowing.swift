@@ -14,7 +14,7 @@ extension ListBase {
     /// 1. For each id in `purged` and in `placed` (each placement's `entry`): every item record
     ///    whose winning add or winning place is that entry loses that winner (its key, hlc |
     ///    author | id, is remembered); every record whose winning mark is a purged entry loses its
-    ///    mark.
+    ///    mark; every move that is a purged entry is dropped (a record keeps all its moves).
     /// 2. For each placement `X → place(item I, after: A)` whose `X` was a winner in step 1: `I`
     ///    gets a winning place with `X`'s key and anchor `A` (a record is made for `I` when the
     ///    snapshot has none), unless `I` holds a place with a lesser key (the first place wins,
@@ -146,6 +146,21 @@ extension ListReducer {
                 touched = true
             }
             records[i] = rec
+            // Every move is held (MERGE.md §3.5), so every purged one is dropped here; the
+            // compactor removes a moved item only whole (COMPACTION.md §2.2).
+            if rec.flags & ItemFlag.moved != 0, var list = moves[Int32(i)] {
+                let before = list.count
+                list.removeAll { m in
+                    guard purged.contains(EntryKey(m.entry)) else { return false }
+                    purgedWinners.insert(EntryKey(m.entry))
+                    return true
+                }
+                if list.count != before {
+                    touched = true
+                    moves[Int32(i)] = list.isEmpty ? nil : list
+                    if list.isEmpty { records[i].flags &= ~ItemFlag.moved }
+                }
+            }
         }
         guard touched || !found.isEmpty else { return false }
 

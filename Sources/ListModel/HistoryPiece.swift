@@ -95,6 +95,7 @@ package struct HistoryPieceEncoder: Sendable {
         case .markOff(let item): event(.markedOff, e, item: item)
         case .unmark(let item): event(.unmarked, e, item: item)
         case .delete(let item): event(.deleted, e, item: item)
+        case .move(let item, _): event(.moved, e, item: item)
         case .rename(let t): event(.renamed, e, text: t)
         case .recolour(let t): event(.recoloured, e, text: t)
         case .join(let p): event(.joined, e, text: p)

@@ -24,7 +24,7 @@ public enum ListEditError: Error, Sendable, Equatable, CustomStringConvertible {
         case .textTooLong(let field, let bytes):
             "the \(field) is \(bytes) bytes of UTF-8, over the limit of \(ListEdit.maxTextBytes)"
         case .unknownItem(let id): "no item \(QuotedInput.quote(id.description)) on the list: it was never added on this device, or it was deleted"
-        case .anchorNotOnList(let id): "the item to add after, \(QuotedInput.quote(id.description)), is not on the list"
+        case .anchorNotOnList(let id): "the item to put it after, \(QuotedInput.quote(id.description)), is not on the list"
         case .anchoredToItself(let id): "the item \(QuotedInput.quote(id.description)) cannot be placed after itself"
         case .notAnEdit(let what): "\(what) is not an edit a device records: the service or the compactor writes it"
         }
@@ -69,6 +69,11 @@ public enum ListEdit {
             return isOnList(after) ? nil : .anchorNotOnList(after)
         case .markOff(let item), .unmark(let item), .delete(let item):
             return isOnList(item) ? nil : .unknownItem(item)
+        case .move(let item, let after):
+            guard isOnList(item) else { return .unknownItem(item) }
+            guard let after else { return nil }
+            if after == item { return .anchoredToItself(item) }
+            return isOnList(after) ? nil : .anchorNotOnList(after)
         case .rename(let name): return checkText(name, field: "list's name")
         case .recolour(let colour): return checkText(colour, field: "list's colour")
         case .place: return .notAnEdit("a place")

@@ -51,6 +51,9 @@ package struct ListReducer: Sendable {
     var texts: [String] = []
     /// Record number → its winning `place` key, for records flagged `placed`.
     var placements: [Int32: Placement] = [:]
+    /// Record number → every move of the item, in change-key order, for records flagged `moved`
+    /// (MERGE.md §3.5).
+    var moves: [Int32: [ItemMove]] = [:]
 
     var name: Register<String>?
     var colour: Register<String>?
@@ -89,6 +92,7 @@ package struct ListReducer: Sendable {
         guard let e = textIDs.existing(id) else { return false }
         if seen.contains(e) { return true }
         if placements.values.contains(where: { $0.entry == e }) { return true }
+        if moves.values.contains(where: { $0.contains { $0.entry == e } }) { return true }
         for r in records {
             if r.flags & ItemFlag.added != 0, r.addEntry == e { return true }
             if r.flags & ItemFlag.marked != 0, r.markEntry == e { return true }
@@ -126,6 +130,8 @@ package struct ListReducer: Sendable {
             new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e.pointee), false)
         case .place(let item, let after):
             new = place(slot(item), e, after)
+        case .move(let item, let after):
+            new = move(slot(item), e, after)
         case .opaque(ListBase.kind, let snapshot):
             // Not an entry of the list: its state (ListBase), adopted once or reported.
             guard !seen.contains(entryRID(e)) else { return false }
@@ -413,6 +419,14 @@ package struct ListReducer: Sendable {
         return ChangeKey(clock: HybridTime(rawValue: p.clock), author: authors[Int(p.author)], entry: textIDs.compact(p.entry))
     }
 
+    /// Each move's key and anchor id, in change-key order (MERGE.md §3.5).
+    func moveKeys(_ i: Int) -> [(ChangeKey, CompactID?)] {
+        (moves[Int32(i)] ?? []).map { m in
+            (ChangeKey(clock: HybridTime(rawValue: m.clock), author: authors[Int(m.author)], entry: textIDs.compact(m.entry)),
+             m.anchor < 0 ? nil : textIDs.compact(records[Int(m.anchor)].id))
+        }
+    }
+
     func markKey(_ i: Int) -> ChangeKey? {
         let r = records[i]
         guard r.flags & ItemFlag.marked != 0 else { return nil }
@@ -432,7 +446,7 @@ extension ListReducer: Equatable {
             guard let j = b.find(a.textIDs.compact(a.records[i].id)) else { return false }
             let x = a.records[i], y = b.records[j]
             guard x.flags & ItemFlag.stored == y.flags & ItemFlag.stored, a.addKey(i) == b.addKey(j), a.markKey(i) == b.markKey(j),
-                  a.placeKey(i) == b.placeKey(j),
+                  a.placeKey(i) == b.placeKey(j), a.moveKeys(i).elementsEqual(b.moveKeys(j), by: { $0 == $1 }),
                   sameUTF8(a.texts[i], b.texts[j]), x.addedAt == y.addedAt, x.markedAt == y.markedAt else { return false }
             guard (x.anchor < 0) == (y.anchor < 0),
                   x.anchor < 0 || a.textIDs.compact(a.records[Int(x.anchor)].id) == b.textIDs.compact(b.records[Int(y.anchor)].id) else { return false }

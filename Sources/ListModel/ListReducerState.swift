@@ -139,6 +139,7 @@ extension ListReducer {
     func countedLinearOrder(smallGroup: Int = ReducerOrder.smallGroup) -> (order: [Int32], visible: Int, shown: [Bool]) {
         // Integer sort keys: hlc and the author's rank in UTF-8 order; the entry id breaks ties.
         let rank = byteOrderRanks(authors.strings)
+        if !moves.isEmpty { return orderWithMoves(rank: rank, smallGroup: smallGroup) }
         return records.withUnsafeBufferPointer { rec in
             rank.withUnsafeBufferPointer { rank in
                 ReducerOrder(records: rec, rank: rank, textIDs: textIDs, placements: placements, smallGroup: smallGroup).run()

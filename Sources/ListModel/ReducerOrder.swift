@@ -12,14 +12,30 @@ final class ReducerOrder {
     let placements: [Int32: Placement]
     /// Sibling groups up to this size are sorted by `sortSmallGroup`.
     let smallGroup: Int
+    /// Records from this number on are moves' nodes (MERGE.md §3.5), each a run of its own.
+    let firstMoveNode: Int32
 
     init(records: UnsafeBufferPointer<ItemRecord>, rank: UnsafeBufferPointer<Int32>, textIDs: ReducerTextIDs,
-         placements: [Int32: Placement], smallGroup: Int = ReducerOrder.smallGroup) {
+         placements: [Int32: Placement], smallGroup: Int = ReducerOrder.smallGroup, firstMoveNode: Int = Int(Int32.max)) {
         self.records = records
         self.rank = rank
         self.textIDs = textIDs
         self.placements = placements
         self.smallGroup = smallGroup
+        self.firstMoveNode = Int32(clamping: firstMoveNode)
+    }
+
+    /// Whether a sibling is a move's node: those are left out when the others form their runs
+    /// (grouped after every author's siblings), and each is a run of its own.
+    @inline(__always)
+    func isMove(_ k: Key) -> Bool { k.record >= firstMoveNode }
+
+    /// Whether a run ends between two siblings adjacent in (author, change key) order: another
+    /// author, more than the run window apart, or either one a move's node.
+    @inline(__always)
+    func runBreaks(_ x: Key, _ y: Key) -> Bool {
+        x.rank != y.rank || SiblingRun.breaks(after: x.clock, before: y.clock)
+            || x.record >= firstMoveNode || y.record >= firstMoveNode
     }
 
     /// A record's key in the tree (its placement's when placed, else its winning add's) with its
@@ -137,7 +153,7 @@ final class ReducerOrder {
             if a != b { return self.textIDs.less(a, b) }
             return x.record > y.record
         }
-        if keys.count >= 32 && rank.count <= keys.count {
+        if keys.count >= 32 && rank.count <= keys.count && firstMoveNode == Int32.max {
             // A large group: bucket by author first (stable, linear), then sort each author's
             // siblings. Records arrive in change order (a replay) or in list order (a decoded
             // snapshot, each author's siblings newest first), so each author's slice is one or
@@ -158,13 +174,15 @@ final class ReducerOrder {
                 slice.sort(by: byKey)
             }
         } else {
-            keys.sort { x, y in x.rank != y.rank ? x.rank < y.rank : byKey(x, y) }
+            keys.sort { x, y in
+                if self.isMove(x) != self.isMove(y) { return !self.isMove(x) }
+                return x.rank != y.rank ? x.rank < y.rank : byKey(x, y)
+            }
         }
         runs.removeAll(keepingCapacity: true)
         var start = 0
         for k in 0..<keys.count {
-            let ends = k == keys.count - 1 || keys[k].rank != keys[k + 1].rank
-                || SiblingRun.breaks(after: keys[k].clock, before: keys[k + 1].clock)
+            let ends = k == keys.count - 1 || runBreaks(keys[k], keys[k + 1])
             if ends {
                 runs.append((keys[k], start, k))
                 start = k + 1
@@ -194,6 +212,7 @@ final class ReducerOrder {
         guard n > 1 else { return }
         // By author, then change key; equal keys keep ascending record numbers in the output.
         @inline(__always) func byAuthorThenKey(_ x: Key, _ y: Key) -> Bool {
+            if isMove(x) != isMove(y) { return !isMove(x) }
             if x.rank != y.rank { return x.rank < y.rank }
             if x.clock != y.clock { return x.clock < y.clock }
             let a = entry(x.record), b = entry(y.record)
@@ -212,8 +231,7 @@ final class ReducerOrder {
         withUnsafeTemporaryAllocation(of: (top: Key, start: Int, end: Int).self, capacity: n) { runs in
             var count = 0, start = 0
             for k in 0..<n {
-                let ends = k == n - 1 || keys[k].rank != keys[k + 1].rank
-                    || SiblingRun.breaks(after: keys[k].clock, before: keys[k + 1].clock)
+                let ends = k == n - 1 || runBreaks(keys[k], keys[k + 1])
                 if ends {
                     // Runs newest first, by their newest member.
                     let run = (top: keys[k], start: start, end: k)

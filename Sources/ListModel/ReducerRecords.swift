@@ -30,13 +30,15 @@ enum ItemFlag {
     /// anchor and key (held in `ListReducer.placements`), whatever its add says. Visible only
     /// with an add and no delete.
     static let placed: UInt8 = 16
+    /// A `move` entry has arrived (MERGE.md §3.5): the item's moves are in `ListReducer.moves`.
+    static let moved: UInt8 = 32
     /// In the tree: placed, or added.
     static let inTree: UInt8 = added | placed
     /// The flags a snapshot stores (SNAPSHOT.md §3); the others are in memory only.
-    static let stored: UInt8 = 31
+    static let stored: UInt8 = 63
     /// In memory only: the tombstone's delete entry is known (it is held in `markEntry`, which a
     /// tombstone does not otherwise use). Not known for tombstones decoded from a snapshot.
-    static let deleteKnown: UInt8 = 32
+    static let deleteKnown: UInt8 = 64
 }
 
 /// One item record: plain data (no references), so records live in one contiguous array that
@@ -66,4 +68,15 @@ struct Placement: Sendable, Equatable {
     var clock: UInt64
     var author: Int32
     var entry: RID
+}
+
+/// One `move` of an item (MERGE.md §3.5): its key and the record it names as anchor. Every move
+/// of an item is kept, not only the winner (the latest): each is a place in the tree, where the
+/// items added after the moved item while it stood there stay.
+struct ItemMove: Sendable, Equatable {
+    var clock: UInt64
+    var author: Int32
+    var entry: RID
+    /// Record number of the anchor the move names, or -1 for the head.
+    var anchor: Int32
 }

@@ -63,6 +63,8 @@ struct RetentionPass {
             let a = planner.places[Int(planner.placeSlot[c])].after
             if a >= 0 && Int(a) != c { edges.append((Int32(c), a)) }
         }
+        // A move's node hangs under its anchor (MERGE.md §3.5): the anchor goes only with it.
+        edges.append(contentsOf: planner.moveAnchors)
         var childCount = [Int32](repeating: 0, count: n + 1)
         var parentCount = [Int32](repeating: 0, count: n + 1)
         for (c, p) in edges {
@@ -84,23 +86,8 @@ struct RetentionPass {
     /// head or the orphans, not into an anchor cycle, MERGE.md §3.3), all old, and finished
     /// (deleted or marked off) or only placed.
     func leaves() -> [Bool] {
-        var rooted = [UInt8](repeating: 0, count: n)  // 0 unknown, 1 on the walk, 2 rooted, 3 not
-        var walk: [Int] = []
-        for i in 0..<n where rooted[i] == 0 && inTree(i) {
-            var v = i
-            var verdict: UInt8 = 2
-            while true {
-                if rooted[v] >= 2 { verdict = rooted[v]; break }
-                if rooted[v] == 1 { verdict = 3; break }
-                rooted[v] = 1
-                walk.append(v)
-                let p = treeParent(v)
-                if p < 0 { verdict = 2; break }
-                v = p
-            }
-            for w in walk { rooted[w] = verdict }
-            walk.removeAll(keepingCapacity: true)
-        }
+        var rooted = Self.rootedness(count: n, inTree, parent: treeParent)
+        if !planner.moves.isEmpty { rootedWithMoves(&rooted) }
         var leaves = [Bool](repeating: false, count: n)
         for i in 0..<n where rooted[i] == 2 && allOld(i) {
             let flags = planner.tallies[i].flags
@@ -108,6 +95,29 @@ struct RetentionPass {
             leaves[i] = placed(i) && !hasAdd || hasAdd && flags & (RetentionPlanner.deleted | RetentionPlanner.markedOff) != 0
         }
         return leaves
+    }
+
+    /// Each node's rootedness: 2 when its parents (`parent`, negative for a root) lead to a root,
+    /// 3 when they run into a cycle, 0 for nodes not `inTree`. One walk per node at most.
+    static func rootedness(count: Int, _ inTree: (Int) -> Bool, parent: (Int) -> Int) -> [UInt8] {
+        var rooted = [UInt8](repeating: 0, count: count)  // 0 unknown, 1 on the walk, 2 rooted, 3 not
+        var walk: [Int] = []
+        for i in 0..<count where rooted[i] == 0 && inTree(i) {
+            var v = i
+            var verdict: UInt8 = 2
+            while true {
+                if rooted[v] >= 2 { verdict = rooted[v]; break }
+                if rooted[v] == 1 { verdict = 3; break }
+                rooted[v] = 1
+                walk.append(v)
+                let p = parent(v)
+                if p < 0 { verdict = 2; break }
+                v = p
+            }
+            for w in walk { rooted[w] = verdict }
+            walk.removeAll(keepingCapacity: true)
+        }
+        return rooted
     }
 
     /// The items that go whole: a leaving item whose children all go. Children are decided
@@ -159,10 +169,19 @@ struct RetentionPass {
         var groupStart = [Int32](repeating: 0, count: n + 2)
         for i in 0..<n where inTree(i) {
             var anchor: Int32 = -1
-            if treeAfter(i) >= 0 {
+            let a = treeAfter(i)
+            if a >= 0 {
                 let p = treeParent(i)
-                guard p >= 0 else { continue }
-                anchor = Int32(p)
+                // An anchor with moves has nodes even with no add or place (MERGE.md §3.5): its
+                // children form runs under them. Grouped under the item, all its nodes'
+                // children together, which only joins runs, so keeps more.
+                if p >= 0 {
+                    anchor = Int32(p)
+                } else if planner.tallies[Int(a)].flags & RetentionPlanner.hasMove != 0 {
+                    anchor = a
+                } else {
+                    continue
+                }
             }
             anchorOf[i] = anchor
             groupStart[Int(anchor) + 2] += 1
@@ -245,10 +264,27 @@ struct RetentionPass {
         }
     }
 
+    /// A moved item leaves whole or not at all (COMPACTION.md §2.2): each of its moves is a node
+    /// of the tree that a placement, which keeps one node, cannot stand for. One that cannot go
+    /// whole stays, with every entry.
+    /// Returns the items it kept: like a placement that does not fold, one of them that loses a
+    /// child to a place may go in another pass.
+    func keepMovedItems(_ leaves: inout [Bool], goes: [Bool]) -> [Bool] {
+        var kept = [Bool](repeating: false, count: n)
+        for v in 0..<n where leaves[v] && !goes[v] && planner.tallies[v].flags & RetentionPlanner.hasMove != 0 {
+            leaves[v] = false
+            kept[v] = true
+        }
+        return kept
+    }
+
     /// The leaving items that stay become placements; one whose only remaining child sits under
     /// it in the tree folds into that child, when every place the child has is old.
     func folds(leaves: [Bool], goes: [Bool], _ g: Graph) -> [Bool] {
         var folds = [Bool](repeating: false, count: n)
+        // Anchors a staying move names keep their own node: folding one would orphan the move's.
+        var anchorsMove = [Bool](repeating: false, count: n)
+        for (i, a) in planner.moveAnchors where !goes[Int(i)] { anchorsMove[Int(a)] = true }
         for v in 0..<n where leaves[v] && !goes[v] {
             // Distinct items: an item re-added after the same anchor is one child.
             var only = -1, count = 0
@@ -257,7 +293,7 @@ struct RetentionPass {
                 only = Int(g.children[k])
                 if count > 1 { break }
             }
-            guard count == 1, treeParent(only) == v else { continue }
+            guard count == 1, treeParent(only) == v, !anchorsMove[v] else { continue }
             folds[v] = placesOld(only)
         }
         return folds
@@ -267,7 +303,7 @@ struct RetentionPass {
 extension RetentionPass {
     /// The verdicts: what goes, what folds, what becomes a placement (and the entry each
     /// placement rewrites), the counts, and the sequence ranges a rewrite must read again.
-    func decision(leaves: [Bool], goes: [Bool], folds: [Bool], _ g: Graph) -> RetentionDecision {
+    func decision(leaves: [Bool], goes: [Bool], folds: [Bool], keptMoved: [Bool], _ g: Graph) -> RetentionDecision {
         func placement(_ i: Int) -> Bool { leaves[i] && !goes[i] }
         func folded(_ i: Int) -> Bool { placement(i) && folds[i] }
 
@@ -288,7 +324,7 @@ extension RetentionPass {
             guard !d.needsAnotherPass else { return }
             for q in Int(g.parentStart[c])..<Int(g.parentStart[c + 1]) {
                 let p = Int(g.parents[q])
-                if p != a && placement(p) && !folded(p) { d.needsAnotherPass = true }
+                if p != a && (placement(p) && !folded(p) || keptMoved[p]) { d.needsAnotherPass = true }
             }
         }
         for i in 0..<n {

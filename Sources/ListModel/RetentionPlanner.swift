@@ -41,6 +41,12 @@ package struct RetentionPlanner: Sendable {
     var otherAnchors: [(Int32, Int32)] = []
     /// Items with a place.
     var places: [PlaceInfo] = []
+    /// Each move's item and the anchor it names (item numbers), for moves that name another
+    /// item: that anchor goes only with the moved item (COMPACTION.md §2.2).
+    var moveAnchors: [(Int32, Int32)] = []
+    /// Every move: its item, its anchor (-1 for the head) and its key, for the tree of nodes
+    /// moves make (MERGE.md §3.5), in which an item is rooted only when all its nodes are.
+    var moves: [(item: Int32, anchor: Int32, key: PlannerKey)] = []
     var authors = AuthorTable()
     /// Renames and recolours: the winners, and each one's sequence and time.
     var rename: (key: PlannerKey, seq: UInt64)?
@@ -88,6 +94,8 @@ package struct RetentionPlanner: Sendable {
     }
 
     static let hasAdd: UInt8 = 1, deleted: UInt8 = 2, markedOff: UInt8 = 4, hasMark: UInt8 = 8, pinnedHere: UInt8 = 16
+    /// The item has a `move` (MERGE.md §3.5).
+    static let hasMove: UInt8 = 32
 
     package init(pinned: SequenceNumber? = nil) {
         self.pinned = pinned
@@ -185,6 +193,13 @@ package struct RetentionPlanner: Sendable {
                     places[p].seq = seq
                 }
             }
+        case .move(let item, let after):
+            let i = Int(intern(item))
+            note(i, seq, time)
+            tallies[i].flags |= Self.hasMove
+            let a = after.map { intern($0) } ?? -1
+            if a >= 0, Int(a) != i { moveAnchors.append((Int32(i), a)) }
+            moves.append((Int32(i), a, key(e)))
         case .markOff(let item), .unmark(let item):
             let i = Int(intern(item))
             note(i, seq, time)
@@ -247,7 +262,7 @@ package struct RetentionPlanner: Sendable {
                     for j in 0..<m {
                         let e = (raw + (k + j) * stride + eo).assumingMemoryBound(to: JournalEntry.self)
                         switch e.pointee.operation {
-                        case .add(let item, _, let after), .place(let item, let after):
+                        case .add(let item, _, let after), .place(let item, let after), .move(let item, let after):
                             hashes[2 * j] = hash(item)
                             hashes[2 * j + 1] = hash(after)
                         case .markOff(let item), .unmark(let item), .delete(let item):
@@ -372,7 +387,7 @@ package struct RetentionDecision: Sendable {
         case .rename: return isOld(seq, e) && seq != renameWinner ? .purge : .keep
         case .recolour: return isOld(seq, e) && seq != recolourWinner ? .purge : .keep
         case .opaque where CompactionRecord.isRecord(e): return isOld(seq, e) ? .purge : .keep
-        case .add(let x, _, _), .place(let x, _), .markOff(let x), .unmark(let x), .delete(let x): item = x
+        case .add(let x, _, _), .place(let x, _), .move(let x, _), .markOff(let x), .unmark(let x), .delete(let x): item = x
         case .join, .leave, .opaque: return .keep
         }
         guard seq <= mark, let i = number(of: item) else { return .keep }
@@ -426,7 +441,7 @@ package struct RetentionDecision: Sendable {
         package mutating func verdict(_ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
             let d = decision
             switch e.operation {
-            case .add, .place, .markOff, .unmark, .delete: break
+            case .add, .place, .move, .markOff, .unmark, .delete: break
             default: return d.verdict(seq, e)
             }
             guard seq <= d.mark else { return .keep }
@@ -465,10 +480,11 @@ extension RetentionPlanner {
     package func decide(cutoff: Int64, mark: SequenceNumber) -> RetentionDecision {
         let pass = newerChanges > 0 ? RetentionPass(self, cutoff: .min, mark: 0) : RetentionPass(self, cutoff: cutoff, mark: mark)
         let graph = pass.graph()
-        let leaves = pass.leaves()
+        var leaves = pass.leaves()
         var goes = pass.wholeItems(leaves: leaves, graph)
         pass.keepRuns(&goes, graph)
+        let keptMoved = pass.keepMovedItems(&leaves, goes: goes)
         let folds = pass.folds(leaves: leaves, goes: goes, graph)
-        return pass.decision(leaves: leaves, goes: goes, folds: folds, graph)
+        return pass.decision(leaves: leaves, goes: goes, folds: folds, keptMoved: keptMoved, graph)
     }
 }

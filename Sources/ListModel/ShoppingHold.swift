@@ -2,7 +2,7 @@ import JournalCodec
 
 /// Which of others' changes a list applies at once while a person shops, and which it holds
 /// back (Spec/SYNC.md §7.8, MERGE.md §7). The list stays still where a shopper relies on it:
-/// new items wait as notifications to tap, and nothing moves an item's place. What only changes
+/// new items wait as notifications to tap, and nothing moves an item's place (a move waits too). What only changes
 /// the state of an item already on screen applies at once, so that two people who split up in
 /// the shop do not both buy the milk: a mark-off, an unmark or a delete of a shown item, and a
 /// rename or recolour of the list (joins and leaves too: they move nothing).
@@ -33,7 +33,7 @@ package enum ShoppingHold {
         switch operation {
         case .markOff(let item), .unmark(let item), .delete(let item): shown.contains(item)
         case .rename, .recolour, .join, .leave: true
-        case .add, .place, .opaque: false
+        case .add, .place, .move, .opaque: false
         }
     }
 

@@ -73,6 +73,13 @@ package enum SnapshotCodec {
     package static let flagLZ4: UInt32 = 1
     /// Flag bit 1: the body is a delta against a base snapshot (SNAPSHOT.md §6).
     package static let flagDelta: UInt32 = 2
+    /// Header flag bit 2: some item record holds moves (MERGE.md §3.5). A reader older than moves
+    /// refuses the flag (`unknownFlags`) and falls back, where it would refuse the record's flag
+    /// bit 5 anyway, later and less clearly.
+    package static let flagMoves: UInt32 = 4
+
+    /// The header flags a body of `r` needs beyond compression and delta.
+    static func contentFlags(_ r: ListReducer) -> UInt32 { r.moves.isEmpty ? 0 : flagMoves }
     /// Largest decompressed body.
     package static let maxBodyBytes = 256 << 20
     /// Largest stored (possibly compressed) body: LZ4's bound for `maxBodyBytes`.
@@ -85,7 +92,7 @@ package enum SnapshotCodec {
     /// The snapshot file's bytes. The body is LZ4-compressed when `compress` and that saves space.
     package static func encode(reducer: ListReducer, incarnation: UInt64, sequence: UInt64, compress: Bool = true) -> [UInt8] {
         let (body, digest) = bodyAndDigest(reducer)
-        return file(body: body, minor: minor, flags: 0, zone: reducer.zone, incarnation: incarnation, sequence: sequence,
+        return file(body: body, minor: minor, flags: contentFlags(reducer), zone: reducer.zone, incarnation: incarnation, sequence: sequence,
                     entryCount: UInt64(reducer.entryCount), digest: digest, compress: compress)
     }
 
@@ -150,6 +157,7 @@ package enum SnapshotCodec {
             if rec.flags & ItemFlag.marked != 0 { used[Int(rec.markAuthor)] = true }
         }
         for p in r.placements.values { used[Int(p.author)] = true }
+        for list in r.moves.values { for m in list { used[Int(m.author)] = true } }
         for (k, a) in r.authors.strings.enumerated() where used[k] { authorIndex[ExactString(a)] = 0 }
         let authors = authorIndex.keys.map(\.value).sorted(by: utf8Less)
         for (i, a) in authors.enumerated() { authorIndex[ExactString(a)] = UInt64(i) }
@@ -225,6 +233,21 @@ package enum SnapshotCodec {
                 w.varint(out[Int(rec.markAuthor)])
                 r.textIDs.encode(rec.markEntry, into: &w)
                 w.zigzag(rec.markedAt)
+            }
+            if f & ItemFlag.moved != 0 {
+                let moves = r.moves[Int32(i)]!
+                w.varint(UInt64(moves.count))
+                for m in moves {
+                    w.varint(m.clock)
+                    w.varint(out[Int(m.author)])
+                    r.textIDs.encode(m.entry, into: &w)
+                    if m.anchor >= 0 {
+                        w.u8(1)
+                        r.textIDs.encode(r.records[Int(m.anchor)].id, into: &w)
+                    } else {
+                        w.u8(0)
+                    }
+                }
             }
         }
         return w.bytes
@@ -313,7 +336,7 @@ package enum SnapshotCodec {
         let major = bytes.u16At(8)
         guard major == Self.major else { throw .unsupportedMajor(major) }
         let flags = bytes.u32At(12)
-        guard flags & ~(flagLZ4 | flagDelta) == 0 else { throw .unknownFlags(flags) }
+        guard flags & ~(flagLZ4 | flagDelta | flagMoves) == 0 else { throw .unknownFlags(flags) }
         let zoneLength = Int(bytes[68])
         guard zoneLength >= 1 else { throw .lengthOutOfRange(field: "zone length", length: 0, limit: UInt64(Limits.maxZoneBytes)) }
         let headerEnd = fixedHeaderBytes + zoneLength
@@ -381,6 +404,8 @@ package enum SnapshotCodec {
         let authors: [String]
         var path: [Int32] = []
         var unresolved: [(record: Int32, anchor: RID)] = []
+        /// Bulk: moves' anchors, found at the end (a move may name an item later in the body).
+        var unresolvedMoves: [(record: Int32, move: Int, anchor: RID)] = []
 
         init(zone: String, bulk: Bool, authors: [String]) {
             out = ListReducer(zone: zone)
@@ -493,6 +518,35 @@ package enum SnapshotCodec {
                 rec.markedAt = try r.zigzag()
             }
             out.records[i] = rec
+            if f & ItemFlag.moved != 0 { try moves(&r, record: i) }
+        }
+
+        /// A record's moves: at least one, strictly increasing by change key.
+        mutating func moves(_ r: inout ByteReader, record i: Int) throws(CodecError) {
+            let count = try ActivityLogCodec.count(&r, "moves", minBytes: 5)
+            guard count > 0 else { throw CodecError(.invalidValue(field: "move count"), at: r.offset) }
+            var list: [ItemMove] = []
+            list.reserveCapacity(count)
+            for k in 0..<count {
+                let at = r.offset
+                let clock = try ActivityLogCodec.clockValue(&r).rawValue
+                let a = try author(&r)
+                let entry = try rid(&r, "entry")
+                if let last = list.last, !out.keyLess(last.clock, last.author, last.entry, clock, a, entry) {
+                    throw CodecError(.invalidValue(field: "move order"), at: at)
+                }
+                var m = ItemMove(clock: clock, author: a, entry: entry, anchor: -1)
+                let flagAt = r.offset
+                switch try r.u8() {
+                case 0: break
+                case 1:
+                    let anchor = try rid(&r, "anchor")
+                    if bulk { unresolvedMoves.append((Int32(i), k, anchor)) } else { m.anchor = Int32(out.slot(anchor)) }
+                default: throw CodecError(.invalidValue(field: "anchor flag"), at: flagAt)
+                }
+                list.append(m)
+            }
+            out.moves[Int32(i)] = list
         }
 
         /// The anchor of record `i` (in the tree): the head, or an item found on the path, or
@@ -531,6 +585,7 @@ package enum SnapshotCodec {
                 throw CodecError(.invalidValue(field: "repeated item"), at: offset)
             }
             for (i, a) in unresolved { out.records[Int(i)].anchor = Int32(out.slot(a)) }
+            for (i, k, a) in unresolvedMoves { out.moves[i]![k].anchor = Int32(out.slot(a)) }
         }
     }
 }

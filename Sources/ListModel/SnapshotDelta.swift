@@ -48,7 +48,8 @@ package enum SnapshotDelta {
         let (body, digest) = SnapshotCodec.bodyAndDigest(reducer)
         guard let delta = deltaBody(body, against: base.body, base: Base(sequence: base.header.sequence, bodyCRC: base.header.bodyCRC)),
               delta.count <= body.count / largestFraction else { return nil }
-        return SnapshotCodec.file(body: delta, minor: SnapshotCodec.deltaMinor, flags: SnapshotCodec.flagDelta, zone: reducer.zone,
+        return SnapshotCodec.file(body: delta, minor: SnapshotCodec.deltaMinor,
+                                  flags: SnapshotCodec.flagDelta | SnapshotCodec.contentFlags(reducer), zone: reducer.zone,
                                   incarnation: incarnation, sequence: sequence, entryCount: UInt64(reducer.entryCount),
                                   digest: digest, compress: compress)
     }
@@ -379,6 +380,17 @@ package enum SnapshotDelta {
         if f & ItemFlag.marked != 0 {
             try skipKey(&r)
             _ = try r.varint()
+        }
+        if f & ItemFlag.moved != 0 {
+            for _ in 0..<(try ActivityLogCodec.count(&r, "moves", minBytes: 5)) {
+                try skipKey(&r)
+                let at = r.offset
+                switch try r.u8() {
+                case 0: break
+                case 1: _ = try CompactID.decoded(&r, field: "anchor")
+                default: throw CodecError(.invalidValue(field: "anchor flag"), at: at)
+                }
+            }
         }
         return Record(id: start..<idEnd, bytes: start..<r.offset)
     }

@@ -39,7 +39,7 @@ struct Dump: ParsableCommand {
                     case .add(let item, let text, let after):
                         line += " item=\(item) after=\(after.map { $0.description } ?? "-") text=\(quote(text))"
                     case .markOff(let item), .unmark(let item), .delete(let item): line += " item=\(item)"
-                    case .place(let item, let after): line += " item=\(item) after=\(after.map { $0.description } ?? "-")"
+                    case .place(let item, let after), .move(let item, let after): line += " item=\(item) after=\(after.map { $0.description } ?? "-")"
                     case .rename(let name): line += " name=\(quote(name))"
                     case .recolour(let colour): line += " colour=\(quote(colour))"
                     case .join(let who), .leave(let who): line += " participant=\(quote(who))"

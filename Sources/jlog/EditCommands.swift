@@ -117,6 +117,19 @@ struct DeleteItem: AsyncParsableCommand {
     }
 }
 
+struct Move: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Move an item after another (or to the top); the items around it stay.")
+    @OptionGroup var editing: ListEditing
+    @Argument(help: "The item (id or text).") var item: String
+    @Option(help: ArgumentHelp("Put it after this item (id or text); to the top without it.", valueName: "item")) var after: String?
+    func run() async throws {
+        let item = self.item, after = self.after
+        try await record({ zone, store in
+            .move(item: try resolveItem(item, in: zone, store: store), after: try after.map { try resolveItem($0, in: zone, store: store) })
+        }, editing: editing)
+    }
+}
+
 struct Rename: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Rename a list (what people see; the zone keeps its name).")
     @OptionGroup var editing: ListEditing

@@ -16,7 +16,7 @@ struct JLog: AsyncParsableCommand {
                       CreateZone.self, DeleteZone.self, Show.self, History.self, Snapshot.self, Compact.self, Consumers.self,
                       Backup.self, Restore.self, Simulate.self,
                       Sync.self, SyncStatusCommand.self, CreateList.self, Add.self, MarkOff.self, Unmark.self, DeleteItem.self,
-                      Rename.self, Recolour.self, Share.self, Accept.self, Leave.self, Serve.self, Accounts.self]
+                      Move.self, Rename.self, Recolour.self, Share.self, Accept.self, Leave.self, Serve.self, Accounts.self]
     )
 
     /// Argument errors exit with 4 (bad input), like every other bad input, not ArgumentParser's 64.

@@ -123,6 +123,7 @@ extension ActivityKind {
         case .recoloured: "recoloured"
         case .joined: "joined"
         case .left: "left"
+        case .moved: "moved"
         }
     }
 }
@@ -141,7 +142,7 @@ struct History: AsyncParsableCommand {
     @Option(help: "The zone (list).") var zone: String
     @Option(help: "Only this item id.") var item: String?
     @Option(help: "Only items whose text contains this (case-insensitive).") var text: String?
-    @Option(help: "Only this kind: added, markedOff, unmarked, deleted, renamed, recoloured, joined, left.") var kind: String?
+    @Option(help: "Only this kind: added, markedOff, unmarked, deleted, renamed, recoloured, joined, left, moved.") var kind: String?
     @Flag(help: "One JSON object: {\"zone\",\"events\":[{entry,kind,by,at,hlc,item,text}]}.") var json = false
     @Option(help: ArgumentHelp("A device's sync server: fetch the history from it when it is not here yet.", valueName: "url")) var server: String?
     @Option(help: ArgumentHelp("With --server: the device's credential file.", valueName: "file")) var credential: String?

@@ -176,8 +176,9 @@ fileprivate extension Result {
         #expect(Decode.entry(bytes).failure == CodecError(.unknownOperation(kind), at: bytes.count - 1))
     }
 
-    /// A newer version's list change (0x40–0x7F) reads as an opaque entry, kept byte for byte.
-    @Test(arguments: [UInt8(0x40), 0x55, 0x7F])
+    /// A newer version's list change (0x41–0x7F; 0x40 is `move`) reads as an opaque entry, kept
+    /// byte for byte.
+    @Test(arguments: [UInt8(0x44), 0x55, 0x7F])
     func aNewerListChangeReadsAsOpaque(kind: UInt8) throws {
         let e = Self.entry(.opaque(kind: kind, body: [1, 2, 3]))
         #expect(EntryCodec.validate(e) == nil)
@@ -185,6 +186,12 @@ fileprivate extension Result {
         #expect(back == e)
         #expect(back.operation.isNewerListChange)
         #expect(!EntryOperation.opaque(kind: 0x84, body: []).isNewerListChange)
+    }
+
+    @Test func aMoveRoundTripsAndIsNoOpaqueKind() throws {
+        let e = Self.entry(.move(item: CompactID("milk")!, after: nil))
+        #expect(try Decode.entry(EntryCodec.encode(e)).get() == e)
+        #expect(EntryCodec.validate(Self.entry(.opaque(kind: 0x40, body: []))) != nil)
     }
 
     @Test func opaqueKindBelowHighBitFailsValidation() {

@@ -66,6 +66,12 @@ import Testing
         #"{"id":"0f8e2c1a-9b7d-4e21-8c3f-5a6b7c8d9e0f","zone":"List-db6a6e29","op":"place","item":"3b0c5d2e-1f4a-4b6c-9d8e-7f6a5b4c3d2e","after":null,"by":"alice","at":"2026-11-22T09:00:00.000Z","hlc":"1795338000000:0"}"#,
     ]
 
+    /// A move (kind 0x40, MERGE.md §3.5), after an item and to the top: in entries.txt only.
+    static let moveLines = [
+        #"{"id":"e10","zone":"List-db6a6e29","op":"move","item":"milk","after":"3b0c5d2e-1f4a-4b6c-9d8e-7f6a5b4c3d2e","by":"carol","at":"2026-11-22T09:10:00.000Z","hlc":"1795338600000:0"}"#,
+        #"{"id":"5d1e7c3a-2b4f-4a6e-9c8d-1e2f3a4b5c6d","zone":"List-db6a6e29","op":"move","item":"milk","after":null,"by":"bob","at":"2026-11-22T09:11:00.000Z","hlc":"1795338660000:1"}"#,
+    ]
+
     static func entry(_ line: String) throws -> JournalEntry {
         let p = try EntryJSON.parse(line: line)
         return JournalEntry(id: p.id!, zone: p.zone, author: p.author, wallTime: p.wallTime, clock: p.clock!, operation: p.operation)
@@ -88,10 +94,10 @@ import Testing
     @Test func entryEncodingVectorsMatch() throws {
         if Self.writing {
             try Self.write("entries.txt", header: "JournalEntry encodings (FORMAT.md §6): the entry as a JSON line (§7), then its bytes.",
-                           blocks: try (Self.sampleLines + Self.participantLines + Self.placeLines).map { [("json", $0), ("hex", Self.hex(EntryCodec.encode(try Self.entry($0))))] })
+                           blocks: try (Self.sampleLines + Self.participantLines + Self.placeLines + Self.moveLines).map { [("json", $0), ("hex", Self.hex(EntryCodec.encode(try Self.entry($0))))] })
         }
         let blocks = try Self.blocks("entries.txt")
-        #expect(blocks.count == Self.sampleLines.count + Self.participantLines.count + Self.placeLines.count)
+        #expect(blocks.count == Self.sampleLines.count + Self.participantLines.count + Self.placeLines.count + Self.moveLines.count)
         for b in blocks {
             let e = try Self.entry(b["json"]!)
             #expect(Self.hex(EntryCodec.encode(e)) == b["hex"]!)
@@ -229,6 +235,8 @@ import Testing
          #"{"zone":"List-1","op":"add","item":"3B0C5D2E-1F4A-4B6C-9D8E-7F6A5B4C3D2E","text":"","by":"alice","at":"2026-11-22T09:00:00z","hlc":"0001795338000000:007"}"#),
         ("place (read by the codec; jlog import refuses it, FORMAT.md §6)",
          #"{"id":"0f8e2c1a-9b7d-4e21-8c3f-5a6b7c8d9e0f","zone":"List-1","op":"place","item":"eggs","after":"milk","by":"alice","at":"2026-11-22T09:00:00.5Z","hlc":"1795338000500:1"}"#),
+        ("move to the head (after absent)",
+         #"{"id":"e11","zone":"List-1","op":"move","item":"eggs","by":"bob","at":"2026-11-22T09:00:01Z","hlc":"1795338001000:0"}"#),
         ("an opaque kind; a negative offset across midnight",
          #"{"zone":"List-1","op":"op0x80","body":"00ff7f","by":"alice","at":"2026-11-21T23:30:00-09:30","hlc":"1795338000000:2"}"#),
         ("an opaque kind with an empty body; an hlc far from the wall time",
@@ -271,6 +279,9 @@ import Testing
             ("no op", #"{"zone":"List-1","text":"x","# + tail + "}"),
             ("an op name in the wrong case", #"{"zone":"List-1","op":"Rename","text":"x","# + tail + "}"),
             ("op0xNN below 0x40", #"{"zone":"List-1","op":"op0x3f","body":"","# + tail + "}"),
+            ("op0x40, the kind of move", #"{"zone":"List-1","op":"op0x40","body":"","# + tail + "}"),
+            ("text on move", #"{"zone":"List-1","op":"move","item":"milk","text":"Milk","# + tail + "}"),
+            ("move without item", #"{"zone":"List-1","op":"move","after":"milk","# + tail + "}"),
             ("op0xNN in upper-case hex", #"{"zone":"List-1","op":"op0xFF","body":"","# + tail + "}"),
             ("a body in upper-case hex", #"{"zone":"List-1","op":"op0x80","body":"FF","# + tail + "}"),
             ("a body of odd length", #"{"zone":"List-1","op":"op0x80","body":"abc","# + tail + "}"),

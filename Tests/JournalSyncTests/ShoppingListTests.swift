@@ -19,6 +19,15 @@ import ListModel
         return (world, phone, weekly, milk, bread)
     }
 
+    /// An empty list alice shares with bob, and alice's phone's door to it.
+    static func shared() async throws -> (World, Device, Device, ZoneID, ShoppingList) {
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let tablet = try world.device("bob:tablet")
+        let zone = try await sharedList(phone, with: [tablet])
+        return (world, phone, tablet, zone, try await phone.engine.list(zone))
+    }
+
     /// The refusal `body` throws, and that nothing was written.
     static func refusal(_ phone: Device, _ list: ShoppingList, _ body: () async throws(SyncEngineError) -> Void) async throws -> ListEditError? {
         let before = try phone.store.changes(in: list.zone.storeName, since: nil, limit: 100).entries.count
@@ -76,13 +85,41 @@ import ListModel
         #expect(why == .unknownItem(ghost))
     }
 
+    @Test func aMovedItemShowsWhereItWasPut() async throws {
+        let (_, _, weekly, milk, bread) = try await Self.weekly()
+        let eggs = try await weekly.add("Eggs", after: bread)
+        try await weekly.move(eggs, after: nil)
+        #expect(try await weekly.state().items.map(\.text) == ["Eggs", "Milk", "Bread"])
+        try await weekly.move(milk, after: bread)
+        #expect(try await weekly.state().items.map(\.text) == ["Eggs", "Bread", "Milk"])
+        #expect(try await weekly.history().events(forItem: milk).map(\.kind) == [.added, .moved])
+    }
+
+    @Test func aMoveOfAnItemNotOnTheListOrAfterOneIsRefused() async throws {
+        let (_, phone, weekly, milk, _) = try await Self.weekly()
+        let ghost = CompactID("ghost")!
+        #expect(try await Self.refusal(phone, weekly) { () throws(SyncEngineError) in try await weekly.move(ghost, after: nil) } == .unknownItem(ghost))
+        #expect(try await Self.refusal(phone, weekly) { () throws(SyncEngineError) in try await weekly.move(milk, after: ghost) } == .anchorNotOnList(ghost))
+        #expect(try await Self.refusal(phone, weekly) { () throws(SyncEngineError) in try await weekly.move(milk, after: milk) } == .anchoredToItself(milk))
+    }
+
+    /// Two devices move the same item at once: the later move wins on both.
+    @Test func concurrentMovesConvergeOnTheLaterOne() async throws {
+        let (world, phone, tablet, zone, weekly) = try await Self.shared()
+        let milk = try await weekly.add("Milk")
+        let bread = try await weekly.add("Bread", after: milk)
+        let eggs = try await weekly.add("Eggs", after: bread)
+        await settle([phone, tablet])
+        try await weekly.move(milk, after: eggs)
+        try await tablet.engine.list(zone).move(milk, after: bread)
+        await settle([phone, tablet])
+        try expectConverged(world, [phone, tablet], zone)
+        #expect(try await weekly.state().items.map(\.text) == ["Bread", "Milk", "Eggs"])
+    }
+
     /// Others' entries still merge as MERGE.md says: Bob marks off the Milk Alice deleted meanwhile.
     @Test func anotherDevicesMarkOffOfAnItemDeletedHereStillMerges() async throws {
-        let world = try World()
-        let phone = try world.device("alice:phone")
-        let tablet = try world.device("bob:tablet")
-        let zone = try await sharedList(phone, with: [tablet])
-        let weekly = try await phone.engine.list(zone)
+        let (world, phone, tablet, zone, weekly) = try await Self.shared()
         let milk = try await weekly.add("Milk")
         await settle([phone, tablet])
         try await weekly.delete(milk)

@@ -107,7 +107,7 @@ import Testing
             var g = SplitMix64(seed: seed &* 0x9E37 &+ 11)
             let n = 10 + Int(g.next() % 51)
             let entries: [(SequenceNumber, JournalEntry)] = switch generator {
-            case "random": RetentionTests.numbered(randomEntries(seed: seed, count: n))
+            case "random": RetentionTests.numbered(randomEntries(seed: seed, count: n, moves: seed % 2 == 1))
             case "structured": RetentionTests.numbered(RetentionFixpointTests.structured(seed: seed, count: n))
             default: RetentionFixpointTests.rounds(seed: seed, count: n)
             }

@@ -107,12 +107,18 @@ import JournalTesting
     @Test func historyVectorMatches() throws {
         let url = packageRoot.appendingPathComponent("Spec/vectors/history.txt")
         let hex = Self.piece(sevenEntryExample).map { String(format: "%02x", $0) }.joined()
+        let movesHex = Self.piece(moveExample).map { String(format: "%02x", $0) }.joined()
         if ProcessInfo.processInfo.environment["JOURNALLOG_WRITE_VECTORS"] == "1" {
             let text = """
             # History piece (SNAPSHOT.md §5): the seven entries of MERGE.md §1 (in order) as the first
             # piece (previous 0, not complete) of zone List-db6a6e29, incarnation 3, sequence 7.
 
             piece: \(hex)
+
+            # The nine entries of MERGE.md §3.5's example (the seven, a move of milk by carol, an
+            # add of jam), the same header: the move is an event of kind 0x40 with its item.
+
+            moves-piece: \(movesHex)
 
             """
             try text.write(to: url, atomically: true, encoding: .utf8)
@@ -123,6 +129,11 @@ import JournalTesting
         var expected = ActivityLog(zone: zone)
         expected.record(contentsOf: sevenEntryExample)
         #expect(try HistoryPieceCodec.decode(Self.piece(sevenEntryExample)).log == expected)
+        let moves = try #require(text.split(separator: "\n").first { $0.hasPrefix("moves-piece:") })
+        #expect(moves.dropFirst(12).trimmingCharacters(in: .whitespaces) == movesHex)
+        var withMoves = ActivityLog(zone: zone)
+        withMoves.record(contentsOf: moveExample)
+        #expect(try HistoryPieceCodec.decode(hexBytes(movesHex)).log == withMoves)
     }
 
     static let seeds: [(String, [UInt8])] = [

@@ -23,7 +23,7 @@ import JournalTesting
 
     @Test func snapshotOfAPrefixPlusTheTailEqualsAFullReplay() async throws {
         await propertyCheck(count: 40, input: Gen.int(in: 0...Int.max), Gen.int(in: 0...60), Gen.int(in: 0...60)) { seed, n, cut in
-            let entries = shuffledWithDuplicates(randomEntries(seed: UInt64(seed), count: n), seed: UInt64(seed))
+            let entries = shuffledWithDuplicates(randomEntries(seed: UInt64(seed), count: n, moves: seed % 2 == 0), seed: UInt64(seed))
             let split = min(cut, entries.count)
             let bytes = SnapshotCodec.encode(reducer: replay(Array(entries[..<split])), incarnation: 1, sequence: UInt64(split))
             guard var (_, restored) = try? SnapshotCodec.decode(bytes) else {
@@ -187,6 +187,9 @@ import JournalTesting
         let bytes = SnapshotCodec.encode(reducer: replay(sevenEntryExample), incarnation: 3, sequence: 7, compress: false)
         let hex = bytes.map { String(format: "%02x", $0) }.joined()
         let digest = String(format: "%016llx", replay(sevenEntryExample).state().digest)
+        let moves = SnapshotCodec.encode(reducer: replay(moveExample), incarnation: 3, sequence: 9, compress: false)
+        let movesHex = moves.map { String(format: "%02x", $0) }.joined()
+        let movesDigest = String(format: "%016llx", replay(moveExample).state().digest)
         if ProcessInfo.processInfo.environment["JOURNALLOG_WRITE_VECTORS"] == "1" {
             let text = """
             # Snapshot (SNAPSHOT.md): the seven-entry example of MERGE.md §1 (the entries in order),
@@ -195,6 +198,13 @@ import JournalTesting
 
             digest: \(digest)
             snapshot: \(hex)
+
+            # The example of MERGE.md §3.5 (the seven entries, then carol moves milk after eggs at
+            # 09:00:07 and alice adds jam after milk at 09:00:08: Eggs, Milk, Jam), incarnation 3,
+            # sequence 9, uncompressed: header flag bit 2 (moves), milk's record with flag bit 5.
+
+            moves-digest: \(movesDigest)
+            moves-snapshot: \(movesHex)
 
             """
             try text.write(to: url, atomically: true, encoding: .utf8)
@@ -205,6 +215,12 @@ import JournalTesting
         let raw = hexBytes(fields["snapshot"] ?? "")
         #expect(try SnapshotCodec.decode(raw).reducer == replay(sevenEntryExample))
         #expect(try SnapshotCodec.decode(raw).header.flags == 0)
+        #expect(fields["moves-snapshot"] == movesHex)
+        #expect(fields["moves-digest"] == movesDigest)
+        let decoded = try SnapshotCodec.decode(hexBytes(fields["moves-snapshot"] ?? ""))
+        #expect(decoded.reducer == replay(moveExample))
+        #expect(decoded.header.flags == SnapshotCodec.flagMoves)
+        #expect(texts(decoded.reducer.state()) == ["Eggs", "Milk", "Jam"])
     }
 
     /// The fuzz base with "b" gone, "c" marked off and "d" added: a delta body against it.

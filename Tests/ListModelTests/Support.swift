@@ -39,8 +39,41 @@ let sevenEntryExample: [JournalEntry] = [
     change("e7", .markOff(item: id("milk")), at: 6_000),
 ]
 
+/// The seven-entry example with moves (MERGE.md §3.5): carol moves milk after eggs, then alice
+/// adds jam after milk (where milk now stands): eggs, milk (marked off), jam.
+let moveExample: [JournalEntry] = sevenEntryExample + [
+    change("e8", .move(item: id("milk"), after: id("eggs")), by: "carol", at: 7_000),
+    add("e9", "jam", "Jam", after: "milk", at: 8_000),
+]
+
 /// A random set of distinct entries of one zone that exercises every rule: clock ties, re-adds,
-/// dangling operations, missing and deleted anchors, runs, renames, participants, opaque kinds.
+/// dangling operations, missing and deleted anchors, runs, renames, participants, opaque kinds;
+/// with `moves`, about one entry in five more is a move (MERGE.md §3.5) of an item or a ghost,
+/// after an item, a ghost, the head or itself (the entries without them are the same).
+func randomEntries(seed: UInt64, count: Int, moves: Bool) -> [JournalEntry] {
+    let plain = randomEntries(seed: seed, count: count)
+    guard moves else { return plain }
+    var g = SplitMix64(seed: seed ^ 0x6D6F_7665)
+    let items = Array(Set(plain.compactMap(\.operation.item))).sorted { $0.description < $1.description }
+    let authors = ["alice", "bob", "carol", "dörte"]
+    var out = plain
+    for n in 0..<(count / 5 + 1) {
+        func someItem() -> CompactID {
+            if items.isEmpty || g.next() % 8 == 0 { return id("ghost\(g.next() % 4)") }
+            return items[Int(g.next() % UInt64(items.count))]
+        }
+        let item = someItem()
+        let after: CompactID? = switch g.next() % 6 { case 0: nil; case 1: item; default: someItem() }
+        let ms = g.next() % 2_000_000
+        let eid = g.next() % 2 == 0 ? CompactID.random(using: &g) : id("m\(n)")
+        out.insert(JournalEntry(id: eid, zone: zone, author: authors[Int(g.next() % 4)], wallTime: Int64(t0 + ms),
+                                clock: HybridTime(physicalMillis: t0 + ms, counter: UInt16(g.next() % 3)),
+                                operation: .move(item: item, after: after)),
+                   at: Int(g.next() % UInt64(out.count + 1)))
+    }
+    return out
+}
+
 func randomEntries(seed: UInt64, count: Int) -> [JournalEntry] {
     var g = SplitMix64(seed: seed)
     let authors = ["alice", "bob", "carol", "dörte"]

@@ -41,6 +41,11 @@ final class ShoppingListModel {
         try await list.markOff(item.id)
     }
 
+    /// Drag and drop: `item` goes right after `anchor` (to the top when nil); nothing else moves.
+    func move(_ item: ListItem, after anchor: ListItem?) async throws {
+        try await list.move(item.id, after: anchor?.id)
+    }
+
     /// Pastes several lines as items at the end, in one write (all of them or none).
     func paste(_ text: String) async throws {
         let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
