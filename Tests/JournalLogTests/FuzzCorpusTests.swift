@@ -43,6 +43,10 @@ import JournalTesting
         for (i, line) in SpecVectorTests.placeLines.enumerated() {
             try put("FuzzEntry", "entry-place-\(i)", EntryCodec.encode(try SpecVectorTests.entry(line)))
         }
+        for (i, line) in SpecVectorTests.moveLines.enumerated() {
+            try put("FuzzEntry", "entry-move-\(i)", EntryCodec.encode(try SpecVectorTests.entry(line)))
+            try put("FuzzJSONLine", "line-move-\(i)", Array(line.utf8))
+        }
         let encoded = entries.map(EntryCodec.encode)
         try put("FuzzBatch", "plain", BatchCodec.encode(entries: encoded, compress: false))
         try put("FuzzBatch", "lz4", BatchCodec.encode(entries: Array(repeating: encoded, count: 4).flatMap { $0 }, compress: true))
