@@ -64,9 +64,12 @@ public enum EntryOperation: Hashable, Sendable {
     /// it on byte for byte, and its list says it holds changes from a newer version.
     package static let firstNewerListKind: UInt8 = 0x40
 
-    /// Whether this is a list change of a newer version than this one (kind 0x40–0x7F).
+    /// Whether this is a list change of a newer version than this one (kind 0x41–0x7F, but for
+    /// the sealed kinds 0x41–0x43, which this version's list model reads: Spec/MERGE.md §11).
     public var isNewerListChange: Bool {
-        if case .opaque(let k, _) = self { return k >= Self.firstNewerListKind && k < 0x80 }
+        if case .opaque(let k, _) = self {
+            return k >= Self.firstNewerListKind && k < 0x80 && !(SealedChange.addKind...SealedChange.recolourKind).contains(k)
+        }
         return false
     }
 

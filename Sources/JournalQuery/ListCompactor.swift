@@ -342,10 +342,10 @@ public struct ListCompactor: Sendable {
                     continue
                 }
                 // Only what names an item: a later rename changes nothing chosen here.
-                for e in tail where e.entry.operation.item != nil { plans[k].planner.add(e.sequence, e.entry) }
+                for e in tail where e.entry.operation.listItem != nil { plans[k].planner.add(e.sequence, e.entry) }
                 plans[k].readThrough = tail.last?.sequence ?? plans[k].readThrough
                 readThrough[plans[k].zone.zone] = plans[k].readThrough
-                guard tail.contains(where: { $0.entry.operation.item != nil }) else { continue }
+                guard tail.contains(where: { $0.entry.operation.listItem != nil }) else { continue }
                 plans[k].decisions = [plans[k].planner.decide(cutoff: cutoff, mark: plans[k].mark)]
                 try morePasses(&plans[k], cutoff: cutoff)
             }

@@ -51,4 +51,12 @@ public struct ListKeyring: Sendable {
     public func sealer(epoch: UInt64? = nil) -> TextSealer? {
         keys[epoch ?? currentEpoch].map { TextSealer(key: $0, zone: zone) }
     }
+
+    /// The text `value` holds, sealed for `binding` (a list item's, name's or colour's, as the
+    /// list model hands them over: `ListItem.sealedText`), under its own epoch's key.
+    /// `notAMember` when this account holds no key of that epoch.
+    public func open(_ value: SealedValue, for binding: SealBinding) throws(SealError) -> String {
+        guard let sealer = sealer(epoch: value.epoch) else { throw .notAMember(epoch: value.epoch) }
+        return try sealer.open(value, for: binding)
+    }
 }

@@ -85,10 +85,10 @@ extension SyncEngine {
         // This device's own changes come back from the service too: they are not news; nor is
         // an add of an item the local list already shows (its add is in the log, or another's).
         var pending = held.filter { $0.author != replica }
-        if pending.contains(where: { if case .add = $0.operation { true } else { false } }),
+        if pending.contains(where: { $0.operation.listAdd != nil }),
            let shown = try? ListQuery(store: store, fs: store.fileSystem).materialise(zone.storeName).state {
             let items = Set(shown.items.map(\.id))
-            pending.removeAll { if case .add(let item, _, _) = $0.operation { items.contains(item) } else { false } }
+            pending.removeAll { $0.operation.listAdd.map { items.contains($0.item) } ?? false }
         }
         return ShoppingSession(applied: ListReducer(zone: zone.storeName), pending: pending).notifications
     }
@@ -105,7 +105,7 @@ extension SyncEngine {
     public func applyHeld(_ ids: Set<CompactID>, in zone: ZoneID) throws(SyncEngineError) {
         guard let z = state.zones[zone.storeName] else { throw .noSuchList(zone.storeName) }
         var items = Set<CompactID>()
-        for e in z.held where ids.contains(e.id) { if case .add(let item, _, _) = e.operation { items.insert(item) } }
+        for e in z.held where ids.contains(e.id) { if let add = e.operation.listAdd { items.insert(add.item) } }
         moveHeldToApply(zone.storeName) { e in
             if ids.contains(e.id) { return true }
             switch e.operation {

@@ -372,7 +372,7 @@ public actor SyncEngine {
             switch op {
             case .add(_, _, let after): after != nil
             case .markOff, .unmark, .delete, .move: true
-            default: false
+            default: op.listAdd?.after != nil
             }
         }
         guard namesItems else { return ListState() }

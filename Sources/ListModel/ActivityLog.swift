@@ -27,12 +27,16 @@ public struct ActivityEvent: Hashable, Sendable {
     /// The item, for item events.
     public var item: CompactID?
     /// For item events the item's text (from its winning add, nil if no add is known); the new
-    /// name or colour for renames and recolours; the participant for joins and leaves.
+    /// name or colour for renames and recolours; the participant for joins and leaves. Nil when
+    /// that text is sealed (`sealedText`).
     public var text: String?
+    /// The item's text, or the new name or colour, when it is sealed for the list's members
+    /// (Spec/SEALING.md §5): a member's device opens it.
+    public var sealedText: SealedText?
 
     /// Creates an event from all its fields.
     public init(entryID: CompactID, kind: ActivityKind, author: String, wallTime: Int64, clock: HybridTime,
-                item: CompactID?, text: String?) {
+                item: CompactID?, text: String?, sealedText: SealedText? = nil) {
         self.entryID = entryID
         self.kind = kind
         self.author = author
@@ -40,6 +44,7 @@ public struct ActivityEvent: Hashable, Sendable {
         self.clock = clock
         self.item = item
         self.text = text
+        self.sealedText = sealedText
     }
 
     package var key: ChangeKey { ChangeKey(clock: clock, author: author, entry: entryID) }
@@ -92,17 +97,24 @@ public struct ActivityLog: Sendable, Equatable {
     package mutating func record(_ e: JournalEntry) -> Bool {
         guard sameBytes(e.zone, zone) else { return false }
         let kind: ActivityKind
-        var item: CompactID? = nil, text: String? = nil, addText: String? = nil
+        var item: CompactID? = nil, text: ListText? = nil, addText: ListText? = nil
         switch e.operation {
-        case .add(let i, let t, _): kind = .added; item = i; addText = t
+        case .add(let i, let t, _): kind = .added; item = i; addText = .plain(t)
         case .markOff(let i): kind = .markedOff; item = i
         case .unmark(let i): kind = .unmarked; item = i
         case .delete(let i): kind = .deleted; item = i
         case .move(let i, _): kind = .moved; item = i
-        case .rename(let t): kind = .renamed; text = t
-        case .recolour(let t): kind = .recoloured; text = t
-        case .join(let p): kind = .joined; text = p
-        case .leave(let p): kind = .left; text = p
+        case .rename(let t): kind = .renamed; text = .plain(t)
+        case .recolour(let t): kind = .recoloured; text = .plain(t)
+        case .join(let p): kind = .joined; text = .plain(p)
+        case .leave(let p): kind = .left; text = .plain(p)
+        case .opaque(SealedChange.addKind...SealedChange.recolourKind, _):
+            switch (try? SealedChange(e.operation)) ?? nil {
+            case .add(let i, _, let v)?: kind = .added; item = i; addText = .sealed(SealedText(v, in: e, kind: SealedChange.addKind, item: i))
+            case .rename(let v)?: kind = .renamed; text = .sealed(SealedText(v, in: e, kind: SealedChange.renameKind, item: nil))
+            case .recolour(let v)?: kind = .recoloured; text = .sealed(SealedText(v, in: e, kind: SealedChange.recolourKind, item: nil))
+            case nil: return false
+            }
         case .opaque, .place: return false
         }
         guard eventIndex[e.id] == nil else { return false }
@@ -114,7 +126,7 @@ public struct ActivityLog: Sendable, Equatable {
     /// already. `addText` is an add's text, offered to its item (the lowest key wins).
     @discardableResult
     mutating func recordEvent(entry: CompactID, kind: ActivityKind, author: Int32, clock: UInt64, wallTime: Int64,
-                              item: CompactID?, text: String?, addText: String?) -> Bool {
+                              item: CompactID?, text: ListText?, addText: ListText?) -> Bool {
         let n = Int32(stored.count)
         guard eventIndex.findOrInsert(entry, n) == n else { return false }
         var slot: Int32 = -1
@@ -145,9 +157,9 @@ public struct ActivityLog: Sendable, Equatable {
 
     /// Every stored event in recording order, item events with the item's text when this event
     /// is the add that text came from (what a history piece writes).
-    func forEachStoredEvent(_ body: (ActivityKind, CompactID, String, UInt64, Int64, CompactID?, String?, String?) -> Void) {
+    func forEachStoredEvent(_ body: (ActivityKind, CompactID, String, UInt64, Int64, CompactID?, ListText?, ListText?) -> Void) {
         for e in stored {
-            var item: CompactID? = nil, itemText: String? = nil
+            var item: CompactID? = nil, itemText: ListText? = nil
             if e.item >= 0 {
                 let it = itemTable[Int(e.item)]
                 item = it.id
@@ -167,8 +179,14 @@ public struct ActivityLog: Sendable, Equatable {
         return n
     }
 
-    /// The item's text from its winning add, if an add is known.
+    /// The item's text from its winning add, if an add is known and its text is plain.
     public func text(of item: CompactID) -> String? {
+        guard let s = itemIndex[item] else { return nil }
+        return itemTable[Int(s)].text?.value.plain
+    }
+
+    /// The item's text from its winning add, plain or sealed, if an add is known.
+    public func listText(of item: CompactID) -> ListText? {
         guard let s = itemIndex[item] else { return nil }
         return itemTable[Int(s)].text?.value
     }
@@ -184,13 +202,20 @@ public struct ActivityLog: Sendable, Equatable {
         return inOrder { $0.item == slot }
     }
 
-    /// Items whose text matches `text`, ignoring case.
-    public func items(matching text: String, _ match: TextMatch = .exact) -> Set<CompactID> {
+    /// Items whose text matches `text`, ignoring case. A sealed text matches only when `open`
+    /// opens it (a member's device passes its keyring's opener; the service has none).
+    public func items(matching text: String, _ match: TextMatch = .exact,
+                      opening open: (SealedText) -> String? = { _ in nil }) -> Set<CompactID> {
         let needle = text.lowercased()
         var out: Set<CompactID> = []
         for it in itemTable {
             guard let r = it.text else { continue }
-            let t = r.value.lowercased()
+            let plain: String?
+            switch r.value {
+            case .plain(let s): plain = s
+            case .sealed(let v): plain = open(v)
+            }
+            guard let t = plain?.lowercased() else { continue }
             if match == .exact ? t == needle : t.contains(needle) { out.insert(it.id) }
         }
         return out
@@ -201,14 +226,18 @@ public struct ActivityLog: Sendable, Equatable {
         events(forItem: item).filter { $0.kind == .deleted }
     }
 
-    /// "Who deleted the milk?" by text: deletions of every item whose text matches, in clock order.
-    public func deletions(ofItemsMatching text: String, _ match: TextMatch = .exact) -> [ActivityEvent] {
-        events(of: items(matching: text, match), kind: .deleted)
+    /// "Who deleted the milk?" by text: deletions of every item whose text matches, in clock
+    /// order (sealed texts through `open`, as in `items(matching:_:opening:)`).
+    public func deletions(ofItemsMatching text: String, _ match: TextMatch = .exact,
+                          opening open: (SealedText) -> String? = { _ in nil }) -> [ActivityEvent] {
+        events(of: items(matching: text, match, opening: open), kind: .deleted)
     }
 
-    /// "When did we last buy coffee?": the latest markOff of any item whose text matches.
-    public func lastMarkOff(ofItemsMatching text: String, _ match: TextMatch = .exact) -> ActivityEvent? {
-        events(of: items(matching: text, match), kind: .markedOff).last
+    /// "When did we last buy coffee?": the latest markOff of any item whose text matches
+    /// (sealed texts through `open`).
+    public func lastMarkOff(ofItemsMatching text: String, _ match: TextMatch = .exact,
+                            opening open: (SealedText) -> String? = { _ in nil }) -> ActivityEvent? {
+        events(of: items(matching: text, match, opening: open), kind: .markedOff).last
     }
 
     /// Joins and leaves, in clock order.
@@ -299,11 +328,16 @@ package enum ActivityLogCodec {
             let it = items[Int(s)]
             it.id.encoded(into: &w)
             if let r = it.text {
-                w.u8(1)
+                w.u8(r.value.sealedText == nil ? 1 : 2)
                 w.varint(r.key.clock.rawValue)
                 w.varint(UInt64(authorRank[Int(it.textAuthor)]))
                 r.key.entry.encoded(into: &w)
-                w.string(r.value)
+                switch r.value {
+                case .plain(let s): w.string(s)
+                case .sealed(let v):
+                    w.zigzag(v.binding.wallTime &- Int64(bitPattern: r.key.clock.physicalMillis))
+                    SnapshotCodec.sealedBytes(v.value, into: &w)
+                }
             } else {
                 w.u8(0)
             }
@@ -313,14 +347,20 @@ package enum ActivityLogCodec {
         stored.withUnsafeBufferPointer { p in
             for i in order {
                 let i = Int(i)
-                w.u8(p[i].kind.rawValue)
+                w.u8(p[i].text?.sealedText == nil ? p[i].kind.rawValue : ActivityLogCodec.sealedKind(p[i].kind))
                 p[i].entryID.encoded(into: &w)
                 w.varint(UInt64(authorRank[Int(p[i].author)]))
                 let clock = p[i].clock
                 w.varint(clock - previous)
                 previous = clock
                 w.zigzag(p[i].wallTime &- Int64(bitPattern: HybridTime(rawValue: clock).physicalMillis))
-                if p[i].item >= 0 { w.varint(UInt64(itemRank[Int(p[i].item)])) } else { w.string(p[i].text ?? "") }
+                if p[i].item >= 0 {
+                    w.varint(UInt64(itemRank[Int(p[i].item)]))
+                } else if let v = p[i].text?.sealedText {
+                    SnapshotCodec.sealedBytes(v.value, into: &w)
+                } else {
+                    w.string(p[i].text?.plain ?? "")
+                }
             }
         }
         w.u32(CRC32C.checksum(w.bytes))
@@ -372,13 +412,24 @@ package enum ActivityLogCodec {
             let id = try CompactID.decoded(&r, field: "item")
             if let last = items.last, !(last < id) { throw CodecError(.invalidValue(field: "item order"), at: at) }
             items.append(id)
-            switch try r.u8() {
+            let textFlag = try r.u8()
+            switch textFlag {
             case 0: slots.append(-1)
-            case 1:
+            case 1, 2:
+                let sealed = textFlag == 2
                 let clock = try clockValue(&r)
                 let a = try author(&r)
                 let entry = try CompactID.decoded(&r, field: "entry")
-                let text = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
+                let text: ListText
+                if sealed {
+                    let wallAt = r.offset
+                    let (wall, overflow) = Int64(bitPattern: clock.physicalMillis).addingReportingOverflow(try r.zigzag())
+                    guard !overflow else { throw CodecError(.invalidValue(field: "wallTime"), at: wallAt) }
+                    text = .sealed(SealedText(try SnapshotCodec.sealedValue(&r, "text"), zone: log.zone, entry: entry, kind: SealedChange.addKind,
+                                              item: id, author: authors[Int(a)], clock: clock, wallTime: wall))
+                } else {
+                    text = .plain(try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true))
+                }
                 let s = log.internItem(id)
                 log.offerText(s, ChangeKey(clock: clock, author: authors[Int(a)], entry: entry), a, text)
                 slots.append(s)
@@ -393,7 +444,9 @@ package enum ActivityLogCodec {
         var previousEntry: CompactID? = nil
         for _ in 0..<eventCount {
             let at = r.offset
-            guard let kind = ActivityKind(rawValue: try r.u8()) else { throw CodecError(.invalidValue(field: "event kind"), at: at) }
+            let kindByte = try r.u8()
+            guard let kind = ActivityLogCodec.kind(kindByte) else { throw CodecError(.invalidValue(field: "event kind"), at: at) }
+            let sealedText = kindByte != kind.rawValue
             let entryID = try CompactID.decoded(&r, field: "entry")
             let a = try author(&r)
             let deltaAt = r.offset
@@ -403,8 +456,11 @@ package enum ActivityLogCodec {
             let wallAt = r.offset
             let (wall, wallOverflow) = Int64(bitPattern: HybridTime(rawValue: raw).physicalMillis).addingReportingOverflow(try r.zigzag())
             guard !wallOverflow else { throw CodecError(.invalidValue(field: "wallTime"), at: wallAt) }
-            var slot: Int32 = -1, text: String? = nil
-            if kind.isItemEvent {
+            var slot: Int32 = -1, text: ListText? = nil
+            if sealedText {
+                text = .sealed(SealedText(try SnapshotCodec.sealedValue(&r, "text"), zone: log.zone, entry: entryID, kind: kindByte, item: nil,
+                                          author: authors[Int(a)], clock: HybridTime(rawValue: raw), wallTime: wall))
+            } else if kind.isItemEvent {
                 let ia = r.offset
                 let i = try r.varint()
                 guard i < UInt64(items.count) else { throw CodecError(.invalidValue(field: "item index"), at: ia) }
@@ -415,7 +471,7 @@ package enum ActivityLogCodec {
                 }
             } else {
                 let limit = kind == .joined || kind == .left ? Limits.maxAuthorBytes : Limits.maxTextBytes
-                text = try r.string("text", limit: limit, allowEmpty: kind == .renamed || kind == .recoloured)
+                text = .plain(try r.string("text", limit: limit, allowEmpty: kind == .renamed || kind == .recoloured))
             }
             // Strictly increasing keys (clock, author bytes = author index, entry): canonical,
             // and no entry id twice.
@@ -436,6 +492,21 @@ package enum ActivityLogCodec {
         }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
         return log
+    }
+
+    /// The event kind a byte names: an `ActivityKind`'s own, or a sealed rename's or recolour's
+    /// entry kind (0x42, 0x43: the event's text is sealed bytes, SNAPSHOT.md §5).
+    static func kind(_ byte: UInt8) -> ActivityKind? {
+        switch byte {
+        case SealedChange.renameKind: .renamed
+        case SealedChange.recolourKind: .recoloured
+        default: ActivityKind(rawValue: byte)
+        }
+    }
+
+    /// The byte of a list-level event whose text is sealed.
+    static func sealedKind(_ kind: ActivityKind) -> UInt8 {
+        kind == .renamed ? SealedChange.renameKind : SealedChange.recolourKind
     }
 
     static func clockValue(_ r: inout ByteReader) throws(CodecError) -> HybridTime {

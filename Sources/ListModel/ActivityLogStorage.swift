@@ -11,14 +11,14 @@ struct StoredEvent: Sendable {
     /// Index in the log's `itemTable`, or -1 for events not about an item.
     var item: Int32
     var kind: ActivityKind
-    /// For events not about an item: the new name or colour, or the participant.
-    var text: String?
+    /// For events not about an item: the new name or colour (plain or sealed), or the participant.
+    var text: ListText?
 }
 
 /// An item some event names, with its text from its winning add, if an add is known.
 struct HistoryItem: Sendable {
     var id: CompactID
-    var text: Register<String>?
+    var text: Register<ListText>?
     /// The author index of `text`'s key, or -1 without a text.
     var textAuthor: Int32
 }
@@ -35,7 +35,7 @@ extension ActivityLog {
 
     /// Offers an add's text to item `slot`: the lowest key wins.
     @inline(__always)
-    mutating func offerText(_ slot: Int32, _ key: ChangeKey, _ author: Int32, _ text: String) {
+    mutating func offerText(_ slot: Int32, _ key: ChangeKey, _ author: Int32, _ text: ListText) {
         let s = Int(slot)
         if itemTable[s].text == nil {
             textCount += 1
@@ -51,14 +51,17 @@ extension ActivityLog {
         let e = stored[i]
         return ActivityEvent(entryID: e.entryID, kind: e.kind, author: authors.strings[Int(e.author)], wallTime: e.wallTime,
                              clock: HybridTime(rawValue: e.clock), item: e.item >= 0 ? itemTable[Int(e.item)].id : nil,
-                             text: e.text)
+                             text: e.text?.plain, sealedText: e.text?.sealedText)
     }
 
     /// Event `i` with its item's text for item events.
     func resolved(_ i: Int) -> ActivityEvent {
         var e = event(i)
         let slot = stored[i].item
-        if slot >= 0 { e.text = itemTable[Int(slot)].text?.value }
+        if slot >= 0, let t = itemTable[Int(slot)].text?.value {
+            e.text = t.plain
+            e.sealedText = t.sealedText
+        }
         return e
     }
 

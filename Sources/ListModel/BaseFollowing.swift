@@ -186,6 +186,7 @@ extension ListReducer {
             }
             Self.clearTombstone(&records[i])
             texts[i] = ""
+            sealedTexts[Int32(i)] = nil
         }
         // A record that lost only its place: the item left the list, unless a placement names it
         // (the bottom of a fold, which keeps its marks and delete and is placed again by the entry
@@ -198,6 +199,7 @@ extension ListReducer {
             records[i].anchor = -1
             Self.clearTombstone(&records[i])
             texts[i] = ""
+            sealedTexts[Int32(i)] = nil
         }
         // A bottom of a fold left out of the tree until its place comes holds no anchor meanwhile.
         for i in lostPlace where records[i].flags & ItemFlag.inTree == 0 { records[i].anchor = -1 }

@@ -91,30 +91,41 @@ package struct HistoryPieceEncoder: Sendable {
             lastZone = e.zone
         }
         switch e.operation {
-        case .add(let item, let text, _): event(.added, e, item: item, addText: text)
+        case .add(let item, let text, _): event(.added, e, item: item, addText: .plain(text))
         case .markOff(let item): event(.markedOff, e, item: item)
         case .unmark(let item): event(.unmarked, e, item: item)
         case .delete(let item): event(.deleted, e, item: item)
         case .move(let item, _): event(.moved, e, item: item)
-        case .rename(let t): event(.renamed, e, text: t)
-        case .recolour(let t): event(.recoloured, e, text: t)
-        case .join(let p): event(.joined, e, text: p)
-        case .leave(let p): event(.left, e, text: p)
+        case .rename(let t): event(.renamed, e, text: .plain(t))
+        case .recolour(let t): event(.recoloured, e, text: .plain(t))
+        case .join(let p): event(.joined, e, text: .plain(p))
+        case .leave(let p): event(.left, e, text: .plain(p))
+        case .opaque(SealedChange.addKind...SealedChange.recolourKind, _):
+            switch (try? SealedChange(e.operation)) ?? nil {
+            case .add(let item, _, let v)?: event(.added, e, item: item, addText: .sealed(SealedText(v, in: e, kind: SealedChange.addKind, item: item)))
+            case .rename(let v)?: event(.renamed, e, text: .sealed(SealedText(v, in: e, kind: SealedChange.renameKind, item: nil)))
+            case .recolour(let v)?: event(.recoloured, e, text: .sealed(SealedText(v, in: e, kind: SealedChange.recolourKind, item: nil)))
+            case nil: return false
+            }
         case .opaque, .place: return false
         }
         return true
     }
 
-    private mutating func event(_ kind: ActivityKind, _ e: JournalEntry, item: CompactID? = nil, addText: String? = nil, text: String? = nil) {
+    private mutating func event(_ kind: ActivityKind, _ e: JournalEntry, item: CompactID? = nil, addText: ListText? = nil, text: ListText? = nil) {
         write(kind: kind, entry: e.id, author: e.author, clock: e.clock.rawValue, wall: e.wallTime, item: item,
               addText: addText, hasAddText: kind == .added, text: text)
     }
 
     /// One event as the encoding holds it (`addText` only for `added`, with `hasAddText`).
+    /// A sealed text is written under its entry kind (0x41 an add carrying its sealed text, 0x42
+    /// and 0x43 a sealed rename and recolour), its text as sealed bytes (SNAPSHOT.md §5.2).
     mutating func write(kind: ActivityKind, entry: CompactID, author: String, clock: UInt64, wall: Int64, item: CompactID?,
-                        addText: String?, hasAddText: Bool, text: String?) {
+                        addText: ListText?, hasAddText: Bool, text: ListText?) {
         precondition(!finished, "events after finish")
-        pending.u8(kind.rawValue)
+        let carried = kind == .added ? (hasAddText ? addText : nil) : text
+        let sealed = carried?.sealedText
+        pending.u8(sealed == nil ? kind.rawValue : kind == .added ? SealedChange.addKind : ActivityLogCodec.sealedKind(kind))
         entry.encoded(into: &pending)
         if lastAuthor >= 0 && sameBytes(authors[lastAuthor], author) {
             pending.varint(UInt64(lastAuthor))
@@ -136,17 +147,25 @@ package struct HistoryPieceEncoder: Sendable {
         if kind.isItemEvent {
             item!.encoded(into: &pending)
             if kind == .added {
-                if hasAddText, let addText {
+                if let carried {
                     pending.u8(1)
-                    pending.string(addText)
+                    Self.put(carried, &pending)
                 } else {
                     pending.u8(0)
                 }
             }
         } else {
-            pending.string(text ?? "")
+            Self.put(text ?? .plain(""), &pending)
         }
         events += 1
+    }
+
+    /// A text as a piece holds it: a string, or sealed bytes (the event's kind says which).
+    private static func put(_ t: ListText, _ w: inout ByteWriter) {
+        switch t {
+        case .plain(let s): w.string(s)
+        case .sealed(let v): SnapshotCodec.sealedBytes(v.value, into: &w)
+        }
     }
 
     /// Adds every event of `log` (with its item texts), as `HistoryPieceCodec.encode` does.
@@ -265,7 +284,7 @@ package enum HistoryPieceCodec {
         var authors: [String] = []
         var interned: [Int32] = []  // piece's author number → the log's
         var previous: UInt64 = 0
-        while let (e, number) = try decodeEvent(&r, authors: &authors, previous: &previous) {
+        while let (e, number) = try decodeEvent(&r, zone: log.zone, authors: &authors, previous: &previous) {
             if interned.count < authors.count { interned.append(log.authors.intern(authors[authors.count - 1])) }
             log.recordEvent(entry: e.entry, kind: e.kind, author: interned[number], clock: e.clock, wallTime: e.wallTime, item: e.item,
                             text: e.text, addText: e.addText)
@@ -276,11 +295,14 @@ package enum HistoryPieceCodec {
     /// The next event at `r` and its author's number in the piece, or nil at the `00` byte that
     /// ends them; `authors` (the piece's numbering so far) and `previous` (the clock the next
     /// delta adds to) carry from one to the next.
-    static func decodeEvent(_ r: inout ByteReader, authors: inout [String], previous: inout UInt64) throws(CodecError) -> (HistoryPieceEvent, Int)? {
+    static func decodeEvent(_ r: inout ByteReader, zone: String, authors: inout [String], previous: inout UInt64) throws(CodecError) -> (HistoryPieceEvent, Int)? {
         let at = r.offset
         let k = try r.u8()
         if k == 0 { return nil }
-        guard let kind = ActivityKind(rawValue: k) else { throw CodecError(.invalidValue(field: "event kind"), at: at) }
+        guard let kind = k == SealedChange.addKind ? .added : ActivityLogCodec.kind(k) else {
+            throw CodecError(.invalidValue(field: "event kind"), at: at)
+        }
+        let sealed = k != kind.rawValue
         let entry = try CompactID.decoded(&r, field: "entry")
         let authorAt = r.offset
         let a = try r.varint()
@@ -309,14 +331,20 @@ package enum HistoryPieceCodec {
             if kind == .added {
                 let flagAt = r.offset
                 switch try r.u8() {
-                case 0: break
-                case 1: e.addText = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
+                case 0 where !sealed: break
+                case 1:
+                    e.addText = sealed ? .sealed(SealedText(try SnapshotCodec.sealedValue(&r, "text"), zone: zone, entry: entry, kind: k,
+                                                            item: e.item, author: author, clock: HybridTime(rawValue: clock), wallTime: wall))
+                        : .plain(try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true))
                 default: throw CodecError(.invalidValue(field: "text flag"), at: flagAt)
                 }
             }
+        } else if sealed {
+            e.text = .sealed(SealedText(try SnapshotCodec.sealedValue(&r, "text"), zone: zone, entry: entry, kind: k, item: nil,
+                                        author: author, clock: HybridTime(rawValue: clock), wallTime: wall))
         } else {
             let limit = kind == .joined || kind == .left ? Limits.maxAuthorBytes : Limits.maxTextBytes
-            e.text = try r.string("text", limit: limit, allowEmpty: kind == .renamed || kind == .recoloured)
+            e.text = .plain(try r.string("text", limit: limit, allowEmpty: kind == .renamed || kind == .recoloured))
         }
         return (e, Int(a))
     }

@@ -10,10 +10,10 @@ package struct HistoryPieceEvent: Sendable, Equatable {
     package var clock: UInt64
     package var wallTime: Int64
     package var item: CompactID? = nil
-    /// An add's text, where the piece carries it on this add.
-    package var addText: String? = nil
-    /// A rename's or recolour's text, or a join's or leave's participant.
-    package var text: String? = nil
+    /// An add's text (plain or sealed), where the piece carries it on this add.
+    package var addText: ListText? = nil
+    /// A rename's or recolour's text (plain or sealed), or a join's or leave's participant.
+    package var text: ListText? = nil
 }
 
 /// Where a streamed read of a piece's events stopped: what resumes there without decoding the
@@ -26,12 +26,14 @@ package struct HistoryPieceResume: Sendable, Equatable {
     package var index: Int
     fileprivate var authors: [String] = []
     fileprivate var previousClock: UInt64 = 0
+    /// The piece's zone: what a sealed text's binding names.
+    fileprivate var zone = ""
 }
 
 extension HistoryPieceCodec {
     /// Where the events of a piece with this header begin (after its header CRC).
     package static func firstEvent(of header: HistoryPieceHeader) -> HistoryPieceResume {
-        HistoryPieceResume(offset: fixedHeader + header.zone.utf8.count + 4, index: 0)
+        HistoryPieceResume(offset: fixedHeader + header.zone.utf8.count + 4, index: 0, zone: header.zone)
     }
 
     /// Checks a whole major-2 piece (size, header, file CRC) and returns its header and where its
@@ -81,7 +83,7 @@ extension HistoryPieceCodec {
         var at = resume
         do throws(CodecError) {
             while reachesEnd || r.remaining >= maxEventBytes {
-                guard let (e, _) = try decodeEvent(&r, authors: &at.authors, previous: &at.previousClock) else {
+                guard let (e, _) = try decodeEvent(&r, zone: at.zone, authors: &at.authors, previous: &at.previousClock) else {
                     guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
                     at.offset = resume.offset + r.offset
                     return (at, true)

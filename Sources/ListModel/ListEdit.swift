@@ -50,11 +50,8 @@ public enum ListEdit {
         var onList = Set(list.items.map(\.id))
         for (offset, operation) in operations.enumerated() {
             if let why = refusal(of: operation, isOnList: { onList.contains($0) }) { return (offset, why) }
-            switch operation {
-            case .add(let item, _, _): onList.insert(item)
-            case .delete(let item): onList.remove(item)
-            default: break
-            }
+            if let add = operation.listAdd { onList.insert(add.item) }
+            if case .delete(let item) = operation { onList.remove(item) }
         }
         return nil
     }
@@ -79,6 +76,11 @@ public enum ListEdit {
         case .place: return .notAnEdit("a place")
         case .join, .leave: return .notAnEdit("a change of who shares the list")
         case .opaque(let kind, _) where kind == ListBase.kind: return .notAnEdit("a list's base")
+        case .opaque(SealedChange.addKind, _):
+            // A sealed add's text was checked before it was sealed; its anchor is checked here.
+            guard let add = operation.listAdd, let after = add.after else { return nil }
+            if after == add.item { return .anchoredToItself(add.item) }
+            return isOnList(after) ? nil : .anchorNotOnList(after)
         case .opaque: return nil
         }
     }

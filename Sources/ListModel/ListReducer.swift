@@ -55,8 +55,11 @@ package struct ListReducer: Sendable {
     /// (MERGE.md §3.5).
     var moves: [Int32: [ItemMove]] = [:]
 
-    var name: Register<String>?
-    var colour: Register<String>?
+    var name: Register<ListText>?
+    var colour: Register<ListText>?
+    /// Record number → its winning add's sealed text, for records whose winning add is a sealed
+    /// one (SEALING.md §5) and that are not deleted; `texts` holds "" for them.
+    var sealedTexts: [Int32: SealedValue] = [:]
     /// Participant → whether the latest join/leave was a join.
     var participants: [ExactString: Register<Bool>] = [:]
 
@@ -121,9 +124,9 @@ package struct ListReducer: Sendable {
         case .delete(let item):
             new = delete(slot(item), e)
         case .rename(let newName):
-            new = Self.offer(&name, &seen, &textIDs, ChangeKey(e.pointee), newName)
+            new = Self.offer(&name, &seen, &textIDs, ChangeKey(e.pointee), .plain(newName))
         case .recolour(let newColour):
-            new = Self.offer(&colour, &seen, &textIDs, ChangeKey(e.pointee), newColour)
+            new = Self.offer(&colour, &seen, &textIDs, ChangeKey(e.pointee), .plain(newColour))
         case .join(let p):
             new = Self.offer(&participants[ExactString(p)], &seen, &textIDs, ChangeKey(e.pointee), true)
         case .leave(let p):
@@ -137,6 +140,8 @@ package struct ListReducer: Sendable {
             guard !seen.contains(entryRID(e)) else { return false }
             if adoptBase(snapshot) { _ = seen.insert(entryRID(e)) }
             return false
+        case .opaque(SealedChange.addKind...SealedChange.recolourKind, _):
+            new = applySealed(e)
         case .opaque:
             new = seen.insert(entryRID(e))
         }
@@ -245,9 +250,25 @@ package struct ListReducer: Sendable {
         }
     }
 
+    /// A sealed add, rename or recolour (MERGE.md §11): the same rule as its plain kind, its text
+    /// carried sealed. One whose body does not read is an opaque entry, like any unread kind.
+    private mutating func applySealed(_ e: UnsafePointer<JournalEntry>) -> Bool {
+        guard let change = (try? SealedChange(e.pointee.operation)) ?? nil else { return seen.insert(entryRID(e)) }
+        switch change {
+        case .add(let item, let after, let text): return add(slot(item), e, "", after, sealed: text)
+        case .rename(let text):
+            let sealed = SealedText(text, in: e.pointee, kind: SealedChange.renameKind, item: nil)
+            return Self.offer(&name, &seen, &textIDs, ChangeKey(e.pointee), .sealed(sealed))
+        case .recolour(let text):
+            let sealed = SealedText(text, in: e.pointee, kind: SealedChange.recolourKind, item: nil)
+            return Self.offer(&colour, &seen, &textIDs, ChangeKey(e.pointee), .sealed(sealed))
+        }
+    }
+
     /// The first add wins (MERGE.md §5). Returns whether the entry is new.
     @inline(__always)
-    private mutating func add(_ i: Int, _ e: UnsafePointer<JournalEntry>, _ text: String, _ after: CompactID?) -> Bool {
+    private mutating func add(_ i: Int, _ e: UnsafePointer<JournalEntry>, _ text: String, _ after: CompactID?,
+                              sealed: SealedValue? = nil) -> Bool {
         let a = intern(authorOf: e)
         let id = entryRID(e)
         var r = records[i]
@@ -266,6 +287,7 @@ package struct ListReducer: Sendable {
         r.addEntry = id
         if r.flags & ItemFlag.deleted == 0 {
             texts[i] = text
+            if let sealed { sealedTexts[Int32(i)] = sealed } else if !sealedTexts.isEmpty { sealedTexts[Int32(i)] = nil }
             r.addedAt = e.pointee.wallTime
         }
         records[i] = r
@@ -326,6 +348,7 @@ package struct ListReducer: Sendable {
         r.markEntry = id
         records[i] = r
         texts[i] = ""
+        if !sealedTexts.isEmpty { sealedTexts[Int32(i)] = nil }
         return true
     }
 
@@ -447,7 +470,7 @@ extension ListReducer: Equatable {
             let x = a.records[i], y = b.records[j]
             guard x.flags & ItemFlag.stored == y.flags & ItemFlag.stored, a.addKey(i) == b.addKey(j), a.markKey(i) == b.markKey(j),
                   a.placeKey(i) == b.placeKey(j), a.moveKeys(i).elementsEqual(b.moveKeys(j), by: { $0 == $1 }),
-                  sameUTF8(a.texts[i], b.texts[j]), x.addedAt == y.addedAt, x.markedAt == y.markedAt else { return false }
+                  sameUTF8(a.texts[i], b.texts[j]), a.sealedTexts[Int32(i)] == b.sealedTexts[Int32(j)], x.addedAt == y.addedAt, x.markedAt == y.markedAt else { return false }
             guard (x.anchor < 0) == (y.anchor < 0),
                   x.anchor < 0 || a.textIDs.compact(a.records[Int(x.anchor)].id) == b.textIDs.compact(b.records[Int(y.anchor)].id) else { return false }
         }

@@ -34,7 +34,8 @@ extension ListReducer {
                                     (out.baseAddress! + Int(place[i])).initialize(to: ListItem(
                                         id: textIDs.compact(r.id), state: marked ? .markedOff : .active, text: texts[i],
                                         addedBy: authors[Int(r.addAuthor)], addedAt: r.addedAt,
-                                        markedOffBy: marked ? authors[Int(r.markAuthor)] : nil, markedOffAt: marked ? r.markedAt : nil))
+                                        markedOffBy: marked ? authors[Int(r.markAuthor)] : nil, markedOffAt: marked ? r.markedAt : nil,
+                                        sealedText: sealedTexts.isEmpty ? nil : sealedText(Int32(i), r)))
                                 }
                             }
                             if visible >= minimum {
@@ -49,14 +50,15 @@ extension ListReducer {
             }
             count = visible
         }
-        return ListState(name: name?.value ?? "", colour: colour?.value ?? "", items: items, participants: currentParticipants())
+        return ListState(name: name?.value.plainText ?? "", colour: colour?.value.plainText ?? "", items: items,
+                         participants: currentParticipants(), sealedName: name?.value.sealedText, sealedColour: colour?.value.sealedText)
     }
 
     /// Calls `body` with `result` and each record in `order` and its text, copying them a chunk at a time
     /// first: list order is not memory order, and a short loop of independent loads lets the
     /// processor overlap the cache misses that one record at a time would wait for.
     @inline(__always)
-    func forEachRecord<Result>(in order: [Int32], into result: inout Result, _ body: (inout Result, ItemRecord, String) -> Void) {
+    func forEachRecord<Result>(in order: [Int32], into result: inout Result, _ body: (inout Result, ItemRecord, String, Int32) -> Void) {
         let chunk = 32
         records.withUnsafeBufferPointer { rec in
             texts.withUnsafeBufferPointer { texts in
@@ -73,7 +75,7 @@ extension ListReducer {
                                     (textBase + j).initialize(to: base[j].flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added
                                                                   ? texts[Int(order[k + j])] : "")
                                 }
-                                for j in 0..<m { body(&result, base[j], (textBase + j).move()) }
+                                for j in 0..<m { body(&result, base[j], (textBase + j).move(), order[k + j]) }
                                 k += m
                             }
                         }
@@ -81,6 +83,13 @@ extension ListReducer {
                 }
             }
         }
+    }
+
+    /// Record `i`'s sealed text, bound to its winning add (its key and added time), if it has one.
+    func sealedText(_ i: Int32, _ r: ItemRecord) -> SealedText? {
+        guard let v = sealedTexts[i] else { return nil }
+        return SealedText(v, zone: zone, entry: textIDs.compact(r.addEntry), kind: SealedChange.addKind, item: textIDs.compact(r.id),
+                          author: authors[Int(r.addAuthor)], clock: HybridTime(rawValue: r.addClock), wallTime: r.addedAt)
     }
 
     /// Participants whose latest entry is a join, sorted by UTF-8 bytes.
@@ -101,15 +110,27 @@ extension ListReducer {
     /// `stateDigest()` given the list order and its visible count (`countedLinearOrder()`): a
     /// snapshot's body and digest share one computation of the order.
     func stateDigest(order: [Int32], visible: Int) -> UInt64 {
-        ReducerDigest.hash { w in
-            w.u8(1)
-            w.string(name?.value ?? "")
-            w.string(colour?.value ?? "")
+        let sealed = !sealedTexts.isEmpty || name?.value.sealedText != nil || colour?.value.sealedText != nil
+        return ReducerDigest.hash { w in
+            w.u8(sealed ? 2 : 1)
+            if sealed {
+                ListState.text(name?.value ?? .plain(""), into: &w)
+                ListState.text(colour?.value ?? .plain(""), into: &w)
+            } else {
+                w.string(name?.value.plainText ?? "")
+                w.string(colour?.value.plainText ?? "")
+            }
             w.varint(UInt64(visible))
-            forEachRecord(in: order, into: &w) { w, r, text in
+            forEachRecord(in: order, into: &w) { w, r, text, i in
                 guard r.flags & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added else { return }
                 if r.id.text { w.id(textIDs.compact(r.id)) } else { w.uuid(r.id.high, r.id.low) }
-                w.string(text)
+                if !sealed {
+                    w.string(text)
+                } else if let v = sealedTexts[i] {
+                    ListState.sealed(v, into: &w)
+                } else {
+                    ListState.text(.plain(text), into: &w)
+                }
                 let marked = r.flags & ItemFlag.markedOff != 0
                 w.u8(marked ? ListItem.State.markedOff.rawValue : ListItem.State.active.rawValue)
                 w.string(authors[Int(r.addAuthor)])

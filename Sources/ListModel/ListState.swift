@@ -25,17 +25,24 @@ public struct ListItem: Hashable, Sendable {
     public var markedOffBy: String?
     /// Wall-clock milliseconds of the mark-off; set exactly when `state == .markedOff`.
     public var markedOffAt: Int64?
+    /// The winning add's text sealed for the list's members, when it was a sealed add
+    /// (Spec/SEALING.md §5); `text` is then "". A member's device opens it (`ListKeyring`).
+    public var sealedText: SealedText? = nil
+
+    /// The item's text as the list holds it: plain, or sealed.
+    public var listText: ListText { sealedText.map { .sealed($0) } ?? .plain(text) }
 }
 
 extension ListItem {
     // In an extension, so the compiler still synthesises the memberwise initialiser, which
     // `state()` uses: it builds the value in one piece, where this one's stores to `self` left a
     // copy and a destroy of the whole item that the optimiser did not cancel.
-    /// Creates an item; the mark-off fields default to nil, as for an active item.
+    /// Creates an item; the mark-off fields default to nil, as for an active item, and the text
+    /// is plain unless `sealedText` is given (`text` is then "").
     public init(id: CompactID, text: String, state: State, addedBy: String, addedAt: Int64,
-                markedOffBy: String? = nil, markedOffAt: Int64? = nil) {
+                markedOffBy: String? = nil, markedOffAt: Int64? = nil, sealedText: SealedText? = nil) {
         self.init(id: id, state: state, text: text, addedBy: addedBy, addedAt: addedAt,
-                  markedOffBy: markedOffBy, markedOffAt: markedOffAt)
+                  markedOffBy: markedOffBy, markedOffAt: markedOffAt, sealedText: sealedText)
     }
 }
 
@@ -49,14 +56,25 @@ public struct ListState: Hashable, Sendable {
     public var items: [ListItem]
     /// Current participants, sorted by UTF-8 bytes.
     public var participants: [String]
+    /// The name, when the winning rename was sealed (Spec/SEALING.md §5); `name` is then "".
+    public var sealedName: SealedText?
+    /// The colour, when the winning recolour was sealed; `colour` is then "".
+    public var sealedColour: SealedText?
 
     /// A list state from its parts; by default an empty, unnamed list.
-    public init(name: String = "", colour: String = "", items: [ListItem] = [], participants: [String] = []) {
+    public init(name: String = "", colour: String = "", items: [ListItem] = [], participants: [String] = [],
+                sealedName: SealedText? = nil, sealedColour: SealedText? = nil) {
         self.name = name
         self.colour = colour
         self.items = items
         self.participants = participants
+        self.sealedName = sealedName
+        self.sealedColour = sealedColour
     }
+
+    /// Whether any text of the state is sealed: its digest then takes the form of MERGE.md §8
+    /// version 2.
+    var holdsSealedText: Bool { sealedName != nil || sealedColour != nil || items.contains { $0.sealedText != nil } }
 
     /// The SipHash-2-4 key of `digest` (MERGE.md §8): fixed, so digests compare across replicas.
     package static let digestKey: (UInt64, UInt64) = (0x6A6C_6973_7464_6731, 0x7374_6174_6532_3031)
@@ -76,13 +94,19 @@ public struct ListState: Hashable, Sendable {
     }
 
     private func encodeCanonical<W: ByteSink>(into w: inout W) {
-        w.u8(1)
-        w.string(name)
-        w.string(colour)
+        let sealed = holdsSealedText
+        w.u8(sealed ? 2 : 1)
+        if sealed {
+            Self.text(sealedName.map { .sealed($0) } ?? .plain(name), into: &w)
+            Self.text(sealedColour.map { .sealed($0) } ?? .plain(colour), into: &w)
+        } else {
+            w.string(name)
+            w.string(colour)
+        }
         w.varint(UInt64(items.count))
         for item in items {
             w.id(item.id)
-            w.string(item.text)
+            if sealed { Self.text(item.listText, into: &w) } else { w.string(item.text) }
             w.u8(item.state.rawValue)
             w.string(item.addedBy)
             w.zigzag(item.addedAt)
@@ -93,5 +117,24 @@ public struct ListState: Hashable, Sendable {
         }
         w.varint(UInt64(participants.count))
         for p in participants { w.string(p) }
+    }
+
+    /// A text in a version-2 digest (MERGE.md §8): `0 | string` or `1 | sealed bytes`.
+    static func text<W: ByteSink>(_ t: ListText, into w: inout W) {
+        switch t {
+        case .plain(let s):
+            w.u8(0)
+            w.string(s)
+        case .sealed(let v): sealed(v.value, into: &w)
+        }
+    }
+
+    /// A sealed text in a version-2 digest: `1 | sealed bytes` (its value only: the binding is
+    /// the entry's, which the rest of the state pins).
+    static func sealed<W: ByteSink>(_ v: SealedValue, into w: inout W) {
+        w.u8(1)
+        let bytes = v.encoded
+        w.varint(UInt64(bytes.count))
+        bytes.withUnsafeBytes { w.raw($0) }
     }
 }

@@ -225,6 +225,8 @@ package struct RetentionPlanner: Sendable {
             bases += 1
         case .opaque where CompactionRecord.isRecord(e):
             records.append((seq, time))
+        case .opaque(SealedChange.addKind...SealedChange.recolourKind, _):
+            addSealed(seq, e, time)
         case .opaque where e.operation.isNewerListChange:
             newerChanges += 1
         case .join, .leave, .opaque:
@@ -317,6 +319,21 @@ package struct RetentionPlanner: Sendable {
         recordedItems.append(Int32(i))
     }
 
+    /// A sealed add, rename or recolour (MERGE.md §11) counts as its plain kind: the rules never
+    /// read a text. One whose body does not read is an opaque entry, and stays.
+    private mutating func addSealed(_ seq: SequenceNumber, _ e: JournalEntry, _ time: Int64) {
+        entries -= 1
+        oldestTime = min(oldestTime, time)
+        guard let change = (try? SealedChange(e.operation)) ?? nil else { return entries += 1 }
+        var plain = e
+        switch change {
+        case .add(let item, let after, _): plain.operation = .add(item: item, text: "", after: after)
+        case .rename: plain.operation = .rename(name: "")
+        case .recolour: plain.operation = .recolour(colour: "")
+        }
+        add(seq, plain)
+    }
+
     private mutating func otherAnchor(_ i: Int, _ a: Int32) {
         if a >= 0 && Int(a) != i { otherAnchors.append((Int32(i), a)) }
     }
@@ -388,6 +405,13 @@ package struct RetentionDecision: Sendable {
         case .recolour: return isOld(seq, e) && seq != recolourWinner ? .purge : .keep
         case .opaque where CompactionRecord.isRecord(e): return isOld(seq, e) ? .purge : .keep
         case .add(let x, _, _), .place(let x, _), .move(let x, _), .markOff(let x), .unmark(let x), .delete(let x): item = x
+        case .opaque(SealedChange.addKind...SealedChange.recolourKind, _):
+            switch (try? SealedChange(e.operation)) ?? nil {
+            case .add(let x, _, _)?: item = x
+            case .rename?: return isOld(seq, e) && seq != renameWinner ? .purge : .keep
+            case .recolour?: return isOld(seq, e) && seq != recolourWinner ? .purge : .keep
+            case nil: return .keep
+            }
         case .join, .leave, .opaque: return .keep
         }
         guard seq <= mark, let i = number(of: item) else { return .keep }
@@ -441,7 +465,7 @@ package struct RetentionDecision: Sendable {
         package mutating func verdict(_ seq: SequenceNumber, _ e: JournalEntry) -> EntryVerdict {
             let d = decision
             switch e.operation {
-            case .add, .place, .move, .markOff, .unmark, .delete: break
+            case .add, .place, .move, .markOff, .unmark, .delete, .opaque(SealedChange.addKind, _): break
             default: return d.verdict(seq, e)
             }
             guard seq <= d.mark else { return .keep }
@@ -461,10 +485,10 @@ package struct RetentionDecision: Sendable {
                 if next < d.recordedSeqs.count && UInt64(d.recordedSeqs[next]) == off { i = Int(d.recordedItems[next]) }
             }
             if i < 0 {
-                guard let found = d.number(of: e.operation.item!) else { return .keep }
+                guard let item = e.operation.listItem, let found = d.number(of: item) else { return .keep }
                 i = found
             }
-            assert(i == d.number(of: e.operation.item!), "the planner's record names another item at \(seq)")
+            assert(i == e.operation.listItem.flatMap { d.number(of: $0) }, "the planner's record names another item at \(seq)")
             while nextTarget < d.targetSeqs.count && d.targetSeqs[nextTarget] < seq { nextTarget += 1 }
             let t = nextTarget < d.targetSeqs.count && d.targetSeqs[nextTarget] == seq ? nextTarget : nil
             return d.verdict(seq, e, item: i, target: t)

@@ -33,6 +33,7 @@ package enum ShoppingHold {
         switch operation {
         case .markOff(let item), .unmark(let item), .delete(let item): shown.contains(item)
         case .rename, .recolour, .join, .leave: true
+        case .opaque where operation.isSealedListChange: true
         case .add, .place, .move, .opaque: false
         }
     }
@@ -40,7 +41,8 @@ package enum ShoppingHold {
     /// Whether an entry held makes every later one wait too: one that is no list change this
     /// version reads (a compaction record, a base, a newer version's kind).
     package static func isBarrier(_ operation: EntryOperation) -> Bool {
-        if case .opaque = operation { return true }
-        return false
+        guard case .opaque = operation else { return false }
+        // A sealed add is an add (held, offered); a sealed rename or recolour applies at once.
+        return operation.listAdd == nil && !operation.isSealedListChange
     }
 }

@@ -78,8 +78,36 @@ package enum SnapshotCodec {
     /// bit 5 anyway, later and less clearly.
     package static let flagMoves: UInt32 = 4
 
+    /// Header flag bit 3: the body holds a sealed text (MERGE.md §11, SEALING.md §5): a register
+    /// of form 2 or an item record with flag bit 6. A reader from before sealed texts refuses it.
+    package static let flagSealed: UInt32 = 8
+
+    /// Item record flag bit 6 (in the body only): the winning add's text is sealed.
+    static let recordSealedText: UInt8 = 64
+
     /// The header flags a body of `r` needs beyond compression and delta.
-    static func contentFlags(_ r: ListReducer) -> UInt32 { r.moves.isEmpty ? 0 : flagMoves }
+    static func contentFlags(_ r: ListReducer) -> UInt32 {
+        let sealed = !r.sealedTexts.isEmpty || r.name?.value.sealedText != nil || r.colour?.value.sealedText != nil
+        return (r.moves.isEmpty ? 0 : flagMoves) | (sealed ? flagSealed : 0)
+    }
+
+    /// `sealed bytes`: `length varint | SealedValue encoding` (SEALING.md §2.1).
+    static func sealedBytes(_ v: SealedValue, into w: inout ByteWriter) {
+        let bytes = v.encoded
+        w.varint(UInt64(bytes.count))
+        w.append(contentsOf: bytes)
+    }
+
+    /// Reads `sealed bytes`.
+    static func sealedValue(_ r: inout ByteReader, _ field: String) throws(CodecError) -> SealedValue {
+        let at = r.offset
+        let n = try r.length(field, limit: SealedValue.maxBytes)
+        do throws(CodecError) {
+            return try SealedValue(decoding: Array(try r.bytes(n)))
+        } catch {
+            throw CodecError(.invalidValue(field: field + " (sealed)"), at: at)
+        }
+    }
     /// Largest decompressed body.
     package static let maxBodyBytes = 256 << 20
     /// Largest stored (possibly compressed) body: LZ4's bound for `maxBodyBytes`.
@@ -178,11 +206,19 @@ package enum SnapshotCodec {
             w.varint(authorIndex[ExactString(k.author)]!)
             k.entry.encoded(into: &w)
         }
-        func register(_ reg: Register<String>?) {
+        func register(_ reg: Register<ListText>?) {
             guard let reg else { return w.u8(0) }
-            w.u8(1)
-            key(reg.key)
-            w.string(reg.value)
+            switch reg.value {
+            case .plain(let s):
+                w.u8(1)
+                key(reg.key)
+                w.string(s)
+            case .sealed(let v):
+                w.u8(2)
+                key(reg.key)
+                w.zigzag(v.binding.wallTime &- Int64(bitPattern: reg.key.clock.physicalMillis))
+                sealedBytes(v.value, into: &w)
+            }
         }
         w.varint(UInt64(authors.count))
         for a in authors { w.string(a) }
@@ -200,7 +236,8 @@ package enum SnapshotCodec {
         w.varint(UInt64(records.count))
         for i in records {
             let rec = r.records[i]
-            let f = rec.flags & ItemFlag.stored
+            let sealed = r.sealedTexts.isEmpty ? nil : r.sealedTexts[Int32(i)]
+            let f = rec.flags & ItemFlag.stored | (sealed == nil ? 0 : recordSealedText)
             assert(f & ItemFlag.deleted == 0 || f & (ItemFlag.marked | ItemFlag.markedOff) == 0, "a tombstone keeps no mark")
             r.textIDs.encode(rec.id, into: &w)
             w.u8(f)
@@ -210,7 +247,7 @@ package enum SnapshotCodec {
                 r.textIDs.encode(rec.addEntry, into: &w)
                 if f & ItemFlag.deleted == 0 {
                     w.zigzag(rec.addedAt)
-                    w.string(r.texts[i])
+                    if let sealed { sealedBytes(sealed, into: &w) } else { w.string(r.texts[i]) }
                 }
             }
             if f & ItemFlag.inTree != 0 {
@@ -336,7 +373,7 @@ package enum SnapshotCodec {
         let major = bytes.u16At(8)
         guard major == Self.major else { throw .unsupportedMajor(major) }
         let flags = bytes.u32At(12)
-        guard flags & ~(flagLZ4 | flagDelta | flagMoves) == 0 else { throw .unknownFlags(flags) }
+        guard flags & ~(flagLZ4 | flagDelta | flagMoves | flagSealed) == 0 else { throw .unknownFlags(flags) }
         let zoneLength = Int(bytes[68])
         guard zoneLength >= 1 else { throw .lengthOutOfRange(field: "zone length", length: 0, limit: UInt64(Limits.maxZoneBytes)) }
         let headerEnd = fixedHeaderBytes + zoneLength
@@ -429,11 +466,20 @@ package enum SnapshotCodec {
             return ChangeKey(clock: clock, author: authors[Int(a)], entry: try CompactID.decoded(&r, field: "entry"))
         }
 
-        func register(_ r: inout ByteReader, _ field: String) throws(CodecError) -> Register<String>? {
+        func register(_ r: inout ByteReader, _ field: String) throws(CodecError) -> Register<ListText>? {
             let at = r.offset
             switch try r.u8() {
             case 0: return nil
-            case 1: return Register(key: try key(&r), value: try r.string(field, limit: Limits.maxTextBytes, allowEmpty: true))
+            case 1: return Register(key: try key(&r), value: .plain(try r.string(field, limit: Limits.maxTextBytes, allowEmpty: true)))
+            case 2:
+                let k = try key(&r)
+                let wallAt = r.offset
+                let (wall, overflow) = Int64(bitPattern: k.clock.physicalMillis).addingReportingOverflow(try r.zigzag())
+                guard !overflow else { throw CodecError(.invalidValue(field: field + " wall time"), at: wallAt) }
+                let v = try SnapshotCodec.sealedValue(&r, field)
+                let kind = field == "name" ? SealedChange.renameKind : SealedChange.recolourKind
+                return Register(key: k, value: .sealed(SealedText(v, zone: out.zone, entry: k.entry, kind: kind, item: nil, author: k.author,
+                                                                  clock: k.clock, wallTime: wall)))
             default: throw CodecError(.invalidValue(field: field + " flag"), at: at)
             }
         }
@@ -479,10 +525,14 @@ package enum SnapshotCodec {
             let at = r.offset
             let id = try rid(&r, "item")
             let flagsAt = r.offset
-            let f = try r.u8()
-            // A record always holds something; markedOff needs marked; a tombstone keeps no mark.
+            let stored = try r.u8()
+            let sealed = stored & SnapshotCodec.recordSealedText != 0
+            let f = stored & ~SnapshotCodec.recordSealedText
+            // A record always holds something; markedOff needs marked; a tombstone keeps no mark;
+            // a sealed text is an added, not deleted, record's.
             guard f != 0, f & ~ItemFlag.stored == 0, f & 12 != ItemFlag.markedOff,
-                  f & ItemFlag.deleted == 0 || f & (ItemFlag.marked | ItemFlag.markedOff) == 0 else {
+                  f & ItemFlag.deleted == 0 || f & (ItemFlag.marked | ItemFlag.markedOff) == 0,
+                  !sealed || f & (ItemFlag.added | ItemFlag.deleted) == ItemFlag.added else {
                 throw CodecError(.invalidValue(field: "item flags"), at: flagsAt)
             }
             // Bulk: a new record (a repeated id fails the index build). Otherwise the record is
@@ -502,7 +552,11 @@ package enum SnapshotCodec {
                 rec.addEntry = try rid(&r, "entry")
                 if f & ItemFlag.deleted == 0 {
                     rec.addedAt = try r.zigzag()
-                    out.texts[i] = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
+                    if sealed {
+                        out.sealedTexts[Int32(i)] = try SnapshotCodec.sealedValue(&r, "text")
+                    } else {
+                        out.texts[i] = try r.string("text", limit: Limits.maxTextBytes, allowEmpty: true)
+                    }
                 }
             }
             if f & ItemFlag.inTree != 0 { try anchor(&r, record: i, &rec) }

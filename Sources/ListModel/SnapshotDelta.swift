@@ -365,7 +365,8 @@ package enum SnapshotDelta {
             try skipKey(&r)
             if f & ItemFlag.deleted == 0 {
                 _ = try r.varint()
-                try skipString(&r, limit: Limits.maxTextBytes)
+                // A text, or sealed bytes (flag bit 6): both a length and bytes.
+                try skipString(&r, limit: f & SnapshotCodec.recordSealedText != 0 ? SealedValue.maxBytes : Limits.maxTextBytes)
             }
         }
         if f & ItemFlag.inTree != 0 {
@@ -409,9 +410,9 @@ package enum SnapshotDelta {
         let at = r.offset
         switch try r.u8() {
         case 0: return
-        case 1:
+        case 1, 2:
             try skipKey(&r)
-            try skipString(&r, limit: Limits.maxTextBytes)
+            try skipString(&r, limit: max(Limits.maxTextBytes, SealedValue.maxBytes))
         default: throw CodecError(.invalidValue(field: "register flag"), at: at)
         }
     }

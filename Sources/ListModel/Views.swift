@@ -6,7 +6,7 @@ public struct PendingNotification: Hashable, Sendable {
     public var entryID: CompactID
     /// The item that was added.
     public var item: CompactID
-    /// The added item's text.
+    /// The added item's text ("" when it is sealed: `sealedText`).
     public var text: String
     /// Who added it.
     public var addedBy: String
@@ -14,6 +14,8 @@ public struct PendingNotification: Hashable, Sendable {
     public var addedAt: Int64
     /// The add's hybrid time, which orders notifications oldest first.
     public var clock: HybridTime
+    /// The added item's text sealed for the list's members, for a sealed add (SEALING.md §5).
+    public var sealedText: SealedText? = nil
 }
 
 /// Shopping mode: while someone is in the shop, remote changes do not move the list under their
@@ -41,8 +43,9 @@ package struct ShoppingSession: Sendable {
     /// The pending adds, oldest first by (hlc, author, id).
     package var notifications: [PendingNotification] {
         pending.compactMap { e -> PendingNotification? in
-            guard case .add(let item, let text, _) = e.operation else { return nil }
-            return PendingNotification(entryID: e.id, item: item, text: text, addedBy: e.author, addedAt: e.wallTime, clock: e.clock)
+            guard let add = e.operation.listAdd else { return nil }
+            return PendingNotification(entryID: e.id, item: add.item, text: add.text, addedBy: e.author, addedAt: e.wallTime, clock: e.clock,
+                                       sealedText: add.sealed.map { SealedText($0, in: e, kind: SealedChange.addKind, item: add.item) })
         }.sorted { ChangeKey(clock: $0.clock, author: $0.addedBy, entry: $0.entryID) < ChangeKey(clock: $1.clock, author: $1.addedBy, entry: $1.entryID) }
     }
 

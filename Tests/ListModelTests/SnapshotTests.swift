@@ -190,6 +190,9 @@ import JournalTesting
         let moves = SnapshotCodec.encode(reducer: replay(moveExample), incarnation: 3, sequence: 9, compress: false)
         let movesHex = moves.map { String(format: "%02x", $0) }.joined()
         let movesDigest = String(format: "%016llx", replay(moveExample).state().digest)
+        let sealed = SnapshotCodec.encode(reducer: replay(SealedTextTests.example), incarnation: 3, sequence: 6, compress: false)
+        let sealedHex = sealed.map { String(format: "%02x", $0) }.joined()
+        let sealedDigest = String(format: "%016llx", replay(SealedTextTests.example).state().digest)
         if ProcessInfo.processInfo.environment["JOURNALLOG_WRITE_VECTORS"] == "1" {
             let text = """
             # Snapshot (SNAPSHOT.md): the seven-entry example of MERGE.md §1 (the entries in order),
@@ -206,6 +209,16 @@ import JournalTesting
             moves-digest: \(movesDigest)
             moves-snapshot: \(movesHex)
 
+            # MERGE.md §11: the example with sealed texts (SealedTextTests.example: milk, bread and
+            # eggs added sealed, a sealed rename, bread deleted, milk marked off), incarnation 3,
+            # sequence 6, uncompressed. Each sealed value is epoch 1 with every nonce and
+            # ciphertext byte equal to a fill byte (milk 01, bread 02, the name 03, eggs 05): the
+            # list model never opens them. Header flag bit 3; the name register of form 2; milk's
+            # and eggs' records with flag bit 6; the digest in its version-2 form (MERGE.md §8).
+
+            sealed-digest: \(sealedDigest)
+            sealed-snapshot: \(sealedHex)
+
             """
             try text.write(to: url, atomically: true, encoding: .utf8)
         }
@@ -221,6 +234,11 @@ import JournalTesting
         #expect(decoded.reducer == replay(moveExample))
         #expect(decoded.header.flags == SnapshotCodec.flagMoves)
         #expect(texts(decoded.reducer.state()) == ["Eggs", "Milk", "Jam"])
+        #expect(fields["sealed-snapshot"] == sealedHex)
+        #expect(fields["sealed-digest"] == sealedDigest)
+        let sealedDecoded = try SnapshotCodec.decode(hexBytes(fields["sealed-snapshot"] ?? ""))
+        #expect(sealedDecoded.reducer == replay(SealedTextTests.example))
+        #expect(sealedDecoded.header.flags == SnapshotCodec.flagSealed)
     }
 
     /// The fuzz base with "b" gone, "c" marked off and "d" added: a delta body against it.
