@@ -10,9 +10,11 @@ package enum ListFuzzChecks {
         if let (header, reducer) = try? SnapshotCodec.decode(bytes) {
             roundTrip(reducer, incarnation: header.incarnation, sequence: header.sequence, digest: header.digest)
         }
-        var r = ByteReader(bytes)
-        if let reducer = try? SnapshotCodec.decodeBody(&r, zone: "fuzz") {
-            roundTrip(reducer, incarnation: 1, sequence: 2, digest: reducer.state().digest)
+        for sealed in [false, true] {
+            var r = ByteReader(bytes)
+            if let reducer = try? SnapshotCodec.decodeBody(&r, zone: "fuzz", sealed: sealed) {
+                roundTrip(reducer, incarnation: 1, sequence: 2, digest: reducer.state().digest)
+            }
         }
         snapshotDelta(bytes)
         base(bytes)

@@ -57,6 +57,10 @@ package struct ListReducer: Sendable {
 
     var name: Register<ListText>?
     var colour: Register<ListText>?
+    /// The list's key records (SEALING.md §4, kind 0x87) by their bodies, sorted by bytes: never
+    /// purged, they are part of what a device needs to continue (MERGE.md §11), so a snapshot
+    /// carries them. A set of bodies: the same record in two entries is one.
+    var keyRecords: [[UInt8]] = []
     /// Record number → its winning add's sealed text, for records whose winning add is a sealed
     /// one (SEALING.md §5) and that are not deleted; `texts` holds "" for them.
     var sealedTexts: [Int32: SealedValue] = [:]
@@ -142,6 +146,9 @@ package struct ListReducer: Sendable {
             return false
         case .opaque(SealedChange.addKind...SealedChange.recolourKind, _):
             new = applySealed(e)
+        case .opaque(EpochKeyRecord.kind, let body):
+            new = seen.insert(entryRID(e))
+            if new { Self.insertSorted(body, into: &keyRecords) }
         case .opaque:
             new = seen.insert(entryRID(e))
         }
@@ -248,6 +255,13 @@ package struct ListReducer: Sendable {
             guard bytes > 0, let base = b.baseAddress else { return UnsafeMutableRawBufferPointer(start: nil, count: 0) }
             return UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(mutating: base + b.count), count: bytes)
         }
+    }
+
+    /// Adds `body` to a sorted set of byte strings.
+    static func insertSorted(_ body: [UInt8], into set: inout [[UInt8]]) {
+        let at = set.partitionPoint { $0.lexicographicallyPrecedes(body) }
+        if at < set.count, set[at] == body { return }
+        set.insert(body, at: at)
     }
 
     /// A sealed add, rename or recolour (MERGE.md §11): the same rule as its plain kind, its text
@@ -462,7 +476,7 @@ extension ListReducer: Equatable {
     /// interning and the in-memory seen-set aside).
     package static func == (a: ListReducer, b: ListReducer) -> Bool {
         guard sameUTF8(a.zone, b.zone), a.entryCount == b.entryCount, a.name == b.name, a.colour == b.colour,
-              a.participants == b.participants else { return false }
+              a.participants == b.participants, a.keyRecords == b.keyRecords else { return false }
         func records(_ r: ListReducer) -> Int { r.records.reduce(0) { $0 + ($1.flags != 0 ? 1 : 0) } }
         guard records(a) == records(b) else { return false }
         for i in a.records.indices where a.records[i].flags != 0 {

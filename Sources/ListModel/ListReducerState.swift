@@ -50,8 +50,13 @@ extension ListReducer {
             }
             count = visible
         }
-        return ListState(name: name?.value.plainText ?? "", colour: colour?.value.plainText ?? "", items: items,
-                         participants: currentParticipants(), sealedName: name?.value.sealedText, sealedColour: colour?.value.sealedText)
+        var state = ListState(name: name?.value.plainText ?? "", colour: colour?.value.plainText ?? "", items: items,
+                              participants: currentParticipants(), sealedName: name?.value.sealedText, sealedColour: colour?.value.sealedText)
+        if !keyRecords.isEmpty {
+            // Read when uploaded (SYNC.md §3.2): one that does not read here came from elsewhere.
+            state.keyRecords = keyRecords.compactMap { try? EpochKeyRecord(decoding: $0) }.sorted { $0.epoch < $1.epoch }
+        }
+        return state
     }
 
     /// Calls `body` with `result` and each record in `order` and its text, copying them a chunk at a time

@@ -60,6 +60,10 @@ public struct ListState: Hashable, Sendable {
     public var sealedName: SealedText?
     /// The colour, when the winning recolour was sealed; `colour` is then "".
     public var sealedColour: SealedText?
+    /// A sealed list's key records (Spec/SEALING.md §4), in epoch order: what a member's device
+    /// builds its keyring from (`ListKeyring(zone:records:…)`), whether the list's entries came
+    /// one by one or in a snapshot. Not part of `digest`. Empty for a plain list.
+    public var keyRecords: [EpochKeyRecord] = []
 
     /// A list state from its parts; by default an empty, unnamed list.
     public init(name: String = "", colour: String = "", items: [ListItem] = [], participants: [String] = [],

@@ -78,8 +78,9 @@ package enum SnapshotCodec {
     /// bit 5 anyway, later and less clearly.
     package static let flagMoves: UInt32 = 4
 
-    /// Header flag bit 3: the body holds a sealed text (MERGE.md §11, SEALING.md §5): a register
-    /// of form 2 or an item record with flag bit 6. A reader from before sealed texts refuses it.
+    /// Header flag bit 3: a sealed list's body (MERGE.md §11, SEALING.md §5): its prefix ends in
+    /// the list's key records, and it may hold sealed texts (a register of form 2, an item record
+    /// with flag bit 6). A reader from before sealed lists refuses it.
     package static let flagSealed: UInt32 = 8
 
     /// Item record flag bit 6 (in the body only): the winning add's text is sealed.
@@ -87,8 +88,28 @@ package enum SnapshotCodec {
 
     /// The header flags a body of `r` needs beyond compression and delta.
     static func contentFlags(_ r: ListReducer) -> UInt32 {
-        let sealed = !r.sealedTexts.isEmpty || r.name?.value.sealedText != nil || r.colour?.value.sealedText != nil
-        return (r.moves.isEmpty ? 0 : flagMoves) | (sealed ? flagSealed : 0)
+        return (r.moves.isEmpty ? 0 : flagMoves) | (isSealed(r) ? flagSealed : 0)
+    }
+
+    /// Whether `r`'s body takes the sealed form (header flag bit 3).
+    static func isSealed(_ r: ListReducer) -> Bool {
+        !r.keyRecords.isEmpty || !r.sealedTexts.isEmpty || r.name?.value.sealedText != nil || r.colour?.value.sealedText != nil
+    }
+
+    /// A sealed body's key records (§3): a count, then each record's bytes with their length,
+    /// strictly increasing by bytes.
+    static func keyRecords(_ r: inout ByteReader) throws(CodecError) -> [[UInt8]] {
+        let count = try ActivityLogCodec.count(&r, "key records", minBytes: 2)
+        var out: [[UInt8]] = []
+        for _ in 0..<count {
+            let at = r.offset
+            let body = Array(try r.bytes(try r.length("key record", limit: Limits.maxPayloadBytes)))
+            if let last = out.last, !last.lexicographicallyPrecedes(body) {
+                throw CodecError(.invalidValue(field: "key record order"), at: at)
+            }
+            out.append(body)
+        }
+        return out
     }
 
     /// `sealed bytes`: `length varint | SealedValue encoding` (SEALING.md §2.1).
@@ -233,6 +254,13 @@ package enum SnapshotCodec {
             w.u8(reg.value ? 1 : 0)
             key(reg.key)
         }
+        if isSealed(r) {
+            w.varint(UInt64(r.keyRecords.count))
+            for body in r.keyRecords {
+                w.varint(UInt64(body.count))
+                w.append(contentsOf: body)
+            }
+        }
         w.varint(UInt64(records.count))
         for i in records {
             let rec = r.records[i]
@@ -333,7 +361,7 @@ package enum SnapshotCodec {
     static func reducer(body: [UInt8], header: SnapshotHeader, verifyDigest: Bool = true) throws(SnapshotError) -> ListReducer {
         let decoded: Result<ListReducer, CodecError> = body.withUnsafeBytes { p in
             var r = ByteReader(p)
-            do throws(CodecError) { return .success(try decodeBody(&r, zone: header.zone)) } catch { return .failure(error) }
+            do throws(CodecError) { return .success(try decodeBody(&r, zone: header.zone, sealed: header.flags & flagSealed != 0)) } catch { return .failure(error) }
         }
         let reducer: ListReducer
         switch decoded {
@@ -406,21 +434,23 @@ package enum SnapshotCodec {
     /// path of the pre-order the writer used, falling back to the index. Any failure (malformed
     /// bytes, a repeated id) is reported by decoding again record by record, exactly as the
     /// format describes, so the error names the first fault in the body.
-    package static func decodeBody(_ r: inout ByteReader, zone: String) throws(CodecError) -> ListReducer {
+    /// `sealed`: the header's flag bit 3 (the prefix ends in key records).
+    package static func decodeBody(_ r: inout ByteReader, zone: String, sealed: Bool = false) throws(CodecError) -> ListReducer {
         let start = r
         do throws(CodecError) {
-            return try decodeBody(&r, zone: zone, bulk: true)
+            return try decodeBody(&r, zone: zone, sealed: sealed, bulk: true)
         } catch {
             r = start
-            return try decodeBody(&r, zone: zone, bulk: false)
+            return try decodeBody(&r, zone: zone, sealed: sealed, bulk: false)
         }
     }
 
     /// `bulk`: build the index at the end (fast; any repeated id is only noticed there);
     /// otherwise look every id up as it is read (slow; the first fault is the one reported).
-    private static func decodeBody(_ r: inout ByteReader, zone: String, bulk: Bool) throws(CodecError) -> ListReducer {
+    private static func decodeBody(_ r: inout ByteReader, zone: String, sealed: Bool, bulk: Bool) throws(CodecError) -> ListReducer {
         var d = BodyDecoder(zone: zone, bulk: bulk, authors: try ActivityLogCodec.decodeAuthors(&r))
         try d.header(&r)
+        if sealed { d.out.keyRecords = try keyRecords(&r) }
         // The smallest record is a 3-byte text id and its flags.
         let itemCount = try ActivityLogCodec.count(&r, "items", minBytes: 4)
         // Bounded up front (a record takes ~130 bytes in memory, its encoding as little as 4):

@@ -46,7 +46,8 @@ package enum SnapshotDelta {
         guard !base.header.isDelta, base.header.zone == reducer.zone, base.header.incarnation == incarnation,
               base.header.sequence < sequence else { return nil }
         let (body, digest) = SnapshotCodec.bodyAndDigest(reducer)
-        guard let delta = deltaBody(body, against: base.body, base: Base(sequence: base.header.sequence, bodyCRC: base.header.bodyCRC)),
+        guard let delta = deltaBody(body, against: base.body, base: Base(sequence: base.header.sequence, bodyCRC: base.header.bodyCRC),
+                                    sealed: SnapshotCodec.isSealed(reducer), baseSealed: base.header.flags & SnapshotCodec.flagSealed != 0),
               delta.count <= body.count / largestFraction else { return nil }
         return SnapshotCodec.file(body: delta, minor: SnapshotCodec.deltaMinor,
                                   flags: SnapshotCodec.flagDelta | SnapshotCodec.contentFlags(reducer), zone: reducer.zone,
@@ -55,8 +56,9 @@ package enum SnapshotDelta {
     }
 
     /// The delta body (§6.1) taking `baseBody` to `body`; nil when their author tables differ.
-    static func deltaBody(_ body: [UInt8], against baseBody: [UInt8], base: Base) -> [UInt8]? {
-        guard let new = try? layout(body), let old = try? layout(baseBody),
+    /// `sealed`, `baseSealed`: whether each body takes the sealed form (SNAPSHOT.md §3, header flag bit 3).
+    static func deltaBody(_ body: [UInt8], against baseBody: [UInt8], base: Base, sealed: Bool = false, baseSealed: Bool = false) -> [UInt8]? {
+        guard let new = try? layout(body, sealed: sealed), let old = try? layout(baseBody, sealed: baseSealed),
               body[0..<new.authorsEnd] == baseBody[0..<old.authorsEnd] else { return nil }
         var kept = [Bool](repeating: false, count: old.records.count)
         var changed: [Range<Int>] = []
@@ -121,7 +123,7 @@ package enum SnapshotDelta {
         }
         guard baseHeader.bodyCRC == named.bodyCRC else { throw .baseMismatch("the base's body CRC is not the one the delta names") }
         let whole: [UInt8]
-        do { whole = try apply(body, to: baseBody) } catch { throw .malformedBody(error.description, offset: error.offset) }
+        do { whole = try apply(body, to: baseBody, baseSealed: baseHeader.flags & SnapshotCodec.flagSealed != 0) } catch { throw .malformedBody(error.description, offset: error.offset) }
         return (header, try SnapshotCodec.reducer(body: whole, header: header))
     }
 
@@ -134,16 +136,17 @@ package enum SnapshotDelta {
     /// delta body's. The base is read once, front to back, and copied in runs: only the ids of
     /// the records the delta names are looked up, so the cost follows the base's bytes and the
     /// delta's records, not a table of every base record.
-    package static func apply(_ delta: [UInt8], to baseBody: [UInt8]) throws(CodecError) -> [UInt8] {
+    /// `baseSealed`: the base's header flag bit 3 (its prefix ends in key records).
+    package static func apply(_ delta: [UInt8], to baseBody: [UInt8], baseSealed: Bool = false) throws(CodecError) -> [UInt8] {
         let result: Result<[UInt8], CodecError> = delta.withUnsafeBytes { d in
             baseBody.withUnsafeBytes { b in
-                do throws(CodecError) { return .success(try patch(d, b)) } catch { return .failure(error) }
+                do throws(CodecError) { return .success(try patch(d, b, baseSealed: baseSealed)) } catch { return .failure(error) }
             }
         }
         return try result.get()
     }
 
-    private static func patch(_ delta: UnsafeRawBufferPointer, _ base: UnsafeRawBufferPointer) throws(CodecError) -> [UInt8] {
+    private static func patch(_ delta: UnsafeRawBufferPointer, _ base: UnsafeRawBufferPointer, baseSealed: Bool) throws(CodecError) -> [UInt8] {
         var r = ByteReader(delta)
         _ = try r.bytes(12)
         let prefixLength = try r.length("prefix", limit: SnapshotCodec.maxBodyBytes)
@@ -152,7 +155,7 @@ package enum SnapshotDelta {
         // byte for byte, or every unchanged record would name another author.
         var b = ByteReader(base)
         let baseAuthorsEnd: Int
-        do { baseAuthorsEnd = try skipPrefix(&b) } catch { throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0) }
+        do { baseAuthorsEnd = try skipPrefix(&b, sealed: baseSealed) } catch { throw CodecError(.invalidValue(field: "base body (\(error))"), at: 0) }
         guard prefix.count >= baseAuthorsEnd,
               UnsafeRawBufferPointer(rebasing: prefix[..<baseAuthorsEnd]).elementsEqual(UnsafeRawBufferPointer(rebasing: base[..<baseAuthorsEnd])) else {
             throw CodecError(.invalidValue(field: "author table (not the base's)"), at: 16)
@@ -317,10 +320,10 @@ package enum SnapshotDelta {
 
     /// Cuts a §3 body at its item records, reading only what it must to skip each field; the
     /// decoder checks the rest.
-    static func layout(_ body: UnsafeRawBufferPointer) throws(CodecError) -> Layout {
+    static func layout(_ body: UnsafeRawBufferPointer, sealed: Bool) throws(CodecError) -> Layout {
         var r = ByteReader(body)
         var out = Layout()
-        out.authorsEnd = try skipPrefix(&r)
+        out.authorsEnd = try skipPrefix(&r, sealed: sealed)
         out.prefixEnd = r.offset
         let items = try ActivityLogCodec.count(&r, "items", minBytes: 4)
         out.records.reserveCapacity(min(items, 1 << 18))
@@ -332,7 +335,7 @@ package enum SnapshotDelta {
     /// Reads past a body's prefix (authors through participants, §3) to its item count; returns
     /// where the author table ends.
     @discardableResult
-    static func skipPrefix(_ r: inout ByteReader) throws(CodecError) -> Int {
+    static func skipPrefix(_ r: inout ByteReader, sealed: Bool) throws(CodecError) -> Int {
         let authors = try ActivityLogCodec.count(&r, "authors", minBytes: 2)
         for _ in 0..<authors { try skipString(&r, limit: Limits.maxAuthorBytes) }
         let authorsEnd = r.offset
@@ -345,12 +348,13 @@ package enum SnapshotDelta {
             _ = try r.u8()
             try skipKey(&r)
         }
+        if sealed { _ = try SnapshotCodec.keyRecords(&r) }
         return authorsEnd
     }
 
-    static func layout(_ body: [UInt8]) throws(CodecError) -> Layout {
+    static func layout(_ body: [UInt8], sealed: Bool = false) throws(CodecError) -> Layout {
         let result: Result<Layout, CodecError> = body.withUnsafeBytes { p in
-            do throws(CodecError) { return .success(try layout(p)) } catch { return .failure(error) }
+            do throws(CodecError) { return .success(try layout(p, sealed: sealed)) } catch { return .failure(error) }
         }
         return try result.get()
     }

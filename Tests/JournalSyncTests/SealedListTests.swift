@@ -128,8 +128,8 @@ import ListModel
     /// snapshots a sealed list from its ids, clocks and anchors alone. A member's device shows the
     /// items in their order, each text opening to what was written; after two days the service
     /// compacts the bought items away, a caught-up device follows, a new device installs the
-    /// snapshot, and all three hold the same list (equal digests) whose texts open with a member's
-    /// keys, while nothing
+    /// snapshot with the key records, and all three hold the same list (equal digests) whose texts
+    /// open, while nothing
     /// the service holds, its snapshots and history pieces included, contains a text.
     @Test func theServiceCompactsAndSnapshotsASealedListItCannotRead() async throws {
         let world = try World(retentionMillis: 86_400_000)
@@ -160,12 +160,10 @@ import ListModel
         _ = try await bob.engine.accept(try await alice.engine.share(list, with: "bob"))
         await settle([alice, bob], rounds: 3)
 
+        // The key records as the list hands them over (ListState.keyRecords), from its entries or
+        // from the snapshot it was installed from.
         func ring(_ device: Device) throws -> ListKeyring {
-            let records = try device.store.changes(in: list.storeName, since: nil, limit: 1_000).entries.compactMap { e -> EpochKeyRecord? in
-                guard case .opaque(EpochKeyRecord.kind, let body) = e.entry.operation else { return nil }
-                return try EpochKeyRecord(decoding: body)
-            }
-            return try ListKeyring(zone: list.storeName, records: records, account: keys["bob"]!, publicKeys: directory)
+            try ListKeyring(zone: list.storeName, records: try device.list(list).keyRecords, account: keys["bob"]!, publicKeys: directory)
         }
         func opened(_ state: ListState, _ ring: ListKeyring) throws -> [String] {
             try state.items.map { item in
@@ -189,10 +187,10 @@ import ListModel
         #expect(try opened(onBob, ring(bob)) == [texts[1], texts[3], texts[4]])
         #expect(onBob == service && onTablet == service)
         #expect(onBob.digest == service.digest && onTablet.digest == service.digest)
-        // The snapshot carried every sealed text and its binding byte for byte: bob's keys open
-        // the tablet's items. (The tablet's own log lacks the key records folded into the
-        // snapshot: they do not travel with it yet.)
-        #expect(try opened(onTablet, ring(bob)) == [texts[1], texts[3], texts[4]])
+        // The snapshot carried every sealed text with its binding, and the key records: the
+        // tablet opens every item from what it installed.
+        #expect(onTablet.keyRecords.map(\.epoch) == [1])
+        #expect(try opened(onTablet, ring(tablet)) == [texts[1], texts[3], texts[4]])
 
         let bytes = try Self.serviceBytes(world, [list])
         #expect(Self.found(texts + [name], in: bytes).isEmpty)
