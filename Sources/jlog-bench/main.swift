@@ -127,6 +127,7 @@ if only.contains(.compaction) {
 }
 if only.contains(.e2ee) && systems.contains("journallog") {
     SealingBench(counts: counts, report: report).run()
+    SealedRefetchBench(counts: counts, report: report).run()
 }
 if only.contains(.sync) && systems.contains("journallog") {
     SyncBench(counts: counts, dir: workDir, report: report).run()
