@@ -140,6 +140,7 @@ import JournalTesting
         ("seven-entry-piece", piece(sevenEntryExample)),
         ("random-80-piece", piece(randomEntries(seed: 11, count: 80))),
         ("moves-piece", piece(moveExample)),
+        ("sealed-piece", piece(SealedTextTests.example)),
         ("complete-piece", HistoryPieceCodec.encode(HistoryTests.log(), header: HistoryPieceHeader(zone: zone, incarnation: 2, sequence: 40, complete: true))),
         ("chained-piece", piece(HistoryTests.entries, header: HistoryPieceHeader(zone: zone, incarnation: 2, sequence: 50, previous: 40, previousCRC: 77, complete: false))),
         ("empty-piece", piece([])),

@@ -283,6 +283,7 @@ import JournalTesting
             ("seven-entry-example", Self.snapshot(sevenEntryExample)),
             ("random-60", Self.snapshot(randomEntries(seed: 7, count: 60))),
             ("moves-random-60", Self.snapshot(randomEntries(seed: 7, count: 60, moves: true))),
+            ("sealed-example", Self.snapshot(SealedTextTests.example)),
             ("compressed-300", Self.snapshot((0..<300).map { add("e\($0)", "i\($0)", "same text", after: $0 == 0 ? nil : "i\($0 - 1)", at: UInt64($0)) })),
             ("empty", SnapshotCodec.encode(reducer: ListReducer(zone: zone), incarnation: 0, sequence: 0)),
             // A bare body: the fuzz check also feeds its input to the body parser (past the CRCs).
