@@ -161,6 +161,7 @@ let package = Package(
                 "JournalSync",
                 "JournalService",
                 "JournalSimulation",
+                "JournalSeal",
                 "JournalServer",
                 "JournalSyncHTTP",
                 "JournalSyncHTTPNIO",

@@ -7,6 +7,8 @@
 #
 # With POSTGRES=1 the service runs over PostgreSQL (`jlog simulate --database`): a private
 # cluster is started for the sweep (scripts/postgres.sh), each seed in a schema of its own.
+# With SEALED=1 every list is sealed (`jlog simulate --sealed`, Spec/SEALING.md): a seed also
+# fails when a sealed text a device shows does not open.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 first="${1:-1}" last="${2:-30}" ops="${3:-200}" replicas="${4:-3}"
@@ -21,12 +23,16 @@ if [[ "${POSTGRES:-0}" == 1 ]]; then
     extra=(--database "postgres://jlog@/jlog?host=$pg")
     over=", over PostgreSQL"
 fi
+if [[ "${SEALED:-0}" == 1 ]]; then
+    extra+=(--sealed)
+    over="$over, sealed lists"
+fi
 failed=0
 results="$(mktemp /tmp/jlog-sim-results.XXXXXX)"
 for seed in $(seq "$first" "$last"); do
     if ! out="$("$jlog" simulate --replicas "$replicas" --ops "$ops" --seed "$seed" --faults all --json "${extra[@]}" 2>&1)"; then
         echo "simulate-sweep: seed $seed FAILED: $out" >&2
-        echo "  replay: jlog simulate --replicas $replicas --ops $ops --seed $seed --faults all${extra[*]:+ --database URL}" >&2
+        echo "  replay: jlog simulate --replicas $replicas --ops $ops --seed $seed --faults all ${extra[*]}" >&2
         failed=1
     else
         echo "$out" >> "$results"

@@ -155,7 +155,8 @@ final class SimulationRun {
         switch rng.next() % 11 {
         case 0..<4:
             itemCounter += 1
-            let item = CompactID("i\(itemCounter)")!
+            // A sealed list takes random (version-4) item ids only (SEALING.md §5).
+            let item = options.sealing == nil ? CompactID("i\(itemCounter)")! : CompactID.random(using: &rng)
             op = .add(item: item, text: "thing \(itemCounter)", after: rng.next() % 3 == 0 ? nil : pick(known))
             items[zone.storeName, default: []].append(item)
         case 4..<6: guard let i = pick(known) else { return }; op = .markOff(item: i)
@@ -169,7 +170,7 @@ final class SimulationRun {
         default: op = .recolour(colour: ["red", "green", "blue"][Int(rng.next() % 3)])
         }
         do throws(SyncEngineError) {
-            let e = try await node.engine.recordUnchecked(op, in: zone)
+            let e = try await record(op, in: zone, on: node)
             // A change made to a list the service already took from this account (the device has
             // not heard yet) goes with the list: it is not counted.
             let access = zone.owner == node.account ? (try? box.core.storage.zoneInfo(zone.storeName))??.isDeleted != true
@@ -180,6 +181,47 @@ final class SimulationRun {
             if case .noSuchList = error { return }
             throw error
         }
+    }
+
+    /// Records `op`, its text sealed for its entry in a sealed run (SEALING.md §5).
+    func record(_ op: JournalCodec.EntryOperation, in zone: ZoneID, on node: Node) async throws(SyncEngineError) -> JournalEntry {
+        guard let sealing = options.sealing else { return try await node.engine.recordUnchecked(op, in: zone) }
+        switch op {
+        case .add(let item, let text, let after):
+            return try await node.engine.recordUnchecked(in: zone) { s in
+                let binding = SealBinding(zone: s.zone, entry: s.id, kind: SealedChange.addKind, item: item, author: s.author,
+                                          clock: s.clock, wallTime: s.wallTime, epoch: 1)
+                return SealedChange.add(item: item, after: after, text: sealing.seal(text, binding)).operation
+            }
+        case .rename(let text), .recolour(let text):
+            let kind = op.kindByte == EntryOperation.Kind.rename.rawValue ? SealedChange.renameKind : SealedChange.recolourKind
+            return try await node.engine.recordUnchecked(in: zone) { s in
+                let binding = SealBinding(zone: s.zone, entry: s.id, kind: kind, item: nil, author: s.author,
+                                          clock: s.clock, wallTime: s.wallTime, epoch: 1)
+                let value = sealing.seal(text, binding)
+                return (kind == SealedChange.renameKind ? SealedChange.rename(value) : .recolour(value)).operation
+            }
+        default: return try await node.engine.recordUnchecked(op, in: zone)
+        }
+    }
+
+    /// A sealed run's last check: every sealed text every device's lists show opens.
+    func checkSealedTexts() async {
+        guard let sealing = options.sealing else { return }
+        for n in nodes {
+            for z in await n.engine.lists {
+                guard let state = try? await n.engine.state(of: z) else { continue }
+                let texts = state.items.compactMap(\.sealedText) + [state.sealedName, state.sealedColour].compactMap { $0 }
+                for t in texts {
+                    result.sealedTexts += 1
+                    if sealing.open(t.value, t.binding) == nil { result.unopened += 1 }
+                }
+                if let plain = state.items.first(where: { $0.sealedText == nil }) {
+                    result.problems.append("\(n.account)'s \(z.storeName) shows item \(plain.id) with a plain text in a sealed run")
+                }
+            }
+        }
+        if result.unopened > 0 { result.problems.append("\(result.unopened) of \(result.sealedTexts) sealed texts did not open") }
     }
 
     /// The service compacts while someone pages a list as the run rewrites the log (`WindowReader`).
@@ -321,6 +363,7 @@ final class SimulationRun {
             result.sendsPerChange = Double(result.entriesSent) / Double(result.localChanges)
         }
         if result.foreignUploads > 0 { result.problems.append("devices uploaded \(result.foreignUploads) entries they did not author") }
+        await checkSealedTexts()
         try SyncSimulation.check(nodes, core: box.core, store: serverStore, acked: acked, generation: generation, &result)
     }
 }

@@ -14,6 +14,19 @@ import JournalTesting
 /// the service's lists and histories, that the service's lists equal a full replay of its log,
 /// that no acknowledged local change was lost and nothing was stored twice. Everything runs in
 /// one task on virtual time, so a seed replays exactly.
+/// How a sealed simulation seals a text for its entry's binding, and opens one: every member
+/// holds the lists' keys here (key distribution is not what the simulation tests).
+package struct SimulationSealing: Sendable {
+    package var seal: @Sendable (_ text: String, _ binding: SealBinding) -> SealedValue
+    package var open: @Sendable (_ value: SealedValue, _ binding: SealBinding) -> String?
+
+    package init(seal: @escaping @Sendable (String, SealBinding) -> SealedValue,
+                 open: @escaping @Sendable (SealedValue, SealBinding) -> String?) {
+        self.seal = seal
+        self.open = open
+    }
+}
+
 package struct SimulationOptions: Sendable {
     package var replicas = 5
     package var ops = 1_000
@@ -28,6 +41,9 @@ package struct SimulationOptions: Sendable {
     /// Accounts the devices belong to (at most `replicas`).
     package var accounts = 3
     package var retentionDays: Int64 = 2
+    /// Seals every list's item texts and names (`jlog simulate --sealed`, Spec/SEALING.md): the
+    /// simulation stays free of cryptography, its caller hands it the sealer.
+    package var sealing: SimulationSealing? = nil
     /// The service's storage when not the engine's in-memory store (`jlog simulate --database`:
     /// PostgreSQL), made with the run's clock; it outlives a service restart, as a database does.
     package var storage: (@Sendable (_ now: @escaping @Sendable () -> Int64) throws -> any ServiceStorage)? = nil
@@ -86,6 +102,10 @@ package struct SimulationResult: Sendable {
     /// Lists paged by a reader that began while a compaction rewrote the log and was served to
     /// the end, so its entries were compared with the service's (`WindowReader`).
     package var windowReads = 0
+    /// Sealed runs: the sealed texts the devices' lists showed at the end, and those that did not
+    /// open (each one a problem).
+    package var sealedTexts = 0
+    package var unopened = 0
     /// The first differences found, for a failing seed.
     package var problems: [String] = []
     package var seconds = 0.0

@@ -439,6 +439,13 @@ public actor SyncEngine {
     /// `record` without the checks against the list: the simulation writes what another device,
     /// which holds the list differently, might (a mark-off of an item this one never saw).
     @discardableResult
+    /// `record(in:making:)` without the edit checks: for the simulation, like `recordUnchecked(_:in:)`.
+    package func recordUnchecked(in zone: ZoneID, making make: @Sendable (EntryStamp) -> EntryOperation) throws(SyncEngineError) -> JournalEntry {
+        try checkWritable(zone)
+        let stamp = newStamp(in: zone)
+        return try write([stamp.entry(make(stamp))], in: zone)[0]
+    }
+
     package func recordUnchecked(_ operation: EntryOperation, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
         try checkWritable(zone)
         return try recordUnchecked([operation], in: zone)[0]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JournalPostgres
+import JournalSeal
 import JournalSimulation
 
 /// `jlog simulate`: the seeded multi-device run of Spec/SYNC.md §8, for users and for CI sweeps.
@@ -29,6 +30,8 @@ struct Simulate: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Run the service over this PostgreSQL database (postgres://…), in a schema of its own per run, instead of an in-memory store.",
                                valueName: "url"))
     var database: String?
+    @Flag(help: "Seal every list's item texts and names (Spec/SEALING.md); converging then also means every sealed text opens.")
+    var sealed = false
     @Flag(help: "One JSON object: {converged, lost, duplicated, uploadsPerChange, sendsPerChange, seed, …}.") var json = false
 
     func validate() throws {
@@ -45,6 +48,17 @@ struct Simulate: AsyncParsableCommand {
         o.faults = faults == .all
         if o.faults { o.storageFaults = .all }
         o.accounts = accounts
+        if sealed {
+            // One epoch key for the run; each list's text key is derived from it and its zone.
+            let key = ListKey.random(epoch: 1)
+            o.sealing = SimulationSealing(
+                seal: { text, binding in
+                    do { return try TextSealer(key: key, zone: binding.zone).seal(text, for: binding) } catch {
+                        fatalError("sealing a simulated text: \(error)")
+                    }
+                },
+                open: { value, binding in try? TextSealer(key: key, zone: binding.zone).open(value, for: binding) })
+        }
         if let database {
             let url = database + (database.contains("?") ? "&" : "?") + "schema=sim_\(seed)_\(UInt32.random(in: 0...UInt32.max))"
             o.storage = { now in try PostgresServiceStorage.openWaiting(url, now: now) }
@@ -65,6 +79,7 @@ struct Simulate: AsyncParsableCommand {
                 ("compactionsFollowed", .int(Int64(r.compactionsFollowed))), ("refetchesWithinRetention", .int(Int64(r.refetchesWithinRetention))),
                 ("membershipChanges", .int(Int64(r.membershipChanges))), ("settleRounds", .int(Int64(r.settleRounds))),
                 ("windowReads", .int(Int64(r.windowReads))),
+                ("sealed", .bool(sealed)), ("sealedTexts", .int(Int64(r.sealedTexts))), ("unopened", .int(Int64(r.unopened))),
                 ("storageFaultsInjected", .int(Int64(r.storageFaultsInjected))), ("compactionsFailed", .int(Int64(r.compactionsFailed))),
                 ("startsFailed", .int(Int64(r.startsFailed))), ("signedOut", .int(Int64(r.signedOut))),
                 ("seconds", .double((r.seconds * 1000).rounded() / 1000)),
