@@ -75,7 +75,7 @@ extension EntryOperation {
         switch self {
         case .add(let item, let text, let after): return (item, after, text, nil)
         case .opaque(SealedChange.addKind, _):
-            guard case .add(let item, let after, let text)?? = try? SealedChange(self) else { return nil }
+            guard case .add(let item, let after, let text)? = try? SealedChange(self) else { return nil }
             return (item, after, "", text)
         default: return nil
         }
