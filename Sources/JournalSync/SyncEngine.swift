@@ -251,6 +251,9 @@ public actor SyncEngine {
     var pushFollow: [String: Bool] = [:]
     /// The problems of recent syncs, with when (`diagnosticReport()`).
     var recentProblems: [(at: Int64, problem: SyncProblem)] = []
+    /// Whether this engine has checked, at its first sync, that each list flagged as holding a
+    /// newer version's changes still does (`clearNewerChangesThisVersionReads`).
+    var checkedNewerChanges = false
     /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
 
@@ -570,6 +573,10 @@ public actor SyncEngine {
             return report
         }
         let sentBefore = totals.entriesSent
+        if !checkedNewerChanges {
+            clearNewerChangesThisVersionReads()
+            checkedNewerChanges = true
+        }
         await push(&report)
         if report.mayContinue {
             if let hinted {

@@ -54,4 +54,28 @@ import ListModel
         _ = try world.compact(after: 2 * day)
         #expect(try world.serviceIDs(list) == before)
     }
+
+    /// A device that got a list's moves while it was older kept the flag that says so; once it
+    /// reads moves (this version), its first sync finds no kind it does not read and stops saying
+    /// "update the app".
+    @Test func aListWhoseNewerKindsThisVersionReadsStopsSayingUpdate() async throws {
+        let world = try World()
+        let phone = try world.device("alice:phone")
+        let list = try await phone.engine.createList("weekly")
+        let milk = try await phone.add("Milk", list)
+        try await phone.engine.record(.move(item: milk, after: nil), in: list)
+        await phone.engine.flagNewerChanges(list.storeName)
+        try phone.restart()
+        #expect(await phone.engine.status().lists.first?.holdsNewerChanges == true, "as the older version left it")
+        #expect(await phone.sync().problems.map(\.reason).contains(.newerVersion) == false)
+        #expect(await phone.engine.status().lists.first?.holdsNewerChanges == false)
+    }
+}
+
+extension SyncEngine {
+    /// As an older version left it: the list flagged as holding a newer version's changes.
+    func flagNewerChanges(_ name: String) {
+        state.zones[name]?.holdsNewerChanges = true
+        try? save()
+    }
 }
