@@ -50,7 +50,7 @@ extension ListReducer {
             }
             count = visible
         }
-        var state = ListState(name: name?.value.plainText ?? "", colour: colour?.value.plainText ?? "", items: items,
+        var state = ListState(name: name?.value.plain ?? "", colour: colour?.value.plain ?? "", items: items,
                               participants: currentParticipants(), sealedName: name?.value.sealedText, sealedColour: colour?.value.sealedText)
         if !keyRecords.isEmpty {
             // Read when uploaded (SYNC.md §3.2): one that does not read here came from elsewhere.
@@ -122,8 +122,8 @@ extension ListReducer {
                 ListState.text(name?.value ?? .plain(""), into: &w)
                 ListState.text(colour?.value ?? .plain(""), into: &w)
             } else {
-                w.string(name?.value.plainText ?? "")
-                w.string(colour?.value.plainText ?? "")
+                w.string(name?.value.plain ?? "")
+                w.string(colour?.value.plain ?? "")
             }
             w.varint(UInt64(visible))
             forEachRecord(in: order, into: &w) { w, r, text, i in

@@ -10,12 +10,6 @@ public enum ListText: Hashable, Sendable {
     /// A text sealed for the list's members (`JournalSeal`'s `ListKeyring` opens it).
     case sealed(SealedText)
 
-    /// The plain text; "" for a sealed one.
-    public var plainText: String {
-        if case .plain(let s) = self { return s }
-        return ""
-    }
-
     /// The plain text; nil for a sealed one.
     public var plain: String? {
         if case .plain(let s) = self { return s }
@@ -62,9 +56,7 @@ extension EntryOperation {
     /// The item a list change acts on, a sealed add's included (MERGE.md §11); nil for a
     /// list-level change, an opaque kind, or a sealed body that does not read.
     package var listItem: CompactID? {
-        if let item { return item }
-        guard case .opaque(SealedChange.addKind, _) = self else { return nil }
-        return (try? SealedChange(self))??.item
+        item ?? listAdd?.item
     }
 }
 

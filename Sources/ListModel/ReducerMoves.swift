@@ -25,9 +25,6 @@ extension ListReducer {
         return true
     }
 
-    /// The number of `move` entries held (every one is kept).
-    package var moveCount: Int { moves.values.reduce(0) { $0 + $1.count } }
-
     /// The list order with moves (MERGE.md §3.5): the tree of `ReducerOrder` over the records
     /// and one extra node per move, each child's anchor resolved to the place its anchor had at
     /// the child's key; then each moved item stands at its latest move's node and its other

@@ -41,13 +41,13 @@ package struct RetentionPlanner: Sendable {
     var otherAnchors: [(Int32, Int32)] = []
     /// Items with a place.
     var places: [PlaceInfo] = []
-    /// Each move's item and the anchor it names (item numbers), for moves that name another
-    /// item: that anchor goes only with the moved item (COMPACTION.md §2.2).
-    var moveAnchors: [(Int32, Int32)] = []
     /// Every move: its item, its anchor (-1 for the head) and its key, for the tree of nodes
     /// moves make (MERGE.md §3.5), in which an item is rooted only when all its nodes are.
     var moves: [(item: Int32, anchor: Int32, key: PlannerKey)] = []
     var authors = AuthorTable()
+    /// Each move's item and the anchor it names, for moves that name another item: that anchor
+    /// goes only with the moved item (COMPACTION.md §2.2).
+    var moveAnchors: [(Int32, Int32)] { moves.compactMap { $0.anchor >= 0 && $0.anchor != $0.item ? ($0.item, $0.anchor) : nil } }
     /// Renames and recolours: the winners, and each one's sequence and time.
     var rename: (key: PlannerKey, seq: UInt64)?
     var recolour: (key: PlannerKey, seq: UInt64)?
@@ -154,6 +154,10 @@ package struct RetentionPlanner: Sendable {
 
     /// Reads one entry (each entry once; any order).
     package mutating func add(_ seq: SequenceNumber, _ e: JournalEntry) {
+        // A sealed change counts as its plain kind (MERGE.md §11): the rules never read a text.
+        if case .opaque(SealedChange.addKind...SealedChange.recolourKind, _) = e.operation, let plain = Self.plainForm(e) {
+            return add(seq, plain)
+        }
         entries += 1
         let time = Self.time(e)
         oldestTime = min(oldestTime, time)
@@ -198,7 +202,6 @@ package struct RetentionPlanner: Sendable {
             note(i, seq, time)
             tallies[i].flags |= Self.hasMove
             let a = after.map { intern($0) } ?? -1
-            if a >= 0, Int(a) != i { moveAnchors.append((Int32(i), a)) }
             moves.append((Int32(i), a, key(e)))
         case .markOff(let item), .unmark(let item):
             let i = Int(intern(item))
@@ -225,8 +228,6 @@ package struct RetentionPlanner: Sendable {
             bases += 1
         case .opaque where CompactionRecord.isRecord(e):
             records.append((seq, time))
-        case .opaque(SealedChange.addKind...SealedChange.recolourKind, _):
-            addSealed(seq, e, time)
         case .opaque where e.operation.isNewerListChange:
             newerChanges += 1
         case .join, .leave, .opaque:
@@ -319,19 +320,17 @@ package struct RetentionPlanner: Sendable {
         recordedItems.append(Int32(i))
     }
 
-    /// A sealed add, rename or recolour (MERGE.md §11) counts as its plain kind: the rules never
-    /// read a text. One whose body does not read is an opaque entry, and stays.
-    private mutating func addSealed(_ seq: SequenceNumber, _ e: JournalEntry, _ time: Int64) {
-        entries -= 1
-        oldestTime = min(oldestTime, time)
-        guard let change = (try? SealedChange(e.operation)) ?? nil else { return entries += 1 }
+    /// A sealed add, rename or recolour with its text left out: what the rules read of it. Nil
+    /// for a body that does not read (an opaque entry, which stays).
+    private static func plainForm(_ e: JournalEntry) -> JournalEntry? {
+        guard let change = (try? SealedChange(e.operation)) ?? nil else { return nil }
         var plain = e
         switch change {
         case .add(let item, let after, _): plain.operation = .add(item: item, text: "", after: after)
         case .rename: plain.operation = .rename(name: "")
         case .recolour: plain.operation = .recolour(colour: "")
         }
-        add(seq, plain)
+        return plain
     }
 
     private mutating func otherAnchor(_ i: Int, _ a: Int32) {
