@@ -120,6 +120,8 @@ let package = Package(
         // platforms (an app builds no BoringSSL); swift-crypto elsewhere, through `Sealing`.
         .target(name: "JournalSeal", dependencies: [
             "JournalCodec",
+            // SealedListKeys: the engine's sealing for changes refused for their epoch.
+            "JournalSync",
             .product(name: "Crypto", package: "swift-crypto", condition: .when(platforms: [.linux, .android, .windows, .wasi], traits: ["Sealing"])),
         ]),
         // The app's one import: re-exports the modules an app uses (no server, no SwiftNIO).

@@ -3,7 +3,8 @@
 # Python's `cryptography` package (Debian: python3-cryptography). It derives the text keys, builds
 # the bindings and padded plaintexts, seals with the vectors' fixed nonces, rebuilds a whole
 # sealed-add entry and makes the back link of Spec/vectors/sealing.txt; then it verifies the key record of Spec/vectors/sealing-keys.txt
-# (Ed25519) and opens each of its wraps (RFC 9180 base mode, written out below). Every value must
+# (Ed25519) and opens each of its wraps (RFC 9180 base mode, written out below), and makes the fixed ids
+# of Spec/vectors/sealing-ids.txt (SipHash-2-4, written out below). Every value must
 # equal the vectors'. One line per check; exits 1 on any difference.
 #   python3 scripts/sealing-vectors.py
 import hashlib
@@ -186,5 +187,46 @@ for account, key_id, enc, wrapped in wraps:
     base_nonce = labeled_expand(suite, secret, b"base_nonce", context, 12)
     opened = ChaCha20Poly1305(aead_key).decrypt(base_nonce, wrapped, b"")
     check("%s's wrap opens to key1 (HPKE)" % account.decode(), opened.hex() == k["key1"])
+
+
+
+# SEALING.md §5.1: a sealed zone's fixed ids (SipHash-2-4, as FORMAT.md §7.5 derives an id).
+def siphash(k0, k1, message):
+    mask = 0xFFFFFFFFFFFFFFFF
+    rotl = lambda x, b: ((x << b) | (x >> (64 - b))) & mask
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def rounds(n):
+        for _ in range(n):
+            v[0] = (v[0] + v[1]) & mask; v[1] = rotl(v[1], 13) ^ v[0]; v[0] = rotl(v[0], 32)
+            v[2] = (v[2] + v[3]) & mask; v[3] = rotl(v[3], 16) ^ v[2]
+            v[0] = (v[0] + v[3]) & mask; v[3] = rotl(v[3], 21) ^ v[0]
+            v[2] = (v[2] + v[1]) & mask; v[1] = rotl(v[1], 17) ^ v[2]; v[2] = rotl(v[2], 32)
+
+    tail = len(message) % 8
+    words = [int.from_bytes(message[i:i + 8], "little") for i in range(0, len(message) - tail, 8)]
+    words.append(int.from_bytes(message[len(message) - tail:], "little") | ((len(message) & 0xFF) << 56))
+    for m in words:
+        v[3] ^= m
+        rounds(2)
+        v[0] ^= m
+    v[2] ^= 0xFF
+    rounds(4)
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def fixed_id(kind, zone, epoch):
+    message = b"JLS1-id" + bytes([kind]) + string(zone) + varint(epoch)
+    h1 = siphash(0x4A4C533100000001, 0x6669786564696431, message)
+    h2 = siphash(0x4A4C533100000002, 0x6669786564696432, message)
+    high, low = (h1 & ~0xF000) | 0x8000, (h2 & ~(3 << 62)) | (2 << 62)
+    return str(uuid.UUID(bytes=high.to_bytes(8, "big") + low.to_bytes(8, "big")))
+
+
+ids = fields("sealing-ids.txt")
+id_zone = b"alice/~000102030405060708090a0b0c0d0e0f"
+check("the key record ids of epochs 1 and 2", [fixed_id(0x87, id_zone, e) for e in (1, 2)] == [ids["keyRecord1"], ids["keyRecord2"]])
+check("the rotation-due ids of epochs 1 and 300", [fixed_id(0x88, id_zone, e) for e in (1, 300)] == [ids["rotationDue1"], ids["rotationDue300"]])
+check("a rotation-due body", (b"\x01" + varint(300)).hex() == ids["rotationDueBody300"])
 
 sys.exit(1 if failed else 0)

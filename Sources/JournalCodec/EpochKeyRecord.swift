@@ -28,6 +28,8 @@ public struct EpochKeyRecord: Sendable, Hashable {
         case accountKeysChanged = 4
         /// An invitation that carried the key was withdrawn, or a link's secret used.
         case withdrawal = 5
+        /// Members joined who hold no key yet: the new epoch wraps to them too.
+        case joined = 6
     }
 
     /// The epoch key wrapped to one member account's wrap key.

@@ -44,6 +44,9 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
     case acknowledgedEntriesMissing(String)
     /// The store's token key file is damaged: tokens cannot be checked.
     case storeKeyDamaged(path: String)
+    /// A sealed zone's epoch moved since the caller read it: the zone holds the next key record
+    /// or the current epoch's rotation-due marker (another node's). Read the epochs again.
+    case keysMoved(zone: String)
     /// A compaction was planned from a zone read through `readThrough`, and an entry at
     /// `appended` joined the zone (or a new incarnation of it started there) before the rewrite
     /// could commit: nothing was compacted.
@@ -76,6 +79,7 @@ public enum JournalError: Error, Sendable, CustomStringConvertible {
                 + "or accept the loss with `jlog recover STORE --accept-loss` (StoreOptions.acceptLoss): the store then begins a new token epoch, "
                 + "and every change token past the end gets invalidToken instead of skipping entries"
         case .storeKeyDamaged(let p): return "the token key \(p) is damaged; restore it from a backup, or delete it to issue a new key (every client then re-fetches from scratch)"
+        case .keysMoved(let z): return "the key epoch of zone \(z) moved on since it was read (another node began one, or a member left); read it again"
         case .compactionConflict(let z, let at, let through):
             return "zone \(z) changed at sequence \(at) after the compaction read it through \(through); nothing was compacted: run the compaction again"
         }

@@ -29,6 +29,7 @@ public struct ZoneID: Hashable, Sendable, Comparable, CustomStringConvertible {
         }
         let room = Limits.maxZoneBytes - owner.utf8.count - 1
         if name.utf8.count > room { return "a list's name of account \(owner) is at most \(room) bytes of UTF-8, not \(name.utf8.count)" }
+        if let why = SealedZone.nameRefusal(name) { return why }
         return JournalStore.zoneNameRefusal(owner + "/" + name)
     }
 

@@ -9,6 +9,9 @@ struct AppendRequest: Sendable {
     var entries: [(id: CompactID, key: [UInt8], body: [UInt8])]
     /// Refused (`markMoved`) unless the zone's low-water mark is still this (nil: no check).
     var expectedMark: SequenceNumber? = nil
+    /// Refused (`keysMoved`) if the zone holds any of these ids (a sealed zone's next key record
+    /// or rotation-due marker: SEALING.md §5.1).
+    var absent: [[UInt8]] = []
     /// When the service received the entries (milliseconds, the service's clock).
     var arrivedAt: Int64 = Int64(Date().timeIntervalSince1970 * 1000)
 }
@@ -24,10 +27,10 @@ extension PostgresStorage {
     }
 
     /// `append(_:to:)`, refused with `markMoved` when the zone's mark is no longer `mark`.
-    package func append(_ entries: [JournalEntry], to zone: String, expectingMark mark: SequenceNumber?,
+    package func append(_ entries: [JournalEntry], to zone: String, expectingMark mark: SequenceNumber?, absent: [CompactID] = [],
                         arrivedAt: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) async throws(PostgresStorageError) -> PostgresAppend {
         let request = AppendRequest(zone: zone, entries: entries.map { (id: $0.id, key: Self.idBytes($0.id), body: EntryCodec.encode($0)) },
-                                    expectedMark: mark, arrivedAt: arrivedAt)
+                                    expectedMark: mark, absent: absent.map(Self.idBytes), arrivedAt: arrivedAt)
         if let batcher { return try await batcher.submit(request).get() }
         return try await commit([request])[0].get()
     }
@@ -56,7 +59,7 @@ extension PostgresStorage {
         // by one statement: a row per zone and id sought (the body nil when not held).
         var live: [String: Int64] = [:], marks: [String: Int64] = [:]
         var held: [String: [[UInt8]: [UInt8]]] = [:]
-        let sought = requests.flatMap { r in r.entries.map { (zone: r.zone, key: ByteBuffer(bytes: $0.key)) } }
+        let sought = requests.flatMap { r in (r.entries.map(\.key) + r.absent).map { (zone: r.zone, key: ByteBuffer(bytes: $0)) } }
         // Each id sought by its own lookup, which only the unique index answers: the cost follows
         // the batch, never the zone's size, whatever the table's statistics say (a join let the
         // planner scan whole zones while the table was not yet analysed: 1–3 ms a batch).
@@ -83,6 +86,10 @@ extension PostgresStorage {
                 continue
             }
             var zoneHeld = held[r.zone] ?? [:]
+            if r.absent.contains(where: { zoneHeld[$0] != nil }) {
+                results.append(.failure(.keysMoved(r.zone)))
+                continue
+            }
             var append = PostgresAppend(saved: [], alreadyHeld: [])
             var mine = Rows()
             var conflict: CompactID? = nil

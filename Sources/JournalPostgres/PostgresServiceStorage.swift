@@ -50,6 +50,7 @@ package final class PostgresServiceStorage: ServiceStorage {
         case .zoneNotFound(let z): .zoneNotFound(z)
         case .idConflict(let zone, let id): .idConflict(zone: zone, id: CompactID(id) ?? CompactID("-")!, storedAt: nil)
         case .markMoved: .compactionRunning
+        case .keysMoved(let z): .keysMoved(zone: z)
         default: .writerFailed(storageError(e).description)
         }
     }
@@ -99,18 +100,25 @@ package final class PostgresServiceStorage: ServiceStorage {
         try appendPositions(batch, expectingMark: mark).count
     }
 
+    /// `appendCounting(_:expectingMark:)`, refused with `keysMoved` when the zone holds any of
+    /// `absent`: checked in the append's own transaction, under the positions lock.
+    package func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?, absent: [CompactID]) throws(JournalError) -> Int {
+        try appendPositions(batch, expectingMark: mark, absent: absent).count
+    }
+
     /// The positions of the entries the append saved (none for ids held already).
-    private func appendPositions(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> [SequenceNumber] {
+    private func appendPositions(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?, absent: [CompactID] = []) throws(JournalError) -> [SequenceNumber] {
         guard let first = batch.first else { throw .invalidEntry("an empty batch") }
         for attempt in 0..<2 {
             do throws(PostgresStorageError) {
                 let positions: [SequenceNumber]
                 if batch.allSatisfy({ $0.zone == first.zone }) {
                     let r = try wait { [database, now] () async throws(PostgresStorageError) in
-                        try await database.append(batch, to: first.zone, expectingMark: mark, arrivedAt: now())
+                        try await database.append(batch, to: first.zone, expectingMark: mark, absent: absent, arrivedAt: now())
                     }
                     positions = r.saved.map(\.position)
                 } else {
+                    precondition(absent.isEmpty, "ids to be absent are checked in one zone's append")
                     let rs = try wait { [database, now] () async throws(PostgresStorageError) in try await database.appendAll(batch, arrivedAt: now()) }
                     positions = rs.flatMap { $0.saved.map(\.position) }
                 }

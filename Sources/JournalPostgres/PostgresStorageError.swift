@@ -12,6 +12,8 @@ public enum PostgresStorageError: Error, Equatable, Sendable, CustomStringConver
     case damaged(String)
     /// The zone was compacted since the caller read it (its mark moved): read it again.
     case markMoved(String)
+    /// A sealed zone's key epoch moved since the caller read it (SEALING.md §5.1).
+    case keysMoved(String)
     /// A location that is not a `postgres://` URL this program reads.
     case invalidLocation(String)
 
@@ -24,6 +26,7 @@ public enum PostgresStorageError: Error, Equatable, Sendable, CustomStringConver
         case .idConflict(let zone, let id): "zone \(zone) holds entry \(id) with other content"
         case .damaged(let why): "a stored row is damaged: \(why)"
         case .markMoved(let zone): "zone \(zone) was compacted meanwhile: try again"
+        case .keysMoved(let zone): "the key epoch of zone \(zone) moved on meanwhile: read it again"
         case .invalidLocation(let why): "not a PostgreSQL location: \(why)"
         }
     }

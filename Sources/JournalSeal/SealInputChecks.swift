@@ -1,7 +1,7 @@
 import JournalCodec
 
 /// What `Fuzz/FuzzSealed` checks on any bytes, and the corpus test replays: the readers of a
-/// sealed value, a key record and a sealed change's body never crash, and what they read writes
+/// sealed value, a key record, a sealed change's body and a rotation-due marker's body never crash, and what they read writes
 /// back to the same bytes; opening what no key sealed fails cleanly; padding round-trips every
 /// text and refuses what is not one.
 package enum SealInputChecks {
@@ -23,6 +23,10 @@ package enum SealInputChecks {
             if let change = try? SealedChange(.opaque(kind: kind, body: bytes)) {
                 precondition(change.body == bytes && change.kind == kind, "a sealed change did not write back to its body")
             }
+        }
+        // A rotation-due marker's body (SEALING.md §5.1): what reads writes back.
+        if let epoch = SealedZone.rotationDueEpoch(bytes) {
+            precondition(SealedZone.rotationDueBody(epoch: epoch) == bytes, "a rotation-due body did not write back to its bytes")
         }
         // Padding: what unpads pads back to the same bytes; any text pads and unpads to itself.
         if let text = SealPadding.unpad(bytes) {

@@ -13,6 +13,8 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         (["v1", "health"], [.get]),
         (["v1", "ready"], [.get]),
         (["v1", "account"], [.get]),
+        (["v1", "account", "keys"], [.put]),
+        (["v1", "accounts", ":", "keys"], [.get]),
         (["v1", "enrol"], [.post]),
         (["v1", "hints"], [.get]),
         (["v1", "databases", "changes"], [.get]),

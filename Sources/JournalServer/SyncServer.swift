@@ -277,6 +277,19 @@ package struct SyncServer: Sendable {
             try await backend.perform(context.authenticatedCaller(), .stopSharing(try Self.zone(context))).finished()
             return Response(status: .noContent)
         }
+        api.put("account/keys") { request, context in
+            let body: HTTPBinding.AccountKeysJSON = try await Self.decode(request)
+            guard let keys = try body.keys() else { throw SyncError.invalidRequest("an account publishes both its keys") }
+            try await backend.perform(context.authenticatedCaller(), .publishAccountKeys(keys)).finished()
+            return Response(status: .noContent)
+        }
+        api.get("accounts/:account/keys") { _, context in
+            guard let account = context.parameters.get("account"), SyncNames.accountRefusal(account) == nil else {
+                throw SyncError.invalidRequest("not an account name")
+            }
+            let keys = try await backend.perform(context.authenticatedCaller(), .fetchAccountKeys(account)).publishedAccountKeys()
+            return Self.json(200, HTTPBinding.AccountKeysJSON(account: account, keys))
+        }
     }
 
     // MARK: Every request

@@ -66,6 +66,10 @@ final class ServiceContext: @unchecked Sendable {
     /// own; the append then refuses it if the zone's incarnation or mark moved, and the upload
     /// starts over from a fresh read (`ServiceUploads`). Under `lock`.
     private var rows: [String: ZoneInfo] = [:]
+    /// Per sealed zone: its epochs as this node knows them (`zoneEpochs`). Under `lock`.
+    var epochs: [String: ZoneEpochs] = [:]
+    /// Each account's published public keys, from `_service/keys`. Under `lock`.
+    var directory = AccountKeyDirectory()
     /// Upload calls and entries received, and entries stored new. Under `lock`.
     var counters = ServiceCore.Counters()
     /// For tests: called after a fetch's first purge check and after its read, beside which a

@@ -33,6 +33,7 @@ public final class ServiceCore: @unchecked Sendable {
     private let sharing: ServiceSharing
     private let compaction: ServiceCompaction
     private let records: ServiceRecordReader
+    private let keyDirectory: ServiceKeyDirectory
 
     /// What the service has taken in since it started (what the simulation measures).
     public struct Counters: Sendable, Equatable {
@@ -89,6 +90,7 @@ public final class ServiceCore: @unchecked Sendable {
                                  accountExists: accountExists)
         compaction = ServiceCompaction(context: context)
         records = ServiceRecordReader(context: context)
+        keyDirectory = ServiceKeyDirectory(context: context)
         self.devices = try storage.deviceRows().map { DeviceFetches(rows: $0) } ?? devices
         try rebuild()
         // What the store holds had arrived by now, at the latest.
@@ -186,6 +188,8 @@ public final class ServiceCore: @unchecked Sendable {
         case .removeParticipant(let participant, let zone): try removeParticipant(caller: caller, participant: participant, from: zone)
         case .stopSharing(let zone): try stopSharing(caller: caller, zone: zone)
         case .fetchParticipants(let zone): return (.participants(try sharing.participants(caller: caller, zone: zone)), nil)
+        case .publishAccountKeys(let keys): try keyDirectory.publish(caller: caller, keys)
+        case .fetchAccountKeys(let account): return (.accountKeys(try keyDirectory.keys(of: account)), nil)
         }
         return (.done, nil)
     }
@@ -331,7 +335,9 @@ public final class ServiceCore: @unchecked Sendable {
     /// The zone of a call on one zone that `caller` owns, or nil (any other call).
     static func zoneOwned(by caller: String, _ call: SyncCall) -> ZoneID? {
         let zone: ZoneID? = switch call {
-        case .upload(_, let z, _, _), .fetchZoneChanges(let z, _, _), .fetchZoneHistory(let z), .fetchZoneSnapshot(let z),
+        // A sealed zone's uploads are checked against its membership and the key directory.
+        case .upload(_, let z, _, _) where !SealedZone.isSealed(storeName: z.storeName): z
+        case .fetchZoneChanges(let z, _, _), .fetchZoneHistory(let z), .fetchZoneSnapshot(let z),
              .fetchZoneHistoryPage(let z, _): z
         default: nil
         }

@@ -1,14 +1,14 @@
 import Foundation
 import JournalLog
 
-/// Reads the service's own records into its memory: membership (`_service/members`) and the
-/// compaction announcements (`_service/compactions`). All of them when the service starts; and,
+/// Reads the service's own records into its memory: membership (`_service/members`), the
+/// compaction announcements (`_service/compactions`) and the key directory (`_service/keys`). All of them when the service starts; and,
 /// over a storage other nodes write too (`ServiceStorage.isShared`), what they wrote since,
 /// before this node answers a call (`catchUp`): a device that joined a list through one node is
 /// a member on the next node it reaches. Applying a record twice changes nothing, so a node
 /// reading back its own records is harmless.
 final class ServiceRecordReader: @unchecked Sendable {
-    static let zones = [Membership.zone, ServiceCompaction.zone]
+    static let zones = [Membership.zone, ServiceCompaction.zone, AccountKeyDirectory.zone]
     private let context: ServiceContext
     /// One read at a time; guards `tokens` and `through`.
     private let lock = NSLock()
@@ -69,6 +69,10 @@ final class ServiceRecordReader: @unchecked Sendable {
     /// the service knew.
     private func apply(_ e: FeedEntry) -> (zone: String, accounts: [String])? {
         context.clock.observe(e.entry.clock)
+        if e.entry.zone == AccountKeyDirectory.zone {
+            context.directory.observe(e.entry)
+            return nil
+        }
         if e.entry.zone == Membership.zone {
             guard let event = context.membership.observe(e.entry, at: e.sequence) else { return nil }
             return (event.zone, context.audience(event.zone) + [event.account])

@@ -155,49 +155,11 @@ struct ServiceSharing: Sendable {
         }
     }
 
-    /// One atomic batch: the `join`/`leave` entry in the shared zone (its history shows it) and
-    /// the membership record in `_service/members` (what the service answers from). Appended
-    /// outside `lock`, applied under it once durable; a leave takes the account's access away
-    /// before it is written.
+    /// `ServiceContext.recordMembership` for one account; a departure from a sealed zone marks
+    /// its epoch as owing a rotation in the same batch.
     private func recordMembership(_ account: String, zone: ZoneID, member: Bool, reason: ZoneGoneReason?, by actor: String) throws(SyncError) {
-        let leaving = member ? nil : account
-        let assigned: SequenceNumber
-        do { assigned = try context.assignedPosition() } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
-        let batch: [JournalEntry] = context.locked {
-            let wall = context.now()
-            let t1 = context.clock.tick(wallMillis: wall), t2 = context.clock.tick(wallMillis: wall)
-            var visible = JournalEntry(id: CompactID("-")!, zone: zone.storeName, author: actor, wallTime: wall, clock: t1,
-                                       operation: member ? .join(participant: account) : .leave(participant: account))
-            visible.id = CompactID.derived(from: visible)
-            var record = JournalEntry(id: CompactID("-")!, zone: Membership.zone, author: Membership.author, wallTime: wall, clock: t2,
-                                      operation: .opaque(kind: Membership.kind, body: Membership.encode(account: account, zone: zone.storeName,
-                                                                                                         member: member, reason: reason)))
-            record.id = CompactID.derived(from: record)
-            context.pending.begin(assigned: assigned, leaving: leaving, zone: zone.storeName, reason: reason ?? .removed)
-            guard reason == .left else { return [visible, record] }
-            // The participant's own leave: a mark right before the record (which says `removed`).
-            var mark = JournalEntry(id: CompactID("-")!, zone: Membership.zone, author: Membership.author, wallTime: wall,
-                                    clock: context.clock.tick(wallMillis: wall),
-                                    operation: .opaque(kind: Membership.leftKind, body: Membership.encodeWithdrawal(zone: zone.storeName, account: account)))
-            mark.id = CompactID.derived(from: mark)
-            // The record's clock after the mark's, as their order in the batch.
-            record.clock = context.clock.tick(wallMillis: wall)
-            record.id = CompactID.derived(from: record)
-            return [visible, mark, record]
-        }
-        let range: ClosedRange<SequenceNumber>
-        do { range = try store.appendBatch(batch) } catch {
-            context.locked { context.pending.end(leaving: leaving, zone: zone.storeName) }
-            throw .serviceBusy(retryAfter: .seconds(1))
-        }
-        let told: [String] = context.locked {
-            let told = context.audience(zone.storeName) + [account]
-            context.membership.record(.init(account: account, zone: zone.storeName, member: member,
-                                            reason: member ? nil : reason, sequence: range.upperBound))
-            context.pending.end(leaving: leaving, zone: zone.storeName)
-            return told
-        }
-        context.hints.changed(zone.storeName, for: told)
+        let epochs = member ? nil : try context.zoneEpochs(zone, info: try context.readZone(zone))
+        try context.recordMembership([account], zone: zone, member: member, reason: reason, by: actor, epochs: epochs)
     }
 
     /// Voids the invitations to `zone` issued so far: of `account`, or of everyone when nil.

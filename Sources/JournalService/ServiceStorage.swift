@@ -59,6 +59,12 @@ package protocol ServiceStorage: AnyObject, Sendable {
     /// `appendBatch(_:expectingMark:)`, answering how many entries the zone gained (ids it held
     /// already are not stored again).
     func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> Int
+    /// `appendCounting(_:expectingMark:)`, refused with `keysMoved` when the zone holds any of
+    /// `absent` (a sealed zone's next key record or rotation-due marker, another node's since
+    /// the caller read the zone's epochs). A storage no other node writes (`isShared` false)
+    /// needs no check: one zone's appends take turns on its one node (`ServiceContext.changing`),
+    /// and that node's memory of the epochs is exact.
+    func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?, absent: [CompactID]) throws(JournalError) -> Int
     /// Makes a new incarnation of a zone (idempotent for a live one).
     func makeZone(_ name: String) throws(JournalError)
     /// Deletes a zone's live incarnation.
@@ -139,6 +145,10 @@ extension ServiceStorage {
         do throws(StorageError) { before = try zoneInfo(zone)?.entryCount ?? 0 } catch { throw .writerFailed(error.description) }
         _ = try appendBatch(batch, expectingMark: mark)
         do throws(StorageError) { return max(0, (try zoneInfo(zone)?.entryCount ?? 0) - before) } catch { throw .writerFailed(error.description) }
+    }
+    package func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?, absent: [CompactID]) throws(JournalError) -> Int {
+        precondition(!isShared || absent.isEmpty, "a shared storage checks the ids it must not hold")
+        return try appendCounting(batch, expectingMark: mark)
     }
     package func databaseHead() throws(FeedError) -> FeedToken { try databaseChanges(since: nil).token }
     package func checkDatabaseToken(_ token: FeedToken) throws(FeedError) { _ = try databaseChanges(since: token) }

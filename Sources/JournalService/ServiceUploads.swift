@@ -40,28 +40,68 @@ struct ServiceUploads: Sendable {
             // Read before the memory's lock (over a shared database, a round trip).
             let info: ZoneInfo?
             if let known { info = known } else { info = try context.readZone(zone) }
-            var (result, fresh, mark) = try context.locked { () throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) in
-                let admitted = try admit(caller: caller, entries: entries, to: zone, info: info, counting: counting)
+            let epochs = try context.zoneEpochs(zone, info: info)
+            var admitted = try context.locked { () throws(SyncError) -> Admitted in
+                let admitted = try admit(caller: caller, entries: entries, to: zone, info: info, epochs: epochs, counting: counting)
                 if known == nil { context.remember(info, of: zone) }
                 return admitted
             }
-            let stored = try append(&fresh, to: zone, expectingMark: mark, result: &result)
-            guard stored > 0 else { return (result, []) }
+            if !admitted.stale.isEmpty { try settleStale(&admitted, in: zone.storeName) }
+            if let (record, removing) = admitted.beginning, !removing.isEmpty {
+                // The owner's removal with its rotation: the leaves and the record in one batch.
+                try context.recordMembership(removing, zone: zone, member: false, reason: record.reason == .sharingStopped ? .sharingStopped : .removed,
+                                             by: caller, epochs: epochs, keyRecord: admitted.fresh[0])
+                admitted.result.saved.append(admitted.fresh[0].id)
+                return (admitted.result, [])
+            }
+            let absent = admitted.underCurrentEpoch ? epochs?.endingIDs(zone: zone.storeName) ?? [] : []
+            let stored = try append(&admitted.fresh, to: zone, expectingMark: admitted.mark, absent: absent, result: &admitted.result)
+            if epochs != nil, admitted.beginning != nil { context.noteEpochs(of: zone.storeName, admitted.fresh) }
+            guard stored > 0 else { return (admitted.result, []) }
             let told = context.locked {
                 context.counters.entriesStored += stored
                 return context.audience(zone.storeName)
             }
             // The entries are saved; a checkpoint that cannot be written only makes a purge later.
             if !store.isShared { try? context.arrivals.note(at: context.now, force: false, write: context.appendRecord) }
-            return (result, told)
+            return (admitted.result, told)
         }
+    }
+
+    /// An upload sorted: what is answered already, what to store, and under what conditions.
+    struct Admitted {
+        var result = UploadResult()
+        var fresh: [JournalEntry] = []
+        /// The zone's mark the purged ids were read under.
+        var mark: SequenceNumber = 0
+        /// Sealed texts to store only while the zone's epoch is the one they are sealed under.
+        var underCurrentEpoch = false
+        /// A key record beginning the next epoch, and the members the owner's record removes.
+        var beginning: (EpochKeyRecord, [String])?
+        /// Entries refused for their epoch, unless the zone holds them already (a retry).
+        var stale: [(JournalEntry, EntryFailure)] = []
+    }
+
+    /// Entries refused for their epoch that the zone holds already are retries, and saved; the
+    /// others are refused (SEALING.md §5.1: a fresh entry under an old epoch only). One read of
+    /// the zone, only when an upload holds such an entry.
+    private func settleStale(_ admitted: inout Admitted, in zone: String) throws(SyncError) {
+        let held = try heldEntries(zone, among: Set(admitted.stale.map(\.0.id)))
+        for (e, failure) in admitted.stale {
+            if let stored = held[e.id] {
+                if stored == e { admitted.result.saved.append(e.id) } else { admitted.result.failed[e.id] = .conflict("the zone holds entry \(e.id) with other content") }
+            } else {
+                admitted.result.failed[e.id] = failure
+            }
+        }
+        admitted.stale = []
     }
 
     /// Checks the caller's access, the limits and the quota, and sorts the entries: refused,
     /// acknowledged (purged retries), or fresh (to store); and the zone's mark the purged ids
     /// were read under. Under `lock`.
     private func admit(caller: String, entries: [JournalEntry], to zone: ZoneID,
-                       info: ZoneInfo?, counting: Bool) throws(SyncError) -> (UploadResult, [JournalEntry], SequenceNumber) {
+                       info: ZoneInfo?, epochs: ZoneEpochs?, counting: Bool) throws(SyncError) -> Admitted {
         let limits = context.limits
         _ = try context.access(caller, zone, info: info)
         guard !entries.isEmpty else { throw .invalidRequest("an upload holds at least one entry") }
@@ -71,19 +111,38 @@ struct ServiceUploads: Sendable {
         }
         guard entries.count <= limits.maxUploadEntries else { throw .limitExceeded }
         guard entries.reduce(0, { $0 + UploadPolicy.encodedBytes($1) }) <= limits.maxUploadBytes else { throw .limitExceeded }
-        var result = UploadResult()
-        var fresh: [JournalEntry] = []
+        var admitted = Admitted()
         let (gone, mark) = try purgedIDs(zone.storeName, info: info)
+        admitted.mark = mark
         let latest = context.now() + UploadPolicy.maxClockSkewMillis
+        let sealed = epochs.map {
+            SealedUploadCheck(zone: zone, caller: caller, epochs: $0, members: Set(context.audience(zone.storeName)), directory: context.directory)
+        }
         for e in entries {
             if let why = UploadPolicy.refusal(e, caller: caller, zone: zone, latest: latest) {
-                result.failed[e.id] = .invalid(why)
+                admitted.result.failed[e.id] = .invalid(why)
             } else if gone.contains(e.id) {
-                result.saved.append(e.id)   // stored once, then purged: acknowledged
+                admitted.result.saved.append(e.id)   // stored once, then purged: acknowledged
+            } else if let sealed {
+                switch sealed.verdict(e, alone: entries.count == 1) {
+                case .take: admitted.fresh.append(e)
+                case .takeUnderCurrentEpoch:
+                    admitted.fresh.append(e)
+                    admitted.underCurrentEpoch = true
+                case .beginEpoch(let record, let removing):
+                    admitted.fresh.append(e)
+                    admitted.beginning = (record, removing)
+                case .refuse(let failure):
+                    switch failure {
+                    case .staleEpoch, .rotationDue: admitted.stale.append((e, failure))
+                    default: admitted.result.failed[e.id] = failure
+                    }
+                }
             } else {
-                fresh.append(e)
+                admitted.fresh.append(e)
             }
         }
+        let fresh = admitted.fresh
         if let quota = limits.maxEntriesPerAccount, !fresh.isEmpty {
             let owned: [ZoneInfo]
             do throws(StorageError) { owned = try store.zones(ownedBy: zone.owner).filter { !$0.isDeleted } } catch { throw error.syncError }
@@ -92,27 +151,43 @@ struct ServiceUploads: Sendable {
             let ids = Set(fresh.map(\.id))
             // Only when it matters, since it reads the zone: a retry of ids the zone holds adds
             // nothing, so it is never refused for the quota.
-            if used + ids.count > quota, used + ids.count - (try heldIDs(zone.storeName, among: ids)) > quota {
+            if used + ids.count > quota, used + ids.count - (try heldEntries(zone.storeName, among: ids).count) > quota {
                 throw .quotaExceeded
             }
         }
-        return (result, fresh, mark)
+        return admitted
     }
 
     /// Appends the fresh entries as one batch, outside the memory's lock; an entry whose id the
     /// zone holds with other content is reported and the rest appended. Returns how many the
     /// zone gained.
-    private func append(_ fresh: inout [JournalEntry], to zone: ZoneID, expectingMark mark: SequenceNumber,
+    /// `absent`: ids whose presence in the zone means the sealed texts among `fresh` are under an
+    /// epoch that ended meanwhile (another node's key record or rotation-due marker): the
+    /// append is then refused (`keysMoved`), and the upload starts over with the epochs read afresh.
+    private func append(_ fresh: inout [JournalEntry], to zone: ZoneID, expectingMark mark: SequenceNumber, absent: [CompactID],
                         result: inout UploadResult) throws(SyncError) -> Int {
         var gained = 0
         while !fresh.isEmpty {
             do throws(JournalError) {
-                gained = try store.appendCounting(fresh, expectingMark: mark)
+                gained = try store.appendCounting(fresh, expectingMark: mark, absent: absent)
                 result.saved += fresh.map(\.id)
                 break
             } catch .idConflict(_, let id, let at) {
-                result.failed[id] = .conflict("the zone holds entry \(id) with other content" + (at.map { " (stored at \($0))" } ?? ""))
+                let record = fresh.first { $0.id == id }.flatMap { e -> EpochKeyRecord? in
+                    guard case .opaque(EpochKeyRecord.kind, let body) = e.operation else { return nil }
+                    return try? EpochKeyRecord(decoding: body)
+                }
+                if let record {
+                    // The race for an epoch, lost: adopt the winner's record, and seal under it.
+                    context.forgetEpochs(zone.storeName)
+                    result.failed[id] = .conflict("epoch \(record.epoch) of this list began with another member's key record: adopt it")
+                } else {
+                    result.failed[id] = .conflict("the zone holds entry \(id) with other content" + (at.map { " (stored at \($0))" } ?? ""))
+                }
                 fresh.removeAll { $0.id == id }
+            } catch .keysMoved {
+                context.forgetEpochs(zone.storeName)
+                throw .serviceBusy(retryAfter: .seconds(1))
             } catch .zoneDeleted {
                 throw .zoneDeleted(reason: .deleted)
             } catch {
@@ -122,20 +197,20 @@ struct ServiceUploads: Sendable {
         return gained
     }
 
-    /// How many of `ids` the zone's live incarnation holds.
-    private func heldIDs(_ zone: String, among ids: Set<CompactID>) throws(SyncError) -> Int {
-        var held = 0
+    /// The entries of `ids` the zone's live incarnation holds, by id: one read of the zone.
+    private func heldEntries(_ zone: String, among ids: Set<CompactID>) throws(SyncError) -> [CompactID: JournalEntry] {
+        var held: [CompactID: JournalEntry] = [:]
         var token: FeedToken? = nil
         do throws(FeedError) {
             while true {
                 let page = try store.zoneChanges(zone, since: token, limit: 10_000)
-                for e in page.entries where ids.contains(e.entry.id) { held += 1 }
+                for e in page.entries where ids.contains(e.entry.id) { held[e.entry.id] = e.entry }
                 token = page.token
                 if !page.moreComing { break }
             }
         } catch {
             if case .storage = error { throw .serviceBusy(retryAfter: .seconds(1)) }
-            return 0
+            return [:]
         }
         return held
     }

@@ -169,6 +169,9 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     package func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?) throws(JournalError) -> Int {
         try write { () throws(JournalError) in try inner.appendCounting(batch, expectingMark: mark) }
     }
+    package func appendCounting(_ batch: [JournalEntry], expectingMark mark: SequenceNumber?, absent: [CompactID]) throws(JournalError) -> Int {
+        try write { () throws(JournalError) in try inner.appendCounting(batch, expectingMark: mark, absent: absent) }
+    }
     package func makeZone(_ name: String) throws(JournalError) { try write { () throws(JournalError) in try inner.makeZone(name) } }
     package func removeZone(_ name: String) throws(JournalError) { try write { () throws(JournalError) in try inner.removeZone(name) } }
     package func raiseMark(_ zone: String, to mark: SequenceNumber) throws(JournalError) {

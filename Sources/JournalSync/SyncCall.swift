@@ -33,6 +33,10 @@ public enum SyncCall: Sendable {
     case stopSharing(ZoneID)
     /// `SyncService.fetchParticipants`.
     case fetchParticipants(ZoneID)
+    /// Publishes the caller's account keys to the key directory (`SyncService.publishAccountKeys`).
+    case publishAccountKeys(PublishedAccountKeys)
+    /// An account's published keys (`SyncService.fetchAccountKeys`).
+    case fetchAccountKeys(String)
 
     /// The call's name, as SYNC.md §3 and the HTTP binding's routes name it.
     public var name: String {
@@ -51,6 +55,8 @@ public enum SyncCall: Sendable {
         case .removeParticipant: "removeParticipant"
         case .stopSharing: "stopSharing"
         case .fetchParticipants: "fetchParticipants"
+        case .publishAccountKeys: "publishAccountKeys"
+        case .fetchAccountKeys: "fetchAccountKeys"
         }
     }
 }
@@ -77,6 +83,8 @@ public enum SyncAnswer: Sendable {
     case zone(ZoneID)
     /// A zone's participants.
     case participants([ShareParticipant])
+    /// An account's published keys, nil for none (`fetchAccountKeys`).
+    case accountKeys(PublishedAccountKeys?)
     /// Done, with nothing to say (zone and sharing changes).
     case done
 
@@ -146,6 +154,11 @@ public enum SyncAnswer: Sendable {
     }
 
     /// Checks that this answer is `done`.
+    public func publishedAccountKeys() throws(SyncError) -> PublishedAccountKeys? {
+        guard case .accountKeys(let k) = self else { throw mismatch("fetchAccountKeys") }
+        return k
+    }
+
     public func finished() throws(SyncError) {
         guard case .done = self else { throw mismatch("a zone or sharing change") }
     }
@@ -171,6 +184,8 @@ extension SyncService {
         case .removeParticipant(let participant, let zone): try await removeParticipant(participant, from: zone)
         case .stopSharing(let zone): try await stopSharing(zone)
         case .fetchParticipants(let zone): return .participants(try await fetchParticipants(zone))
+        case .publishAccountKeys(let keys): try await publishAccountKeys(keys)
+        case .fetchAccountKeys(let account): return .accountKeys(try await fetchAccountKeys(account))
         }
         return .done
     }
@@ -247,5 +262,15 @@ extension ForwardingSyncService {
     /// `SyncService.fetchParticipants`, through `forward`.
     public func fetchParticipants(_ zone: ZoneID) async throws(SyncError) -> [ShareParticipant] {
         try await forward(.fetchParticipants(zone)).participantList()
+    }
+
+    /// `SyncService.publishAccountKeys`, through `forward`.
+    public func publishAccountKeys(_ keys: PublishedAccountKeys) async throws(SyncError) {
+        try await forward(.publishAccountKeys(keys)).finished()
+    }
+
+    /// `SyncService.fetchAccountKeys`, through `forward`.
+    public func fetchAccountKeys(_ account: String) async throws(SyncError) -> PublishedAccountKeys? {
+        try await forward(.fetchAccountKeys(account)).publishedAccountKeys()
     }
 }

@@ -129,6 +129,7 @@ extension SyncEngine {
             totals.entriesUploaded += outcome.saved.count
             done.formUnion(outcome.saved)
             if !outcome.refused.isEmpty {
+                noteEpochRefusals(outcome.refused, in: name)
                 for (id, why) in outcome.refused.sorted(by: { $0.key < $1.key }) {
                     state.zones[name]?.rejected.append(id)
                     done.insert(id)
@@ -155,14 +156,18 @@ extension SyncEngine {
     }
 
     /// `entries`, in order, cut into batches of at most `uploadBatchEntries` entries and
-    /// `uploadBatchBytes` bytes of encodings; a larger entry goes alone (Spec/SYNC.md §7.3 step 4).
+    /// `uploadBatchBytes` bytes of encodings; a larger entry goes alone (Spec/SYNC.md §7.3 step 4),
+    /// and so does a sealed list's key record (Spec/SEALING.md §5.1).
     func uploadBatches(_ entries: [JournalEntry]) -> [[JournalEntry]] {
         var batches: [[JournalEntry]] = []
         var batch: [JournalEntry] = []
         var bytes = 0
+        var alone = false
         for e in entries {
             let size = EntryCodec.encode(e).count
-            if !batch.isEmpty && (batch.count == options.uploadBatchEntries || bytes + size > options.uploadBatchBytes) {
+            let isKeyRecord = if case .opaque(EpochKeyRecord.kind, _) = e.operation { true } else { false }
+            defer { alone = isKeyRecord }
+            if !batch.isEmpty && (alone || isKeyRecord || batch.count == options.uploadBatchEntries || bytes + size > options.uploadBatchBytes) {
                 batches.append(batch)
                 batch = []
                 bytes = 0

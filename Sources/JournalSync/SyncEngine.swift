@@ -92,6 +92,10 @@ public struct SyncReport: Sendable {
     public var gone: [ZoneGone] = []
     /// Local entries the service refused for good, and why.
     public var rejected: [(id: CompactID, why: String)] = []
+    /// Sealed changes refused for their epoch that were made again under the newest key.
+    public var reissued = 0
+    /// Epochs this device began for its sealed lists when a departure owed one.
+    public var rotations = 0
     /// What went wrong, typed, with the list each concerns.
     public var problems: [SyncProblem] = []
     /// `problems` as text, one line each (`SyncProblem.description`).
@@ -254,6 +258,15 @@ public actor SyncEngine {
     /// Whether this engine has checked, at its first sync, that each list flagged as holding a
     /// newer version's changes still does (`clearNewerChangesThisVersionReads`).
     var checkedNewerChanges = false
+    /// The app's sealing for sealed lists (`useSealing(_:)`); nil: refusals are only reported.
+    var sealing: (any SealedListSealing)?
+    /// Per sealed list: the epoch a departure owes a rotation of, as an upload was told (`rotationDue`).
+    var owedRotations: [String: UInt64] = [:]
+    /// Per sealed list: changes the service refused for their epoch, to make again, and how
+    /// many fetches each has waited for a newer epoch.
+    var epochRefused: [String: [CompactID: Int]] = [:]
+    /// Key records this device uploaded out of turn (a rotation) that the service took.
+    var savedKeyRecords: Set<CompactID> = []
     /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
 
@@ -398,6 +411,19 @@ public actor SyncEngine {
         return try write([stamp.entry(operation)], in: zone)[0]
     }
 
+    /// Records the key record that begins an epoch of a sealed list (Spec/SEALING.md §4.2), under
+    /// the entry id its zone and epoch fix (§5.1): uploaded alone, so that the service can take
+    /// it as the next epoch, or answer that another member's device began that epoch first.
+    /// `JournalSeal`'s `EpochKeys.record(for:previous:reason:zone:members:creator:)` makes it.
+    @discardableResult
+    public func recordKeys(_ record: EpochKeyRecord, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
+        try checkWritable(zone)
+        var stamp = newStamp(in: zone)
+        stamp = EntryStamp(id: SealedZone.keyRecordID(zone: zone.storeName, epoch: record.epoch), zone: stamp.zone, author: stamp.author,
+                           clock: stamp.clock, wallTime: stamp.wallTime)
+        return try write([stamp.entry(.opaque(kind: EpochKeyRecord.kind, body: record.encoded))], in: zone)[0]
+    }
+
     /// A new entry's id, author and clocks in `zone`.
     private func newStamp(in zone: ZoneID) -> EntryStamp {
         let now = clock.now()
@@ -419,7 +445,7 @@ public actor SyncEngine {
 
     /// Writes local changes: the state first (the clock, and a re-fetch's pending changes), then
     /// one atomic append.
-    private func write(_ entries: [JournalEntry], in zone: ZoneID) throws(SyncEngineError) -> [JournalEntry] {
+    func write(_ entries: [JournalEntry], in zone: ZoneID) throws(SyncEngineError) -> [JournalEntry] {
         state.zones[zone.storeName]?.replacing?.pendingLocal += entries
         try save()
         do { try store.append(batch: entries) } catch { throw .storage(error) }

@@ -43,12 +43,22 @@ public enum EntryFailure: Error, Sendable, Equatable, CustomStringConvertible {
     case invalid(String)
     /// Not taken this time (CKError.zoneBusy, .batchRequestFailed): retry it.
     case retryable(String)
+    /// A sealed text under an epoch that is not the list's current one (Spec/SEALING.md §5.1):
+    /// the list's key moved on (a member left) while the entry waited. Never retried as it is:
+    /// the device makes the change again as a new entry sealed under `current`, and drops this one.
+    case staleEpoch(current: UInt64)
+    /// A sealed text under an epoch that owes a rotation (a member left, and no member's device
+    /// has begun the next epoch yet): a member's device rotates (a key record of `epoch` + 1),
+    /// then makes the change again under the new epoch.
+    case rotationDue(epoch: UInt64)
 
     public var description: String {
         switch self {
         case .conflict(let why): "conflict: \(why)"
         case .invalid(let why): "invalid: \(why)"
         case .retryable(let why): "retry: \(why)"
+        case .staleEpoch(let current): "staleEpoch: the list's key is at epoch \(current) now; make the change again under it"
+        case .rotationDue(let epoch): "rotationDue: the list's epoch \(epoch) owes a rotation (a member left); rotate, then make the change again"
         }
     }
 }
@@ -366,6 +376,15 @@ public protocol SyncService: Sendable {
     /// accepted (Spec/SYNC.md §5.2), by account. Owner only. The owner withdraws one invitation
     /// with `removeParticipant`.
     func fetchParticipants(_ zone: ZoneID) async throws(SyncError) -> [ShareParticipant]
+
+    /// Publishes this account's public keys to the service's key directory (Spec/SYNC.md §5.6),
+    /// which checks sealed lists' key records against them. Idempotent; an account's keys, once
+    /// published, stay its keys (`invalidRequest` for others).
+    func publishAccountKeys(_ keys: PublishedAccountKeys) async throws(SyncError)
+
+    /// An account's published keys, nil when it has published none: what an owner wraps a
+    /// sealed list's key to. A device pins the keys it first sees (Spec/SEALING.md §4.3).
+    func fetchAccountKeys(_ account: String) async throws(SyncError) -> PublishedAccountKeys?
 }
 
 /// A zone's state as its service holds it, with the token to fetch what follows it
@@ -396,6 +415,16 @@ extension SyncService {
     /// A service that lists no participants (CloudKit's adapter reads the CKShare instead).
     public func fetchParticipants(_ zone: ZoneID) async throws(SyncError) -> [ShareParticipant] {
         throw .invalidRequest("this service does not list a zone's participants")
+    }
+
+    /// A service that keeps no key directory (CloudKit: sealed lists' keys are the clients' to check).
+    public func publishAccountKeys(_ keys: PublishedAccountKeys) async throws(SyncError) {
+        throw .invalidRequest("this service keeps no key directory")
+    }
+
+    /// A service that keeps no key directory.
+    public func fetchAccountKeys(_ account: String) async throws(SyncError) -> PublishedAccountKeys? {
+        throw .invalidRequest("this service keeps no key directory")
     }
 
     /// An upload whose answer carries no others' entries: `upload(_:to:since:)`.

@@ -184,6 +184,18 @@ public struct HTTPSyncService: SyncService {
         return list
     }
 
+    public func publishAccountKeys(_ keys: PublishedAccountKeys) async throws(SyncError) {
+        _ = try await call("PUT", "/v1/account/keys", body: Self.encode(HTTPBinding.AccountKeysJSON(account: keys.account, keys)),
+                           contentType: "application/json")
+    }
+
+    public func fetchAccountKeys(_ account: String) async throws(SyncError) -> PublishedAccountKeys? {
+        let a = try await call("GET", "/v1/accounts/" + HTTPBinding.percentEncode(account) + "/keys")
+        let answer = try json(HTTPBinding.AccountKeysJSON.self, a)
+        guard answer.account == account else { throw .incompatible("the keys of \(answer.account), not of \(account)") }
+        do throws(SyncError) { return try answer.keys() } catch { throw .incompatible("account keys that do not read") }
+    }
+
     /// Who the server says this credential is (a check before the first sync).
     public func whoAmI() async throws(SyncError) -> String {
         try json(HTTPBinding.AccountJSON.self, try await call("GET", "/v1/account")).account

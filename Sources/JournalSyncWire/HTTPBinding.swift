@@ -111,8 +111,11 @@ package enum HTTPBinding {
     }
 
     package struct FailureJSON: Codable, Sendable, Equatable {
+        /// The list's current epoch (`staleEpoch`) or the epoch that owes a rotation
+        /// (`rotationDue`); absent for the other kinds.
+        package var epoch: UInt64? = nil
         package var id: String
-        /// `conflict`, `invalid` or `retry`.
+        /// `conflict`, `invalid`, `retry`, `staleEpoch` or `rotationDue`.
         package var kind: String
         package var reason: String
     }
@@ -140,6 +143,8 @@ package enum HTTPBinding {
                 case .conflict(let why): FailureJSON(id: id.description, kind: "conflict", reason: why)
                 case .invalid(let why): FailureJSON(id: id.description, kind: "invalid", reason: why)
                 case .retryable(let why): FailureJSON(id: id.description, kind: "retry", reason: why)
+                case .staleEpoch(let current): FailureJSON(epoch: current, id: id.description, kind: "staleEpoch", reason: f.description)
+                case .rotationDue(let epoch): FailureJSON(epoch: epoch, id: id.description, kind: "rotationDue", reason: f.description)
                 }
             }
         }
@@ -157,7 +162,9 @@ package enum HTTPBinding {
                 out += Array("{\"failed\":[".utf8)
             }
             for (k, f) in failed.enumerated() {
-                out += Array((k == 0 ? "{\"id\":" : ",{\"id\":").utf8)
+                out += Array((k == 0 ? "{" : ",{").utf8)
+                if let epoch = f.epoch { out += Array("\"epoch\":\(epoch),".utf8) }
+                out += Array("\"id\":".utf8)
                 EntryJSON.appendString(f.id, to: &out)
                 out += Array(",\"kind\":".utf8)
                 EntryJSON.appendString(f.kind, to: &out)
@@ -233,6 +240,12 @@ package enum HTTPBinding {
                 case "conflict": r.failed[id] = .conflict(f.reason)
                 case "invalid": r.failed[id] = .invalid(f.reason)
                 case "retry": r.failed[id] = .retryable(f.reason)
+                case "staleEpoch":
+                    guard let epoch = f.epoch, epoch >= 1 else { return nil }
+                    r.failed[id] = .staleEpoch(current: epoch)
+                case "rotationDue":
+                    guard let epoch = f.epoch, epoch >= 1 else { return nil }
+                    r.failed[id] = .rotationDue(epoch: epoch)
                 default: return nil
                 }
             }
@@ -260,6 +273,34 @@ package enum HTTPBinding {
                 out.append(ShareParticipant(account: p.account, status: status))
             }
             return out
+        }
+    }
+    /// An account's published keys (`PUT /v1/account/keys`, `GET /v1/accounts/{account}/keys`):
+    /// each key in base64url without padding; both absent in an answer for an account that has
+    /// published none.
+    package struct AccountKeysJSON: Codable, Sendable, Equatable {
+        package var account: String
+        package var identity: String?
+        package var wrap: String?
+
+        package init(account: String, _ keys: PublishedAccountKeys?) {
+            self.account = account
+            identity = keys.map { Base64URL.encode($0.identity) }
+            wrap = keys.map { Base64URL.encode($0.wrap) }
+        }
+
+        /// The keys: nil for none; throws for keys that are not two of 32 bytes, or one alone.
+        package func keys() throws(SyncError) -> PublishedAccountKeys? {
+            guard SyncNames.accountRefusal(account) == nil else { throw .invalidRequest("not an account name") }
+            switch (identity, wrap) {
+            case (nil, nil): return nil
+            case (let i?, let w?):
+                guard let identity = Base64URL.decode(i), let wrap = Base64URL.decode(w), identity.count == 32, wrap.count == 32 else {
+                    throw .invalidRequest("an identity key and a wrap key are 32 bytes each, in base64url")
+                }
+                return PublishedAccountKeys(account: account, identity: identity, wrap: wrap)
+            default: throw .invalidRequest("an account's keys are an identity key and a wrap key, both or neither")
+            }
         }
     }
     package struct InvitationJSON: Codable, Sendable { package var invitation: String; package init(invitation: String) { self.invitation = invitation } }

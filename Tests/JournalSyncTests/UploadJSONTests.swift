@@ -13,6 +13,8 @@ struct UploadJSONTests {
         r.failed[CompactID("a/b")!] = .conflict("the zone holds entry a/b with \"other\" content")
         r.failed[CompactID.random()] = .invalid("tab\there, newline\n, control \u{01}, é, 🍎, back\\slash")
         r.failed[CompactID("z")!] = .retryable("later")
+        r.failed[CompactID.random()] = .staleEpoch(current: 3)
+        r.failed[CompactID.random()] = .rotationDue(epoch: 300)
         let value = HTTPBinding.UploadJSON(r)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -51,6 +53,19 @@ struct UploadJSONTests {
         noToken.token = nil
         noToken.head = nil
         #expect(noToken.result == nil)
+    }
+
+    /// A sealed list's refusals carry their epoch (SEALING.md §5.1), and read back as they were;
+    /// one without its epoch is malformed.
+    @Test func epochRefusalsReadBackWithTheirEpoch() throws {
+        var r = UploadResult()
+        r.failed[CompactID.random()] = .staleEpoch(current: 2)
+        r.failed[CompactID.random()] = .rotationDue(epoch: 1)
+        let value = HTTPBinding.UploadJSON(r)
+        #expect(try JSONDecoder().decode(HTTPBinding.UploadJSON.self, from: Data(value.encoded)).result == r)
+        var noEpoch = value
+        noEpoch.failed[0].epoch = nil
+        #expect(noEpoch.result == nil)
     }
 
     @Test func anEmptyAnswerIsTwoEmptyLists() {

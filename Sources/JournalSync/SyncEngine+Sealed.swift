@@ -1,0 +1,134 @@
+import JournalLog
+import JournalQuery
+import ListModel
+
+extension SyncEngine {
+    /// Gives the engine the app's sealing: from then on a sealed list's change the service
+    /// refused for its epoch (`staleEpoch`, `rotationDue`) is made again under the list's newest
+    /// key by the engine itself, rotating first when a departure owes it (Spec/SEALING.md §5.2).
+    public func useSealing(_ sealing: any SealedListSealing) {
+        self.sealing = sealing
+    }
+
+    /// Notes the refusals of one upload to a sealed list that are for its epoch: those the
+    /// engine makes again (`reissueEpochRefusals`), and the rotation one asks for.
+    func noteEpochRefusals(_ refused: [CompactID: EntryFailure], in name: String) {
+        for (id, failure) in refused {
+            switch failure {
+            case .rotationDue(let epoch):
+                owedRotations[name] = max(owedRotations[name] ?? 0, epoch)
+                epochRefused[name, default: [:]][id] = 0
+            case .staleEpoch: epochRefused[name, default: [:]][id] = 0
+            default: break
+            }
+        }
+    }
+
+    /// The list's key records the service has taken, in epoch order: fetched from it, or
+    /// uploaded from here and acknowledged. A text is sealed under the newest of these only:
+    /// a record of this device's that lost the race for its epoch (another member's was taken)
+    /// would leave every text sealed under it unreadable to every member (Spec/SEALING.md §5.2).
+    public func keyRecords(of zone: ZoneID) throws(SyncEngineError) -> [EpochKeyRecord] {
+        let list: ListState
+        do { list = try ListQuery(store: store).materialise(zone.storeName).state } catch { throw Self.queryError(error) }
+        return try takenKeyRecords(list.keyRecords, in: zone.storeName)
+    }
+
+    /// Of `records` (a list's, in epoch order), those up to the first the service has not taken.
+    func takenKeyRecords(_ records: [EpochKeyRecord], in name: String) throws(SyncEngineError) -> [EpochKeyRecord] {
+        let waiting: Set<CompactID>
+        do { waiting = Set(try pendingLocal(name).entries.map(\.entry.id)).subtracting(savedKeyRecords).union(state.zones[name]?.rejected ?? []) } catch {
+            throw .storage(error)
+        }
+        var taken: [EpochKeyRecord] = []
+        for r in records {
+            guard !waiting.contains(SealedZone.keyRecordID(zone: name, epoch: r.epoch)) else { break }
+            taken.append(r)
+        }
+        return taken
+    }
+
+    /// After a fetch of a sealed list, before a re-fetch drops what the service refused: begins
+    /// the epoch a departure owes (when this device's account holds the current key; its record
+    /// is uploaded at once, alone), then makes each change refused for its epoch again, as a new
+    /// local entry sealed under the newest epoch the service has taken. The new entry's id is
+    /// derived from the refused one's (`reissuedID(of:)`), so a change is made again once,
+    /// whatever crashes in between. False while a refused change waits for a newer epoch (the
+    /// winner of a race for one, not fetched yet): the re-fetch that would drop it waits too,
+    /// for at most `maxReissueAttempts` fetches.
+    func reissueEpochRefusals(_ name: String, _ report: inout SyncReport) async -> Bool {
+        guard let sealing, let z = state.zones[name], let waiting = epochRefused[name], !waiting.isEmpty else { return true }
+        let entries: [JournalEntry], list: ListState
+        do {
+            let query = ListQuery(store: store)
+            entries = try query.entries(name).entries.map(\.1)
+            list = try query.materialise(name).state
+        } catch { return true }
+        guard var records = try? takenKeyRecords(list.keyRecords, in: name) else { return true }
+        if let owed = owedRotations[name], owed == records.last?.epoch {
+            owedRotations[name] = nil
+            if let record = await nextEpoch(after: records, of: z.zone, members: [z.zone.owner] + list.participants, sealing, &report) {
+                records.append(record)
+            }
+        }
+        let held = Set(entries.map(\.id))
+        var left: [CompactID: Int] = [:]
+        for e in entries where waiting[e.id] != nil {
+            guard let change = try? SealedChange(e.operation) else { continue }
+            let id = Self.reissuedID(of: e.id)
+            if held.contains(id) { continue }
+            let now = clock.now()
+            let stamp = EntryStamp(id: id, zone: name, author: replica, clock: hlc.tick(wallMillis: now), wallTime: now)
+            guard let newest = records.last?.epoch, change.text.epoch < newest,
+                  let operation = sealing.reseal(e, for: stamp, records: records) else {
+                if waiting[e.id]! + 1 < Self.maxReissueAttempts { left[e.id] = waiting[e.id]! + 1 }
+                continue
+            }
+            do { _ = try write([stamp.entry(operation)], in: z.zone) } catch { return true }
+            report.reissued += 1
+        }
+        epochRefused[name] = left.isEmpty ? nil : left
+        return left.isEmpty
+    }
+
+    /// How many fetches a change refused for its epoch waits for a newer one before the list's
+    /// re-fetch drops it.
+    static let maxReissueAttempts = 3
+
+    /// The next epoch's record, made and recorded on this device; nil when it cannot be (a
+    /// member's keys not published, this device without the current key).
+    private func nextEpoch(after records: [EpochKeyRecord], of zone: ZoneID, members: [String],
+                           _ sealing: any SealedListSealing, _ report: inout SyncReport) async -> EpochKeyRecord? {
+        var keys: [PublishedAccountKeys] = []
+        for account in Set(members).sorted() {
+            do {
+                guard let k = try await service.fetchAccountKeys(account) else { return nil }
+                keys.append(k)
+            } catch { return nil }
+        }
+        guard let record = sealing.nextEpoch(after: records, in: zone, members: keys, reason: .leave) else { return nil }
+        let entry: JournalEntry
+        do { entry = try recordKeys(record, in: zone) } catch { return nil }
+        report.rotations += 1
+        // Uploaded at once, alone: nothing is sealed under it before the service takes it.
+        let answer: UploadResult
+        do { answer = try await service.upload([entry], to: zone) } catch {
+            guard case .partialFailure(let r) = error else { return nil }
+            answer = r
+        }
+        guard answer.saved.contains(entry.id) else { return nil }
+        savedKeyRecords.insert(entry.id)
+        return record
+    }
+
+    /// The id a refused change made again takes: a version-4 UUID's form over SipHash-2-4 of the
+    /// refused id, so that nothing of the text shows in it and it is the same after any restart.
+    static func reissuedID(of id: CompactID) -> CompactID {
+        var w = ByteWriter()
+        w.append(contentsOf: Array("jlog-reissue".utf8))
+        id.encode(into: &w)
+        let hi = SipHash24.hash(key: (0x4A4C_5249_0000_0001, 0x7265_6973_7375_6531), w.bytes)
+        let lo = SipHash24.hash(key: (0x4A4C_5249_0000_0002, 0x7265_6973_7375_6532), w.bytes)
+        return CompactID(uuidHigh: (hi & ~0xF000) | 0x4000, low: (lo & ~(0xC000 << 48)) | (0x8000 << 48))
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+import JournalLog
+import JournalSync
+import JournalSyncHTTP
+import JournalSyncWire
+
+/// `PUT /v1/account/keys` and `GET /v1/accounts/{account}/keys` (Spec/SYNC.md §5.6): an account
+/// publishes its public keys once; any account reads them; none published reads as nil.
+@Suite struct AccountKeysOverHTTPTests {
+    /// A valid Ed25519 public key (RFC 8032's first test key) and an X25519 one (RFC 7748's).
+    static let identity = Array("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a".hexBytes)
+    static let wrap = Array("8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a".hexBytes)
+
+    @Test func anAccountPublishesItsKeysOnceAndAnyAccountReadsThem() async throws {
+        let server = try await TestServer()
+        let alice = try server.client(try server.credential("alice"))
+        let bob = try server.client(try server.credential("bob"))
+        let keys = PublishedAccountKeys(account: "alice", identity: Self.identity, wrap: Self.wrap)
+        #expect(try await bob.fetchAccountKeys("alice") == nil)
+        try await alice.publishAccountKeys(keys)
+        try await alice.publishAccountKeys(keys)
+        #expect(try await bob.fetchAccountKeys("alice") == keys)
+        await #expect(throws: SyncError.self) {
+            try await alice.publishAccountKeys(PublishedAccountKeys(account: "alice", identity: Self.wrap, wrap: Self.wrap))
+        }
+        await #expect(throws: SyncError.self) { try await bob.publishAccountKeys(keys) }
+        await server.stop()
+    }
+}
+
+private extension String {
+    var hexBytes: [UInt8] { stride(from: 0, to: count, by: 2).map { UInt8(dropFirst($0).prefix(2), radix: 16)! } }
+}
