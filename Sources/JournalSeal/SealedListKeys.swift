@@ -14,11 +14,14 @@ public struct SealedListKeys: SealedListSealing {
     /// The public keys this device pinned for an account, nil for one it has not met.
     public let pinned: @Sendable (String) -> AccountPublicKeys?
 
+    /// The sealing of `account`'s devices, wrapping only to the keys `pinned` gives.
     public init(account: AccountKeys, pinned: @escaping @Sendable (String) -> AccountPublicKeys?) {
         self.account = account
         self.pinned = pinned
     }
 
+    /// The refused change opened with the key of its epoch and sealed again for `stamp` under
+    /// the newest epoch of `records` this account holds.
     public func reseal(_ refused: JournalEntry, for stamp: EntryStamp, records: [EpochKeyRecord]) -> EntryOperation? {
         guard let ring = try? ListKeyring(zone: stamp.zone, records: records, account: account, publicKeys: pinned),
               let change = try? SealedChange(refused.operation), let old = ring.sealer(epoch: change.text.epoch),
@@ -33,6 +36,7 @@ public struct SealedListKeys: SealedListSealing {
         }
     }
 
+    /// The next epoch's record, wrapping to `members` only if each one's keys are the pinned ones.
     public func nextEpoch(after records: [EpochKeyRecord], in zone: ZoneID, members: [PublishedAccountKeys],
                           reason: EpochKeyRecord.Reason) -> EpochKeyRecord? {
         guard let ring = try? ListKeyring(zone: zone.storeName, records: records, account: account, publicKeys: pinned),

@@ -87,15 +87,24 @@ final class SimulationRun {
 
     /// Every account starts with a list, shared with every other account; then the faults begin.
     func start() async throws {
+        if let sealing = options.sealing {
+            for a in accounts { _ = try box.core.perform(caller: a, .publishAccountKeys(sealing.published(a))) }
+            for n in nodes {
+                n.sealing = sealing.engineSealing(n.account)
+                await n.engine.useSealing(n.sealing!)
+            }
+        }
         for account in accounts {
             let owner = nodes.first { $0.account == account }!
-            let zone = try await owner.engine.createList("list-\(account)")
+            let zone = try await owner.engine.createList(listName("list-\(account)"))
+            await beginEpoch(zone, on: owner, reason: .creation)
             _ = await owner.engine.sync()
             for other in accounts where other != account {
                 let invitation = try await owner.engine.share(zone, with: other)
                 let member = nodes.first { $0.account == other }!
                 _ = try await member.engine.accept(invitation)
             }
+            await beginEpoch(zone, on: owner, reason: .joined)
         }
         if options.faults {
             for n in nodes { n.service.faults = options.serviceFaults }
@@ -170,7 +179,7 @@ final class SimulationRun {
         default: op = .recolour(colour: ["red", "green", "blue"][Int(rng.next() % 3)])
         }
         do throws(SyncEngineError) {
-            let e = try await record(op, in: zone, on: node)
+            guard let e = try await record(op, in: zone, on: node) else { return }
             // A change made to a list the service already took from this account (the device has
             // not heard yet) goes with the list: it is not counted.
             let access = zone.owner == node.account ? (try? box.core.storage.zoneInfo(zone.storeName))??.isDeleted != true
@@ -183,26 +192,69 @@ final class SimulationRun {
         }
     }
 
-    /// Records `op`, its text sealed for its entry in a sealed run (SEALING.md §5).
-    func record(_ op: JournalCodec.EntryOperation, in zone: ZoneID, on node: Node) async throws(SyncEngineError) -> JournalEntry {
+    /// A new list's name: in a sealed run a sealed zone's (`~` and 32 hex digits, SEALING.md §5.1).
+    func listName(_ plain: String) -> String {
+        guard options.sealing != nil else { return plain }
+        return SealedZone.name(random: (0..<16).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
+    }
+
+    /// In a sealed run, the owner's device (or a member's) begins the list's next epoch for its
+    /// members as the service has them (the app asks for them), under the records it took.
+    func beginEpoch(_ zone: ZoneID, on node: Node, reason: EpochKeyRecord.Reason) async {
+        guard let sealing = options.sealing, let records = try? await node.engine.keyRecords(of: zone) else { return }
+        let members = [zone.owner] + box.core.members(of: zone)
+        guard let record = sealing.nextRecord(records, zone, node.account, members, reason) else { return }
+        _ = try? await node.engine.recordKeys(record, in: zone)
+        result.rotations += 1
+    }
+
+    /// Records `op`, its text sealed for its entry in a sealed run (SEALING.md §5) under the
+    /// newest epoch the service took; nil when the account holds no key of it (not wrapped to
+    /// yet, or no longer): no text is written then.
+    func record(_ op: JournalCodec.EntryOperation, in zone: ZoneID, on node: Node) async throws(SyncEngineError) -> JournalEntry? {
         guard let sealing = options.sealing else { return try await node.engine.recordUnchecked(op, in: zone) }
+        let text: String, kind: UInt8
         switch op {
-        case .add(let item, let text, let after):
-            return try await node.engine.recordUnchecked(in: zone) { s in
-                let binding = SealBinding(zone: s.zone, entry: s.id, kind: SealedChange.addKind, item: item, author: s.author,
-                                          clock: s.clock, wallTime: s.wallTime, epoch: 1)
-                return SealedChange.add(item: item, after: after, text: sealing.seal(text, binding)).operation
-            }
-        case .rename(let text), .recolour(let text):
-            let kind = op.kindByte == EntryOperation.Kind.rename.rawValue ? SealedChange.renameKind : SealedChange.recolourKind
-            return try await node.engine.recordUnchecked(in: zone) { s in
-                let binding = SealBinding(zone: s.zone, entry: s.id, kind: kind, item: nil, author: s.author,
-                                          clock: s.clock, wallTime: s.wallTime, epoch: 1)
-                let value = sealing.seal(text, binding)
-                return (kind == SealedChange.renameKind ? SealedChange.rename(value) : .recolour(value)).operation
-            }
+        case .add(_, let t, _): (text, kind) = (t, SealedChange.addKind)
+        case .rename(let t): (text, kind) = (t, SealedChange.renameKind)
+        case .recolour(let t): (text, kind) = (t, SealedChange.recolourKind)
         default: return try await node.engine.recordUnchecked(op, in: zone)
         }
+        let records = try await node.engine.keyRecords(of: zone), account = node.account
+        let probe = SealBinding(zone: zone.storeName, entry: CompactID("probe")!, kind: kind, item: nil, author: node.replica,
+                                clock: HybridTime(rawValue: 0), wallTime: 0, epoch: records.last?.epoch ?? 1)
+        guard sealing.seal("", probe, records, account) != nil else { return nil }
+        return try await node.engine.recordUnchecked(in: zone) { s in
+            let binding = SealBinding(zone: s.zone, entry: s.id, kind: kind, item: op.item, author: s.author,
+                                      clock: s.clock, wallTime: s.wallTime, epoch: records.last!.epoch)
+            guard let value = sealing.seal(text, binding, records, account) else { fatalError("a key that sealed once did not seal again") }
+            switch op {
+            case .add(let item, _, let after): return SealedChange.add(item: item, after: after, text: value).operation
+            case .rename: return SealedChange.rename(value).operation
+            default: return SealedChange.recolour(value).operation
+            }
+        }
+    }
+
+    /// In a sealed run, once quiet: each list whose newest epoch does not wrap to exactly its
+    /// members (someone joined, or left with no text since to ask for a rotation) gets a new
+    /// epoch from its owner's device, so every member can open every text. Whether any did.
+    func rekeySealedLists() async throws -> Bool {
+        guard options.sealing != nil else { return false }
+        var any = false
+        for info in try serviceZones() where !info.isDeleted && SealedZone.isSealed(storeName: info.name) {
+            guard let zone = ZoneID(storeName: info.name) else { continue }
+            var owner: Node? = nil
+            for n in nodes where n.account == zone.owner {
+                if await n.engine.lists.contains(zone) { owner = n; break }
+            }
+            guard let owner, let records = try? await owner.engine.keyRecords(of: zone) else { continue }
+            let members = Set([zone.owner] + box.core.members(of: zone))
+            guard Set(records.last?.wraps.map(\.account) ?? []) != members else { continue }
+            await beginEpoch(zone, on: owner, reason: .joined)
+            any = true
+        }
+        return any
     }
 
     /// A sealed run's last check: every sealed text every device's lists show opens.
@@ -214,7 +266,7 @@ final class SimulationRun {
                 let texts = state.items.compactMap(\.sealedText) + [state.sealedName, state.sealedColour].compactMap { $0 }
                 for t in texts {
                     result.sealedTexts += 1
-                    if sealing.open(t.value, t.binding) == nil { result.unopened += 1 }
+                    if sealing.open(t.value, t.binding, state.keyRecords, n.account) == nil { result.unopened += 1 }
                 }
                 if let plain = state.items.first(where: { $0.sealedText == nil }) {
                     result.problems.append("\(n.account)'s \(z.storeName) shows item \(plain.id) with a plain text in a sealed run")
@@ -306,6 +358,7 @@ final class SimulationRun {
             } else if let invitation = try? await owner.engine.share(zone, with: other),
                       let member = pick(nodes.filter({ $0.account == other })), (try? await member.engine.accept(invitation)) != nil {
                 result.membershipChanges += 1
+                await beginEpoch(zone, on: owner, reason: .joined)
             }
         case 2:
             // A participant leaves a list shared with it.
@@ -317,7 +370,9 @@ final class SimulationRun {
             for a in accounts { generation[key(a, zone.storeName), default: 0] += 1 }
             result.membershipChanges += 1
         default:
-            _ = try? await owner.engine.createList("list-\(owner.account)-\(rng.next() % 1_000)")
+            if let zone = try? await owner.engine.createList(listName("list-\(owner.account)-\(rng.next() % 1_000)")) {
+                await beginEpoch(zone, on: owner, reason: .creation)
+            }
         }
     }
 
@@ -340,6 +395,9 @@ final class SimulationRun {
             result.purged += retried.storage.entriesPurged + retried.storage.entriesReplaced
         }
         try await SyncSimulation.settle(nodes, now: clock.now(), retention: options.retentionDays * 86_400_000, &result)
+        if try await rekeySealedLists() {
+            try await SyncSimulation.settle(nodes, now: clock.now(), retention: options.retentionDays * 86_400_000, &result)
+        }
         let final = try box.core.compact(now: clock.now())
         result.compactions += 1
         result.purged += final.storage.entriesPurged + final.storage.entriesReplaced

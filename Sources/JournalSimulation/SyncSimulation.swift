@@ -14,14 +14,33 @@ import JournalTesting
 /// the service's lists and histories, that the service's lists equal a full replay of its log,
 /// that no acknowledged local change was lost and nothing was stored twice. Everything runs in
 /// one task on virtual time, so a seed replays exactly.
-/// How a sealed simulation seals a text for its entry's binding, and opens one: every member
-/// holds the lists' keys here (key distribution is not what the simulation tests).
+/// What a sealed simulation needs of cryptography (`jlog simulate --sealed`, Spec/SEALING.md),
+/// handed in by its caller so that the simulation itself needs none: each account's keys, the
+/// engine's sealing, key records, and sealing and opening a text with an account's keys as a
+/// list's key records give them.
 package struct SimulationSealing: Sendable {
-    package var seal: @Sendable (_ text: String, _ binding: SealBinding) -> SealedValue
-    package var open: @Sendable (_ value: SealedValue, _ binding: SealBinding) -> String?
+    /// An account's public keys, as its devices publish them.
+    package var published: @Sendable (_ account: String) -> PublishedAccountKeys
+    /// The sealing an account's engine uses (`SyncEngine.useSealing`).
+    package var engineSealing: @Sendable (_ account: String) -> any SealedListSealing
+    /// The key record that begins the epoch after `records`' newest (epoch 1 for none) in
+    /// `zone`, by `creator` for `members`; nil when the creator holds no key of the newest epoch.
+    package var nextRecord: @Sendable (_ records: [EpochKeyRecord], _ zone: ZoneID, _ creator: String, _ members: [String],
+                                       _ reason: EpochKeyRecord.Reason) -> EpochKeyRecord?
+    /// `text` sealed for `binding` under the newest epoch of `records`, with `account`'s keys;
+    /// nil when the account holds no key of that epoch.
+    package var seal: @Sendable (_ text: String, _ binding: SealBinding, _ records: [EpochKeyRecord], _ account: String) -> SealedValue?
+    /// The text `value` holds for `binding`, opened with `account`'s keys; nil when it does not open.
+    package var open: @Sendable (_ value: SealedValue, _ binding: SealBinding, _ records: [EpochKeyRecord], _ account: String) -> String?
 
-    package init(seal: @escaping @Sendable (String, SealBinding) -> SealedValue,
-                 open: @escaping @Sendable (SealedValue, SealBinding) -> String?) {
+    package init(published: @escaping @Sendable (String) -> PublishedAccountKeys,
+                 engineSealing: @escaping @Sendable (String) -> any SealedListSealing,
+                 nextRecord: @escaping @Sendable ([EpochKeyRecord], ZoneID, String, [String], EpochKeyRecord.Reason) -> EpochKeyRecord?,
+                 seal: @escaping @Sendable (String, SealBinding, [EpochKeyRecord], String) -> SealedValue?,
+                 open: @escaping @Sendable (SealedValue, SealBinding, [EpochKeyRecord], String) -> String?) {
+        self.published = published
+        self.engineSealing = engineSealing
+        self.nextRecord = nextRecord
         self.seal = seal
         self.open = open
     }
@@ -78,6 +97,11 @@ package struct SimulationResult: Sendable {
     package var compactions = 0
     package var purged = 0
     package var refetches = 0
+    /// Epochs begun (sealed runs): by the simulated apps (creation, joins) and by engines a
+    /// departure's `rotationDue` asked.
+    package var rotations = 0
+    /// Sealed changes refused for their epoch that engines made again under a newer key.
+    package var reissued = 0
     /// Re-fetches by cause (`RefetchCause`), compactions devices followed in place, and
     /// re-fetches a compaction caused (`tokenExpired`, `cannotFollow`) on a device whose last
     /// complete full sync was within the retention. The last is counted, not judged: a complete
@@ -195,6 +219,9 @@ package enum SyncSimulation {
         /// Totals of the engines this node ran before the current one.
         var earlier = SyncTotals()
 
+        /// The engine's sealing in a sealed run, given again to each engine a restart makes.
+        var sealing: (any SealedListSealing)?
+
         init(replica: String, account: String, box: CoreBox, credentials: SimulatedCredentials, clock: VirtualClock, seed: UInt64) throws {
             seed0 = seed
             self.replica = replica
@@ -226,6 +253,7 @@ package enum SyncSimulation {
             starts += 1
             engine = try SyncEngine(store: store, service: service, replica: replica, clock: clock, seed: seed &+ starts &* 0x9E37_79B9_7F4A_7C15,
                                     options: Self.options(seed0))
+            if let sealing { await engine.useSealing(sealing) }
         }
     }
 
@@ -284,6 +312,8 @@ package enum SyncSimulation {
     /// Rounds of syncing every device until a round changes nothing anywhere.
     /// Counts what one sync of `node` did (at `now`, the simulation's clock) into `result`.
     static func tally(_ r: SyncReport, of node: Node, now: Int64, retention: Int64, full: Bool = true, _ result: inout SimulationResult) {
+        result.reissued += r.reissued
+        result.rotations += r.rotations
         result.refetches += r.refetched.count + r.firstFetched.count
         result.compactionsFollowed += r.compactionsFollowed
         for (cause, n) in r.refetchCauses { result.refetchCauses[cause.rawValue, default: 0] += n }
@@ -374,7 +404,10 @@ package enum SyncSimulation {
             guard generation[a.account + "|" + a.zone, default: 0] == a.generation else { continue }
             let owner = ZoneID(storeName: a.zone)?.owner
             guard owner == a.account || core.members(of: ZoneID(storeName: a.zone)!).contains(a.account) else { continue }
-            if !ids.contains(a.id) {
+            // A sealed change refused for its epoch reaches the service made again, under an id
+            // derived from the refused one (SEALING.md §5.2).
+            let made = sequence(first: a.id) { SyncEngine.reissuedID(of: $0) }.prefix(4)
+            if !made.contains(where: ids.contains) {
                 result.lost += 1
                 var detail = ""
                 if result.problems.count < 20 {

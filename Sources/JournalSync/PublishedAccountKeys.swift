@@ -12,6 +12,7 @@ public struct PublishedAccountKeys: Sendable, Hashable {
     /// The X25519 public key, 32 bytes.
     public var wrap: [UInt8]
 
+    /// Keys as published or fetched; the service checks them (`publishAccountKeys`).
     public init(account: String, identity: [UInt8], wrap: [UInt8]) {
         self.account = account
         self.identity = identity

@@ -153,12 +153,13 @@ public enum SyncAnswer: Sendable {
         return p
     }
 
-    /// Checks that this answer is `done`.
+    /// The keys `fetchAccountKeys` answered.
     public func publishedAccountKeys() throws(SyncError) -> PublishedAccountKeys? {
         guard case .accountKeys(let k) = self else { throw mismatch("fetchAccountKeys") }
         return k
     }
 
+    /// Checks that this answer is `done`.
     public func finished() throws(SyncError) {
         guard case .done = self else { throw mismatch("a zone or sharing change") }
     }

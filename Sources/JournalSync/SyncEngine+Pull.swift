@@ -204,8 +204,8 @@ extension SyncEngine {
         checkFollowed(name, &report)
         // The copy holds what the service's does not: replaced now, after the fetch from the
         // token (so a list whose pushes keep failing still receives changes), unless shopping.
-        let reissued = await reissueEpochRefusals(name, &report)
-        if reissued, let z = state.zones[name], z.refetchWanted, !z.shopping, !z.pendingDelete, z.replacing == nil {
+        await reissueEpochRefusals(name, &report)
+        if let z = state.zones[name], z.refetchWanted, !z.shopping, !z.pendingDelete, z.replacing == nil {
             refetchCauses[name] = refetchCauses[name] ?? .conflict
             await refetch(name, &report, wanted: true)
         }

@@ -128,9 +128,11 @@ extension SyncEngine {
             report.uploaded += outcome.saved.count
             totals.entriesUploaded += outcome.saved.count
             done.formUnion(outcome.saved)
-            if !outcome.refused.isEmpty {
-                noteEpochRefusals(outcome.refused, in: name)
-                for (id, why) in outcome.refused.sorted(by: { $0.key < $1.key }) {
+            // A sealed change refused for its epoch stays queued until it is made again under
+            // the newest key (`reissueEpochRefusals`, after the fetch this asks for).
+            let refused = keepingEpochRefusals(outcome.refused, in: name)
+            if !refused.isEmpty {
+                for (id, why) in refused.sorted(by: { $0.key < $1.key }) {
                     state.zones[name]?.rejected.append(id)
                     done.insert(id)
                     report.rejected.append((id, why.description))

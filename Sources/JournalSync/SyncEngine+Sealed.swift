@@ -10,18 +10,31 @@ extension SyncEngine {
         self.sealing = sealing
     }
 
-    /// Notes the refusals of one upload to a sealed list that are for its epoch: those the
-    /// engine makes again (`reissueEpochRefusals`), and the rotation one asks for.
-    func noteEpochRefusals(_ refused: [CompactID: EntryFailure], in name: String) {
+    /// Of one upload's refusals, those to drop (`rejected`); with the app's sealing, a sealed
+    /// change refused for its epoch is kept queued instead, for `reissueEpochRefusals` to make
+    /// again after the fetch it asks for: kept, it survives the list's re-fetch and a restart
+    /// (the next upload is refused the same way), until it is made again, or has been refused
+    /// `maxReissueAttempts` times while the list waited on nothing else.
+    func keepingEpochRefusals(_ refused: [CompactID: EntryFailure], in name: String) -> [CompactID: EntryFailure] {
+        guard sealing != nil else { return refused }
+        var drop: [CompactID: EntryFailure] = [:]
         for (id, failure) in refused {
             switch failure {
             case .rotationDue(let epoch):
                 owedRotations[name] = max(owedRotations[name] ?? 0, epoch)
-                epochRefused[name, default: [:]][id] = 0
-            case .staleEpoch: epochRefused[name, default: [:]][id] = 0
-            default: break
+                fallthrough
+            case .staleEpoch:
+                // Waiting on the list's re-fetch (a record of this device's refused, shopping)
+                // is not the change's failing: it is not counted.
+                let stalled = state.zones[name].map { $0.refetchWanted || $0.shopping } ?? false
+                let waited = (epochRefused[name]?[id] ?? 0) + (stalled ? 0 : 1)
+                if waited > Self.maxReissueAttempts { drop[id] = failure; continue }
+                epochRefused[name, default: [:]][id] = waited
+                state.zones[name]?.needsFetch = true
+            default: drop[id] = failure
             }
         }
+        return drop
     }
 
     /// The list's key records the service has taken, in epoch order: fetched from it, or
@@ -48,23 +61,21 @@ extension SyncEngine {
         return taken
     }
 
-    /// After a fetch of a sealed list, before a re-fetch drops what the service refused: begins
-    /// the epoch a departure owes (when this device's account holds the current key; its record
-    /// is uploaded at once, alone), then makes each change refused for its epoch again, as a new
-    /// local entry sealed under the newest epoch the service has taken. The new entry's id is
-    /// derived from the refused one's (`reissuedID(of:)`), so a change is made again once,
-    /// whatever crashes in between. False while a refused change waits for a newer epoch (the
-    /// winner of a race for one, not fetched yet): the re-fetch that would drop it waits too,
-    /// for at most `maxReissueAttempts` fetches.
-    func reissueEpochRefusals(_ name: String, _ report: inout SyncReport) async -> Bool {
-        guard let sealing, let z = state.zones[name], let waiting = epochRefused[name], !waiting.isEmpty else { return true }
+    /// After a fetch of a sealed list: begins the epoch a departure owes (when this device's
+    /// account holds the current key; its record is uploaded at once, alone), then makes each
+    /// change kept queued for its epoch again, as a new local entry sealed under the newest
+    /// epoch the service has taken, and drops the refused one (`rejected`: the re-fetch removes
+    /// it). The new entry's id is derived from the refused one's (`reissuedID(of:)`), so a change
+    /// is made again once, whatever crashes in between.
+    func reissueEpochRefusals(_ name: String, _ report: inout SyncReport) async {
+        guard let sealing, let z = state.zones[name], let waiting = epochRefused[name], !waiting.isEmpty else { return }
         let entries: [JournalEntry], list: ListState
         do {
             let query = ListQuery(store: store)
             entries = try query.entries(name).entries.map(\.1)
             list = try query.materialise(name).state
-        } catch { return true }
-        guard var records = try? takenKeyRecords(list.keyRecords, in: name) else { return true }
+        } catch { return }
+        guard var records = try? takenKeyRecords(list.keyRecords, in: name) else { return }
         if let owed = owedRotations[name], owed == records.last?.epoch {
             owedRotations[name] = nil
             if let record = await nextEpoch(after: records, of: z.zone, members: [z.zone.owner] + list.participants, sealing, &report) {
@@ -72,28 +83,30 @@ extension SyncEngine {
             }
         }
         let held = Set(entries.map(\.id))
-        var left: [CompactID: Int] = [:]
         for e in entries where waiting[e.id] != nil {
             guard let change = try? SealedChange(e.operation) else { continue }
             let id = Self.reissuedID(of: e.id)
-            if held.contains(id) { continue }
-            let now = clock.now()
-            let stamp = EntryStamp(id: id, zone: name, author: replica, clock: hlc.tick(wallMillis: now), wallTime: now)
-            guard let newest = records.last?.epoch, change.text.epoch < newest,
-                  let operation = sealing.reseal(e, for: stamp, records: records) else {
-                if waiting[e.id]! + 1 < Self.maxReissueAttempts { left[e.id] = waiting[e.id]! + 1 }
-                continue
+            if !held.contains(id) {
+                let now = clock.now()
+                let stamp = EntryStamp(id: id, zone: name, author: replica, clock: hlc.tick(wallMillis: now), wallTime: now)
+                guard let newest = records.last?.epoch, change.text.epoch < newest,
+                      let operation = sealing.reseal(e, for: stamp, records: records) else {
+                    continue
+                }
+                do { _ = try write([stamp.entry(operation)], in: z.zone) } catch { return }
+                report.reissued += 1
             }
-            do { _ = try write([stamp.entry(operation)], in: z.zone) } catch { return true }
-            report.reissued += 1
+            epochRefused[name]?[e.id] = nil
+            state.zones[name]?.rejected.append(e.id)
+            state.zones[name]?.refetchWanted = true
         }
-        epochRefused[name] = left.isEmpty ? nil : left
-        return left.isEmpty
+        if epochRefused[name]?.isEmpty == true { epochRefused[name] = nil }
+        try? save()
     }
 
-    /// How many fetches a change refused for its epoch waits for a newer one before the list's
-    /// re-fetch drops it.
-    static let maxReissueAttempts = 3
+    /// How many uploads a change refused for its epoch may meet before it is dropped (a device
+    /// that never receives a newer key: one that joined and was never wrapped to).
+    static let maxReissueAttempts = 20
 
     /// The next epoch's record, made and recorded on this device; nil when it cannot be (a
     /// member's keys not published, this device without the current key).
@@ -123,7 +136,7 @@ extension SyncEngine {
 
     /// The id a refused change made again takes: a version-4 UUID's form over SipHash-2-4 of the
     /// refused id, so that nothing of the text shows in it and it is the same after any restart.
-    static func reissuedID(of id: CompactID) -> CompactID {
+    package static func reissuedID(of id: CompactID) -> CompactID {
         var w = ByteWriter()
         w.append(contentsOf: Array("jlog-reissue".utf8))
         id.encode(into: &w)

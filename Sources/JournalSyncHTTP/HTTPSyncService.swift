@@ -184,11 +184,13 @@ public struct HTTPSyncService: SyncService {
         return list
     }
 
+    /// `PUT /v1/account/keys` (Spec/SYNC.md §5.6).
     public func publishAccountKeys(_ keys: PublishedAccountKeys) async throws(SyncError) {
         _ = try await call("PUT", "/v1/account/keys", body: Self.encode(HTTPBinding.AccountKeysJSON(account: keys.account, keys)),
                            contentType: "application/json")
     }
 
+    /// `GET /v1/accounts/{account}/keys` (Spec/SYNC.md §5.6).
     public func fetchAccountKeys(_ account: String) async throws(SyncError) -> PublishedAccountKeys? {
         let a = try await call("GET", "/v1/accounts/" + HTTPBinding.percentEncode(account) + "/keys")
         let answer = try json(HTTPBinding.AccountKeysJSON.self, a)

@@ -18,7 +18,7 @@ package enum ShoppingHold {
         var now: [JournalEntry] = [], held: [JournalEntry] = []
         var holdingAll = holdingARecord
         for e in remote {
-            if !holdingAll && appliesAtOnce(e.operation, shown: shown) {
+            if (!holdingAll && appliesAtOnce(e.operation, shown: shown)) || isKeyEntry(e.operation) {
                 now.append(e)
             } else {
                 if isBarrier(e.operation) { holdingAll = true }
@@ -34,8 +34,17 @@ package enum ShoppingHold {
         case .markOff(let item), .unmark(let item), .delete(let item): shown.contains(item)
         case .rename, .recolour, .join, .leave: true
         case .opaque where operation.isSealedListChange: true
+        case .opaque where isKeyEntry(operation): true
         case .add, .place, .move, .opaque: false
         }
+    }
+
+    /// A sealed list's key record or rotation-due marker: applied at once whatever is held
+    /// (they change nothing shown, nothing depends on their order, and a device needs the
+    /// newest key to write: Spec/SEALING.md §5.2).
+    package static func isKeyEntry(_ operation: EntryOperation) -> Bool {
+        guard case .opaque(let kind, _) = operation else { return false }
+        return kind == EpochKeyRecord.kind || kind == SealedZone.rotationDueKind
     }
 
     /// Whether an entry held makes every later one wait too: one that is no list change this

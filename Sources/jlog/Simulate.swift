@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import JournalCodec
 import JournalPostgres
 import JournalSeal
 import JournalSimulation
+import JournalSync
 
 /// `jlog simulate`: the seeded multi-device run of Spec/SYNC.md §8, for users and for CI sweeps.
 struct Simulate: AsyncParsableCommand {
@@ -40,6 +42,12 @@ struct Simulate: AsyncParsableCommand {
         guard (1...64).contains(accounts) else { throw ValidationError("--accounts must be 1…64") }
     }
 
+    /// Real sealing for a sealed run (JournalSeal's), handed to the simulation.
+    static func sealing() -> SimulationSealing {
+        let s = SimulatedSealing()
+        return SimulationSealing(published: s.published, engineSealing: s.engineSealing, nextRecord: s.nextRecord, seal: s.seal, open: s.open)
+    }
+
     func run() async throws {
         var o = SimulationOptions()
         o.replicas = replicas
@@ -48,17 +56,7 @@ struct Simulate: AsyncParsableCommand {
         o.faults = faults == .all
         if o.faults { o.storageFaults = .all }
         o.accounts = accounts
-        if sealed {
-            // One epoch key for the run; each list's text key is derived from it and its zone.
-            let key = ListKey.random(epoch: 1)
-            o.sealing = SimulationSealing(
-                seal: { text, binding in
-                    do { return try TextSealer(key: key, zone: binding.zone).seal(text, for: binding) } catch {
-                        fatalError("sealing a simulated text: \(error)")
-                    }
-                },
-                open: { value, binding in try? TextSealer(key: key, zone: binding.zone).open(value, for: binding) })
-        }
+        if sealed { o.sealing = Self.sealing() }
         if let database {
             let url = database + (database.contains("?") ? "&" : "?") + "schema=sim_\(seed)_\(UInt32.random(in: 0...UInt32.max))"
             o.storage = { now in try PostgresServiceStorage.openWaiting(url, now: now) }
@@ -80,6 +78,7 @@ struct Simulate: AsyncParsableCommand {
                 ("membershipChanges", .int(Int64(r.membershipChanges))), ("settleRounds", .int(Int64(r.settleRounds))),
                 ("windowReads", .int(Int64(r.windowReads))),
                 ("sealed", .bool(sealed)), ("sealedTexts", .int(Int64(r.sealedTexts))), ("unopened", .int(Int64(r.unopened))),
+                ("rotations", .int(Int64(r.rotations))), ("reissued", .int(Int64(r.reissued))),
                 ("storageFaultsInjected", .int(Int64(r.storageFaultsInjected))), ("compactionsFailed", .int(Int64(r.compactionsFailed))),
                 ("startsFailed", .int(Int64(r.startsFailed))), ("signedOut", .int(Int64(r.signedOut))),
                 ("seconds", .double((r.seconds * 1000).rounded() / 1000)),
@@ -92,9 +91,10 @@ struct Simulate: AsyncParsableCommand {
             print("  \(r.localChanges) local changes, \(String(format: "%.3f", r.uploadsPerChange)) uploads and \(String(format: "%.3f", r.sendsPerChange)) sends per change")
             print("  \(r.faultsInjected) faults, \(r.powerLosses) power losses, \(r.serviceRestarts) service restarts, \(r.compactions) compactions (\(r.purged) entries purged, \(r.windowReads) lists paged across one), \(r.refetches) re-fetches (\(r.refetchCauses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))), \(r.compactionsFollowed) compactions followed, \(r.membershipChanges) sharing changes, \(r.hintedSyncs) hinted syncs")
             print("  \(r.storageFaultsInjected) storage faults (\(r.compactionsFailed) compactions and \(r.startsFailed) service starts failed by them), \(r.signedOut) devices signed out")
+            if sealed { print("  sealed: \(r.sealedTexts) texts shown, \(r.unopened) not opening; \(r.rotations) epochs begun, \(r.reissued) changes made again under a newer key") }
             print("  settled in \(r.settleRounds) rounds, \(String(format: "%.2f", r.seconds)) s")
             for p in r.problems { print("  problem: \(p)") }
-            if !r.converged { print("  replay: jlog simulate --replicas \(replicas) --ops \(ops) --seed \(seed) --faults \(faults.rawValue) --accounts \(accounts)") }
+            if !r.converged { print("  replay: jlog simulate --replicas \(replicas) --ops \(ops) --seed \(seed) --faults \(faults.rawValue) --accounts \(accounts)" + (sealed ? " --sealed" : "")) }
         }
         if !r.converged { throw ExitCode(Status.corruption) }
     }

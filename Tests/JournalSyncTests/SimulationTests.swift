@@ -15,17 +15,19 @@ import JournalSimulation
         return await SyncSimulation.run(o)
     }
 
-    /// Every list sealed (SEALING.md) through every fault: the lists converge, the service
-    /// compacts and devices re-fetch them, and every sealed text every device shows opens.
+    /// Every list sealed (SEALING.md) through every fault, with sharing, removals and leaves:
+    /// the lists converge, the service compacts and devices re-fetch them, epochs begin on
+    /// joins and on the departures that owe them, changes refused for their epoch are made again,
+    /// and every sealed text every device shows opens with its account's keys.
     @Test func aSealedRunWithEveryFaultConvergesAndEveryTextOpens() async {
-        let key = ListKey.random(epoch: 1)
-        let sealing = SimulationSealing(seal: { text, binding in try! TextSealer(key: key, zone: binding.zone).seal(text, for: binding) },
-                                        open: { value, binding in try? TextSealer(key: key, zone: binding.zone).open(value, for: binding) })
-        let r = await Self.run(seed: 3, ops: 400, replicas: 3, sealing: sealing)
+        let s = SimulatedSealing()
+        let sealing = SimulationSealing(published: s.published, engineSealing: s.engineSealing, nextRecord: s.nextRecord, seal: s.seal, open: s.open)
+        let r = await Self.run(seed: 3, ops: 1_000, replicas: 5, sealing: sealing)
         #expect(r.converged, "\(r.problems)")
         #expect(r.lost == 0 && r.duplicated == 0)
         #expect(r.sealedTexts > 0 && r.unopened == 0)
         #expect(r.compactions > 0 && r.refetches > 0)
+        #expect(r.rotations > 0 && r.reissued > 0, "\(r.rotations) epochs, \(r.reissued) made again")
     }
 
     @Test func aRunWithoutFaultsConverges() async {

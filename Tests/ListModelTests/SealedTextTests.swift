@@ -112,6 +112,17 @@ import Testing
         #expect(notes.map(\.item) == [id("tea")] && notes.first?.sealedText?.value == Self.value(7))
     }
 
+    /// A key record and a rotation-due marker apply at once while shopping, even behind a held
+    /// barrier: a device needs the newest key to write (SEALING.md §5.2, SYNC.md §7.8).
+    @Test func keyRecordsAndRotationMarkersApplyAtOnceWhileShopping() {
+        let barrier = change("b1", .opaque(kind: 0x90, body: [1]), by: "bob", at: 9_000)
+        let record = change("k2", .opaque(kind: EpochKeyRecord.kind, body: [1, 2]), by: "bob", at: 9_100)
+        let due = change("d2", .opaque(kind: SealedZone.rotationDueKind, body: SealedZone.rotationDueBody(epoch: 2)), by: "_service", at: 9_200)
+        let add = Self.sealedAdd("n1", "tea", 7, by: "bob", at: 9_300)
+        let (now, held) = ShoppingHold.split([barrier, record, due, add], shown: [], holdingARecord: false)
+        #expect(now.map(\.id) == [id("k2"), id("d2")] && held.map(\.id) == [id("b1"), id("n1")])
+    }
+
     @Test func aLocalSealedAddAfterAnItemNotOnTheListIsRefused() {
         let list = replay(Self.example).state()
         let op = SealedChange.add(item: id("tea"), after: id("bread"), text: Self.value(7)).operation
