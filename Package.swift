@@ -211,7 +211,7 @@ let package = Package(
             dependencies: ["JournalLog", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based", condition: .when(traits: ["Server"]))],
             resources: []
         ),
-        .testTarget(name: "JournalSealTests", dependencies: ["JournalSeal", "JournalCodec"]),
+        .testTarget(name: "JournalSealTests", dependencies: ["JournalSeal", "JournalCodec", "JournalSync"]),
         .testTarget(
             name: "JournalQueryTests",
             dependencies: ["JournalQuery", "JournalTesting", .product(name: "PropertyBased", package: "swift-property-based", condition: .when(traits: ["Server"]))]

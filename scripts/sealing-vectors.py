@@ -4,7 +4,8 @@
 # the bindings and padded plaintexts, seals with the vectors' fixed nonces, rebuilds a whole
 # sealed-add entry and makes the back link of Spec/vectors/sealing.txt; then it verifies the key record of Spec/vectors/sealing-keys.txt
 # (Ed25519) and opens each of its wraps (RFC 9180 base mode, written out below), and makes the fixed ids
-# of Spec/vectors/sealing-ids.txt (SipHash-2-4, written out below). Every value must
+# of Spec/vectors/sealing-ids.txt (SipHash-2-4, written out below), and the fingerprints and safety
+# number of Spec/vectors/sealing-safety.txt. Every value must
 # equal the vectors'. One line per check; exits 1 on any difference.
 #   python3 scripts/sealing-vectors.py
 import hashlib
@@ -228,5 +229,23 @@ id_zone = b"alice/~000102030405060708090a0b0c0d0e0f"
 check("the key record ids of epochs 1 and 2", [fixed_id(0x87, id_zone, e) for e in (1, 2)] == [ids["keyRecord1"], ids["keyRecord2"]])
 check("the rotation-due ids of epochs 1 and 300", [fixed_id(0x88, id_zone, e) for e in (1, 300)] == [ids["rotationDue1"], ids["rotationDue300"]])
 check("a rotation-due body", (b"\x01" + varint(300)).hex() == ids["rotationDueBody300"])
+
+
+# SEALING.md §4.4: key fingerprints and the safety number of alice's and bob's keys.
+safety = fields("sealing-safety.txt")
+
+
+def fingerprint(who):
+    ident = raw(Ed25519PrivateKey.from_private_bytes(secrets[who][:32]).public_key())
+    wrap = raw(X25519PrivateKey.from_private_bytes(secrets[who][32:]).public_key())
+    return hashlib.sha256(b"jlog-keys v1" + string(who) + ident + wrap).digest()
+
+
+def half(fp):
+    return "".join("%05d" % (int.from_bytes(fp[i * 5:i * 5 + 5], "big") % 100000) for i in range(6))
+
+
+check("the key fingerprints", [fingerprint(w).hex() for w in (b"alice", b"bob")] == [safety["aliceFingerprint"], safety["bobFingerprint"]])
+check("the safety number", half(fingerprint(b"alice")) + half(fingerprint(b"bob")) == safety["safetyNumber"])
 
 sys.exit(1 if failed else 0)

@@ -1,11 +1,13 @@
 import JournalCodec
 
 /// What `Fuzz/FuzzSealed` checks on any bytes, and the corpus test replays: the readers of a
-/// sealed value, a key record, a sealed change's body and a rotation-due marker's body never crash, and what they read writes
+/// sealed value, a key record, a sealed change's body, a rotation-due marker's body, key pins, a
+/// recovery code and a recovery kit never crash, and what they read writes
 /// back to the same bytes; opening what no key sealed fails cleanly; padding round-trips every
 /// text and refuses what is not one.
 package enum SealInputChecks {
     static let sealer = TextSealer(key: ListKey(epoch: 1, material: Array(repeating: 7, count: 32))!, zone: "alice/fuzz")
+    static let code = RecoveryCode(bytes: Array(repeating: 9, count: 32))!
     static let binding = SealBinding(zone: "alice/fuzz", entry: CompactID("e1")!, kind: 0x41, item: CompactID("i1")!,
                                      author: "alice:phone", clock: HybridTime(rawValue: 1 << 20), wallTime: 16, epoch: 1)
 
@@ -28,6 +30,13 @@ package enum SealInputChecks {
         if let epoch = SealedZone.rotationDueEpoch(bytes) {
             precondition(SealedZone.rotationDueBody(epoch: epoch) == bytes, "a rotation-due body did not write back to its bytes")
         }
+        // Key pins (SEALING.md §4.4): what reads writes back. A recovery code read from text
+        // writes back to a text that reads to it; a kit no code sealed does not open.
+        if let pins = KeyPins(decoding: bytes) { precondition(pins.encoded == bytes, "key pins did not write back to their bytes") }
+        if let text = String(validating: bytes.prefix(128), as: UTF8.self), let code = RecoveryCode(text) {
+            precondition(RecoveryCode(code.description) == code, "a recovery code did not read back")
+        }
+        if (try? RecoveryKit.open(bytes, account: "alice", code: Self.code)) != nil { fatalError("a kit no code sealed opened") }
         // Padding: what unpads pads back to the same bytes; any text pads and unpads to itself.
         if let text = SealPadding.unpad(bytes) {
             precondition(SealPadding.pad(text) == bytes, "an unpadded text pads to other bytes")

@@ -283,6 +283,16 @@ package struct SyncServer: Sendable {
             try await backend.perform(context.authenticatedCaller(), .publishAccountKeys(keys)).finished()
             return Response(status: .noContent)
         }
+        api.put("account/recovery") { request, context in
+            let body: HTTPBinding.RecoveryKitJSON = try await Self.decode(request)
+            guard let kit = try body.bytes() else { throw SyncError.invalidRequest("an account stores a kit") }
+            try await backend.perform(context.authenticatedCaller(), .storeRecoveryKit(kit)).finished()
+            return Response(status: .noContent)
+        }
+        api.get("account/recovery") { _, context in
+            let kit = try await backend.perform(context.authenticatedCaller(), .fetchRecoveryKit).storedRecoveryKit()
+            return Self.json(200, HTTPBinding.RecoveryKitJSON(kit))
+        }
         api.get("accounts/:account/keys") { _, context in
             guard let account = context.parameters.get("account"), SyncNames.accountRefusal(account) == nil else {
                 throw SyncError.invalidRequest("not an account name")

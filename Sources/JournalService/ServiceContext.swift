@@ -70,6 +70,8 @@ final class ServiceContext: @unchecked Sendable {
     var epochs: [String: ZoneEpochs] = [:]
     /// Each account's published public keys, from `_service/keys`. Under `lock`.
     var directory = AccountKeyDirectory()
+    /// Each account's recovery kit, from `_service/recovery`. Under `lock`.
+    var recovery = RecoveryKits()
     /// Upload calls and entries received, and entries stored new. Under `lock`.
     var counters = ServiceCore.Counters()
     /// For tests: called after a fetch's first purge check and after its read, beside which a

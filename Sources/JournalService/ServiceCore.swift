@@ -34,6 +34,7 @@ public final class ServiceCore: @unchecked Sendable {
     private let compaction: ServiceCompaction
     private let records: ServiceRecordReader
     private let keyDirectory: ServiceKeyDirectory
+    private let recoveryKits: ServiceRecoveryKits
 
     /// What the service has taken in since it started (what the simulation measures).
     public struct Counters: Sendable, Equatable {
@@ -91,6 +92,7 @@ public final class ServiceCore: @unchecked Sendable {
         compaction = ServiceCompaction(context: context)
         records = ServiceRecordReader(context: context)
         keyDirectory = ServiceKeyDirectory(context: context)
+        recoveryKits = ServiceRecoveryKits(context: context)
         self.devices = try storage.deviceRows().map { DeviceFetches(rows: $0) } ?? devices
         try rebuild()
         // What the store holds had arrived by now, at the latest.
@@ -190,6 +192,8 @@ public final class ServiceCore: @unchecked Sendable {
         case .fetchParticipants(let zone): return (.participants(try sharing.participants(caller: caller, zone: zone)), nil)
         case .publishAccountKeys(let keys): try keyDirectory.publish(caller: caller, keys)
         case .fetchAccountKeys(let account): return (.accountKeys(try keyDirectory.keys(of: account)), nil)
+        case .storeRecoveryKit(let kit): try recoveryKits.store(caller: caller, kit)
+        case .fetchRecoveryKit: return (.recoveryKit(try recoveryKits.fetch(caller: caller)), nil)
         }
         return (.done, nil)
     }

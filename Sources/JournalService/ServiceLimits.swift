@@ -28,6 +28,9 @@ public struct ServiceLimits: Sendable {
     /// Participants of one shared zone, its owner not counted (CloudKit's limit for a share):
     /// one more is refused `tooManyParticipants`, at sharing and at accepting.
     public var maxParticipants = 100
+    /// Fetches of an account's recovery kit per hour, per node (SYNC.md §5.7): guessing a
+    /// recovery code needs the kit, and a person who lost every device needs it once.
+    public var maxRecoveryFetchesPerHour = 10
     /// Entries in the zones an account owns (nil: no quota).
     public var maxEntriesPerAccount: Int? = nil
     /// How long finished lifecycles stay before the service compacts them (COMPACTION.md §2).

@@ -2,13 +2,14 @@ import Foundation
 import JournalLog
 
 /// Reads the service's own records into its memory: membership (`_service/members`), the
-/// compaction announcements (`_service/compactions`) and the key directory (`_service/keys`). All of them when the service starts; and,
+/// compaction announcements (`_service/compactions`), the key directory (`_service/keys`) and
+/// the recovery kits (`_service/recovery`). All of them when the service starts; and,
 /// over a storage other nodes write too (`ServiceStorage.isShared`), what they wrote since,
 /// before this node answers a call (`catchUp`): a device that joined a list through one node is
 /// a member on the next node it reaches. Applying a record twice changes nothing, so a node
 /// reading back its own records is harmless.
 final class ServiceRecordReader: @unchecked Sendable {
-    static let zones = [Membership.zone, ServiceCompaction.zone, AccountKeyDirectory.zone]
+    static let zones = [Membership.zone, ServiceCompaction.zone, AccountKeyDirectory.zone, RecoveryKits.zone]
     private let context: ServiceContext
     /// One read at a time; guards `tokens` and `through`.
     private let lock = NSLock()
@@ -71,6 +72,10 @@ final class ServiceRecordReader: @unchecked Sendable {
         context.clock.observe(e.entry.clock)
         if e.entry.zone == AccountKeyDirectory.zone {
             context.directory.observe(e.entry)
+            return nil
+        }
+        if e.entry.zone == RecoveryKits.zone {
+            context.recovery.observe(e.entry, at: e.sequence)
             return nil
         }
         if e.entry.zone == Membership.zone {

@@ -37,6 +37,10 @@ public enum SyncCall: Sendable {
     case publishAccountKeys(PublishedAccountKeys)
     /// An account's published keys (`SyncService.fetchAccountKeys`).
     case fetchAccountKeys(String)
+    /// Stores the caller's recovery kit (`SyncService.storeRecoveryKit`).
+    case storeRecoveryKit([UInt8])
+    /// The caller's recovery kit (`SyncService.fetchRecoveryKit`).
+    case fetchRecoveryKit
 
     /// The call's name, as SYNC.md §3 and the HTTP binding's routes name it.
     public var name: String {
@@ -57,6 +61,8 @@ public enum SyncCall: Sendable {
         case .fetchParticipants: "fetchParticipants"
         case .publishAccountKeys: "publishAccountKeys"
         case .fetchAccountKeys: "fetchAccountKeys"
+        case .storeRecoveryKit: "storeRecoveryKit"
+        case .fetchRecoveryKit: "fetchRecoveryKit"
         }
     }
 }
@@ -85,6 +91,8 @@ public enum SyncAnswer: Sendable {
     case participants([ShareParticipant])
     /// An account's published keys, nil for none (`fetchAccountKeys`).
     case accountKeys(PublishedAccountKeys?)
+    /// The caller's recovery kit, nil for none (`fetchRecoveryKit`).
+    case recoveryKit([UInt8]?)
     /// Done, with nothing to say (zone and sharing changes).
     case done
 
@@ -159,6 +167,12 @@ public enum SyncAnswer: Sendable {
         return k
     }
 
+    /// The kit `fetchRecoveryKit` answered.
+    public func storedRecoveryKit() throws(SyncError) -> [UInt8]? {
+        guard case .recoveryKit(let k) = self else { throw mismatch("fetchRecoveryKit") }
+        return k
+    }
+
     /// Checks that this answer is `done`.
     public func finished() throws(SyncError) {
         guard case .done = self else { throw mismatch("a zone or sharing change") }
@@ -187,6 +201,8 @@ extension SyncService {
         case .fetchParticipants(let zone): return .participants(try await fetchParticipants(zone))
         case .publishAccountKeys(let keys): try await publishAccountKeys(keys)
         case .fetchAccountKeys(let account): return .accountKeys(try await fetchAccountKeys(account))
+        case .storeRecoveryKit(let kit): try await storeRecoveryKit(kit)
+        case .fetchRecoveryKit: return .recoveryKit(try await fetchRecoveryKit())
         }
         return .done
     }
@@ -273,5 +289,15 @@ extension ForwardingSyncService {
     /// `SyncService.fetchAccountKeys`, through `forward`.
     public func fetchAccountKeys(_ account: String) async throws(SyncError) -> PublishedAccountKeys? {
         try await forward(.fetchAccountKeys(account)).publishedAccountKeys()
+    }
+
+    /// `SyncService.storeRecoveryKit`, through `forward`.
+    public func storeRecoveryKit(_ kit: [UInt8]) async throws(SyncError) {
+        try await forward(.storeRecoveryKit(kit)).finished()
+    }
+
+    /// `SyncService.fetchRecoveryKit`, through `forward`.
+    public func fetchRecoveryKit() async throws(SyncError) -> [UInt8]? {
+        try await forward(.fetchRecoveryKit).storedRecoveryKit()
     }
 }

@@ -9,6 +9,13 @@ extension SyncEngine {
     /// A participant that is no account name is refused here, before anything is sent (offline
     /// too), with the name quoted and the rule.
     public func share(_ zone: ZoneID, with participant: String) async throws(SyncEngineError) -> ShareInvitation {
+        try await share(zone, with: participant, preview: nil)
+    }
+
+    /// `share(_:with:)` whose invitation shows `preview` (nil: the list's name as this device
+    /// holds it): a sealed list's owner gives the name it opened and its key fingerprint
+    /// (`InvitationPreview.ownerKeys`, Spec/SEALING.md §4.4), which only the invitee reads.
+    public func share(_ zone: ZoneID, with participant: String, preview: InvitationPreview?) async throws(SyncEngineError) -> ShareInvitation {
         if let rule = SyncNames.accountRefusal(participant) {
             throw .invalid("\(QuotedInput.quote(participant)) is not an account name: \(rule)")
         }
@@ -21,6 +28,7 @@ extension SyncEngine {
         }
         let invitation: ShareInvitation
         do { invitation = try await service.shareZone(zone, with: participant) } catch { throw .service(error) }
+        if let preview { return preview.attached(to: invitation) }
         let name = (try? ListQuery(store: store).materialise(zone.storeName).state.name).flatMap { $0.isEmpty ? nil : $0 } ?? zone.name
         return InvitationPreview(owner: zone.owner, listName: name).attached(to: invitation)
     }

@@ -385,6 +385,21 @@ public protocol SyncService: Sendable {
     /// An account's published keys, nil when it has published none: what an owner wraps a
     /// sealed list's key to. A device pins the keys it first sees (Spec/SEALING.md §4.3).
     func fetchAccountKeys(_ account: String) async throws(SyncError) -> PublishedAccountKeys?
+
+    /// Stores this account's recovery kit (Spec/SYNC.md §5.7, SEALING.md §4.5): its account keys
+    /// sealed under a recovery code only the person holds (`RecoveryKit` in JournalSeal), at
+    /// most `RecoveryKitLimits.maxBytes`; it replaces the one stored before.
+    func storeRecoveryKit(_ kit: [UInt8]) async throws(SyncError)
+
+    /// This account's recovery kit, nil when none is stored: rate-limited (`rateLimited`), since
+    /// whoever holds it may try codes against it.
+    func fetchRecoveryKit() async throws(SyncError) -> [UInt8]?
+}
+
+/// The bounds of a recovery kit (`SyncService.storeRecoveryKit`).
+public enum RecoveryKitLimits {
+    /// The most bytes a recovery kit holds.
+    public static let maxBytes = 256
 }
 
 /// A zone's state as its service holds it, with the token to fetch what follows it
@@ -425,6 +440,16 @@ extension SyncService {
     /// A service that keeps no key directory.
     public func fetchAccountKeys(_ account: String) async throws(SyncError) -> PublishedAccountKeys? {
         throw .invalidRequest("this service keeps no key directory")
+    }
+
+    /// A service that keeps no recovery kits.
+    public func storeRecoveryKit(_ kit: [UInt8]) async throws(SyncError) {
+        throw .invalidRequest("this service keeps no recovery kits")
+    }
+
+    /// A service that keeps no recovery kits.
+    public func fetchRecoveryKit() async throws(SyncError) -> [UInt8]? {
+        throw .invalidRequest("this service keeps no recovery kits")
     }
 
     /// An upload whose answer carries no others' entries: `upload(_:to:since:)`.

@@ -198,6 +198,17 @@ public struct HTTPSyncService: SyncService {
         do throws(SyncError) { return try answer.keys() } catch { throw .incompatible("account keys that do not read") }
     }
 
+    /// `PUT /v1/account/recovery` (Spec/SYNC.md §5.7).
+    public func storeRecoveryKit(_ kit: [UInt8]) async throws(SyncError) {
+        _ = try await call("PUT", "/v1/account/recovery", body: Self.encode(HTTPBinding.RecoveryKitJSON(kit)), contentType: "application/json")
+    }
+
+    /// `GET /v1/account/recovery` (Spec/SYNC.md §5.7).
+    public func fetchRecoveryKit() async throws(SyncError) -> [UInt8]? {
+        let a = try await call("GET", "/v1/account/recovery")
+        do throws(SyncError) { return try json(HTTPBinding.RecoveryKitJSON.self, a).bytes() } catch { throw .incompatible("a recovery kit that does not read") }
+    }
+
     /// Who the server says this credential is (a check before the first sync).
     public func whoAmI() async throws(SyncError) -> String {
         try json(HTTPBinding.AccountJSON.self, try await call("GET", "/v1/account")).account

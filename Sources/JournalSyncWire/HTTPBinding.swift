@@ -303,6 +303,22 @@ package enum HTTPBinding {
             }
         }
     }
+    /// An account's recovery kit (`PUT`/`GET /v1/account/recovery`), base64url without padding;
+    /// absent in an answer when none is stored.
+    package struct RecoveryKitJSON: Codable, Sendable, Equatable {
+        package var kit: String?
+
+        package init(_ kit: [UInt8]?) { self.kit = kit.map(Base64URL.encode) }
+
+        /// The kit's bytes: nil for none; throws for one that does not decode or is too long.
+        package func bytes() throws(SyncError) -> [UInt8]? {
+            guard let kit else { return nil }
+            guard let bytes = Base64URL.decode(kit), !bytes.isEmpty, bytes.count <= RecoveryKitLimits.maxBytes else {
+                throw .invalidRequest("a recovery kit is 1–\(RecoveryKitLimits.maxBytes) bytes in base64url")
+            }
+            return bytes
+        }
+    }
     package struct InvitationJSON: Codable, Sendable { package var invitation: String; package init(invitation: String) { self.invitation = invitation } }
     package struct AccountJSON: Codable, Sendable { package var account: String; package init(account: String) { self.account = account } }
 

@@ -27,6 +27,19 @@ import JournalSyncWire
         await #expect(throws: SyncError.self) { try await bob.publishAccountKeys(keys) }
         await server.stop()
     }
+
+    /// `PUT` and `GET /v1/account/recovery` (Spec/SYNC.md §5.7): the caller's own kit only.
+    @Test func anAccountStoresAndFetchesItsRecoveryKit() async throws {
+        let server = try await TestServer()
+        let alice = try server.client(try server.credential("alice"))
+        let bob = try server.client(try server.credential("bob"))
+        #expect(try await alice.fetchRecoveryKit() == nil)
+        try await alice.storeRecoveryKit(Array(0..<93))
+        #expect(try await alice.fetchRecoveryKit() == Array(0..<93))
+        #expect(try await bob.fetchRecoveryKit() == nil)
+        await #expect(throws: SyncError.self) { try await bob.storeRecoveryKit([UInt8](repeating: 1, count: 300)) }
+        await server.stop()
+    }
 }
 
 private extension String {

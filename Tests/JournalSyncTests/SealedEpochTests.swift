@@ -232,3 +232,24 @@ import ListModel
         #expect(!SealedZone.isSealed(storeName: "alice/groceries"))
     }
 }
+
+/// Recovery kits on the service (Spec/SYNC.md §5.7): each account its own, the newest standing,
+/// fetches rate-limited.
+@Suite struct RecoveryKitServiceTests {
+    @Test func anAccountKeepsItsOwnKitAndFetchesItAFewTimesAnHour() throws {
+        let world = try World()
+        let core = world.core
+        #expect(try core.perform(caller: "alice", .fetchRecoveryKit).storedRecoveryKit() == nil)
+        _ = try core.perform(caller: "alice", .storeRecoveryKit([1, 2, 3]))
+        _ = try core.perform(caller: "alice", .storeRecoveryKit([4, 5, 6]))
+        #expect(try core.perform(caller: "alice", .fetchRecoveryKit).storedRecoveryKit() == [4, 5, 6])
+        #expect(try core.perform(caller: "bob", .fetchRecoveryKit).storedRecoveryKit() == nil)
+        #expect(throws: SyncError.self) { _ = try core.perform(caller: "bob", .storeRecoveryKit([UInt8](repeating: 0, count: 257))) }
+        for _ in 0..<(world.limits.maxRecoveryFetchesPerHour - 2) { _ = try core.perform(caller: "alice", .fetchRecoveryKit) }
+        #expect(throws: SyncError.self) { _ = try core.perform(caller: "alice", .fetchRecoveryKit) }
+        world.clock.advance(by: 3_600_000)
+        #expect(try core.perform(caller: "alice", .fetchRecoveryKit).storedRecoveryKit() == [4, 5, 6])
+        try world.restartService()
+        #expect(try world.core.perform(caller: "alice", .fetchRecoveryKit).storedRecoveryKit() == [4, 5, 6], "kept across a restart")
+    }
+}

@@ -90,6 +90,22 @@ import JournalService
         #expect(try bob.list(weekly.zone).name == "Saturday shop")
     }
 
+    /// A sealed list's owner shows the name it opened and its key fingerprint (preview version
+    /// 2, SEALING.md §4.4): the invitee reads both, the service receives neither.
+    @Test func aSealedListsInvitationCarriesTheOwnersFingerprintToTheInviteeOnly() async throws {
+        let world = try World()
+        let alice = try world.device("alice:phone"), bob = try world.device("bob:phone")
+        let zone = try await alice.engine.createList(SealedZone.name(random: Array(0..<16)))
+        await alice.sync()
+        let shown = InvitationPreview(owner: "alice", listName: "Pharmacy", ownerKeys: Array(repeating: 7, count: 32))
+        let invitation = try await alice.engine.share(zone, with: "bob", preview: shown)
+        #expect(SyncEngine.preview(of: invitation) == shown)
+        #expect(try await bob.engine.accept(invitation) == zone)
+        // A version-1 preview reads as before, with no fingerprint.
+        let plain = try await alice.engine.share(zone, with: "carol")
+        #expect(SyncEngine.preview(of: plain)?.ownerKeys == nil)
+    }
+
     /// A list made local-only stays on the device until it is shared, then goes up whole.
     @Test func aLocalOnlyListGoesUpWhenShared() async throws {
         let world = try World()

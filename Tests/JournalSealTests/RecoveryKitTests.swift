@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+import JournalCodec
+import JournalSeal
+
+/// Recovery codes and kits (Spec/SEALING.md §4.5).
+@Suite struct RecoveryKitTests {
+    @Test func aKitOpensWithItsCodeForItsAccountOnly() throws {
+        let keys = AccountKeys(account: "alice"), code = RecoveryCode.random()
+        let kit = try RecoveryKit.seal(keys, under: code)
+        #expect(kit.count == 93)
+        #expect(try RecoveryKit.open(kit, account: "alice", code: code).raw == keys.raw)
+        #expect(throws: SealError.cannotOpen) { try RecoveryKit.open(kit, account: "alice", code: RecoveryCode.random()) }
+        #expect(throws: SealError.cannotOpen) { try RecoveryKit.open(kit, account: "bob", code: code) }
+        #expect(throws: SealError.cannotOpen) { try RecoveryKit.open(Array(kit.dropLast()), account: "alice", code: code) }
+    }
+
+    @Test func aCodeReadsBackAsAPersonTypesIt() throws {
+        let code = RecoveryCode.random()
+        let text = code.description
+        #expect(text.split(separator: "-").count == 13 && text.replacingOccurrences(of: "-", with: "").count == 52)
+        #expect(RecoveryCode(text) == code)
+        #expect(RecoveryCode(text.lowercased().replacingOccurrences(of: "-", with: " ")) == code)
+        let zeros = try #require(RecoveryCode(bytes: [UInt8](repeating: 0, count: 32)))
+        #expect(RecoveryCode(zeros.description.replacingOccurrences(of: "0", with: "O")) == zeros)
+        for bad in ["", "ABCD", String(repeating: "U", count: 52), String(repeating: "0", count: 51) + "1"] { #expect(RecoveryCode(bad) == nil, "\(bad)") }
+    }
+}
