@@ -30,6 +30,7 @@ public struct ListKeyring: Sendable {
         }
         var keys: [UInt64: ListKey] = [:]
         let mine = account.publicKeys.keyID
+        let wrappedToAccount = records.last { $0.wraps.contains { $0.account == account.account } }
         if let newest = records.last(where: { $0.wraps.contains { $0.account == account.account && $0.keyID == mine } }) {
             var key = try EpochKeys.open(newest, zone: zone, with: account)
             keys[key.epoch] = key
@@ -41,10 +42,37 @@ public struct ListKeyring: Sendable {
         self.zone = zone
         currentEpoch = records.last!.epoch
         self.keys = keys
+        if keys[currentEpoch] != nil {
+            standing = .member
+        } else if let newest = wrappedToAccount, !newest.wraps.contains(where: { $0.account == account.account && $0.keyID == mine }) {
+            standing = .keysLost
+        } else if let last = keys.keys.max() {
+            standing = .former(lastEpoch: last)
+        } else {
+            standing = .never
+        }
     }
 
     /// Whether this account may write to the list now: it holds the current epoch's key.
     public var isMember: Bool { keys[currentEpoch] != nil }
+
+    /// Where this account stands with the list's keys (Spec/SEALING.md §4.5), said, never
+    /// guessed from a text that does not open.
+    public enum Standing: Sendable, Equatable {
+        /// It holds the current epoch's key.
+        case member
+        /// It was wrapped to up to `lastEpoch`, not since: it left or was removed.
+        case former(lastEpoch: UInt64)
+        /// The list wraps to this account, but under keys this device does not hold (the
+        /// account's keys were replaced, or lost): recover them (a recovery code, another of the
+        /// person's devices) or ask a member to wrap to the new ones; until then nothing opens.
+        case keysLost
+        /// The list never wrapped to this account.
+        case never
+    }
+
+    /// This account's standing, from the records the keyring was made from.
+    public let standing: Standing
 
     /// The sealer of `epoch` (the current one unless given), nil when this account does not
     /// hold its key.

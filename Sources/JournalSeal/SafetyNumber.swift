@@ -54,6 +54,7 @@ public struct KeyPins: Sendable, Equatable {
     /// By account.
     public private(set) var keys: [String: AccountPublicKeys] = [:]
 
+    /// No account pinned yet.
     public init() {}
 
     /// What pinning keys found.
@@ -94,7 +95,7 @@ public struct KeyPins: Sendable, Equatable {
         return w.bytes
     }
 
-    /// Pins read back from `encoded`; nil for bytes that are not pins.
+    /// Pins read back from `encoded`; nil for bytes that are not pins in that one form.
     public init?(decoding bytes: [UInt8]) {
         let read: [String: AccountPublicKeys]? = bytes.withUnsafeBytes { raw in
             var r = ByteReader(raw)
@@ -109,6 +110,8 @@ public struct KeyPins: Sendable, Equatable {
         }
         guard let read else { return nil }
         keys = read
+        // One form only: sorted by account, every varint in its shortest form.
+        guard encoded == bytes else { return nil }
     }
 }
 

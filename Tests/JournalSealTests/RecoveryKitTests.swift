@@ -26,3 +26,21 @@ import JournalSeal
         for bad in ["", "ABCD", String(repeating: "U", count: 52), String(repeating: "0", count: 51) + "1"] { #expect(RecoveryCode(bad) == nil, "\(bad)") }
     }
 }
+
+/// A keyring says where its account stands (SEALING.md §4.5): never silently "nothing opens".
+@Suite struct KeyringStandingTests {
+    @Test func aKeyringSaysMemberFormerKeysLostOrNever() throws {
+        let alice = AccountKeys(account: "alice"), bob = AccountKeys(account: "bob"), zone = "alice/~" + String(repeating: "0", count: 32)
+        let one = ListKey.random(epoch: 1), two = ListKey.random(epoch: 2)
+        let records = [try EpochKeys.record(for: one, previous: nil, reason: .creation, zone: zone, members: [alice.publicKeys, bob.publicKeys], creator: alice),
+                       try EpochKeys.record(for: two, previous: one, reason: .removal, zone: zone, members: [alice.publicKeys], creator: alice)]
+        let pins: [String: AccountPublicKeys] = ["alice": alice.publicKeys, "bob": bob.publicKeys]
+        func standing(_ keys: AccountKeys) throws -> ListKeyring.Standing {
+            try ListKeyring(zone: zone, records: records, account: keys, publicKeys: { pins[$0] }).standing
+        }
+        #expect(try standing(alice) == .member)
+        #expect(try standing(bob) == .former(lastEpoch: 1))
+        #expect(try standing(AccountKeys(account: "alice")) == .keysLost)
+        #expect(try standing(AccountKeys(account: "carol")) == .never)
+    }
+}
