@@ -158,7 +158,9 @@ struct ServiceSharing: Sendable {
     /// `ServiceContext.recordMembership` for one account; a departure from a sealed zone marks
     /// its epoch as owing a rotation in the same batch.
     private func recordMembership(_ account: String, zone: ZoneID, member: Bool, reason: ZoneGoneReason?, by actor: String) throws(SyncError) {
-        let epochs = member ? nil : try context.zoneEpochs(zone, info: try context.readZone(zone))
+        // Only a departure from a sealed zone reads its epochs (and, for them, the zone's row).
+        let sealed = !member && SealedZone.isSealed(storeName: zone.storeName)
+        let epochs = sealed ? try context.zoneEpochs(zone, info: try context.readZone(zone)) : nil
         try context.recordMembership([account], zone: zone, member: member, reason: reason, by: actor, epochs: epochs)
     }
 
