@@ -224,7 +224,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JournalServerTests",
-            dependencies: ["JournalServer", "JournalTesting", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
+            dependencies: ["JournalServer", "JournalTesting", "JournalSeal", "JournalSyncHTTP", "JournalSyncHTTPNIO", "JournalSyncWire", "JournalService", "JournalSync", "JournalQuery", "ListModel",
                            .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["Server"])),
                            // Identity providers' keys, to sign the tokens the enrolment tests present.
                            .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["Server"])),

@@ -3,6 +3,7 @@ import Testing
 import JournalLog
 import JournalSeal
 import JournalService
+import JournalTesting
 import ListModel
 @testable import JournalSync
 
@@ -13,31 +14,9 @@ import ListModel
 /// them, while the same scan finds every text of a plain list (the control).
 @Suite struct SealedListTests {
     /// A text no other byte sequence is likely to hold.
-    static func canary() -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
-        return "zq" + String((0..<16).map { _ in alphabet[Int.random(in: 0..<32)] })
-    }
+    static func canary() -> String { CanaryScan.canary() }
 
-    /// The forms of `text` a scan looks for: UTF-8, UTF-16 (both orders), lowercase hex, and
-    /// base64 and base64url at each of the three alignments (the stable middle of each).
-    static func forms(_ text: String) -> [[UInt8]] {
-        let utf8 = Array(text.utf8)
-        var forms = [utf8, Array(text.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }),
-                     Array(text.utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }),
-                     Array(utf8.map { String(format: "%02x", $0) }.joined().utf8)]
-        for pad in 0..<3 {
-            let b64 = Data(Array(repeating: 0, count: pad) + utf8).base64EncodedString()
-            let middle = Array(b64.utf8.dropFirst(4).dropLast(4))
-            forms.append(middle)
-            forms.append(middle.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: "-") : $0 == UInt8(ascii: "/") ? UInt8(ascii: "_") : $0 })
-        }
-        return forms
-    }
-
-    /// The canaries any of `blobs` holds in any form.
-    static func found(_ canaries: [String], in blobs: [[UInt8]]) -> Set<String> {
-        Set(canaries.filter { c in Self.forms(c).contains { form in blobs.contains { $0.firstRange(of: form) != nil } } })
-    }
+    static func found(_ canaries: [String], in blobs: [[UInt8]]) -> Set<String> { CanaryScan.found(canaries, in: blobs) }
 
     /// Everything the service holds: every file of its store, raw, and every entry it serves
     /// for `zones`, decoded (a compressed batch hides nothing from the second).
