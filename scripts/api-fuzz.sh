@@ -152,7 +152,8 @@ fi
 #   account's name (§3.6), a participant deleting, sharing or removing another (§3.6, §5.2), an
 #   account that does not exist, a string that is no invitation, a participant listing participants (§5.2),
 #   keys published for another account, or that are no Ed25519 and X25519 points, or not the
-#   account's published ones (§5.6), a recovery kit whose base64url is not in its one form (§5.7). A zone's reads answer
+#   account's published ones (§5.6), a recovery kit or a link's sealed keys whose base64url is not in its one
+#   form (§5.7, §5.8). A zone's reads answer
 #   400 too, for a name no zone can have that the schema cannot describe: over 255 UTF-8 bytes
 #   with its owner (a schema counts characters, not bytes; SYNC.md §9.3). Every other answer to
 #   a schema-valid request must be 2xx, 401, 404 or 429; the database reads never answer 400.
@@ -179,7 +180,7 @@ values = ["groceries", "weekly"]
 expected-statuses = ["2xx", "401", "404", "410", "429"]
 
 [[operations]]
-include-operation-id-regex = "^(upload|createZone|deleteZone|shareZone|acceptShare|removeParticipant|stopSharing|fetchParticipants|fetchZoneChanges|fetchZoneHistory|fetchZoneHistoryPage|fetchZoneSnapshot|publishAccountKeys|storeRecoveryKit)$"
+include-operation-id-regex = "^(upload|createZone|deleteZone|shareZone|acceptShare|removeParticipant|stopSharing|fetchParticipants|fetchZoneChanges|fetchZoneHistory|fetchZoneHistoryPage|fetchZoneSnapshot|publishAccountKeys|storeRecoveryKit|depositDeviceLink)$"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "404", "410", "429"]
 TOML
 cat > "$work/jlog_fuzz_hooks.py" <<'PY'

@@ -14,16 +14,21 @@ public struct ListKeyring: Sendable {
     public let keys: [UInt64: ListKey]
 
     /// `records` in the list's order; `publicKeys` gives a member account's public keys as this
-    /// device knows them (pinned on first contact, SEALING.md §4.1), nil for one it does not.
+    /// device knows them (pinned on first contact, SEALING.md §4.1), nil for one it does not;
+    /// `formerKeys` an account's keys of a key id it had before (`KeyPins.keys(of:keyID:)`), so
+    /// that records signed before an account changed its keys still verify (§4.7).
     public init(zone: String, records: [EpochKeyRecord], account: AccountKeys,
-                publicKeys: (String) -> AccountPublicKeys?) throws(SealError) {
+                publicKeys: (String) -> AccountPublicKeys?,
+                formerKeys: (String, [UInt8]) -> AccountPublicKeys? = { _, _ in nil }) throws(SealError) {
         guard !records.isEmpty else { throw .brokenChain("a sealed list has a record for epoch 1") }
         let owner = zone.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
         var members: Set<String> = []
         for (i, record) in records.enumerated() {
             guard record.epoch == UInt64(i + 1) else { throw .brokenChain("record \(i + 1) is of epoch \(record.epoch)") }
             let entitled = record.epoch == 1 ? record.creator == owner : members.contains(record.creator)
-            guard entitled, let creator = publicKeys(record.creator), EpochKeys.isSigned(record, zone: zone, by: creator) else {
+            let current = publicKeys(record.creator)
+            let signer = current?.keyID == record.creatorKeyID ? current : formerKeys(record.creator, record.creatorKeyID)
+            guard entitled, let creator = signer, EpochKeys.isSigned(record, zone: zone, by: creator) else {
                 throw .badSignature(epoch: record.epoch)
             }
             members = Set(record.wraps.map(\.account))

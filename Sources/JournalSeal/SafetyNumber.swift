@@ -53,6 +53,9 @@ public struct SafetyNumber: Sendable, Hashable, CustomStringConvertible {
 public struct KeyPins: Sendable, Equatable {
     /// By account.
     public private(set) var keys: [String: AccountPublicKeys] = [:]
+    /// By account, the keys pinned before the current ones, oldest first: the key records
+    /// an account signed with them still verify (`keys(of:keyID:)`).
+    public private(set) var former: [String: [AccountPublicKeys]] = [:]
 
     /// No account pinned yet.
     public init() {}
@@ -66,6 +69,8 @@ public struct KeyPins: Sendable, Equatable {
         /// Other keys than those pinned, which stay pinned: compare safety numbers before
         /// `repin(_:)`.
         case changed(pinned: AccountPublicKeys)
+        /// New keys the pinned ones vouched for (SEALING.md §4.7): pinned now in their place.
+        case followed(from: AccountPublicKeys)
     }
 
     /// Pins `k` when its account has no keys pinned yet.
@@ -77,39 +82,72 @@ public struct KeyPins: Sendable, Equatable {
         return pinned == k ? .same : .changed(pinned: pinned)
     }
 
-    /// Pins `k` in place of what its account had (after a safety number was compared).
-    public mutating func repin(_ k: AccountPublicKeys) { keys[k.account] = k }
+    /// Pins `k` in place of what its account had (after a safety number was compared); the
+    /// keys it replaces are kept as former keys.
+    public mutating func repin(_ k: AccountPublicKeys) {
+        if let before = keys[k.account], before != k, !(former[k.account] ?? []).contains(before) { former[k.account, default: []].append(before) }
+        keys[k.account] = k
+    }
+
+    /// Pins the keys the directory gave (`SyncService.fetchAccountKeys`): its account's first
+    /// keys; or, in place of those pinned, keys they vouched for (`followed`, no person asked);
+    /// any other keys are `changed` and stay unpinned.
+    public mutating func follow(_ published: PublishedAccountKeys) -> Outcome? {
+        guard let k = AccountPublicKeys(published) else { return nil }
+        guard let pinned = keys[k.account], pinned != k, pinned.vouches(for: published) else { return pin(k) }
+        repin(k)
+        return .followed(from: pinned)
+    }
 
     /// `pinned(_:)`'s shape for `SealedListKeys` and `ListKeyring`.
     public func pinned(_ account: String) -> AccountPublicKeys? { keys[account] }
 
-    /// `count varint | (account string | identity [32] | wrap [32]) × count`, by account.
+    /// The keys of `account` with the key id `keyID`, pinned now or before.
+    public func keys(of account: String, keyID: [UInt8]) -> AccountPublicKeys? {
+        ([keys[account]].compactMap { $0 } + (former[account] ?? [])).first { $0.keyID == keyID }
+    }
+
+    /// `count varint | (account string | identity [32] | wrap [32]) × count` for the pins, by
+    /// account, then the same for the former keys, by account and, within one, oldest first.
     public var encoded: [UInt8] {
         var w = ByteWriter()
-        w.varint(UInt64(keys.count))
-        for (account, k) in keys.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-            w.string(account)
-            w.append(contentsOf: k.identity)
-            w.append(contentsOf: k.wrap)
+        func list(_ all: [AccountPublicKeys]) {
+            w.varint(UInt64(all.count))
+            for k in all {
+                w.string(k.account)
+                w.append(contentsOf: k.identity)
+                w.append(contentsOf: k.wrap)
+            }
         }
+        let accounts = { (d: [String: Any]) in d.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+        list(accounts(keys).map { keys[$0]! })
+        list(accounts(former).flatMap { former[$0]! })
         return w.bytes
     }
 
     /// Pins read back from `encoded`; nil for bytes that are not pins in that one form.
     public init?(decoding bytes: [UInt8]) {
-        let read: [String: AccountPublicKeys]? = bytes.withUnsafeBytes { raw in
+        let read: ([AccountPublicKeys], [AccountPublicKeys])? = bytes.withUnsafeBytes { raw in
             var r = ByteReader(raw)
-            guard let count = try? r.varint(), count <= 100_000 else { return nil }
-            var out: [String: AccountPublicKeys] = [:]
-            for _ in 0..<count {
-                guard let account = try? r.string("account", limit: 64), let identity = try? r.bytes(32), let wrap = try? r.bytes(32),
-                      let k = AccountPublicKeys(account: account, identity: Array(identity), wrap: Array(wrap)), out[account] == nil else { return nil }
-                out[account] = k
+            func list() -> [AccountPublicKeys]? {
+                guard let count = try? r.varint(), count <= 100_000 else { return nil }
+                var out: [AccountPublicKeys] = []
+                for _ in 0..<count {
+                    guard let account = try? r.string("account", limit: 64), let identity = try? r.bytes(32), let wrap = try? r.bytes(32),
+                          let k = AccountPublicKeys(account: account, identity: Array(identity), wrap: Array(wrap)) else { return nil }
+                    out.append(k)
+                }
+                return out
             }
-            return r.isAtEnd ? out : nil
+            guard let pins = list(), let formers = list(), r.isAtEnd else { return nil }
+            return (pins, formers)
         }
-        guard let read else { return nil }
-        keys = read
+        guard let (pins, formers) = read else { return nil }
+        for k in pins {
+            guard keys[k.account] == nil else { return nil }
+            keys[k.account] = k
+        }
+        for k in formers { former[k.account, default: []].append(k) }
         // One form only: sorted by account, every varint in its shortest form.
         guard encoded == bytes else { return nil }
     }

@@ -2,12 +2,13 @@ import JournalCodec
 
 /// What `Fuzz/FuzzSealed` checks on any bytes, and the corpus test replays: the readers of a
 /// sealed value, a key record, a sealed change's body, a rotation-due marker's body, key pins, a
-/// recovery code and a recovery kit never crash, and what they read writes
-/// back to the same bytes; opening what no key sealed fails cleanly; padding round-trips every
+/// recovery code, a recovery kit, a device link's offer and sealed keys never crash, and what they
+/// read writes back to the same bytes; opening what no key sealed fails cleanly; padding round-trips every
 /// text and refuses what is not one.
 package enum SealInputChecks {
     static let sealer = TextSealer(key: ListKey(epoch: 1, material: Array(repeating: 7, count: 32))!, zone: "alice/fuzz")
     static let code = RecoveryCode(bytes: Array(repeating: 9, count: 32))!
+    static let link = DeviceLinkRequest(privateKey: Array(repeating: 5, count: 32), secret: Array(repeating: 6, count: 32))!
     static let binding = SealBinding(zone: "alice/fuzz", entry: CompactID("e1")!, kind: 0x41, item: CompactID("i1")!,
                                      author: "alice:phone", clock: HybridTime(rawValue: 1 << 20), wallTime: 16, epoch: 1)
 
@@ -37,6 +38,12 @@ package enum SealInputChecks {
             precondition(RecoveryCode(code.description) == code, "a recovery code did not read back")
         }
         if (try? RecoveryKit.open(bytes, account: "alice", code: Self.code)) != nil { fatalError("a kit no code sealed opened") }
+        // A device link (SEALING.md §4.6): an offer read from text writes back to that text;
+        // keys no device sealed for the offer do not open.
+        if let text = String(validating: bytes.prefix(128), as: UTF8.self), let offer = DeviceLinkOffer(text) {
+            precondition(offer.description == text, "a device link offer did not write back to its text")
+        }
+        if (try? Self.link.open(bytes, account: "alice")) != nil { fatalError("keys no device sealed for the link opened") }
         // Padding: what unpads pads back to the same bytes; any text pads and unpads to itself.
         if let text = SealPadding.unpad(bytes) {
             precondition(SealPadding.pad(text) == bytes, "an unpadded text pads to other bytes")

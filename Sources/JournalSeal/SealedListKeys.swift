@@ -13,17 +13,31 @@ public struct SealedListKeys: SealedListSealing {
     public let account: AccountKeys
     /// The public keys this device pinned for an account, nil for one it has not met.
     public let pinned: @Sendable (String) -> AccountPublicKeys?
+    /// An account's keys of a key id pinned before its current ones (`KeyPins.keys(of:keyID:)`).
+    public let formerKeys: @Sendable (String, [UInt8]) -> AccountPublicKeys?
 
-    /// The sealing of `account`'s devices, wrapping only to the keys `pinned` gives.
-    public init(account: AccountKeys, pinned: @escaping @Sendable (String) -> AccountPublicKeys?) {
+    /// The sealing of `account`'s devices, wrapping only to the keys `pinned` gives (or keys
+    /// they vouched for).
+    public init(account: AccountKeys, pinned: @escaping @Sendable (String) -> AccountPublicKeys?,
+                formerKeys: @escaping @Sendable (String, [UInt8]) -> AccountPublicKeys? = { _, _ in nil }) {
         self.account = account
         self.pinned = pinned
+        self.formerKeys = formerKeys
+    }
+
+    /// The sealing of `account`'s devices over the pins `pins` reads (the app's, as it keeps them).
+    public init(account: AccountKeys, pins: @escaping @Sendable () -> KeyPins) {
+        self.init(account: account, pinned: { pins().pinned($0) }, formerKeys: { pins().keys(of: $0, keyID: $1) })
+    }
+
+    func keyring(_ zone: String, _ records: [EpochKeyRecord]) -> ListKeyring? {
+        try? ListKeyring(zone: zone, records: records, account: account, publicKeys: pinned, formerKeys: formerKeys)
     }
 
     /// The refused change opened with the key of its epoch and sealed again for `stamp` under
     /// the newest epoch of `records` this account holds.
     public func reseal(_ refused: JournalEntry, for stamp: EntryStamp, records: [EpochKeyRecord]) -> EntryOperation? {
-        guard let ring = try? ListKeyring(zone: stamp.zone, records: records, account: account, publicKeys: pinned),
+        guard let ring = keyring(stamp.zone, records),
               let change = try? SealedChange(refused.operation), let old = ring.sealer(epoch: change.text.epoch),
               let text = try? old.open(change, in: refused), let new = ring.sealer() else { return nil }
         switch change {
@@ -36,15 +50,30 @@ public struct SealedListKeys: SealedListSealing {
         }
     }
 
-    /// The next epoch's record, wrapping to `members` only if each one's keys are the pinned ones.
+    /// The next epoch's record, wrapping to each of `members` under the keys this device pinned
+    /// for it, or under new keys those vouched for (SEALING.md §4.7). A member whose keys were
+    /// reset (new keys no pinned key vouched for) is left out, to be wrapped to once a person
+    /// re-verified them (`KeyPins.repin`, then `SyncEngine.rotateKeys`); nil when a member has
+    /// no keys pinned, or keys vouched for by keys other than the pinned ones.
     public func nextEpoch(after records: [EpochKeyRecord], in zone: ZoneID, members: [PublishedAccountKeys],
                           reason: EpochKeyRecord.Reason) -> EpochKeyRecord? {
-        guard let ring = try? ListKeyring(zone: zone.storeName, records: records, account: account, publicKeys: pinned),
-              let current = ring.keys[ring.currentEpoch] else { return nil }
+        guard let ring = keyring(zone.storeName, records), let current = ring.keys[ring.currentEpoch] else { return nil }
         var keys: [AccountPublicKeys] = []
         for m in members {
-            guard let pin = pinned(m.account), pin.identity == m.identity, pin.wrap == m.wrap else { return nil }
-            keys.append(pin)
+            if m.account == account.account {
+                // This device's own account: its own keys, which the directory must be giving.
+                guard account.published.sameKeys(as: m) else { return nil }
+                keys.append(account.publicKeys)
+                continue
+            }
+            guard let pin = pinned(m.account) else { return nil }
+            if pin.identity == m.identity, pin.wrap == m.wrap {
+                keys.append(pin)
+            } else if pin.vouches(for: m), let next = AccountPublicKeys(m) {
+                keys.append(next)
+            } else if m.vouch != nil {
+                return nil
+            }
         }
         return try? EpochKeys.record(for: ListKey.random(epoch: current.epoch + 1), previous: current, reason: reason,
                                      zone: zone.storeName, members: keys, creator: account)

@@ -15,6 +15,7 @@ struct MethodNotAllowedMiddleware: RouterMiddleware {
         (["v1", "account"], [.get]),
         (["v1", "account", "keys"], [.put]),
         (["v1", "account", "recovery"], [.get, .put]),
+        (["v1", "account", "links", ":"], [.get, .put]),
         (["v1", "accounts", ":", "keys"], [.get]),
         (["v1", "enrol"], [.post]),
         (["v1", "hints"], [.get]),

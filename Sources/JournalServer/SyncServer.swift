@@ -293,6 +293,17 @@ package struct SyncServer: Sendable {
             let kit = try await backend.perform(context.authenticatedCaller(), .fetchRecoveryKit).storedRecoveryKit()
             return Self.json(200, HTTPBinding.RecoveryKitJSON(kit))
         }
+        api.put("account/links/:link") { request, context in
+            let link = try Self.link(context)
+            let body: HTTPBinding.DeviceLinkJSON = try await Self.decode(request)
+            guard let sealed = try body.bytes() else { throw SyncError.invalidRequest("a link carries sealed keys") }
+            try await backend.perform(context.authenticatedCaller(), .depositDeviceLink(link: link, sealed: sealed)).finished()
+            return Response(status: .noContent)
+        }
+        api.get("account/links/:link") { _, context in
+            let sealed = try await backend.perform(context.authenticatedCaller(), .fetchDeviceLink(try Self.link(context))).linkedKeys()
+            return Self.json(200, HTTPBinding.DeviceLinkJSON(sealed))
+        }
         api.get("accounts/:account/keys") { _, context in
             guard let account = context.parameters.get("account"), SyncNames.accountRefusal(account) == nil else {
                 throw SyncError.invalidRequest("not an account name")
@@ -386,6 +397,14 @@ package struct SyncServer: Sendable {
     /// The zone a path names. A name no zone can have is `invalidRequest` with the reason, never
     /// `zoneNotFound`, which tells a client to remove its list (SYNC.md §4.1): the answer depends
     /// on the name alone, so it says nothing about which zones exist.
+    /// The link id a `/v1/account/links/{link}` path names.
+    static func link(_ context: ServerRequestContext) throws(SyncError) -> [UInt8] {
+        guard let raw = context.parameters.get("link"), let link = HTTPBinding.DeviceLinkJSON.link(raw) else {
+            throw .invalidRequest("a link is addressed as /v1/account/links/ and 32 lowercase hex digits")
+        }
+        return link
+    }
+
     static func zone(_ context: ServerRequestContext) throws(SyncError) -> ZoneID {
         guard let owner = context.parameters.get("owner"), let raw = context.parameters.get("name") else {
             throw .invalidRequest("a zone is addressed as /v1/zones/OWNER/NAME")

@@ -47,7 +47,7 @@ struct SealedUploadCheck {
         let epoch = change.text.epoch
         if epochs.epoch == 0 { return .refuse(.retryable("the list's first key record is not stored yet: upload it first")) }
         if epoch != epochs.epoch { return .refuse(.staleEpoch(current: epochs.epoch)) }
-        if epochs.rotationDue { return .refuse(.rotationDue(epoch: epochs.epoch)) }
+        if epochs.rotationDue || !epochs.changedKeys(of: members, in: directory).isEmpty { return .refuse(.rotationDue(epoch: epochs.epoch)) }
         return .takeUnderCurrentEpoch
     }
 
@@ -65,7 +65,9 @@ struct SealedUploadCheck {
         if let stranger = r.wraps.map(\.account).first(where: { !members.contains($0) }) {
             return .refuse(.invalid("the key record wraps the key for \(stranger), who does not belong to the list"))
         }
-        let omitted = members.subtracting(wrapped).sorted()
+        // A member whose keys were reset may be left out (no key of it pinned yet: SEALING.md
+        // §4.7); it stays a member. Any other member left out is removed, by the owner only.
+        let omitted = members.subtracting(wrapped).sorted().filter { directory.keys[$0]?.isReset != true }
         if !omitted.isEmpty {
             let removes = r.creator == zone.owner && !omitted.contains(zone.owner) && [.removal, .sharingStopped].contains(r.reason)
             guard removes else { return .refuse(.invalid("the key record omits members of the list: \(omitted.joined(separator: ", "))")) }

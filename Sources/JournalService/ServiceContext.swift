@@ -72,6 +72,8 @@ final class ServiceContext: @unchecked Sendable {
     var directory = AccountKeyDirectory()
     /// Each account's recovery kit, from `_service/recovery`. Under `lock`.
     var recovery = RecoveryKits()
+    /// Account keys on their way to new devices, from `_service/links`. Under `lock`.
+    var links = DeviceLinks()
     /// Upload calls and entries received, and entries stored new. Under `lock`.
     var counters = ServiceCore.Counters()
     /// For tests: called after a fetch's first purge check and after its read, beside which a

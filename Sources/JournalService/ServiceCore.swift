@@ -35,6 +35,7 @@ public final class ServiceCore: @unchecked Sendable {
     private let records: ServiceRecordReader
     private let keyDirectory: ServiceKeyDirectory
     private let recoveryKits: ServiceRecoveryKits
+    private let deviceLinks: ServiceDeviceLinks
 
     /// What the service has taken in since it started (what the simulation measures).
     public struct Counters: Sendable, Equatable {
@@ -93,6 +94,7 @@ public final class ServiceCore: @unchecked Sendable {
         records = ServiceRecordReader(context: context)
         keyDirectory = ServiceKeyDirectory(context: context)
         recoveryKits = ServiceRecoveryKits(context: context)
+        deviceLinks = ServiceDeviceLinks(context: context)
         self.devices = try storage.deviceRows().map { DeviceFetches(rows: $0) } ?? devices
         try rebuild()
         // What the store holds had arrived by now, at the latest.
@@ -194,6 +196,8 @@ public final class ServiceCore: @unchecked Sendable {
         case .fetchAccountKeys(let account): return (.accountKeys(try keyDirectory.keys(of: account)), nil)
         case .storeRecoveryKit(let kit): try recoveryKits.store(caller: caller, kit)
         case .fetchRecoveryKit: return (.recoveryKit(try recoveryKits.fetch(caller: caller)), nil)
+        case .depositDeviceLink(let link, let sealed): try deviceLinks.deposit(caller: caller, link: link, sealed: sealed)
+        case .fetchDeviceLink(let link): return (.deviceLink(try deviceLinks.fetch(caller: caller, link: link)), nil)
         }
         return (.done, nil)
     }

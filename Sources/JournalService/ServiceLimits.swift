@@ -31,6 +31,9 @@ public struct ServiceLimits: Sendable {
     /// Fetches of an account's recovery kit per hour, per node (SYNC.md §5.7): guessing a
     /// recovery code needs the kit, and a person who lost every device needs it once.
     public var maxRecoveryFetchesPerHour = 10
+    /// Device links an account leaves per hour, per node (SYNC.md §5.8): a person links a new
+    /// device now and then; the bound keeps `_service/links` small.
+    public var maxDeviceLinksPerHour = 10
     /// Entries in the zones an account owns (nil: no quota).
     public var maxEntriesPerAccount: Int? = nil
     /// How long finished lifecycles stay before the service compacts them (COMPACTION.md §2).

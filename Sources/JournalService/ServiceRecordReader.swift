@@ -3,13 +3,14 @@ import JournalLog
 
 /// Reads the service's own records into its memory: membership (`_service/members`), the
 /// compaction announcements (`_service/compactions`), the key directory (`_service/keys`) and
-/// the recovery kits (`_service/recovery`). All of them when the service starts; and,
+/// the recovery kits (`_service/recovery`) and device links (`_service/links`). All of them when
+/// the service starts; and,
 /// over a storage other nodes write too (`ServiceStorage.isShared`), what they wrote since,
 /// before this node answers a call (`catchUp`): a device that joined a list through one node is
 /// a member on the next node it reaches. Applying a record twice changes nothing, so a node
 /// reading back its own records is harmless.
 final class ServiceRecordReader: @unchecked Sendable {
-    static let zones = [Membership.zone, ServiceCompaction.zone, AccountKeyDirectory.zone, RecoveryKits.zone]
+    static let zones = [Membership.zone, ServiceCompaction.zone, AccountKeyDirectory.zone, RecoveryKits.zone, DeviceLinks.zone]
     private let context: ServiceContext
     /// One read at a time; guards `tokens` and `through`.
     private let lock = NSLock()
@@ -76,6 +77,10 @@ final class ServiceRecordReader: @unchecked Sendable {
         }
         if e.entry.zone == RecoveryKits.zone {
             context.recovery.observe(e.entry, at: e.sequence)
+            return nil
+        }
+        if e.entry.zone == DeviceLinks.zone {
+            context.links.observe(e.entry, now: context.now())
             return nil
         }
         if e.entry.zone == Membership.zone {

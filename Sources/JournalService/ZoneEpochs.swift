@@ -13,6 +13,9 @@ struct ZoneEpochs: Sendable, Equatable {
     var epoch: UInt64 = 0
     /// Whether `epoch` owes a rotation: a member left without one.
     var rotationDue = false
+    /// The key id `epoch`'s record wraps to, by account: a member whose published keys are no
+    /// longer these changed its keys, and the epoch owes a rotation for it (SEALING.md §4.7).
+    var wraps: [String: [UInt8]] = [:]
 
     /// Applies one entry of the zone, in log order.
     mutating func observe(_ e: JournalEntry) {
@@ -20,9 +23,16 @@ struct ZoneEpochs: Sendable, Equatable {
         if kind == EpochKeyRecord.kind, let record = try? EpochKeyRecord(decoding: body), record.epoch > epoch {
             epoch = record.epoch
             rotationDue = false
+            wraps = Dictionary(record.wraps.map { ($0.account, $0.keyID) }) { a, _ in a }
         } else if kind == SealedZone.rotationDueKind, SealedZone.rotationDueEpoch(body) == epoch, epoch > 0 {
             rotationDue = true
         }
+    }
+
+    /// The members whose keys changed since the current epoch's record wrapped to them: each
+    /// owes the epoch a rotation.
+    func changedKeys(of members: Set<String>, in directory: AccountKeyDirectory) -> [String] {
+        members.sorted().filter { m in wraps[m].map { directory.keys[m]?.keyID != $0 } ?? false }
     }
 
     /// Ids whose presence in the zone means these epochs are no longer current: the next

@@ -41,6 +41,10 @@ public enum SyncCall: Sendable {
     case storeRecoveryKit([UInt8])
     /// The caller's recovery kit (`SyncService.fetchRecoveryKit`).
     case fetchRecoveryKit
+    /// Leaves account keys sealed for a new device of the caller's account (`SyncService.depositDeviceLink`).
+    case depositDeviceLink(link: [UInt8], sealed: [UInt8])
+    /// What a device of the caller's account left for a link (`SyncService.fetchDeviceLink`).
+    case fetchDeviceLink([UInt8])
 
     /// The call's name, as SYNC.md §3 and the HTTP binding's routes name it.
     public var name: String {
@@ -63,6 +67,8 @@ public enum SyncCall: Sendable {
         case .fetchAccountKeys: "fetchAccountKeys"
         case .storeRecoveryKit: "storeRecoveryKit"
         case .fetchRecoveryKit: "fetchRecoveryKit"
+        case .depositDeviceLink: "depositDeviceLink"
+        case .fetchDeviceLink: "fetchDeviceLink"
         }
     }
 }
@@ -93,6 +99,8 @@ public enum SyncAnswer: Sendable {
     case accountKeys(PublishedAccountKeys?)
     /// The caller's recovery kit, nil for none (`fetchRecoveryKit`).
     case recoveryKit([UInt8]?)
+    /// The sealed keys left for a link, nil for none (`fetchDeviceLink`).
+    case deviceLink([UInt8]?)
     /// Done, with nothing to say (zone and sharing changes).
     case done
 
@@ -173,6 +181,12 @@ public enum SyncAnswer: Sendable {
         return k
     }
 
+    /// The sealed keys `fetchDeviceLink` answered.
+    public func linkedKeys() throws(SyncError) -> [UInt8]? {
+        guard case .deviceLink(let k) = self else { throw mismatch("fetchDeviceLink") }
+        return k
+    }
+
     /// Checks that this answer is `done`.
     public func finished() throws(SyncError) {
         guard case .done = self else { throw mismatch("a zone or sharing change") }
@@ -203,6 +217,8 @@ extension SyncService {
         case .fetchAccountKeys(let account): return .accountKeys(try await fetchAccountKeys(account))
         case .storeRecoveryKit(let kit): try await storeRecoveryKit(kit)
         case .fetchRecoveryKit: return .recoveryKit(try await fetchRecoveryKit())
+        case .depositDeviceLink(let link, let sealed): try await depositDeviceLink(link, sealed: sealed)
+        case .fetchDeviceLink(let link): return .deviceLink(try await fetchDeviceLink(link))
         }
         return .done
     }
@@ -299,5 +315,15 @@ extension ForwardingSyncService {
     /// `SyncService.fetchRecoveryKit`, through `forward`.
     public func fetchRecoveryKit() async throws(SyncError) -> [UInt8]? {
         try await forward(.fetchRecoveryKit).storedRecoveryKit()
+    }
+
+    /// `SyncService.depositDeviceLink`, through `forward`.
+    public func depositDeviceLink(_ link: [UInt8], sealed: [UInt8]) async throws(SyncError) {
+        try await forward(.depositDeviceLink(link: link, sealed: sealed)).finished()
+    }
+
+    /// `SyncService.fetchDeviceLink`, through `forward`.
+    public func fetchDeviceLink(_ link: [UInt8]) async throws(SyncError) -> [UInt8]? {
+        try await forward(.fetchDeviceLink(link)).linkedKeys()
     }
 }

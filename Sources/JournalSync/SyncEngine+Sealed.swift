@@ -104,13 +104,30 @@ extension SyncEngine {
         try? save()
     }
 
+    /// Begins `zone`'s next epoch now, wrapping to every member under the keys the app's sealing
+    /// pinned (reason `accountKeysChanged`), and uploads its record alone: what a member's device
+    /// does to re-share a sealed list with an account whose new keys a person has just verified
+    /// (`KeyPins.repin`, Spec/SEALING.md §4.7), so that the account opens the whole list again
+    /// through the back links. Fetch the list first. Returns the record the service took; nil
+    /// when none could be made (a member with no keys pinned, this device without the current
+    /// key) or the service took another member's record for the epoch (fetch, then ask again).
+    public func rotateKeys(of zone: ZoneID) async throws(SyncEngineError) -> EpochKeyRecord? {
+        guard let sealing else { throw .invalid("rotating a list's keys needs the app's sealing (useSealing)") }
+        guard state.zones[zone.storeName] != nil else { throw .noSuchList(zone.storeName) }
+        let list: ListState
+        do { list = try ListQuery(store: store).materialise(zone.storeName).state } catch { throw Self.queryError(error) }
+        let records = try takenKeyRecords(list.keyRecords, in: zone.storeName)
+        var report = SyncReport()
+        return await nextEpoch(after: records, of: zone, members: [zone.owner] + list.participants, reason: .accountKeysChanged, sealing, &report)
+    }
+
     /// How many uploads a change refused for its epoch may meet before it is dropped (a device
     /// that never receives a newer key: one that joined and was never wrapped to).
     static let maxReissueAttempts = 20
 
     /// The next epoch's record, made and recorded on this device; nil when it cannot be (a
     /// member's keys not published, this device without the current key).
-    private func nextEpoch(after records: [EpochKeyRecord], of zone: ZoneID, members: [String],
+    private func nextEpoch(after records: [EpochKeyRecord], of zone: ZoneID, members: [String], reason: EpochKeyRecord.Reason = .leave,
                            _ sealing: any SealedListSealing, _ report: inout SyncReport) async -> EpochKeyRecord? {
         var keys: [PublishedAccountKeys] = []
         for account in Set(members).sorted() {
@@ -119,7 +136,7 @@ extension SyncEngine {
                 keys.append(k)
             } catch { return nil }
         }
-        guard let record = sealing.nextEpoch(after: records, in: zone, members: keys, reason: .leave) else { return nil }
+        guard let record = sealing.nextEpoch(after: records, in: zone, members: keys, reason: reason) else { return nil }
         let entry: JournalEntry
         do { entry = try recordKeys(record, in: zone) } catch { return nil }
         report.rotations += 1

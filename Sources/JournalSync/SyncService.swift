@@ -394,6 +394,24 @@ public protocol SyncService: Sendable {
     /// This account's recovery kit, nil when none is stored: rate-limited (`rateLimited`), since
     /// whoever holds it may try codes against it.
     func fetchRecoveryKit() async throws(SyncError) -> [UInt8]?
+
+    /// Leaves `sealed`, this account's keys sealed for a new device of the same account
+    /// (`DeviceLink` in JournalSeal, Spec/SYNC.md §5.8), under the 16-byte `link` the new device
+    /// named: for `DeviceLinkLimits.lifetimeMillis`, for this account's devices alone.
+    func depositDeviceLink(_ link: [UInt8], sealed: [UInt8]) async throws(SyncError)
+
+    /// What a device of this account left under `link`, nil for nothing (yet, or any more).
+    func fetchDeviceLink(_ link: [UInt8]) async throws(SyncError) -> [UInt8]?
+}
+
+/// The bounds of a device link (`SyncService.depositDeviceLink`).
+public enum DeviceLinkLimits {
+    /// A link's id: 16 bytes.
+    public static let linkBytes = 16
+    /// The most bytes a link carries.
+    public static let maxBytes = 256
+    /// How long the service keeps what a link carries: 15 minutes.
+    public static let lifetimeMillis: Int64 = 15 * 60_000
 }
 
 /// The bounds of a recovery kit (`SyncService.storeRecoveryKit`).
@@ -450,6 +468,16 @@ extension SyncService {
     /// A service that keeps no recovery kits.
     public func fetchRecoveryKit() async throws(SyncError) -> [UInt8]? {
         throw .invalidRequest("this service keeps no recovery kits")
+    }
+
+    /// A service that carries no device links (the iCloud Keychain carries the keys instead).
+    public func depositDeviceLink(_ link: [UInt8], sealed: [UInt8]) async throws(SyncError) {
+        throw .invalidRequest("this service carries no device links")
+    }
+
+    /// A service that carries no device links.
+    public func fetchDeviceLink(_ link: [UInt8]) async throws(SyncError) -> [UInt8]? {
+        throw .invalidRequest("this service carries no device links")
     }
 
     /// An upload whose answer carries no others' entries: `upload(_:to:since:)`.

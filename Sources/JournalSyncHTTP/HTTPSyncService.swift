@@ -209,6 +209,20 @@ public struct HTTPSyncService: SyncService {
         do throws(SyncError) { return try json(HTTPBinding.RecoveryKitJSON.self, a).bytes() } catch { throw .incompatible("a recovery kit that does not read") }
     }
 
+    /// `PUT /v1/account/links/{link}` (Spec/SYNC.md §5.8).
+    public func depositDeviceLink(_ link: [UInt8], sealed: [UInt8]) async throws(SyncError) {
+        guard link.count == DeviceLinkLimits.linkBytes else { throw .invalidRequest("a link id is \(DeviceLinkLimits.linkBytes) bytes") }
+        _ = try await call("PUT", "/v1/account/links/" + HTTPBinding.DeviceLinkJSON.path(link), body: Self.encode(HTTPBinding.DeviceLinkJSON(sealed)),
+                           contentType: "application/json")
+    }
+
+    /// `GET /v1/account/links/{link}` (Spec/SYNC.md §5.8).
+    public func fetchDeviceLink(_ link: [UInt8]) async throws(SyncError) -> [UInt8]? {
+        guard link.count == DeviceLinkLimits.linkBytes else { throw .invalidRequest("a link id is \(DeviceLinkLimits.linkBytes) bytes") }
+        let a = try await call("GET", "/v1/account/links/" + HTTPBinding.DeviceLinkJSON.path(link))
+        do throws(SyncError) { return try json(HTTPBinding.DeviceLinkJSON.self, a).bytes() } catch { throw .incompatible("a device link that does not read") }
+    }
+
     /// Who the server says this credential is (a check before the first sync).
     public func whoAmI() async throws(SyncError) -> String {
         try json(HTTPBinding.AccountJSON.self, try await call("GET", "/v1/account")).account

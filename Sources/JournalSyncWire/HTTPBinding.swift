@@ -282,11 +282,14 @@ package enum HTTPBinding {
         package var account: String
         package var identity: String?
         package var wrap: String?
+        /// The earlier identity key's signature over the keys that replace its own (SEALING.md §4.7).
+        package var vouch: String?
 
         package init(account: String, _ keys: PublishedAccountKeys?) {
             self.account = account
             identity = keys.map { Base64URL.encode($0.identity) }
             wrap = keys.map { Base64URL.encode($0.wrap) }
+            vouch = keys?.vouch.map(Base64URL.encode)
         }
 
         /// The keys: nil for none; throws for keys that are not two of 32 bytes, or one alone.
@@ -298,7 +301,12 @@ package enum HTTPBinding {
                 guard let identity = Base64URL.decode(i), let wrap = Base64URL.decode(w), identity.count == 32, wrap.count == 32 else {
                     throw .invalidRequest("an identity key and a wrap key are 32 bytes each, in base64url")
                 }
-                return PublishedAccountKeys(account: account, identity: identity, wrap: wrap)
+                var signature: [UInt8]? = nil
+                if let vouch {
+                    guard let v = Base64URL.decode(vouch), v.count == 64 else { throw .invalidRequest("a vouch is a 64-byte signature in base64url") }
+                    signature = v
+                }
+                return PublishedAccountKeys(account: account, identity: identity, wrap: wrap, vouch: signature)
             default: throw .invalidRequest("an account's keys are an identity key and a wrap key, both or neither")
             }
         }
@@ -317,6 +325,45 @@ package enum HTTPBinding {
                 throw .invalidRequest("a recovery kit is 1–\(RecoveryKitLimits.maxBytes) bytes in base64url")
             }
             return bytes
+        }
+    }
+    /// What a device link carries (`PUT`/`GET /v1/account/links/{link}`), base64url without
+    /// padding; absent in an answer when nothing is left under the link.
+    package struct DeviceLinkJSON: Codable, Sendable, Equatable {
+        package var sealed: String?
+
+        package init(_ sealed: [UInt8]?) { self.sealed = sealed.map(Base64URL.encode) }
+
+        /// The bytes: nil for none; throws for bytes that do not decode or are too many.
+        package func bytes() throws(SyncError) -> [UInt8]? {
+            guard let sealed else { return nil }
+            guard let bytes = Base64URL.decode(sealed), !bytes.isEmpty, bytes.count <= DeviceLinkLimits.maxBytes else {
+                throw .invalidRequest("what a link carries is 1–\(DeviceLinkLimits.maxBytes) bytes in base64url")
+            }
+            return bytes
+        }
+
+        /// A link id as its path names it: 32 lowercase hex digits.
+        package static func path(_ link: [UInt8]) -> String { link.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() }
+
+        /// The link id a path names; nil unless 32 lowercase hex digits.
+        package static func link(_ path: String) -> [UInt8]? {
+            let digits = Array(path.utf8)
+            guard digits.count == 2 * DeviceLinkLimits.linkBytes else { return nil }
+            var out: [UInt8] = []
+            for i in stride(from: 0, to: digits.count, by: 2) {
+                guard let hi = hex(digits[i]), let lo = hex(digits[i + 1]) else { return nil }
+                out.append(hi << 4 | lo)
+            }
+            return out
+        }
+
+        private static func hex(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            default: nil
+            }
         }
     }
     package struct InvitationJSON: Codable, Sendable { package var invitation: String; package init(invitation: String) { self.invitation = invitation } }

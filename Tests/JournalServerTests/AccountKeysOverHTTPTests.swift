@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import JournalLog
+import JournalSeal
 import JournalSync
 import JournalSyncHTTP
 import JournalSyncWire
@@ -21,8 +22,8 @@ import JournalSyncWire
         try await alice.publishAccountKeys(keys)
         try await alice.publishAccountKeys(keys)
         #expect(try await bob.fetchAccountKeys("alice") == keys)
-        await #expect(throws: SyncError.self) {
-            try await alice.publishAccountKeys(PublishedAccountKeys(account: "alice", identity: Self.wrap, wrap: Self.wrap))
+        await #expect(throws: SyncError.self, "a vouch that is not her keys' signature") {
+            try await alice.publishAccountKeys(PublishedAccountKeys(account: "alice", identity: Self.wrap, wrap: Self.wrap, vouch: Array(repeating: 1, count: 64)))
         }
         await #expect(throws: SyncError.self) { try await bob.publishAccountKeys(keys) }
         await server.stop()
@@ -38,6 +39,26 @@ import JournalSyncWire
         #expect(try await alice.fetchRecoveryKit() == Array(0..<93))
         #expect(try await bob.fetchRecoveryKit() == nil)
         await #expect(throws: SyncError.self) { try await bob.storeRecoveryKit([UInt8](repeating: 1, count: 300)) }
+        await server.stop()
+    }
+
+    /// `PUT` and `GET /v1/account/links/{link}` (Spec/SYNC.md §5.8): a new device of alice's
+    /// opens the keys her phone sealed for its offer; bob's fetch of the link finds nothing.
+    @Test func aNewDeviceGetsTheAccountKeysThroughALink() async throws {
+        let server = try await TestServer()
+        let phone = try server.client(try server.credential("alice"))
+        let laptop = try server.client(try server.credential("alice"))
+        let bob = try server.client(try server.credential("bob"))
+        let keys = AccountKeys(account: "alice")
+        let request = DeviceLinkRequest()
+        #expect(try await laptop.fetchDeviceLink(request.offer.linkID) == nil)
+        let offer = try #require(DeviceLinkOffer(request.offer.description))
+        try await phone.depositDeviceLink(offer.linkID, sealed: try DeviceLink.seal(keys, for: offer))
+        let sealed = try #require(try await laptop.fetchDeviceLink(request.offer.linkID))
+        #expect(try request.open(sealed, account: "alice").raw == keys.raw)
+        #expect(try await bob.fetchDeviceLink(request.offer.linkID) == nil)
+        let bad = try await server.send(.GET, "/v1/account/links/ABC", as: try server.credential("alice"))
+        #expect(bad.status == 400)
         await server.stop()
     }
 }

@@ -207,7 +207,7 @@ import ListModel
         guard case .conflict = try f.upload([byBob], as: "bob").failed[byBob.id] else { Issue.record("the second record was not a conflict"); return }
     }
 
-    @Test func theKeyDirectoryKeepsTheFirstKeysAnAccountPublished() throws {
+    @Test func theKeyDirectoryKeepsAnAccountsOwnValidKeys() throws {
         let f = try Fixture(sharedWithBob: false)
         let alice = f.keys["alice"]!.publicKeys
         let published = PublishedAccountKeys(account: "alice", identity: alice.identity, wrap: alice.wrap)
@@ -215,9 +215,6 @@ import ListModel
         #expect(try f.core.perform(caller: "bob", .fetchAccountKeys("dave")).publishedAccountKeys() == nil)
         _ = try f.core.perform(caller: "alice", .publishAccountKeys(published))
         let other = AccountKeys(account: "alice").publicKeys
-        #expect(throws: SyncError.self) {
-            _ = try f.core.perform(caller: "alice", .publishAccountKeys(PublishedAccountKeys(account: "alice", identity: other.identity, wrap: other.wrap)))
-        }
         #expect(throws: SyncError.self) { _ = try f.core.perform(caller: "bob", .publishAccountKeys(published)) }
         #expect(throws: SyncError.self) {
             _ = try f.core.perform(caller: "dave", .publishAccountKeys(PublishedAccountKeys(account: "dave", identity: [UInt8](repeating: 0, count: 31), wrap: other.wrap)))
@@ -251,5 +248,54 @@ import ListModel
         #expect(try core.perform(caller: "alice", .fetchRecoveryKit).storedRecoveryKit() == [4, 5, 6])
         try world.restartService()
         #expect(try world.core.perform(caller: "alice", .fetchRecoveryKit).storedRecoveryKit() == [4, 5, 6], "kept across a restart")
+    }
+}
+
+/// Device links on the service (Spec/SYNC.md §5.8): what one device of an account leaves under a
+/// link, another device of the same account fetches for 15 minutes; no other account sees it;
+/// deposits are rate-limited.
+@Suite struct DeviceLinkServiceTests {
+    static let link: [UInt8] = Array(0..<16)
+
+    @Test func aDeviceOfTheAccountFetchesWhatAnotherLeftUnderItsLink() throws {
+        let world = try World()
+        #expect(try world.core.perform(caller: "alice", .fetchDeviceLink(Self.link)).linkedKeys() == nil, "nothing left yet")
+        _ = try world.core.perform(caller: "alice", .depositDeviceLink(link: Self.link, sealed: [7, 7, 7]))
+        #expect(try world.core.perform(caller: "alice", .fetchDeviceLink(Self.link)).linkedKeys() == [7, 7, 7])
+        #expect(try world.core.perform(caller: "alice", .fetchDeviceLink(Self.link)).linkedKeys() == [7, 7, 7], "a lost answer is asked again")
+        try world.restartService()
+        #expect(try world.core.perform(caller: "alice", .fetchDeviceLink(Self.link)).linkedKeys() == [7, 7, 7], "kept across a restart")
+    }
+
+    @Test func anotherAccountSeesNothingUnderTheLink() throws {
+        let world = try World()
+        _ = try world.core.perform(caller: "alice", .depositDeviceLink(link: Self.link, sealed: [7]))
+        #expect(try world.core.perform(caller: "bob", .fetchDeviceLink(Self.link)).linkedKeys() == nil)
+    }
+
+    @Test func whatALinkCarriesIsForgottenAfterFifteenMinutes() throws {
+        let world = try World()
+        _ = try world.core.perform(caller: "alice", .depositDeviceLink(link: Self.link, sealed: [7]))
+        world.clock.advance(by: DeviceLinkLimits.lifetimeMillis)
+        #expect(try world.core.perform(caller: "alice", .fetchDeviceLink(Self.link)).linkedKeys() == nil)
+        try world.restartService()
+        #expect(try world.core.perform(caller: "alice", .fetchDeviceLink(Self.link)).linkedKeys() == nil, "and not read back at startup")
+    }
+
+    @Test func aBadLinkOrSizeIsRefusedAndDepositsAreRateLimited() throws {
+        let world = try World()
+        #expect(throws: SyncError.self) { _ = try world.core.perform(caller: "alice", .depositDeviceLink(link: [1, 2], sealed: [7])) }
+        #expect(throws: SyncError.self) { _ = try world.core.perform(caller: "alice", .depositDeviceLink(link: Self.link, sealed: [])) }
+        #expect(throws: SyncError.self) {
+            _ = try world.core.perform(caller: "alice", .depositDeviceLink(link: Self.link, sealed: [UInt8](repeating: 0, count: DeviceLinkLimits.maxBytes + 1)))
+        }
+        for _ in 0..<world.limits.maxDeviceLinksPerHour { _ = try world.core.perform(caller: "alice", .depositDeviceLink(link: Self.link, sealed: [7])) }
+        #expect {
+            _ = try world.core.perform(caller: "alice", .depositDeviceLink(link: Self.link, sealed: [7]))
+        } throws: { error in
+            if case SyncError.rateLimited = error { return true } else { return false }
+        }
+        world.clock.advance(by: 3_600_000)
+        _ = try world.core.perform(caller: "alice", .depositDeviceLink(link: Self.link, sealed: [8]))
     }
 }
