@@ -128,6 +128,11 @@ extension SyncEngine {
             report.uploaded += outcome.saved.count
             totals.entriesUploaded += outcome.saved.count
             done.formUnion(outcome.saved)
+            // A key record the service took is taken, even while changes before it wait (a
+            // text refused for its epoch, kept queued): texts are sealed under it from now on.
+            for e in batch where outcome.saved.contains(e.id) {
+                if case .opaque(EpochKeyRecord.kind, _) = e.operation { savedKeyRecords.insert(e.id) }
+            }
             // A sealed change refused for its epoch stays queued until it is made again under
             // the newest key (`reissueEpochRefusals`, after the fetch this asks for).
             let refused = keepingEpochRefusals(outcome.refused, in: name)

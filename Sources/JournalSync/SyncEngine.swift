@@ -265,7 +265,8 @@ public actor SyncEngine {
     /// Per sealed list: changes the service refused for their epoch, to make again, and how
     /// many fetches each has waited for a newer epoch.
     var epochRefused: [String: [CompactID: Int]] = [:]
-    /// Key records this device uploaded out of turn (a rotation) that the service took.
+    /// Key records this device uploaded that the service took, while changes before them in
+    /// the log still wait (a rotation's record is uploaded out of turn).
     var savedKeyRecords: Set<CompactID> = []
     /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
@@ -416,8 +417,15 @@ public actor SyncEngine {
     /// it as the next epoch, or answer that another member's device began that epoch first.
     /// `JournalSeal`'s `EpochKeys.record(for:previous:reason:zone:members:creator:)` makes it.
     @discardableResult
+    /// A list that holds a record of that epoch already (this device's, still waiting for the
+    /// service, or one fetched) is refused: an epoch has one record, under one id.
     public func recordKeys(_ record: EpochKeyRecord, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
         try checkWritable(zone)
+        let held: [EpochKeyRecord]
+        do { held = try ListQuery(store: store).materialise(zone.storeName).state.keyRecords } catch { throw Self.queryError(error) }
+        if held.contains(where: { $0.epoch == record.epoch }) {
+            throw .invalid("the list holds a key record of epoch \(record.epoch) already: an epoch has one record")
+        }
         var stamp = newStamp(in: zone)
         stamp = EntryStamp(id: SealedZone.keyRecordID(zone: zone.storeName, epoch: record.epoch), zone: stamp.zone, author: stamp.author,
                            clock: stamp.clock, wallTime: stamp.wallTime)

@@ -189,4 +189,7 @@ struct ScriptedService: SyncService {
     func stopSharing(_ zone: ZoneID) async throws(SyncError) {
         try await run(.stopSharing) { () async throws(SyncError) in try await inner.stopSharing(zone) }
     }
+
+    /// The key directory, unscripted (a sealed list's rotation reads members' keys).
+    func fetchAccountKeys(_ account: String) async throws(SyncError) -> PublishedAccountKeys? { try await inner.fetchAccountKeys(account) }
 }
