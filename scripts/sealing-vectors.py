@@ -5,9 +5,12 @@
 # sealed-add entry and makes the back link of Spec/vectors/sealing.txt; then it verifies the key record of Spec/vectors/sealing-keys.txt
 # (Ed25519) and opens each of its wraps (RFC 9180 base mode, written out below), and makes the fixed ids
 # of Spec/vectors/sealing-ids.txt (SipHash-2-4, written out below), and the fingerprints and safety
-# number of Spec/vectors/sealing-safety.txt. Every value must
-# equal the vectors'. One line per check; exits 1 on any difference.
+# number of Spec/vectors/sealing-safety.txt with bob's vouch for his next keys (§4.7), a device
+# link's offer and id of Spec/vectors/sealing-link.txt (§4.6; the sealed keys themselves are
+# HPKE's PSK mode, checked by the Swift tests), and a link invitation's id, sealing key, link key
+# and proof of Spec/vectors/sealing-invite.txt (§4.8). Every value must equal the vectors'. One line per check; exits 1 on any difference.
 #   python3 scripts/sealing-vectors.py
+import base64
 import hashlib
 import hmac
 import os
@@ -247,5 +250,44 @@ def half(fp):
 
 check("the key fingerprints", [fingerprint(w).hex() for w in (b"alice", b"bob")] == [safety["aliceFingerprint"], safety["bobFingerprint"]])
 check("the safety number", half(fingerprint(b"alice")) + half(fingerprint(b"bob")) == safety["safetyNumber"])
+
+
+# SEALING.md §4.7: bob's vouch for his next keys verifies under his identity key.
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+next_secret = bytes(range(0xC0, 0x100))
+next_ident = raw(Ed25519PrivateKey.from_private_bytes(next_secret[:32]).public_key())
+next_wrap = raw(X25519PrivateKey.from_private_bytes(next_secret[32:]).public_key())
+vouched = b"jlog-keys-next v1" + string(b"bob") + next_ident + next_wrap
+check("bob's next keys and what his vouch signs", [next_ident.hex(), next_wrap.hex(), vouched.hex()]
+      == [safety["bobNextIdentity"], safety["bobNextWrap"], safety["vouchedBytes"]])
+try:
+    Ed25519PrivateKey.from_private_bytes(secrets[b"bob"][:32]).public_key().verify(bytes.fromhex(safety["vouch"]), vouched)
+    check("bob's vouch verifies", True)
+except Exception:
+    check("bob's vouch verifies", False)
+
+
+# SEALING.md §4.6: a device link's offer and link id.
+link = fields("sealing-link.txt")
+device_public = raw(X25519PrivateKey.from_private_bytes(bytes.fromhex(link["newDevicePrivateKey"])).public_key())
+offer = "jdl1." + base64.urlsafe_b64encode(device_public + bytes.fromhex(link["secret"])).decode().rstrip("=")
+check("a device link's offer", offer == link["offer"])
+check("a device link's id", hashlib.sha256(b"jlog-link v1" + device_public).digest()[:16].hex() == link["linkID"])
+
+
+# SEALING.md §4.8: a link invitation's id, sealing key, link key and proof.
+invite = fields("sealing-invite.txt")
+link_secret = bytes.fromhex(invite["secret"])
+invite_zone = b"alice/~00112233445566778899aabbccddeeff"
+link_id = hashlib.sha256(b"jlog-link-id v1" + link_secret).digest()[:16]
+k_s = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"jlog-link-secret v1", info=string(invite_zone)).derive(link_secret)
+check("a link's id and sealing key", [link_id.hex(), k_s.hex()] == [invite["linkID"], invite["sealingKey"]])
+nonce = bytes([0x0C]) * 12
+sealed = AESGCM(k_s).encrypt(nonce, bytes([7]) * 32, b"JLS1-link" + string(invite_zone) + varint(3) + link_id)
+check("a link key", (b"\x01" + varint(3) + link_id + nonce + sealed).hex() == invite["linkKeyBody"])
+bob_ident = raw(Ed25519PrivateKey.from_private_bytes(secrets[b"bob"][:32]).public_key())
+bob_wrap = raw(X25519PrivateKey.from_private_bytes(secrets[b"bob"][32:]).public_key())
+mac = hmac.new(link_secret, b"jlog-link-proof v1" + string(invite_zone) + string(b"bob") + bob_ident + bob_wrap, hashlib.sha256).digest()
+check("a link proof", (b"\x01" + link_id + string(b"bob") + bob_ident + bob_wrap + mac).hex() == invite["proofBody"])
 
 sys.exit(1 if failed else 0)

@@ -16,10 +16,12 @@ public struct ListKeyring: Sendable {
     /// `records` in the list's order; `publicKeys` gives a member account's public keys as this
     /// device knows them (pinned on first contact, SEALING.md §4.1), nil for one it does not;
     /// `formerKeys` an account's keys of a key id it had before (`KeyPins.keys(of:keyID:)`), so
-    /// that records signed before an account changed its keys still verify (§4.7).
+    /// that records signed before an account changed its keys still verify (§4.7); `linked` an
+    /// epoch key a link invitation left for this device (`LinkSecret.newestKey(in:zone:)`, §4.8),
+    /// which opens that epoch and, through the back links, every one before it.
     public init(zone: String, records: [EpochKeyRecord], account: AccountKeys,
                 publicKeys: (String) -> AccountPublicKeys?,
-                formerKeys: (String, [UInt8]) -> AccountPublicKeys? = { _, _ in nil }) throws(SealError) {
+                formerKeys: (String, [UInt8]) -> AccountPublicKeys? = { _, _ in nil }, linked: ListKey? = nil) throws(SealError) {
         guard !records.isEmpty else { throw .brokenChain("a sealed list has a record for epoch 1") }
         let owner = zone.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
         var members: Set<String> = []
@@ -40,6 +42,13 @@ public struct ListKeyring: Sendable {
             var key = try EpochKeys.open(newest, zone: zone, with: account)
             keys[key.epoch] = key
             while key.epoch > 1, let link = records[Int(key.epoch) - 1].backLink {
+                key = try key.openBackLink(link, zone: zone)
+                keys[key.epoch] = key
+            }
+        }
+        if var key = linked, key.epoch <= UInt64(records.count), keys[key.epoch] == nil {
+            keys[key.epoch] = key
+            while key.epoch > 1, keys[key.epoch - 1] == nil, let link = records[Int(key.epoch) - 1].backLink {
                 key = try key.openBackLink(link, zone: zone)
                 keys[key.epoch] = key
             }

@@ -8,6 +8,7 @@ import JournalCodec
 package enum SealInputChecks {
     static let sealer = TextSealer(key: ListKey(epoch: 1, material: Array(repeating: 7, count: 32))!, zone: "alice/fuzz")
     static let code = RecoveryCode(bytes: Array(repeating: 9, count: 32))!
+    static let secret = LinkSecret(bytes: Array(repeating: 4, count: 32))!
     static let link = DeviceLinkRequest(privateKey: Array(repeating: 5, count: 32), secret: Array(repeating: 6, count: 32))!
     static let binding = SealBinding(zone: "alice/fuzz", entry: CompactID("e1")!, kind: 0x41, item: CompactID("i1")!,
                                      author: "alice:phone", clock: HybridTime(rawValue: 1 << 20), wallTime: 16, epoch: 1)
@@ -44,6 +45,12 @@ package enum SealInputChecks {
             precondition(offer.description == text, "a device link offer did not write back to its text")
         }
         if (try? Self.link.open(bytes, account: "alice")) != nil { fatalError("keys no device sealed for the link opened") }
+        // A link invitation's entries (SEALING.md §4.8): what reads writes back; a link key no
+        // secret sealed does not open; a proof no secret made vouches for nothing.
+        if let key = LinkEntries.Key(body: bytes) { precondition(key.body == bytes, "a link key did not write back to its body") }
+        if let proof = LinkEntries.Proof(body: bytes) { precondition(proof.body == bytes, "a link proof did not write back to its body") }
+        if (try? Self.secret.openKey(bytes, zone: "alice/fuzz")) != nil { fatalError("a link key no secret sealed opened") }
+        if Self.secret.verifiedKeys(bytes, zone: "alice/fuzz") != nil { fatalError("a link proof no secret made verified") }
         // Padding: what unpads pads back to the same bytes; any text pads and unpads to itself.
         if let text = SealPadding.unpad(bytes) {
             precondition(SealPadding.pad(text) == bytes, "an unpadded text pads to other bytes")

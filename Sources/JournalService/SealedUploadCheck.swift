@@ -37,6 +37,13 @@ struct SealedUploadCheck {
         case .opaque(EpochKeyRecord.kind, let body):
             guard let record = try? EpochKeyRecord(decoding: body) else { return .refuse(.invalid("the key record does not read")) }
             return keyRecord(record, id: e.id, alone: alone)
+        case .opaque(LinkEntries.keyKind, let body):
+            guard let link = LinkEntries.Key(body: body) else { return .refuse(.invalid("the link key does not read")) }
+            return linkKey(link)
+        case .opaque(LinkEntries.proofKind, let body):
+            guard let proof = LinkEntries.Proof(body: body) else { return .refuse(.invalid("the link proof does not read")) }
+            guard proof.account == caller else { return .refuse(.invalid("a link proof is of its writer's own keys: \(proof.account) is not this account (\(caller))")) }
+            return .take
         default:
             return .refuse(.invalid("a sealed list takes no \(Self.name(of: e.operation)): its texts are sealed (sealedAdd, sealedRename, sealedRecolour), Spec/SEALING.md §5.1"))
         }
@@ -47,6 +54,15 @@ struct SealedUploadCheck {
         let epoch = change.text.epoch
         if epochs.epoch == 0 { return .refuse(.retryable("the list's first key record is not stored yet: upload it first")) }
         if epoch != epochs.epoch { return .refuse(.staleEpoch(current: epochs.epoch)) }
+        if epochs.rotationDue || !epochs.changedKeys(of: members, in: directory).isEmpty { return .refuse(.rotationDue(epoch: epochs.epoch)) }
+        return .takeUnderCurrentEpoch
+    }
+
+    /// A link key: the owner's, under the current epoch, as a text is (it opens that epoch).
+    private func linkKey(_ link: LinkEntries.Key) -> Verdict {
+        guard caller == zone.owner else { return .refuse(.invalid("the owner (\(zone.owner)) leaves a link key in its list")) }
+        if epochs.epoch == 0 { return .refuse(.retryable("the list's first key record is not stored yet: upload it first")) }
+        if link.epoch != epochs.epoch { return .refuse(.staleEpoch(current: epochs.epoch)) }
         if epochs.rotationDue || !epochs.changedKeys(of: members, in: directory).isEmpty { return .refuse(.rotationDue(epoch: epochs.epoch)) }
         return .takeUnderCurrentEpoch
     }

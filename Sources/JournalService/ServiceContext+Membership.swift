@@ -6,7 +6,8 @@ extension ServiceContext {
     /// history shows it) and the membership record in `_service/members` (what the service
     /// answers from); then, for a departure from a sealed zone, the key record that begins the
     /// next epoch without the accounts (the owner's removal, SEALING.md §5.1), or else the marker
-    /// that the current epoch owes a rotation (`epochs`: the zone's, nil when not sealed).
+    /// that the current epoch owes a rotation (`epochs`: the zone's, nil when not sealed); for a
+    /// join while a link key of the current epoch is in the zone, that marker too (§4.8).
     /// Appended outside `lock`, applied under it once durable; a leave takes the account's access
     /// away before it is written.
     func recordMembership(_ accounts: [String], zone: ZoneID, member: Bool, reason: ZoneGoneReason?, by actor: String,
@@ -18,7 +19,8 @@ extension ServiceContext {
             for account in accounts { batch += membershipEntries(account, zone: zone, member: member, reason: reason, by: actor) }
             for account in accounts where !member { pending.begin(assigned: assigned, leaving: account, zone: zone.storeName, reason: reason ?? .removed) }
             if member { pending.begin(assigned: assigned) }
-            let sealed = member ? [] : (keyRecord.map { [$0] } ?? rotationDueMarker(zone, epochs).map { [$0] } ?? [])
+            let owed = member ? (epochs?.linkOpen == true ? rotationDueMarker(zone, epochs) : nil) : keyRecord ?? rotationDueMarker(zone, epochs)
+            let sealed = owed.map { [$0] } ?? []
             return (batch + sealed, sealed)
         }
         let range: ClosedRange<SequenceNumber>

@@ -155,11 +155,14 @@ struct ServiceSharing: Sendable {
         }
     }
 
-    /// `ServiceContext.recordMembership` for one account; a departure from a sealed zone marks
-    /// its epoch as owing a rotation in the same batch.
+    /// `ServiceContext.recordMembership` for one account; a departure from a sealed zone, or a
+    /// join while a link key of its epoch is in it, marks its epoch as owing a rotation in the same
+    /// batch.
     private func recordMembership(_ account: String, zone: ZoneID, member: Bool, reason: ZoneGoneReason?, by actor: String) throws(SyncError) {
-        // Only a departure from a sealed zone reads its epochs (and, for them, the zone's row).
-        let sealed = !member && SealedZone.isSealed(storeName: zone.storeName)
+        // Only a sealed zone's membership reads its epochs (and, for them, the zone's row); a
+        // join reads them afresh: another node may have taken the link key.
+        let sealed = SealedZone.isSealed(storeName: zone.storeName)
+        if sealed && member { context.forgetEpochs(zone.storeName) }
         let epochs = sealed ? try context.zoneEpochs(zone, info: try context.readZone(zone)) : nil
         try context.recordMembership([account], zone: zone, member: member, reason: reason, by: actor, epochs: epochs)
     }

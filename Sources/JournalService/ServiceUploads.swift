@@ -56,7 +56,7 @@ struct ServiceUploads: Sendable {
             }
             let absent = admitted.underCurrentEpoch ? epochs?.endingIDs(zone: zone.storeName) ?? [] : []
             let stored = try append(&admitted.fresh, to: zone, expectingMark: admitted.mark, absent: absent, result: &admitted.result)
-            if epochs != nil, admitted.beginning != nil { context.noteEpochs(of: zone.storeName, admitted.fresh) }
+            if epochs != nil { context.noteEpochs(of: zone.storeName, admitted.fresh) }
             guard stored > 0 else { return (admitted.result, []) }
             let told = context.locked {
                 context.counters.entriesStored += stored

@@ -16,6 +16,8 @@ struct ZoneEpochs: Sendable, Equatable {
     /// The key id `epoch`'s record wraps to, by account: a member whose published keys are no
     /// longer these changed its keys, and the epoch owes a rotation for it (SEALING.md §4.7).
     var wraps: [String: [UInt8]] = [:]
+    /// Whether a link key of `epoch` is in the zone (SEALING.md §4.8): a join then owes a rotation.
+    var linkOpen = false
 
     /// Applies one entry of the zone, in log order.
     mutating func observe(_ e: JournalEntry) {
@@ -24,6 +26,9 @@ struct ZoneEpochs: Sendable, Equatable {
             epoch = record.epoch
             rotationDue = false
             wraps = Dictionary(record.wraps.map { ($0.account, $0.keyID) }) { a, _ in a }
+            linkOpen = false
+        } else if kind == LinkEntries.keyKind, LinkEntries.Key(body: body)?.epoch == epoch, epoch > 0 {
+            linkOpen = true
         } else if kind == SealedZone.rotationDueKind, SealedZone.rotationDueEpoch(body) == epoch, epoch > 0 {
             rotationDue = true
         }

@@ -87,13 +87,7 @@ import ListModel
 /// changed, following keys the pinned ones vouched for and leaving a reset account out; then,
 /// once a person re-verified the reset account's keys, `rotateKeys` re-shares the list with them.
 @Suite struct AccountKeyChangeEngineTests {
-    /// The pins an app keeps for one device.
-    final class Pins: @unchecked Sendable {
-        private let lock = NSLock()
-        private var pins = KeyPins()
-        var value: KeyPins { lock.withLock { pins } }
-        func update(_ body: (inout KeyPins) -> Void) { lock.withLock { body(&pins) } }
-    }
+    typealias Pins = PinBox
 
     struct Fixture {
         let world: World
