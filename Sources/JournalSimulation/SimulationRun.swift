@@ -302,8 +302,21 @@ final class SimulationRun {
         result.purged += report.storage.entriesPurged + report.storage.entriesReplaced
     }
 
-    /// The service restarts; half the time its machine lost power.
+    /// Voids the pending changes of every account that lost access to a zone since `before`
+    /// (its memberships then): they go with the list.
+    func countDepartures(since before: [String: Set<String>]) {
+        let after = SyncSimulation.memberships(box.core, zones: (try? serviceZones()) ?? [])
+        for (zone, members) in before {
+            for a in members.subtracting(after[zone] ?? []) { generation[key(a, zone), default: 0] += 1 }
+        }
+    }
+
+    /// The service restarts; half the time its machine lost power. A membership change it
+    /// committed but never applied (its answer lost after the commit) takes effect now: an
+    /// account removed so loses its pending changes here, as in `changeSharing`.
     func restartService() throws {
+        let before = SyncSimulation.memberships(box.core, zones: (try? serviceZones()) ?? [])
+        defer { countDepartures(since: before) }
         let clock = clock
         let lostPower = rng.next() % 2 == 0
         if let storage {
@@ -342,12 +355,7 @@ final class SimulationRun {
     /// with the list.
     func changeSharing(around node: Node) async throws {
         let before = SyncSimulation.memberships(box.core, zones: try serviceZones())
-        defer {
-            let after = SyncSimulation.memberships(box.core, zones: (try? serviceZones()) ?? [])
-            for (zone, members) in before {
-                for a in members.subtracting(after[zone] ?? []) { generation[key(a, zone), default: 0] += 1 }
-            }
-        }
+        defer { countDepartures(since: before) }
         guard let owner = nodes.first(where: { $0.account == node.account }) else { return }
         let mine = await owner.engine.lists.filter { $0.owner == owner.account }
         switch rng.next() % 5 {

@@ -418,9 +418,14 @@ public actor SyncEngine {
     /// `JournalSeal`'s `EpochKeys.record(for:previous:reason:zone:members:creator:)` makes it.
     @discardableResult
     /// A list that holds a record of that epoch already (this device's, still waiting for the
-    /// service, or one fetched) is refused: an epoch has one record, under one id.
+    /// service, or one fetched) is refused: an epoch has one record, under one id; so is a list
+    /// being fetched anew, whose copy may not hold yet the record another member began the epoch
+    /// with (the fetch would then meet two records under one id).
     public func recordKeys(_ record: EpochKeyRecord, in zone: ZoneID) throws(SyncEngineError) -> JournalEntry {
         try checkWritable(zone)
+        if state.zones[zone.storeName]?.replacing != nil {
+            throw .invalid("the list is being fetched anew: begin an epoch once its copy is in")
+        }
         let held: [EpochKeyRecord]
         do { held = try ListQuery(store: store).materialise(zone.storeName).state.keyRecords } catch { throw Self.queryError(error) }
         if held.contains(where: { $0.epoch == record.epoch }) {
