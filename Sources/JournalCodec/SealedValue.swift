@@ -15,61 +15,85 @@ public struct SealedValue: Sendable, Hashable {
 
     /// The list key's epoch it is sealed under (1, 2, …): in the clear, so that a service can
     /// refuse a fresh value under an old epoch without reading it.
-    public var epoch: UInt64
+    public var epoch: UInt64 {
+        get { header.epoch }
+        set { self = SealedValue(epoch: newValue, nonce: nonce, sealed: sealed) }
+    }
     /// The AEAD's nonce: random, never derived (a derived nonce turns any re-seal into reuse).
-    public var nonce: [UInt8]
+    public var nonce: [UInt8] {
+        get { Array(encoded[header.bytes..<(header.bytes + Self.nonceBytes)]) }
+        set { self = SealedValue(epoch: epoch, nonce: newValue, sealed: sealed) }
+    }
     /// The padded plaintext, encrypted, then the 16-byte tag.
-    public var sealed: [UInt8]
+    public var sealed: [UInt8] {
+        get { Array(encoded[(header.bytes + Self.nonceBytes)...]) }
+        set { self = SealedValue(epoch: epoch, nonce: nonce, sealed: newValue) }
+    }
+
+    /// `version u8 | epoch varint | nonce [12] | ciphertext | tag [16]`: the value's one buffer,
+    /// kept as it was read or made (a list of thousands of sealed texts decodes without copying
+    /// them apart).
+    public private(set) var encoded: [UInt8]
+    /// The epoch, and how many bytes the version and epoch take.
+    private var header: (epoch: UInt64, bytes: Int)
 
     /// A value from its parts (a sealer makes them; `init(decoding:)` reads them).
     public init(epoch: UInt64, nonce: [UInt8], sealed: [UInt8]) {
-        self.epoch = epoch
-        self.nonce = nonce
-        self.sealed = sealed
-    }
-
-    /// `version u8 | epoch varint | nonce [12] | ciphertext | tag [16]`.
-    public var encoded: [UInt8] {
         var w = ByteWriter()
         w.u8(Self.version)
         w.varint(epoch)
+        let bytes = w.bytes.count
         w.append(contentsOf: nonce)
         w.append(contentsOf: sealed)
-        return w.bytes
+        encoded = w.bytes
+        header = (epoch, bytes)
     }
 
+    public static func == (a: SealedValue, b: SealedValue) -> Bool { a.encoded == b.encoded }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(encoded) }
+
     /// A sealed value from its bytes, or why they are not one: a version this reader does not
-    /// know, an epoch of 0 or not in its shortest varint, a ciphertext that is no padded size
-    /// (SealPadding), too many bytes.
+    /// know, an epoch of 0 or not in its shortest varint (the bytes a value is read from are the
+    /// bytes it writes), a ciphertext that is no padded size (SealPadding), too many bytes.
     public init(decoding bytes: [UInt8]) throws(CodecError) {
         guard bytes.count <= Self.maxBytes else {
             throw CodecError(.lengthOutOfRange(field: "sealed", length: bytes.count, limit: Self.maxBytes), at: 0)
         }
-        var value: SealedValue?
-        var failure: CodecError?
-        bytes.withUnsafeBytes { raw in
+        let read: Result<(UInt64, Int), CodecError> = bytes.withUnsafeBytes { raw in
             var r = ByteReader(raw)
             do throws(CodecError) {
                 let version = try r.u8()
                 guard version == Self.version else { throw CodecError(.unsupportedEncodingVersion(version), at: 0) }
-                let at = r.offset
                 let epoch = try r.varint()
-                guard epoch >= 1 else { throw CodecError(.invalidValue(field: "sealed epoch"), at: at) }
-                let nonce = Array(try r.bytes(Self.nonceBytes))
+                guard epoch >= 1 else { throw CodecError(.invalidValue(field: "sealed epoch"), at: 1) }
+                guard r.offset - 1 == Self.varintBytes(epoch) else {
+                    throw CodecError(.invalidValue(field: "sealed epoch (not its shortest varint)"), at: 1)
+                }
+                let header = r.offset
+                _ = try r.bytes(Self.nonceBytes)
                 let rest = r.remaining
                 guard rest >= Self.tagBytes, SealPadding.isPaddedSize(rest - Self.tagBytes) else {
                     throw CodecError(.invalidValue(field: "sealed ciphertext length"), at: r.offset)
                 }
-                value = SealedValue(epoch: epoch, nonce: nonce, sealed: Array(try r.bytes(rest)))
+                return .success((epoch, header))
             } catch {
-                failure = error
+                return .failure(error)
             }
         }
-        if let failure { throw failure }
-        // One form only: an epoch varint longer than it need be is refused (the bytes a value is
-        // read from are the bytes it writes).
-        guard value!.encoded == bytes else { throw CodecError(.invalidValue(field: "sealed epoch (not its shortest varint)"), at: 1) }
-        self = value!
+        switch read {
+        case .success(let (epoch, headerBytes)):
+            encoded = bytes
+            header = (epoch, headerBytes)
+        case .failure(let error): throw error
+        }
+    }
+
+    /// How many bytes `value` takes as a varint in its shortest form.
+    static func varintBytes(_ value: UInt64) -> Int {
+        var n = 1, v = value >> 7
+        while v != 0 { n += 1; v >>= 7 }
+        return n
     }
 }
 
