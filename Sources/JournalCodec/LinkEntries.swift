@@ -8,7 +8,9 @@
 ///   MAC under the same secret, which lets the owner's device pin them without trusting the
 ///   service. `version u8 (1) | linkID [16] | account string | identity [32] | wrap [32] | mac [32]`.
 public enum LinkEntries {
+    /// The opaque kind of a link key.
     public static let keyKind: UInt8 = 0x8C
+    /// The opaque kind of a link proof.
     public static let proofKind: UInt8 = 0x8D
     /// A link's id: 16 bytes.
     public static let linkIDBytes = 16
@@ -17,17 +19,21 @@ public enum LinkEntries {
 
     /// A link key's clear fields.
     public struct Key: Sendable, Equatable {
+        /// The epoch whose key it holds.
         public var epoch: UInt64
+        /// The link's id (`LinkSecret.linkID` in JournalSeal).
         public var linkID: [UInt8]
         /// Nonce, ciphertext and tag.
         public var sealed: [UInt8]
 
+        /// A link key of its fields.
         public init(epoch: UInt64, linkID: [UInt8], sealed: [UInt8]) {
             self.epoch = epoch
             self.linkID = linkID
             self.sealed = sealed
         }
 
+        /// The entry's body.
         public var body: [UInt8] {
             var w = ByteWriter()
             w.u8(1)
@@ -52,12 +58,18 @@ public enum LinkEntries {
 
     /// A link proof's clear fields.
     public struct Proof: Sendable, Equatable {
+        /// The link's id.
         public var linkID: [UInt8]
+        /// The account whose keys it proves: its writer's.
         public var account: String
+        /// The account's Ed25519 public key, 32 bytes.
         public var identity: [UInt8]
+        /// The account's X25519 public key, 32 bytes.
         public var wrap: [UInt8]
+        /// HMAC-SHA256 under the link's secret, 32 bytes.
         public var mac: [UInt8]
 
+        /// A link proof of its fields.
         public init(linkID: [UInt8], account: String, identity: [UInt8], wrap: [UInt8], mac: [UInt8]) {
             self.linkID = linkID
             self.account = account
@@ -66,6 +78,7 @@ public enum LinkEntries {
             self.mac = mac
         }
 
+        /// The entry's body.
         public var body: [UInt8] {
             var w = ByteWriter()
             w.u8(1)
