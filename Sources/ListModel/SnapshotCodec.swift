@@ -456,6 +456,8 @@ package enum SnapshotCodec {
         // Bounded up front (a record takes ~130 bytes in memory, its encoding as little as 4):
         // hostile counts grow the arrays as records actually decode.
         d.out.reserveItems(min(itemCount, 1 << 18))
+        // A sealed list's items are nearly all sealed texts: one table, grown once.
+        if sealed { d.out.sealedTexts.reserveCapacity(min(itemCount, 1 << 18)) }
         for _ in 0..<itemCount { try d.record(&r) }
         guard r.isAtEnd else { throw CodecError(.trailingBytes(r.remaining), at: r.offset) }
         try d.finish(at: r.offset)
