@@ -18,10 +18,14 @@ public struct ListKeyring: Sendable {
     /// `formerKeys` an account's keys of a key id it had before (`KeyPins.keys(of:keyID:)`), so
     /// that records signed before an account changed its keys still verify (§4.7); `linked` an
     /// epoch key a link invitation left for this device (`LinkSecret.newestKey(in:zone:)`, §4.8),
-    /// which opens that epoch and, through the back links, every one before it.
+    /// which opens that epoch and, through the back links, every one before it;
+    /// `formerAccountKeys` this account's own keys before `account`, which a device that replaced
+    /// them with a vouch still holds (§4.7): wraps to them open too, so that it rotates its lists
+    /// away from them by itself.
     public init(zone: String, records: [EpochKeyRecord], account: AccountKeys,
                 publicKeys: (String) -> AccountPublicKeys?,
-                formerKeys: (String, [UInt8]) -> AccountPublicKeys? = { _, _ in nil }, linked: ListKey? = nil) throws(SealError) {
+                formerKeys: (String, [UInt8]) -> AccountPublicKeys? = { _, _ in nil }, linked: ListKey? = nil,
+                formerAccountKeys: [AccountKeys] = []) throws(SealError) {
         guard !records.isEmpty else { throw .brokenChain("a sealed list has a record for epoch 1") }
         let owner = zone.split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
         var members: Set<String> = []
@@ -36,10 +40,13 @@ public struct ListKeyring: Sendable {
             members = Set(record.wraps.map(\.account))
         }
         var keys: [UInt64: ListKey] = [:]
-        let mine = account.publicKeys.keyID
+        let held = [account] + formerAccountKeys.filter { $0.account == account.account }
         let wrappedToAccount = records.last { $0.wraps.contains { $0.account == account.account } }
-        if let newest = records.last(where: { $0.wraps.contains { $0.account == account.account && $0.keyID == mine } }) {
-            var key = try EpochKeys.open(newest, zone: zone, with: account)
+        func holder(_ r: EpochKeyRecord) -> AccountKeys? {
+            held.first { k in r.wraps.contains { $0.account == k.account && $0.keyID == k.publicKeys.keyID } }
+        }
+        if let newest = records.last(where: { holder($0) != nil }), let keysOfIt = holder(newest) {
+            var key = try EpochKeys.open(newest, zone: zone, with: keysOfIt)
             keys[key.epoch] = key
             while key.epoch > 1, let link = records[Int(key.epoch) - 1].backLink {
                 key = try key.openBackLink(link, zone: zone)
@@ -58,7 +65,7 @@ public struct ListKeyring: Sendable {
         self.keys = keys
         if keys[currentEpoch] != nil {
             standing = .member
-        } else if let newest = wrappedToAccount, !newest.wraps.contains(where: { $0.account == account.account && $0.keyID == mine }) {
+        } else if let newest = wrappedToAccount, holder(newest) == nil {
             standing = .keysLost
         } else if let last = keys.keys.max() {
             standing = .former(lastEpoch: last)

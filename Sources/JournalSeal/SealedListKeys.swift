@@ -15,23 +15,34 @@ public struct SealedListKeys: SealedListSealing {
     public let pinned: @Sendable (String) -> AccountPublicKeys?
     /// An account's keys of a key id pinned before its current ones (`KeyPins.keys(of:keyID:)`).
     public let formerKeys: @Sendable (String, [UInt8]) -> AccountPublicKeys?
+    /// This account's own keys before `account`, kept after a vouched change (SEALING.md §4.7):
+    /// lists still wrapped to them open, so this device rotates them away from those keys itself.
+    public let formerAccountKeys: [AccountKeys]
 
     /// The sealing of `account`'s devices, wrapping only to the keys `pinned` gives (or keys
     /// they vouched for).
     public init(account: AccountKeys, pinned: @escaping @Sendable (String) -> AccountPublicKeys?,
-                formerKeys: @escaping @Sendable (String, [UInt8]) -> AccountPublicKeys? = { _, _ in nil }) {
+                formerKeys: @escaping @Sendable (String, [UInt8]) -> AccountPublicKeys? = { _, _ in nil },
+                formerAccountKeys: [AccountKeys] = []) {
         self.account = account
         self.pinned = pinned
         self.formerKeys = formerKeys
+        self.formerAccountKeys = formerAccountKeys
     }
 
-    /// The sealing of `account`'s devices over the pins `pins` reads (the app's, as it keeps them).
-    public init(account: AccountKeys, pins: @escaping @Sendable () -> KeyPins) {
-        self.init(account: account, pinned: { pins().pinned($0) }, formerKeys: { pins().keys(of: $0, keyID: $1) })
+    /// The sealing of `account`'s devices over the pins `pins` reads (the app's, as it keeps them);
+    /// `formerAccountKeys`: the account's own keys before `account`, if it still holds them.
+    public init(account: AccountKeys, pins: @escaping @Sendable () -> KeyPins, formerAccountKeys: [AccountKeys] = []) {
+        self.init(account: account, pinned: { pins().pinned($0) }, formerKeys: { pins().keys(of: $0, keyID: $1) },
+                  formerAccountKeys: formerAccountKeys)
     }
 
     func keyring(_ zone: String, _ records: [EpochKeyRecord]) -> ListKeyring? {
-        try? ListKeyring(zone: zone, records: records, account: account, publicKeys: pinned, formerKeys: formerKeys)
+        try? ListKeyring(zone: zone, records: records, account: account, publicKeys: { $0 == account.account ? account.publicKeys : pinned($0) },
+                         formerKeys: { a, id in
+                             a == account.account ? formerAccountKeys.map(\.publicKeys).first { $0.keyID == id } ?? formerKeys(a, id) : formerKeys(a, id)
+                         },
+                         formerAccountKeys: formerAccountKeys)
     }
 
     /// The refused change opened with the key of its epoch and sealed again for `stamp` under

@@ -161,6 +161,34 @@ import ListModel
         #expect(try f.texts(on: "bob", with: next) == ["Eggs", "Milk"], "bob's new keys open the whole list")
     }
 
+    @Test func anAccountAloneInItsListRotatesItAwayFromItsOldKeysItself() async throws {
+        let world = try World()
+        let old = AccountKeys(account: "alice"), next = AccountKeys(account: "alice")
+        _ = try world.core.perform(caller: "alice", .publishAccountKeys(old.published))
+        let phone = try world.device("alice:phone")
+        let zone = try await phone.engine.createList(SealedZone.name(random: (0..<16).map { _ in UInt8.random(in: 0...255) }))
+        let first = ListKey.random(epoch: 1)
+        try await phone.engine.recordKeys(try EpochKeys.record(for: first, previous: nil, reason: .creation, zone: zone.storeName,
+                                                               members: [old.publicKeys], creator: old), in: zone)
+        await phone.sync()
+        // The phone retires its keys (another device was lost): new keys, vouched for by the old.
+        _ = try world.core.perform(caller: "alice", .publishAccountKeys(try old.vouching(for: next)))
+        await phone.engine.useSealing(SealedListKeys(account: next, pins: { KeyPins() }, formerAccountKeys: [old]))
+        let sealer = TextSealer(key: first, zone: zone.storeName)
+        try await phone.engine.record(in: zone) { s in
+            try sealer.add("Milk", item: .random(), after: nil, entry: s.id, author: s.author, clock: s.clock, wallTime: s.wallTime).operation
+        }
+        let report = await phone.sync()
+        #expect(report.rotations == 1 && report.reissued == 1, "\(report.problems)")
+        await settle([phone], rounds: 3)
+        let state = try phone.list(zone)
+        let ring = try ListKeyring(zone: zone.storeName, records: state.keyRecords, account: next,
+                                   publicKeys: { _ in next.publicKeys }, formerKeys: { _, id in id == old.publicKeys.keyID ? old.publicKeys : nil })
+        #expect(ring.standing == .member, "the new keys alone open the list")
+        #expect(try state.items.map { try ring.open($0.sealedText!.value, for: $0.sealedText!.binding) } == ["Milk"])
+        #expect(state.digest == (try world.serviceList(zone)).digest)
+    }
+
     @Test func aResetAccountIsLeftOutUntilAMemberReSharesWithItsVerifiedKeys() async throws {
         var f = try await Fixture()
         try await f.add("Milk", on: "bob", under: f.epochs[0])
