@@ -405,8 +405,9 @@ package enum SyncSimulation {
             let owner = ZoneID(storeName: a.zone)?.owner
             guard owner == a.account || core.members(of: ZoneID(storeName: a.zone)!).contains(a.account) else { continue }
             // A sealed change refused for its epoch reaches the service made again, under an id
-            // derived from the refused one (SEALING.md §5.2).
-            let made = sequence(first: a.id) { SyncEngine.reissuedID(of: $0) }.prefix(4)
+            // derived from the refused one (SEALING.md §5.2), once for each epoch it missed (a
+            // list whose epochs move on often moves several on while a change waits).
+            let made = sequence(first: a.id) { SyncEngine.reissuedID(of: $0) }.prefix(64)
             if !made.contains(where: ids.contains) {
                 result.lost += 1
                 var detail = ""
