@@ -54,7 +54,7 @@ struct SealedUploadCheck {
         let epoch = change.text.epoch
         if epochs.epoch == 0 { return .refuse(.retryable("the list's first key record is not stored yet: upload it first")) }
         if epoch != epochs.epoch { return .refuse(.staleEpoch(current: epochs.epoch)) }
-        if epochs.rotationDue || !epochs.changedKeys(of: members, in: directory).isEmpty { return .refuse(.rotationDue(epoch: epochs.epoch)) }
+        if epochs.owesRotation(members: members, directory: directory) { return .refuse(.rotationDue(epoch: epochs.epoch)) }
         return .takeUnderCurrentEpoch
     }
 
@@ -63,7 +63,7 @@ struct SealedUploadCheck {
         guard caller == zone.owner else { return .refuse(.invalid("the owner (\(zone.owner)) leaves a link key in its list")) }
         if epochs.epoch == 0 { return .refuse(.retryable("the list's first key record is not stored yet: upload it first")) }
         if link.epoch != epochs.epoch { return .refuse(.staleEpoch(current: epochs.epoch)) }
-        if epochs.rotationDue || !epochs.changedKeys(of: members, in: directory).isEmpty { return .refuse(.rotationDue(epoch: epochs.epoch)) }
+        if epochs.owesRotation(members: members, directory: directory) { return .refuse(.rotationDue(epoch: epochs.epoch)) }
         return .takeUnderCurrentEpoch
     }
 

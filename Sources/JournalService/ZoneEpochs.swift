@@ -34,10 +34,10 @@ struct ZoneEpochs: Sendable, Equatable {
         }
     }
 
-    /// The members whose keys changed since the current epoch's record wrapped to them: each
-    /// owes the epoch a rotation.
-    func changedKeys(of members: Set<String>, in directory: AccountKeyDirectory) -> [String] {
-        members.sorted().filter { m in wraps[m].map { directory.keys[m]?.keyID != $0 } ?? false }
+    /// Whether `epoch` owes a rotation: a member left without one (the marker), or a member's
+    /// keys changed since the epoch's record wrapped to it (SEALING.md §4.7).
+    func owesRotation(members: Set<String>, directory: AccountKeyDirectory) -> Bool {
+        rotationDue || members.contains { m in wraps[m].map { directory.keys[m]?.keyID != $0 } ?? false }
     }
 
     /// Ids whose presence in the zone means these epochs are no longer current: the next
