@@ -14,18 +14,27 @@ extension ServiceContext {
                           epochs: ZoneEpochs? = nil, keyRecord: JournalEntry? = nil) throws(SyncError) {
         let assigned: SequenceNumber
         do { assigned = try assignedPosition() } catch { throw .serviceBusy(retryAfter: .seconds(1)) }
-        let (batch, sealed): ([JournalEntry], [JournalEntry]) = locked {
+        let (batch, sealed, recordAt): ([JournalEntry], [JournalEntry], [Int]) = locked {
             var batch: [JournalEntry] = []
-            for account in accounts { batch += membershipEntries(account, zone: zone, member: member, reason: reason, by: actor) }
+            // Where each account's record lands in the batch (its last entry): the memory keeps
+            // the record's own position, as a read of `_service/members` finds it.
+            var recordAt: [Int] = []
+            for account in accounts {
+                batch += membershipEntries(account, zone: zone, member: member, reason: reason, by: actor)
+                recordAt.append(batch.count - 1)
+            }
             for account in accounts where !member { pending.begin(assigned: assigned, leaving: account, zone: zone.storeName, reason: reason ?? .removed) }
             if member { pending.begin(assigned: assigned) }
             let owed = member ? (epochs?.linkOpen == true ? rotationDueMarker(zone, epochs) : nil) : keyRecord ?? rotationDueMarker(zone, epochs)
             let sealed = owed.map { [$0] } ?? []
-            return (batch + sealed, sealed)
+            return (batch + sealed, sealed, recordAt)
         }
         let range: ClosedRange<SequenceNumber>
         do { range = try store.appendBatch(batch) } catch {
-            locked { endPending(accounts, zone: zone, member: member) }
+            locked {
+                endPending(accounts, zone: zone, member: member)
+                ownRecordsUncertain = true
+            }
             // A marker or record another node wrote meanwhile conflicts: read the epochs afresh.
             if !sealed.isEmpty { forgetEpochs(zone.storeName) }
             throw .serviceBusy(retryAfter: .seconds(1))
@@ -33,9 +42,11 @@ extension ServiceContext {
         if !sealed.isEmpty { noteEpochs(of: zone.storeName, sealed) }
         let told: [String] = locked {
             let told = audience(zone.storeName) + accounts
-            for account in accounts {
-                membership.record(.init(account: account, zone: zone.storeName, member: member,
-                                        reason: member ? nil : reason, sequence: range.upperBound))
+            // The batch takes consecutive positions (its ids are new: derived from fresh clocks).
+            let contiguous = range.upperBound - range.lowerBound + 1 == SequenceNumber(batch.count)
+            for (account, at) in zip(accounts, recordAt) {
+                membership.record(.init(account: account, zone: zone.storeName, member: member, reason: member ? nil : reason,
+                                        sequence: contiguous ? range.lowerBound + SequenceNumber(at) : range.upperBound))
             }
             endPending(accounts, zone: zone, member: member)
             return told

@@ -46,6 +46,10 @@ final class ServiceContext: @unchecked Sendable {
     var pending = PendingWrites()
     /// The clock of the records the service writes. Under `lock`.
     var clock = HybridClock()
+    /// Whether an append of the service's own records failed since its records were last read:
+    /// it may have landed all the same (a write whose answer was lost), so the memory may be
+    /// behind the store until `ServiceRecordReader.catchUp` reads them back. Under `lock`.
+    var ownRecordsUncertain = false
     /// Per zone: ids its history holds that its log no longer does (entries compaction purged):
     /// a late retry of one is acknowledged, never stored again (Spec/SYNC.md §6). Under `lock`.
     var purged: [String: (incarnation: SequenceNumber, mark: SequenceNumber, ids: Set<CompactID>)] = [:]
@@ -134,7 +138,10 @@ final class ServiceContext: @unchecked Sendable {
         }
         let at: SequenceNumber
         do { at = try store.appendEntry(record) } catch {
-            lock.withLock { pending.end() }
+            lock.withLock {
+                pending.end()
+                ownRecordsUncertain = true
+            }
             throw error
         }
         return lock.withLock {

@@ -40,11 +40,24 @@ final class ServiceRecordReader: @unchecked Sendable {
 
     /// Over a shared storage: reads what other nodes wrote since the last read, when the
     /// zones changed (one look at their last changes otherwise), hinting what it had not applied.
+    /// Over any storage, after an append of the service's own records failed: such an append
+    /// may have landed (its answer lost), and the memory must not stay behind the store until
+    /// the next start (a removal it did not apply would refuse every key record without the
+    /// removed member).
     func catchUp() throws(StorageError) {
-        guard context.store.isShared else { return }
-        let last = try context.store.lastChange(ofAny: Self.zones)
-        guard last > lock.withLock({ through }) else { return }
-        try readNew(hinting: true)
+        let uncertain = context.locked { () -> Bool in
+            defer { context.ownRecordsUncertain = false }
+            return context.ownRecordsUncertain
+        }
+        guard context.store.isShared || uncertain else { return }
+        do {
+            let last = try context.store.lastChange(ofAny: Self.zones)
+            guard last > lock.withLock({ through }) else { return }
+            try readNew(hinting: true)
+        } catch {
+            if uncertain { context.locked { context.ownRecordsUncertain = true } }
+            throw error
+        }
     }
 
     /// Under `lock`: one zone's records after its token, applied; the hints they call for added

@@ -45,6 +45,7 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     private var down = false
     private var raisesToFail = 0
     private var appendsToFail = 0
+    private var answersToLose = 0
     private var injectedNow: [String: Int] = [:]
 
     package init(_ inner: any ServiceStorage, seed: UInt64, faults: StorageFaults = StorageFaults()) {
@@ -75,6 +76,13 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
         set { lock.withLock { appendsToFail = newValue } }
     }
 
+    /// The next `losingAnswers` writes reach the storage and commit, then fail as a connection
+    /// that dropped after `COMMIT`: the caller sees a failure for what was done.
+    package var losingAnswers: Int {
+        get { lock.withLock { answersToLose } }
+        set { lock.withLock { answersToLose = newValue } }
+    }
+
     /// Fails (as the database not answering) and counts down when the chosen failures left at
     /// `counter` are not used up.
     private func failIfChosen(_ counter: ReferenceWritableKeyPath<FaultyStorage, Int>) throws(JournalError) {
@@ -97,6 +105,10 @@ package final class FaultyStorage: ServiceStorage, @unchecked Sendable {
     private func roll(write: Bool) -> Fault {
         let (fault, delay): (Fault, Duration?) = lock.withLock {
             if down { return (.unavailable, nil) }
+            if write && answersToLose > 0 {
+                answersToLose -= 1
+                return (.lostAnswer, nil)
+            }
             func chance(_ p: Double) -> Bool { p > 0 && Double(rng.next() >> 11) / Double(1 << 53) < p }
             let delay: Duration? = chance(faultsNow.slow) ? faultsNow.maxDelay * (Double(rng.next() % 1_000) / 1_000) : nil
             if chance(faultsNow.unavailable) { return (.unavailable, delay) }

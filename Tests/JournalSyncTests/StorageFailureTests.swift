@@ -55,6 +55,16 @@ import JournalPostgres
         try expectConverged(world, [phone, tablet], list)
     }
 
+    @Test func aRemovalWhoseAnswerWasLostStillTakesAccessAway() async throws {
+        let (world, _, _, list) = try await Self.sharedMilk()
+        try #require(world.faulty).losingAnswers = 1
+        #expect(throws: SyncError.serviceBusy(retryAfter: .seconds(1))) {
+            try world.core.removeParticipant(caller: "alice", participant: "bob", from: list)
+        }
+        // The removal landed: bob reads the list no more, with no restart and no retry.
+        #expect(throws: SyncError.zoneDeleted(reason: .removed)) { try world.core.perform(caller: "bob", .fetchZoneChanges(zone: list, since: nil, limit: 10)) }
+    }
+
     @Test func aCompactionWhoseStorageIsDownFailsInsteadOfReportingNothingDone() async throws {
         let (world, _, _, _) = try await Self.sharedMilk()
         try #require(world.faulty).isDown = true
