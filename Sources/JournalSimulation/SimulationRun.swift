@@ -358,7 +358,9 @@ final class SimulationRun {
         defer { countDepartures(since: before) }
         guard let owner = nodes.first(where: { $0.account == node.account }) else { return }
         let mine = await owner.engine.lists.filter { $0.owner == owner.account }
-        switch rng.next() % 5 {
+        // A sealed run also replaces accounts' keys (SEALING.md §4.7); a plain run's schedule is
+        // as it always was.
+        switch rng.next() % (options.sealing?.changeKeys == nil ? 5 : 6) {
         case 0, 1:
             guard let zone = pick(mine), let other = pick(accounts.filter { $0 != owner.account }) else { return }
             if box.core.members(of: zone).contains(other) {
@@ -377,10 +379,29 @@ final class SimulationRun {
             try await owner.engine.deleteList(zone)
             for a in accounts { generation[key(a, zone.storeName), default: 0] += 1 }
             result.membershipChanges += 1
-        default:
+        case 4:
             if let zone = try? await owner.engine.createList(listName("list-\(owner.account)-\(rng.next() % 1_000)")) {
                 await beginEpoch(zone, on: owner, reason: .creation)
             }
+        default:
+            // The account retires its keys, vouched for by the old: every device follows, and
+            // each of its sealed lists owes a rotation away from them.
+            guard let sealing = options.sealing, let change = sealing.changeKeys else { return }
+            // Published, or else not: an answer lost after the commit is asked again (the same
+            // keys again are done), then what the directory holds decides.
+            let keys = change(owner.account)
+            var taken = false
+            for _ in 0..<20 where !taken {
+                taken = (try? box.core.perform(caller: owner.account, .publishAccountKeys(keys))) != nil
+            }
+            if !taken {
+                for _ in 0..<20 {
+                    guard let held = try? box.core.perform(caller: owner.account, .fetchAccountKeys(owner.account)).publishedAccountKeys() else { continue }
+                    taken = held.sameKeys(as: keys)
+                    break
+                }
+            }
+            if taken { result.keyChanges += 1 } else { sealing.keepKeys?(owner.account) }
         }
     }
 

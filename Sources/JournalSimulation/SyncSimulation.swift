@@ -32,17 +32,25 @@ package struct SimulationSealing: Sendable {
     package var seal: @Sendable (_ text: String, _ binding: SealBinding, _ records: [EpochKeyRecord], _ account: String) -> SealedValue?
     /// The text `value` holds for `binding`, opened with `account`'s keys; nil when it does not open.
     package var open: @Sendable (_ value: SealedValue, _ binding: SealBinding, _ records: [EpochKeyRecord], _ account: String) -> String?
+    /// Replaces `account`'s keys with new ones its current keys vouch for (SEALING.md §4.7): the
+    /// keys to publish. Nil: accounts keep their keys.
+    package var changeKeys: (@Sendable (_ account: String) -> PublishedAccountKeys)?
+    /// Takes back the last `changeKeys` of `account`, whose new keys the service did not take.
+    package var keepKeys: (@Sendable (_ account: String) -> Void)?
 
     package init(published: @escaping @Sendable (String) -> PublishedAccountKeys,
                  engineSealing: @escaping @Sendable (String) -> any SealedListSealing,
                  nextRecord: @escaping @Sendable ([EpochKeyRecord], ZoneID, String, [String], EpochKeyRecord.Reason) -> EpochKeyRecord?,
                  seal: @escaping @Sendable (String, SealBinding, [EpochKeyRecord], String) -> SealedValue?,
-                 open: @escaping @Sendable (SealedValue, SealBinding, [EpochKeyRecord], String) -> String?) {
+                 open: @escaping @Sendable (SealedValue, SealBinding, [EpochKeyRecord], String) -> String?,
+                 changeKeys: (@Sendable (String) -> PublishedAccountKeys)? = nil, keepKeys: (@Sendable (String) -> Void)? = nil) {
         self.published = published
         self.engineSealing = engineSealing
         self.nextRecord = nextRecord
         self.seal = seal
         self.open = open
+        self.changeKeys = changeKeys
+        self.keepKeys = keepKeys
     }
 }
 
@@ -102,6 +110,8 @@ package struct SimulationResult: Sendable {
     package var rotations = 0
     /// Sealed changes refused for their epoch that engines made again under a newer key.
     package var reissued = 0
+    /// Accounts' keys replaced (sealed runs; SEALING.md §4.7).
+    package var keyChanges = 0
     /// Re-fetches by cause (`RefetchCause`), compactions devices followed in place, and
     /// re-fetches a compaction caused (`tokenExpired`, `cannotFollow`) on a device whose last
     /// complete full sync was within the retention. The last is counted, not judged: a complete

@@ -45,7 +45,8 @@ struct Simulate: AsyncParsableCommand {
     /// Real sealing for a sealed run (JournalSeal's), handed to the simulation.
     static func sealing() -> SimulationSealing {
         let s = SimulatedSealing()
-        return SimulationSealing(published: s.published, engineSealing: s.engineSealing, nextRecord: s.nextRecord, seal: s.seal, open: s.open)
+        return SimulationSealing(published: s.published, engineSealing: s.engineSealing, nextRecord: s.nextRecord, seal: s.seal, open: s.open,
+                                 changeKeys: s.changeKeys, keepKeys: s.keepKeys)
     }
 
     func run() async throws {
@@ -78,7 +79,7 @@ struct Simulate: AsyncParsableCommand {
                 ("membershipChanges", .int(Int64(r.membershipChanges))), ("settleRounds", .int(Int64(r.settleRounds))),
                 ("windowReads", .int(Int64(r.windowReads))),
                 ("sealed", .bool(sealed)), ("sealedTexts", .int(Int64(r.sealedTexts))), ("unopened", .int(Int64(r.unopened))),
-                ("rotations", .int(Int64(r.rotations))), ("reissued", .int(Int64(r.reissued))),
+                ("rotations", .int(Int64(r.rotations))), ("reissued", .int(Int64(r.reissued))), ("keyChanges", .int(Int64(r.keyChanges))),
                 ("storageFaultsInjected", .int(Int64(r.storageFaultsInjected))), ("compactionsFailed", .int(Int64(r.compactionsFailed))),
                 ("startsFailed", .int(Int64(r.startsFailed))), ("signedOut", .int(Int64(r.signedOut))),
                 ("seconds", .double((r.seconds * 1000).rounded() / 1000)),
@@ -91,7 +92,7 @@ struct Simulate: AsyncParsableCommand {
             print("  \(r.localChanges) local changes, \(String(format: "%.3f", r.uploadsPerChange)) uploads and \(String(format: "%.3f", r.sendsPerChange)) sends per change")
             print("  \(r.faultsInjected) faults, \(r.powerLosses) power losses, \(r.serviceRestarts) service restarts, \(r.compactions) compactions (\(r.purged) entries purged, \(r.windowReads) lists paged across one), \(r.refetches) re-fetches (\(r.refetchCauses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))), \(r.compactionsFollowed) compactions followed, \(r.membershipChanges) sharing changes, \(r.hintedSyncs) hinted syncs")
             print("  \(r.storageFaultsInjected) storage faults (\(r.compactionsFailed) compactions and \(r.startsFailed) service starts failed by them), \(r.signedOut) devices signed out")
-            if sealed { print("  sealed: \(r.sealedTexts) texts shown, \(r.unopened) not opening; \(r.rotations) epochs begun, \(r.reissued) changes made again under a newer key") }
+            if sealed { print("  sealed: \(r.sealedTexts) texts shown, \(r.unopened) not opening; \(r.rotations) epochs begun, \(r.reissued) changes made again under a newer key, \(r.keyChanges) accounts' keys replaced") }
             print("  settled in \(r.settleRounds) rounds, \(String(format: "%.2f", r.seconds)) s")
             for p in r.problems { print("  problem: \(p)") }
             if !r.converged { print("  replay: jlog simulate --replicas \(replicas) --ops \(ops) --seed \(seed) --faults \(faults.rawValue) --accounts \(accounts)" + (sealed ? " --sealed" : "")) }

@@ -17,17 +17,19 @@ import JournalSimulation
 
     /// Every list sealed (SEALING.md) through every fault, with sharing, removals and leaves:
     /// the lists converge, the service compacts and devices re-fetch them, epochs begin on
-    /// joins and on the departures that owe them, changes refused for their epoch are made again,
+    /// joins, on the departures and key changes that owe them, changes refused for their epoch are made again,
     /// and every sealed text every device shows opens with its account's keys.
     @Test func aSealedRunWithEveryFaultConvergesAndEveryTextOpens() async {
         let s = SimulatedSealing()
-        let sealing = SimulationSealing(published: s.published, engineSealing: s.engineSealing, nextRecord: s.nextRecord, seal: s.seal, open: s.open)
+        let sealing = SimulationSealing(published: s.published, engineSealing: s.engineSealing, nextRecord: s.nextRecord, seal: s.seal, open: s.open,
+                                        changeKeys: s.changeKeys, keepKeys: s.keepKeys)
         let r = await Self.run(seed: 3, ops: 1_000, replicas: 5, sealing: sealing)
         #expect(r.converged, "\(r.problems)")
         #expect(r.lost == 0 && r.duplicated == 0)
         #expect(r.sealedTexts > 0 && r.unopened == 0)
         #expect(r.compactions > 0 && r.refetches > 0)
         #expect(r.rotations > 0 && r.reissued > 0, "\(r.rotations) epochs, \(r.reissued) made again")
+        #expect(r.keyChanges > 0, "accounts replaced their keys")
     }
 
     @Test func aRunWithoutFaultsConverges() async {
