@@ -63,7 +63,7 @@ package struct ListReducer: Sendable {
     var keyRecords: [[UInt8]] = []
     /// Record number → its winning add's sealed text, for records whose winning add is a sealed
     /// one (SEALING.md §5) and that are not deleted; `texts` holds "" for them.
-    var sealedTexts: [Int32: SealedValue] = [:]
+    var sealedTexts = SealedTextTable()
     /// Participant → whether the latest join/leave was a join.
     var participants: [ExactString: Register<Bool>] = [:]
 
