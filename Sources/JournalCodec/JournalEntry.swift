@@ -64,6 +64,16 @@ public enum EntryOperation: Hashable, Sendable {
     /// it on byte for byte, and its list says it holds changes from a newer version.
     package static let firstNewerListKind: UInt8 = 0x40
 
+    /// Whether this changes who should hold a sealed list's key: a join, or a key record
+    /// (Spec/SEALING.md §5.2, a member without a key).
+    public var changesWhoHoldsTheKey: Bool {
+        switch self {
+        case .join: true
+        case .opaque(let k, _): k == EpochKeyRecord.kind
+        default: false
+        }
+    }
+
     /// Whether this is a list change of a newer version than this one (kind 0x41–0x7F, but for
     /// the sealed kinds 0x41–0x43, which this version's list model reads: Spec/MERGE.md §11).
     public var isNewerListChange: Bool {

@@ -116,6 +116,11 @@ final class SimulationRun {
     /// One step: a device edits, syncs, goes offline or loses power; time passes; the service
     /// compacts or restarts; an owner changes who shares a list; a device starts shopping.
     func step() async throws {
+        // A membership change takes effect at whichever call the service applies it: the call
+        // that made it, or, committed with its answer lost, the next call that reads the
+        // service's records back, or its restart. An account that left loses its pending changes.
+        let before = SyncSimulation.memberships(box.core, zones: (try? serviceZones()) ?? [])
+        defer { countDepartures(since: before) }
         let o = options
         let roll = rng.next() % 1_000
         let node = nodes[Int(rng.next() % UInt64(nodes.count))]
@@ -312,11 +317,9 @@ final class SimulationRun {
     }
 
     /// The service restarts; half the time its machine lost power. A membership change it
-    /// committed but never applied (its answer lost after the commit) takes effect now: an
-    /// account removed so loses its pending changes here, as in `changeSharing`.
+    /// committed but never applied (its answer lost after the commit) takes effect now, if no
+    /// call read it back before (`step` counts the departures).
     func restartService() throws {
-        let before = SyncSimulation.memberships(box.core, zones: (try? serviceZones()) ?? [])
-        defer { countDepartures(since: before) }
         let clock = clock
         let lostPower = rng.next() % 2 == 0
         if let storage {
@@ -354,8 +357,6 @@ final class SimulationRun {
     /// by a call whose response was lost, loses the changes it had not uploaded yet: they go
     /// with the list.
     func changeSharing(around node: Node) async throws {
-        let before = SyncSimulation.memberships(box.core, zones: try serviceZones())
-        defer { countDepartures(since: before) }
         guard let owner = nodes.first(where: { $0.account == node.account }) else { return }
         let mine = await owner.engine.lists.filter { $0.owner == owner.account }
         // A sealed run also replaces accounts' keys (SEALING.md §4.7); a plain run's schedule is
@@ -367,8 +368,9 @@ final class SimulationRun {
                 if (try? await owner.engine.remove(other, from: zone)) != nil { result.membershipChanges += 1 }
             } else if let invitation = try? await owner.engine.share(zone, with: other),
                       let member = pick(nodes.filter({ $0.account == other })), (try? await member.engine.accept(invitation)) != nil {
+                // No epoch begun here: the next member's device that fetches the list wraps the
+                // key to the new member by itself (SEALING.md §5.2, "a member without a key").
                 result.membershipChanges += 1
-                await beginEpoch(zone, on: owner, reason: .joined)
             }
         case 2:
             // A participant leaves a list shared with it.
@@ -423,6 +425,11 @@ final class SimulationRun {
             result.compactions += 1
             result.purged += retried.storage.entriesPurged + retried.storage.entriesReplaced
         }
+        // What the service committed but has not applied yet (answers lost) it applies now,
+        // before the devices settle, and departures among it are counted.
+        let before = SyncSimulation.memberships(box.core, zones: try serviceZones())
+        try box.core.catchUp()
+        countDepartures(since: before)
         try await SyncSimulation.settle(nodes, now: clock.now(), retention: options.retentionDays * 86_400_000, &result)
         if try await rekeySealedLists() {
             try await SyncSimulation.settle(nodes, now: clock.now(), retention: options.retentionDays * 86_400_000, &result)

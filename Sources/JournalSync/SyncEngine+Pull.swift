@@ -195,6 +195,8 @@ extension SyncEngine {
                     return
                 }
             }
+            // A join or a key record may leave a member without a key (`wrapMembersWithoutKey`).
+            if sealing != nil, page.entries.contains(where: \.operation.changesWhoHoldsTheKey) { wrapCheckDue.insert(name) }
             guard take(page.entries, token: page.token, head: page.moreComing ? nil : page.head, in: name, &report) else { return }
             if !page.moreComing { break }
         }
@@ -205,6 +207,7 @@ extension SyncEngine {
         // The copy holds what the service's does not: replaced now, after the fetch from the
         // token (so a list whose pushes keep failing still receives changes), unless shopping.
         await reissueEpochRefusals(name, &report)
+        await wrapMembersWithoutKey(name, &report)
         if let z = state.zones[name], z.refetchWanted, !z.shopping, !z.pendingDelete, z.replacing == nil {
             refetchCauses[name] = refetchCauses[name] ?? .conflict
             await refetch(name, &report, wanted: true)

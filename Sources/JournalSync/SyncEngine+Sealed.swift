@@ -5,7 +5,8 @@ import ListModel
 extension SyncEngine {
     /// Gives the engine the app's sealing: from then on a sealed list's change the service
     /// refused for its epoch (`staleEpoch`, `rotationDue`) is made again under the list's newest
-    /// key by the engine itself, rotating first when a departure owes it (Spec/SEALING.md §5.2).
+    /// key by the engine itself, rotating first when a departure owes it; and a member who
+    /// joined a sealed list without a key is wrapped to after a fetch (Spec/SEALING.md §5.2).
     public func useSealing(_ sealing: any SealedListSealing) {
         self.sealing = sealing
     }
@@ -128,10 +129,46 @@ extension SyncEngine {
     /// that never receives a newer key: one that joined and was never wrapped to).
     static let maxReissueAttempts = 20
 
+    /// After a fetch of a sealed list: when a member (its owner, or a participant the list
+    /// shows) has no wrap in the current epoch's record (a join no epoch followed yet: the
+    /// inviting device was offline, or its record was lost), and this device's account holds
+    /// the current key, begins the next epoch wrapping to every member (reason `joined`,
+    /// Spec/SEALING.md §5.2). Any member's device may; the epoch's fixed id lets one record win.
+    /// Checked only after a fetch that brought a join or a key record (a sync of an unchanged
+    /// list costs nothing), until a check finishes: nothing is recorded when the record this
+    /// device can make would still leave them all out (keys reset and not re-verified, §4.7).
+    func wrapMembersWithoutKey(_ name: String, _ report: inout SyncReport) async {
+        guard let sealing, wrapCheckDue.contains(name), let account = state.account, let z = state.zones[name],
+              !z.shopping, !z.pendingDelete, z.replacing == nil, !z.refetchWanted, owedRotations[name] == nil else { return }
+        let list: ListState
+        do { list = try ListQuery(store: store).materialise(name).state } catch { return }
+        guard let records = try? takenKeyRecords(list.keyRecords, in: name) else { return }
+        wrapCheckDue.remove(name)
+        // A record of this device's waiting to be taken: the push sends it, and the fetch that
+        // brings it back checks again.
+        guard let current = records.last, !list.keyRecords.contains(where: { $0.epoch > current.epoch }) else { return }
+        let wrapped = Set(current.wraps.map(\.account))
+        let members = [z.zone.owner] + list.participants
+        let missing = members.filter { !wrapped.contains($0) }
+        guard wrapped.contains(account), !missing.isEmpty else { return }
+        var refused = false
+        let record = await nextEpoch(after: records, of: z.zone, members: members, reason: .joined, sealing, &report) { record in
+            // None this device can make (a member's keys not pinned), or one that still leaves
+            // them all out: settled until a fetch brings another join or record.
+            refused = record.map { r in !r.wraps.contains { missing.contains($0.account) } } ?? true
+            return !refused
+        }
+        // Not made for a failure (the directory unreachable, the upload lost): checked again
+        // at the next fetch.
+        if record == nil && !refused { wrapCheckDue.insert(name) }
+    }
+
     /// The next epoch's record, made and recorded on this device; nil when it cannot be (a
-    /// member's keys not published, this device without the current key).
+    /// member's keys not published, this device without the current key) or `accept` refuses
+    /// what the sealing made (nil: nothing).
     private func nextEpoch(after records: [EpochKeyRecord], of zone: ZoneID, members: [String], reason: EpochKeyRecord.Reason = .leave,
-                           _ sealing: any SealedListSealing, _ report: inout SyncReport) async -> EpochKeyRecord? {
+                           _ sealing: any SealedListSealing, _ report: inout SyncReport,
+                           accept: (EpochKeyRecord?) -> Bool = { $0 != nil }) async -> EpochKeyRecord? {
         var keys: [PublishedAccountKeys] = []
         for account in Set(members).sorted() {
             do {
@@ -139,7 +176,8 @@ extension SyncEngine {
                 keys.append(k)
             } catch { return nil }
         }
-        guard let record = sealing.nextEpoch(after: records, in: zone, members: keys, reason: reason) else { return nil }
+        let made = sealing.nextEpoch(after: records, in: zone, members: keys, reason: reason)
+        guard accept(made), let record = made else { return nil }
         let entry: JournalEntry
         do { entry = try recordKeys(record, in: zone) } catch { return nil }
         report.rotations += 1

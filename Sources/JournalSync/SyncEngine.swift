@@ -268,6 +268,9 @@ public actor SyncEngine {
     /// Key records this device uploaded that the service took, while changes before them in
     /// the log still wait (a rotation's record is uploaded out of turn).
     var savedKeyRecords: Set<CompactID> = []
+    /// Sealed lists whose fetch brought a join or a key record, still to check for a member
+    /// without a key (`wrapMembersWithoutKey`); a check that could not finish stays due.
+    var wrapCheckDue: Set<String> = []
     /// What the engine has recorded and sent since it was made.
     public internal(set) var totals = SyncTotals()
 
