@@ -66,7 +66,7 @@ public enum EntryOperation: Hashable, Sendable {
 
     /// Whether this changes who should hold a sealed list's key: a join, or a key record
     /// (Spec/SEALING.md §5.2, a member without a key).
-    public var changesWhoHoldsTheKey: Bool {
+    package var changesWhoHoldsTheKey: Bool {
         switch self {
         case .join: true
         case .opaque(let k, _): k == EpochKeyRecord.kind
